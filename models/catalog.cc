@@ -1,0 +1,86 @@
+#include "models/catalog.h"
+
+#include <fmt/format.h>
+
+#include "sim/config/config_node.h"
+#include "sim/core/data_path.h"
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+namespace {
+
+template <class Spec, class Parse>
+std::map<std::string, Spec> load_entries(const std::filesystem::path& file, Parse parse) {
+  ConfigNode root = ConfigNode::parse_file(file);
+  if (!root.is_map()) root.fail_expected("a map of catalog entries");
+  std::map<std::string, Spec> out;
+  for (const std::string& key : root.keys()) out.emplace(key, parse(root.child(key), key));
+  root.reject_unknown_keys();
+  return out;
+}
+
+template <class Spec>
+const Spec& lookup(const std::map<std::string, Spec>& entries, const std::string& name,
+                   const char* what) {
+  if (auto it = entries.find(name); it != entries.end()) return it->second;
+  std::vector<std::string> names;
+  std::string list;
+  for (const auto& [k, v] : entries) {
+    names.push_back(k);
+    list += (list.empty() ? "" : ", ") + k;
+  }
+  std::string hint;
+  if (auto near = nearest_name(name, names)) hint = fmt::format("; did you mean '{}'?", *near);
+  throw InputError(fmt::format("unknown {} '{}'{} (known: {})", what, name, hint, list));
+}
+
+}  // namespace
+
+Catalog Catalog::load(const std::filesystem::path& dir) {
+  Catalog c;
+  c.models_ = load_entries<ModelSpec>(dir / "models.yaml", parse_model_spec);
+  c.gpus_ = load_entries<GpuSpec>(dir / "gpus.yaml", parse_gpu_spec);
+  return c;
+}
+
+const Catalog& Catalog::builtin() {
+  static const Catalog catalog = load(data_dir() / "models" / "catalog");
+  return catalog;
+}
+
+const ModelSpec& Catalog::model(const std::string& name) const {
+  return lookup(models_, name, "model");
+}
+
+const GpuSpec& Catalog::gpu(const std::string& name) const { return lookup(gpus_, name, "GPU"); }
+
+ModelSpec resolve_model(const ConfigNode& node, const Catalog& catalog) {
+  if (node.is_scalar()) {
+    try {
+      return catalog.model(node.as<std::string>());
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& e) {
+      node.fail(e.what());
+    }
+  }
+  if (!node.is_map()) node.fail_expected("a catalog model name or an inline model spec");
+  return parse_model_spec(node, node.get<std::string>("name", "inline-model"));
+}
+
+GpuSpec resolve_gpu(const ConfigNode& node, const Catalog& catalog) {
+  if (node.is_scalar()) {
+    try {
+      return catalog.gpu(node.as<std::string>());
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const InputError& e) {
+      node.fail(e.what());
+    }
+  }
+  if (!node.is_map()) node.fail_expected("a catalog GPU name or an inline GPU spec");
+  return parse_gpu_spec(node, node.get<std::string>("name", "inline-gpu"));
+}
+
+}  // namespace kvsim

@@ -1,0 +1,36 @@
+#include "models/gpu_spec.h"
+
+#include "sim/config/config_node.h"
+#include "sim/core/units.h"
+
+namespace kvsim {
+
+GpuSpec parse_gpu_spec(const ConfigNode& n, const std::string& name) {
+  if (!n.is_map()) n.fail_expected("a GPU spec (a map)");
+  GpuSpec g;
+  g.name = name;
+  g.display_name = n.get<std::string>("display_name", name);
+  g.source = n.get<std::string>("source", "inline");
+  // Capacity: exact bytes, or GiB as tools print it, or decimal GB as datasheets print it.
+  const Bounds cap{.min = 1e-3, .max = 1e5};
+  if (n.has("memory_bytes")) {
+    g.memory_bytes = n.get<int64_t>("memory_bytes", {.min = 1e6, .max = 1e14});
+  } else if (n.has("memory_gib")) {
+    g.memory_bytes = gib_to_bytes(n.get<double>("memory_gib", cap));
+  } else {
+    g.memory_bytes = gb_to_bytes(n.get<double>("memory_gb", cap));
+  }
+  g.marketed_gb = n.get<double>("marketed_gb", to_gb(g.memory_bytes), {.min = 0, .max = 1e5});
+  g.context_reserve_bytes = gib_to_bytes(
+      n.get<double>("context_reserve_gib", 0.0, {.min = 0, .max = to_gib(g.memory_bytes)}));
+  g.hbm_bytes_per_s = n.get<double>("hbm_gb_per_s", {.min = 1, .max = 1e6}) * 1e9;
+  g.fp16_flops = n.get<double>("fp16_tflops", {.min = 0.1, .max = 1e6}) * 1e12;
+  g.sm_count = n.get<int>("sm_count", 0, {.min = 0, .max = 100000});
+  g.l2_bytes = gib_to_bytes(n.get<double>("l2_mib", 0.0, {.min = 0, .max = 1e6}) / 1024.0);
+  g.pcie_bytes_per_s = n.get<double>("pcie_gb_per_s", 25.0, {.min = 0.1, .max = 1e5}) * 1e9;
+  g.nvlink_bytes_per_s = n.get<double>("nvlink_gb_per_s", 0.0, {.min = 0, .max = 1e6}) * 1e9;
+  n.get<std::string>("notes", "");
+  return g;
+}
+
+}  // namespace kvsim

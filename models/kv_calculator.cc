@@ -1,0 +1,54 @@
+#include "models/kv_calculator.h"
+
+#include <fmt/format.h>
+
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+
+namespace kvsim {
+
+std::string_view risk_name(Risk r) {
+  switch (r) {
+    case Risk::kSafe: return "safe";
+    case Risk::kControlled: return "controlled";
+    case Risk::kWarning: return "warning";
+    case Risk::kCritical: return "critical";
+    case Risk::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+Risk classify_risk(std::optional<int64_t> remaining, std::optional<int64_t> capacity) {
+  if (!remaining || !capacity || *capacity <= 0) return Risk::kUnknown;
+  if (*remaining < 0) return Risk::kCritical;
+  const double frac = static_cast<double>(*remaining) / static_cast<double>(*capacity);
+  if (frac < kRiskControlledFraction) return Risk::kWarning;
+  if (frac < kRiskSafeFraction) return Risk::kControlled;
+  return Risk::kSafe;
+}
+
+std::vector<KvRow> kv_table(const KvQuery& q) {
+  auto overflow = [&](int64_t seq) {
+    return InputError(fmt::format(
+        "KV bytes for seq_len {} x batch {} overflow 64-bit arithmetic; use smaller values", seq,
+        q.batch));
+  };
+  std::vector<KvRow> rows;
+  for (int64_t seq : q.seq_lens) {
+    KvRow r;
+    r.seq_len = seq;
+    r.batch = q.batch;
+    auto per_req = checked_mul(q.model.kv_bytes_per_token(), seq);
+    if (!per_req) throw overflow(seq);
+    auto total = checked_mul(*per_req, q.batch);
+    if (!total) throw overflow(seq);
+    r.kv_bytes_per_request = *per_req;
+    r.kv_bytes_total = *total;
+    if (q.capacity_bytes) r.remaining_bytes = *q.capacity_bytes - q.weights_bytes - *total;
+    r.risk = classify_risk(r.remaining_bytes, q.capacity_bytes);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,50 @@
+// What an LLM is, as far as memory and latency are concerned: its shape and its dtypes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "models/dtype.h"
+
+namespace kvsim {
+
+class ConfigNode;
+
+struct ModelSpec {
+  std::string name;          // catalog key, lower case, e.g. "llama-3-8b"
+  std::string display_name;  // e.g. "Meta-Llama-3-8B"
+  std::string source;        // where the figures come from
+  int layers = 0;
+  int heads = 0;     // query heads H
+  int kv_heads = 0;  // H_kv: = H for MHA, H/G for GQA, 1 for MQA
+  int head_dim = 0;  // D
+  int hidden = 0;
+  int ffn = 0;  // intermediate size of one expert's MLP
+  int vocab = 0;
+  int64_t max_position = 0;
+  int num_experts = 1;         // >1 for mixture-of-experts
+  int experts_per_token = 1;   // top-k routing
+  bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
+  bool tied_embeddings = false;
+  std::optional<int> sliding_window;
+  DType weight_dtype = DType::kFp16;
+  DType kv_dtype = DType::kFp16;
+  std::optional<int64_t> weights_bytes_override;  // e.g. the seeds' flat "16 GB of weights"
+
+  // 2 (K and V) x L x H_kv x D x bytes(kv_dtype).
+  int64_t kv_bytes_per_token() const;
+  // Parameter count from the shape (embeddings, attention, MLP/experts, norms).
+  int64_t param_count() const;
+  // Parameters touched per token (MoE: only the routed experts).
+  int64_t active_param_count() const;
+  // Weight bytes held on the GPU: the override if given, else params x bytes(weight_dtype).
+  int64_t weights_bytes() const;
+  // "MHA", "GQA" or "MQA".
+  std::string attention_kind() const;
+};
+
+// Reads a model from a catalog entry or an inline scenario spec. Throws ConfigError.
+ModelSpec parse_model_spec(const ConfigNode& node, const std::string& name);
+
+}  // namespace kvsim

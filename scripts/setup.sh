@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what kvsim needs from Debian's packages, only when something is missing, and
+# configures + builds a Release tree in build/. Sourced by run.sh and test.sh so both front-door
+# commands share one set-up. Idempotent: a second call installs nothing and rebuilds only changes.
+set -euo pipefail
+
+KVSIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+KVSIM_BUILD="${KVSIM_BUILD:-$KVSIM_ROOT/build}"
+
+# One package per capability; dpkg-query tells what is present without touching the network.
+KVSIM_PACKAGES=(
+  build-essential cmake pkg-config
+  libyaml-cpp-dev libeigen3-dev libspdlog-dev libfmt-dev libboost-dev
+  catch2 libcli11-dev nlohmann-json3-dev
+)
+
+kvsim_missing_packages() {
+  local missing=() p
+  for p in "${KVSIM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  echo "${missing[@]:-}"
+}
+
+kvsim_install() {
+  local missing
+  missing="$(kvsim_missing_packages)"
+  [[ -z "${missing// /}" ]] && return 0
+  echo "kvsim setup: installing missing packages: $missing" >&2
+  local sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >/dev/null
+  # shellcheck disable=SC2086
+  $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+kvsim_build() {
+  local jobs log
+  jobs="$(nproc 2>/dev/null || echo 2)"
+  log="$KVSIM_BUILD/build.log"
+  mkdir -p "$KVSIM_BUILD"
+  # Quiet when all is well; the whole log when something fails.
+  if ! { cmake -S "$KVSIM_ROOT" -B "$KVSIM_BUILD" -DCMAKE_BUILD_TYPE=Release ${KVSIM_CMAKE_ARGS:-} &&
+         cmake --build "$KVSIM_BUILD" -j "$jobs"; } >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "kvsim setup: build failed (log: $log)" >&2
+    return 1
+  fi
+}
+
+kvsim_install
+kvsim_build

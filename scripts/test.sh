@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Front door 2: install what is missing, build, run every test through ctest.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+cd "$KVSIM_BUILD"
+ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"

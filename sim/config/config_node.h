@@ -1,0 +1,93 @@
+// ConfigNode: a YAML node that knows where it came from (file, line, column, key path) and which
+// of its keys were read, so every schema error names its position and every leftover key is an
+// error ("unknown key 'safty_margin_gb'; did you mean 'safety_margin_gb'?").
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvsim {
+
+// Range accepted for a number; both ends inclusive unless `min_exclusive`.
+struct Bounds {
+  std::optional<double> min;
+  std::optional<double> max;
+  bool min_exclusive = false;
+};
+
+class ConfigNode {
+ public:
+  // Parses a whole file. Throws ConfigError (file:line:col) on unreadable files, YAML syntax
+  // errors, duplicate keys, too-deep nesting and documents that expand too far through aliases.
+  static ConfigNode parse_file(const std::filesystem::path& path);
+  // Same from text; `source` names it in messages.
+  static ConfigNode parse_string(std::string_view text, const std::string& source);
+  // Wraps an already-parsed node (e.g. one patched by --set).
+  static ConfigNode wrap(YAML::Node node, const std::string& source);
+
+  bool is_map() const;
+  bool is_sequence() const;
+  bool is_scalar() const;
+  bool is_null() const;
+  bool has(const std::string& key) const;  // records `key` as known
+  size_t size() const;                      // elements of a sequence, keys of a map
+
+  // Required map child; a missing key is an error at this map's position.
+  ConfigNode child(const std::string& key) const;
+  std::optional<ConfigNode> optional_child(const std::string& key) const;
+  ConfigNode at(size_t index) const;  // Requires: is_sequence(), index < size()
+  std::vector<std::string> keys() const;
+
+  // Scalar accessors. T is one of bool, int, int64_t, double, std::string. Numbers must be finite
+  // and inside `bounds`.
+  template <class T>
+  T as(Bounds bounds = {}) const;
+  template <class T>
+  T get(const std::string& key, Bounds bounds = {}) const {
+    return child(key).as<T>(bounds);
+  }
+  template <class T>
+  T get(const std::string& key, T fallback, Bounds bounds = {}) const {
+    auto c = optional_child(key);
+    return c && !c->is_null() ? c->as<T>(bounds) : fallback;
+  }
+  // A string that must be one of `choices`; `fallback` when the key is absent (required if none).
+  std::string get_enum(const std::string& key, std::initializer_list<std::string_view> choices,
+                       std::optional<std::string> fallback = std::nullopt) const;
+
+  // Throws for the first key of this map (and of every child reached through child()/at())
+  // that no accessor asked for.
+  void reject_unknown_keys() const;
+
+  // "file:line:col" of this node (1-based).
+  std::string where() const;
+  // Dotted key path, e.g. "policies[1].guards[0]"; empty at the root.
+  const std::string& path() const;
+  const std::string& source() const;
+  const YAML::Node& yaml() const;
+
+  // Throws ConfigError "<where>: <path>: <message>".
+  [[noreturn]] void fail(const std::string& message) const;
+  // Throws "expected <what>, got <this node's text or kind>".
+  [[noreturn]] void fail_expected(const std::string& what) const;
+
+  struct State;
+
+ private:
+  explicit ConfigNode(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+// Nearest candidate by edit distance, if it is close enough to be a plausible typo.
+std::optional<std::string> nearest_name(const std::string& word,
+                                        const std::vector<std::string>& candidates);
+
+}  // namespace kvsim

@@ -1,0 +1,112 @@
+#include "sim/config/scenario.h"
+
+#include <fmt/format.h>
+
+#include "models/catalog.h"
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
+  if (!root.is_map()) root.fail_expected("a scenario (a YAML map)");
+  Scenario s{.root = root};
+  s.name = root.get<std::string>("name");
+  s.description = root.get<std::string>("description", "");
+  s.seed = static_cast<uint64_t>(root.get<int64_t>("seed", 0, {.min = 0, .max = 9.0e15}));
+  s.model = resolve_model(root.child("model"), catalog);
+  s.gpu = resolve_gpu(root.child("gpu"), catalog);
+  for (const auto& section : kScenarioSections) root.has(section);
+  root.reject_unknown_keys();
+  return s;
+}
+
+Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog) {
+  return load_scenario(ConfigNode::parse_file(path), catalog);
+}
+
+namespace {
+
+// Lints read the raw YAML (they must not mark keys as known: the engine's own loader does that).
+std::string where(const std::string& source, const YAML::Node& n) {
+  return fmt::format("{}:{}:{}", source, n.Mark().line + 1, n.Mark().column + 1);
+}
+
+// The largest token count a length spec can produce: `value`, `max`, or a bare number.
+int64_t max_tokens(const YAML::Node& spec) {
+  int64_t best = 0;
+  if (!spec.IsDefined()) return 0;
+  if (spec.IsScalar()) {
+    int64_t v = 0;
+    return YAML::convert<int64_t>::decode(spec, v) ? v : 0;
+  }
+  if (spec.IsMap()) {
+    for (const char* key : {"value", "max", "high"}) {
+      int64_t v = 0;
+      if (spec[key].IsDefined() && YAML::convert<int64_t>::decode(spec[key], v)) best = std::max(best, v);
+    }
+    if (spec["components"].IsSequence()) {
+      for (const auto& c : spec["components"]) best = std::max(best, max_tokens(c));
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<std::string> lint_scenario(const Scenario& s) {
+  std::vector<std::string> out;
+  const YAML::Node& root = s.root.yaml();
+  const std::string& src = s.root.source();
+
+  const YAML::Node kv = root["engine"]["kv"];
+  if (kv.IsMap() && kv["block_size"].IsDefined()) {
+    int64_t bs = 0;
+    if (YAML::convert<int64_t>::decode(kv["block_size"], bs) && bs % 16 != 0) {
+      out.push_back(fmt::format(
+          "{}: engine.kv.block_size {} is not a multiple of 16 (seed B's alignment rule; "
+          "measure it with kvsim-validate rather than trust it)",
+          where(src, kv["block_size"]), bs));
+    }
+  }
+
+  const YAML::Node wl = root["workload"];
+  int64_t longest = std::max(max_tokens(wl["prompt_tokens"]), int64_t{0});
+  if (s.model.attention_kind() == "MHA" && s.model.param_count() > 5'000'000'000 && longest >= 8192) {
+    out.push_back(fmt::format(
+        "{}: MHA model '{}' ({:.1f} B params) with {}-token prompts: seed B's rule prefers GQA/MQA "
+        "above 5B parameters at 8k+ context (KV is {} bytes/token)",
+        where(src, wl["prompt_tokens"]), s.model.name,
+        static_cast<double>(s.model.param_count()) / 1e9, longest, s.model.kv_bytes_per_token()));
+  }
+
+  const YAML::Node policies = root["policies"];
+  if (policies.IsSequence()) {
+    for (size_t p = 0; p < policies.size(); ++p) {
+      const YAML::Node guards = policies[p]["guards"];
+      if (!guards.IsSequence()) continue;
+      for (size_t g = 0; g < guards.size(); ++g) {
+        const YAML::Node guard = guards[g];
+        if (!guard.IsMap() || !guard["type"].IsScalar() || guard["type"].Scalar() != "kv_guard") continue;
+        auto dim = [&](const char* key, int real) {
+          int64_t v = real;
+          if (guard[key].IsDefined()) YAML::convert<int64_t>::decode(guard[key], v);
+          return v;
+        };
+        const int64_t layers = dim("num_layers", 32), heads = dim("num_heads", 32),
+                      head_dim = dim("head_dim", 128);
+        if (layers != s.model.layers || heads != s.model.kv_heads || head_dim != s.model.head_dim) {
+          out.push_back(fmt::format(
+              "{}: policies[{}].guards[{}]: kv_guard assumes {} layers x {} KV heads x head dim {} "
+              "but model '{}' has {} x {} x {}: its estimate is off by {:.2f}x",
+              where(src, guard), p, g, layers, heads, head_dim, s.model.name, s.model.layers,
+              s.model.kv_heads, s.model.head_dim,
+              static_cast<double>(layers * heads * head_dim) /
+                  static_cast<double>(int64_t{s.model.layers} * s.model.kv_heads * s.model.head_dim)));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kvsim

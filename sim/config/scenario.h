@@ -1,0 +1,39 @@
+// A scenario file: what model, on what GPU, under what traffic and policies. This header holds the
+// parsed form; scenario.cc reads and validates it from YAML.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/gpu_spec.h"
+#include "models/model_spec.h"
+#include "sim/config/config_node.h"
+
+namespace kvsim {
+
+class Catalog;
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  uint64_t seed = 0;
+  ModelSpec model;
+  GpuSpec gpu;
+  ConfigNode root;  // the whole (patched) document, for the sections the engine reads
+};
+
+// Sections the engine, workload and policy code read from `root`. Listed here so the loader can
+// accept them at the top level.
+inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep"};
+
+// Reads and validates the scenario's top level. Throws ConfigError with file:line:col.
+Scenario load_scenario(const ConfigNode& root, const Catalog& catalog);
+Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog);
+
+// Warnings about settings that are legal but probably unwise (seed B's rules and seed A's
+// guard assumptions). Each is one line naming the position.
+std::vector<std::string> lint_scenario(const Scenario& s);
+
+}  // namespace kvsim

@@ -1,0 +1,66 @@
+// ConfigNode: positions, types, bounds, unknown keys, duplicates.
+#include <catch2/catch.hpp>
+
+#include "sim/config/config_node.h"
+#include "sim/core/errors.h"
+
+#include <fmt/format.h>
+
+using namespace kvsim;
+using Catch::Matchers::Contains;
+
+TEST_CASE("config errors name file, line, column, key path and what was expected", "[config]") {
+  auto root = ConfigNode::parse_string("a: 1\nguards:\n  - {type: kv, margin: ten}\n", "x.yaml");
+  auto g = root.child("guards").at(0);
+  CHECK_THROWS_WITH(g.get<double>("margin"),
+                    "x.yaml:3:24: guards[0].margin: expected a number, got \"ten\"");
+  CHECK(root.get<int>("a") == 1);
+}
+
+TEST_CASE("missing keys point at the parent map", "[config]") {
+  auto root = ConfigNode::parse_string("engine:\n  kv: {type: paged}\n", "s.yaml");
+  CHECK_THROWS_WITH(root.child("engine").child("kv").get<int>("block_size"),
+                    "s.yaml:2:7: engine.kv: missing required key 'block_size'");
+}
+
+TEST_CASE("bounds and non-finite numbers are rejected", "[config]") {
+  auto root = ConfigNode::parse_string("a: -1\nb: .nan\nc: .inf\nd: 2.5\n", "b.yaml");
+  CHECK_THROWS_WITH(root.get<double>("a", {.min = 0}), Contains("expected a number >= 0, got \"-1\""));
+  CHECK_THROWS_WITH(root.get<double>("b"), Contains("expected a finite number"));
+  CHECK_THROWS_WITH(root.get<double>("c"), Contains("expected a finite number"));
+  CHECK_THROWS_WITH(root.get<int64_t>("d"), Contains("b.yaml:4:4: d: expected an integer"));
+  CHECK(root.get<double>("missing", 7.0) == 7.0);
+}
+
+TEST_CASE("unknown keys are errors with a suggestion", "[config]") {
+  auto root = ConfigNode::parse_string("safty_margin_gb: 10\n", "g.yaml");
+  root.get<double>("safety_margin_gb", 0.0);
+  CHECK_THROWS_WITH(root.reject_unknown_keys(),
+                    "g.yaml:1:1: unknown key 'safty_margin_gb'; did you mean 'safety_margin_gb'?");
+}
+
+TEST_CASE("duplicate keys, syntax errors and deep nesting are rejected at parse", "[config]") {
+  CHECK_THROWS_WITH(ConfigNode::parse_string("a: 1\nb: 2\na: 3\n", "d.yaml"),
+                    "d.yaml:3:1: duplicate key 'a'");
+  CHECK_THROWS_WITH(ConfigNode::parse_string("a: [1, 2\n", "e.yaml"), Contains("e.yaml:"));
+  std::string deep = std::string(100, '[') + std::string(100, ']');
+  CHECK_THROWS_AS(ConfigNode::parse_string(deep, "n.yaml"), ConfigError);
+}
+
+TEST_CASE("enums list their choices and suggest the nearest", "[config]") {
+  auto root = ConfigNode::parse_string("on_fail: trunkate\n", "h.yaml");
+  CHECK_THROWS_WITH(root.get_enum("on_fail", {"reject", "truncate", "queue"}),
+                    "h.yaml:1:10: on_fail: expected one of reject, truncate, queue, got "
+                    "\"trunkate\"; did you mean 'truncate'?");
+}
+
+TEST_CASE("alias bombs are bounded", "[config]") {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  char prev = 'a';
+  for (char c = 'b'; c <= 'k'; ++c) {
+    bomb += fmt::format("{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n", c, c, prev,
+                        prev, prev, prev, prev, prev, prev, prev, prev, prev);
+    prev = c;
+  }
+  CHECK_THROWS_WITH(ConfigNode::parse_string(bomb, "bomb.yaml"), Contains("alias bomb"));
+}

@@ -1,0 +1,33 @@
+// What arrives: one request as a workload generator or a trace reader yields it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "sim/core/sim_time.h"
+
+namespace kvsim {
+
+struct RequestSpec {
+  int64_t id = 0;            // dense, in arrival order from 0
+  SimTime arrival = 0;       // ns since the start of the run
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  // Prefix-block hashes from traces that carry them (Mooncake: one id per `hash_block_tokens`
+  // tokens of prompt). Equal leading hashes mean a shareable KV prefix. Empty when unknown.
+  std::vector<uint64_t> prefix_hashes;
+  int64_t hash_block_tokens = 0;
+  int client = -1;  // closed-loop client that sent it, -1 for open-loop traffic
+};
+
+// A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request
+// trace never has to be held whole.
+class WorkloadSource {
+ public:
+  virtual ~WorkloadSource() = default;
+  // The next request, or nullopt at the end. Throws InputError on malformed input.
+  virtual std::optional<RequestSpec> next() = 0;
+};
+
+}  // namespace kvsim
