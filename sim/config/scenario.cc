@@ -9,13 +9,17 @@ namespace kvsim {
 
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
   if (!root.is_map()) root.fail_expected("a scenario (a YAML map)");
+  // Declare every top-level key first, so a typo is reported as a typo ("did you mean
+  // 'model'?") rather than as the required key it shadows being missing.
+  for (const char* key : {"name", "description", "seed", "model", "gpu"}) root.has(key);
+  for (const auto& section : kScenarioSections) root.has(section);
+  root.reject_unknown_keys();
   Scenario s{.root = root};
   s.name = root.get<std::string>("name");
   s.description = root.get<std::string>("description", "");
   s.seed = static_cast<uint64_t>(root.get<int64_t>("seed", 0, {.min = 0, .max = 9.0e15}));
   s.model = resolve_model(root.child("model"), catalog);
   s.gpu = resolve_gpu(root.child("gpu"), catalog);
-  for (const auto& section : kScenarioSections) root.has(section);
   root.reject_unknown_keys();
   return s;
 }
@@ -31,6 +35,15 @@ std::string where(const std::string& source, const YAML::Node& n) {
   return fmt::format("{}:{}:{}", source, n.Mark().line + 1, n.Mark().column + 1);
 }
 
+// yaml-cpp throws when indexing into a missing node; lints only want "absent".
+YAML::Node lookup(const YAML::Node& n, const char* key) {
+  if (!n.IsDefined() || !n.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  for (const auto& kv : n) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
 // The largest token count a length spec can produce: `value`, `max`, or a bare number.
 int64_t max_tokens(const YAML::Node& spec) {
   int64_t best = 0;
@@ -42,10 +55,12 @@ int64_t max_tokens(const YAML::Node& spec) {
   if (spec.IsMap()) {
     for (const char* key : {"value", "max", "high"}) {
       int64_t v = 0;
-      if (spec[key].IsDefined() && YAML::convert<int64_t>::decode(spec[key], v)) best = std::max(best, v);
+      const YAML::Node x = lookup(spec, key);
+      if (x.IsDefined() && YAML::convert<int64_t>::decode(x, v)) best = std::max(best, v);
     }
-    if (spec["components"].IsSequence()) {
-      for (const auto& c : spec["components"]) best = std::max(best, max_tokens(c));
+    const YAML::Node components = lookup(spec, "components");
+    if (components.IsSequence()) {
+      for (const auto& c : components) best = std::max(best, max_tokens(c));
     }
   }
   return best;
@@ -58,38 +73,39 @@ std::vector<std::string> lint_scenario(const Scenario& s) {
   const YAML::Node& root = s.root.yaml();
   const std::string& src = s.root.source();
 
-  const YAML::Node kv = root["engine"]["kv"];
-  if (kv.IsMap() && kv["block_size"].IsDefined()) {
+  const YAML::Node block_size = lookup(lookup(lookup(root, "engine"), "kv"), "block_size");
+  if (block_size.IsDefined()) {
     int64_t bs = 0;
-    if (YAML::convert<int64_t>::decode(kv["block_size"], bs) && bs % 16 != 0) {
+    if (YAML::convert<int64_t>::decode(block_size, bs) && bs % 16 != 0) {
       out.push_back(fmt::format(
           "{}: engine.kv.block_size {} is not a multiple of 16 (seed B's alignment rule; "
           "measure it with kvsim-validate rather than trust it)",
-          where(src, kv["block_size"]), bs));
+          where(src, block_size), bs));
     }
   }
 
-  const YAML::Node wl = root["workload"];
-  int64_t longest = std::max(max_tokens(wl["prompt_tokens"]), int64_t{0});
+  const YAML::Node prompts = lookup(lookup(root, "workload"), "prompt_tokens");
+  const int64_t longest = max_tokens(prompts);
   if (s.model.attention_kind() == "MHA" && s.model.param_count() > 5'000'000'000 && longest >= 8192) {
     out.push_back(fmt::format(
         "{}: MHA model '{}' ({:.1f} B params) with {}-token prompts: seed B's rule prefers GQA/MQA "
         "above 5B parameters at 8k+ context (KV is {} bytes/token)",
-        where(src, wl["prompt_tokens"]), s.model.name,
+        where(src, prompts), s.model.name,
         static_cast<double>(s.model.param_count()) / 1e9, longest, s.model.kv_bytes_per_token()));
   }
 
-  const YAML::Node policies = root["policies"];
+  const YAML::Node policies = lookup(root, "policies");
   if (policies.IsSequence()) {
     for (size_t p = 0; p < policies.size(); ++p) {
-      const YAML::Node guards = policies[p]["guards"];
+      const YAML::Node guards = lookup(policies[p], "guards");
       if (!guards.IsSequence()) continue;
       for (size_t g = 0; g < guards.size(); ++g) {
         const YAML::Node guard = guards[g];
-        if (!guard.IsMap() || !guard["type"].IsScalar() || guard["type"].Scalar() != "kv_guard") continue;
-        auto dim = [&](const char* key, int real) {
-          int64_t v = real;
-          if (guard[key].IsDefined()) YAML::convert<int64_t>::decode(guard[key], v);
+        const YAML::Node type = lookup(guard, "type");
+        if (!type.IsScalar() || type.Scalar() != "kv_guard") continue;
+        auto dim = [&](const char* key, int64_t seed_default) {
+          int64_t v = seed_default;
+          if (const YAML::Node x = lookup(guard, key); x.IsDefined()) YAML::convert<int64_t>::decode(x, v);
           return v;
         };
         const int64_t layers = dim("num_layers", 32), heads = dim("num_heads", 32),

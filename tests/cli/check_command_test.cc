@@ -1,0 +1,70 @@
+// `kvsim check`: the bad-scenario corpus (tests/data/bad/scenario/*.yaml, each with a .expected
+// line) and the lints.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "tests/cli/run_cli.h"
+
+using kvsim::test::read_text;
+using kvsim::test::run_cli;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+}  // namespace
+
+TEST_CASE("every bad scenario gives its one-line error and exit code 2", "[cli][bad-input]") {
+  const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "scenario";
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 15);
+  for (const auto& f : files) {
+    INFO("file " << f.filename());
+    fs::path expected_file = f;
+    expected_file.replace_extension(".expected");
+    REQUIRE(fs::exists(expected_file));
+    const std::string expected = trim(read_text(expected_file.string()));
+    auto r = run_cli("check '" + f.string() + "'");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(expected));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);  // one line
+    CHECK_THAT(r.err, Contains("kvsim: error: "));
+  }
+}
+
+TEST_CASE("a missing scenario file is a clean error", "[cli][bad-input]") {
+  auto r = run_cli("check /nonexistent/scenario.yaml");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("/nonexistent/scenario.yaml: no such file"));
+}
+
+TEST_CASE("kvsim check prints seed B's and seed A's lints as warnings", "[cli]") {
+  auto r = run_cli(std::string("check '") + KVSIM_TEST_DATA + "/scenarios/lints.yaml'");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("lints.yaml:6:33: engine.kv.block_size 24 is not a multiple of 16"));
+  CHECK_THAT(r.err, Contains("MHA model 'seed-7b-mha'"));
+  CHECK_THAT(r.err, Contains("32768-token prompts"));
+  CHECK_THAT(r.out, Contains("2 warnings"));
+  auto l3 = run_cli(std::string("check '") + KVSIM_TEST_DATA + "/scenarios/lints-llama3.yaml'");
+  REQUIRE(l3.exit_code == 0);
+  CHECK_THAT(l3.err, Contains("kv_guard assumes 32 layers x 32 KV heads x head dim 128 but model "
+                              "'llama-3-8b' has 32 x 8 x 128: its estimate is off by 4.00x"));
+}
+
+TEST_CASE("the shipped scenarios all pass kvsim check", "[cli][scenarios]") {
+  for (const auto& e : fs::directory_iterator(fs::path(KVSIM_SOURCE_DIR) / "scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO("scenario " << e.path().filename());
+    auto r = run_cli("check '" + e.path().string() + "'");
+    CHECK(r.exit_code == 0);
+  }
+}
