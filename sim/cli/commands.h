@@ -12,5 +12,8 @@ void add_kv_command(CLI::App& app);
 void add_catalog_commands(CLI::App& app);  // `models` and `gpus`
 void add_check_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_latency_command(CLI::App& app);       // `latency`
+void add_plausibility_command(CLI::App& app);  // `plausibility`
+void add_mem_command(CLI::App& app);           // `mem`
 
 }  // namespace kvsim::cli

@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   kvsim::cli::add_catalog_commands(app);
   kvsim::cli::add_check_command(app);
   kvsim::cli::add_run_command(app);
+  kvsim::cli::add_latency_command(app);
+  kvsim::cli::add_plausibility_command(app);
+  kvsim::cli::add_mem_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,55 +1,75 @@
-// `kvsim run [SCENARIO.yaml]`: the main job. Until the serving engine lands (issue 5) it prints
-// the KV calculator's seed table for the default scenario's model and GPU.
+// `kvsim run [SCENARIO.yaml]`: the main job. Replays the scenario's traffic under each of its
+// policies, prints the comparison, and writes the result folder. Without a file it runs the
+// embedded default, seed-a-guard.
 #include <CLI/CLI.hpp>
+
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "models/catalog.h"
-#include "models/kv_calculator.h"
 #include "sim/cli/commands.h"
-#include "sim/cli/text_table.h"
+#include "sim/config/config_patch.h"
 #include "sim/config/scenario.h"
 #include "sim/core/data_path.h"
-#include "sim/core/units.h"
+#include "sim/metrics/summary_writer.h"
+#include "sim/run/scenario_runner.h"
 
 namespace kvsim::cli {
 
 namespace {
 
-void print_seed_table() {
-  // Seed A's table: seed-7b-mha, 4 concurrent requests, 80 GB (decimal), 16 GB of weights.
-  KvQuery q;
-  q.model = Catalog::builtin().model("seed-7b-mha");
-  q.seq_lens = {4096, 8192, 16384, 32768};
-  q.batch = 4;
-  q.capacity_bytes = 80 * kGB;
-  q.weights_bytes = 16 * kGB;
-  fmt::print("Seed A's KV table, exact (seed-7b-mha, batch 4, 80 GB capacity, 16 GB weights):\n\n");
-  TextTable t({"seq_len", "KV per request (GB)", "KV for 4 (GB)", "left (GB)", "left (bytes)", "risk"});
-  for (const KvRow& r : kv_table(q)) {
-    t.add_row({with_commas(r.seq_len), fmt::format("{:.2f}", to_gb(r.kv_bytes_per_request)),
-               fmt::format("{:.2f}", to_gb(r.kv_bytes_total)),
-               fmt::format("{:.2f}", to_gb(*r.remaining_bytes)), with_commas(*r.remaining_bytes),
-               std::string(risk_name(r.risk))});
+struct RunArgs {
+  std::string scenario;
+  std::string out_dir;
+  std::vector<std::string> sets;
+  RunOptions options;
+  bool no_output = false;
+};
+
+// Loads a scenario file with every --set applied first.
+Scenario load_with_sets(const std::string& file, const std::vector<std::string>& sets) {
+  ConfigNode raw = ConfigNode::parse_file(file);
+  if (sets.empty()) return load_scenario(raw, Catalog::builtin());
+  YAML::Node patched = raw.yaml();
+  for (const auto& s : sets) patched = apply_set(patched, s);
+  return load_scenario(ConfigNode::wrap(patched, file), Catalog::builtin());
+}
+
+void run(RunArgs& a) {
+  const std::string file =
+      a.scenario.empty() ? data_file("scenarios/seed-a-guard.yaml").string() : a.scenario;
+  const Scenario s = load_with_sets(file, a.sets);
+  if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
+  const RunResult r = run_scenario(s, a.options);
+  fmt::print("scenario {} (model {}, gpu {}, seed {}): {}\n\n", s.name, s.model.name, s.gpu.name,
+             s.seed, s.description);
+  fmt::print("{}", summary_table(r.policies));
+  if (!a.options.out_dir.empty()) {
+    fmt::print("\nresults: {}/ (summary.json, summary.csv, requests.csv, timeseries.csv, manifest.json)\n",
+               a.options.out_dir);
   }
-  fmt::print("{}", t.render());
 }
 
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto path = std::make_shared<std::string>();
+  auto a = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand("run", "run a scenario (default: the embedded seed-a-guard scenario)");
-  cmd->add_option("scenario", *path, "scenario YAML file");
-  cmd->callback([path] {
-    const std::string file =
-        path->empty() ? data_file("scenarios/seed-a-guard.yaml").string() : *path;
-    const Scenario s = load_scenario_file(file, Catalog::builtin());
-    fmt::print("scenario '{}' (model {}, gpu {}) loaded from {}\n", s.name, s.model.name,
-               s.gpu.name, file);
-    fmt::print("The serving engine is not built yet; showing the KV calculator instead.\n\n");
-    print_seed_table();
-  });
+  cmd->add_option("scenario", a->scenario, "scenario YAML file");
+  cmd->add_option("-o,--out", a->out_dir, "result folder (default: out/<scenario name>)");
+  cmd->add_flag("--no-output", a->no_output, "print the comparison only, write no files");
+  cmd->add_option("--set", a->sets, "override a scenario key: path=value (repeatable)");
+  cmd->add_flag("--check-invariants", a->options.check_invariants,
+                "check memory and bookkeeping invariants after every iteration (slower)");
+  cmd->add_option("--max-events", a->options.max_events, "stop a runaway run after this many events")
+      ->capture_default_str();
+  cmd->add_option("--max-sim-time", a->options.max_sim_time_s, "stop a runaway run at this simulated time (s)")
+      ->capture_default_str();
+  cmd->add_option("--sample-interval", a->options.sample_interval_s, "timeseries period (s)")
+      ->check(CLI::Range(1e-6, 1e9))
+      ->capture_default_str();
+  cmd->callback([a] { run(*a); });
 }
 
 }  // namespace kvsim::cli

@@ -161,8 +161,8 @@ ConfigNode ConfigNode::parse_file(const std::filesystem::path& path) {
   return parse_string(text, path.string());
 }
 
-ConfigNode ConfigNode::wrap(YAML::Node node, const std::string& source) {
-  return ConfigNode(make_state(node, source, "", 1, 1));
+ConfigNode ConfigNode::wrap(YAML::Node node, const std::string& source, const std::string& path) {
+  return ConfigNode(make_state(node, source, path, 1, 1));
 }
 
 bool ConfigNode::is_map() const { return state_->node.IsMap(); }

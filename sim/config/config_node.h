@@ -30,8 +30,9 @@ class ConfigNode {
   static ConfigNode parse_file(const std::filesystem::path& path);
   // Same from text; `source` names it in messages.
   static ConfigNode parse_string(std::string_view text, const std::string& source);
-  // Wraps an already-parsed node (e.g. one patched by --set).
-  static ConfigNode wrap(YAML::Node node, const std::string& source);
+  // Wraps an already-parsed node (e.g. one patched by --set, or a merged section); `path` is the
+  // key path its messages start from.
+  static ConfigNode wrap(YAML::Node node, const std::string& source, const std::string& path = "");
 
   bool is_map() const;
   bool is_sequence() const;

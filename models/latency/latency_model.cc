@@ -1,0 +1,408 @@
+#include "models/latency/latency_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/core/check.h"
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+namespace {
+
+// Activations are FP16/BF16 whatever the weight and KV types (FP8/INT8 weights are dequantised
+// into 16-bit GEMMs in the engines we model).
+constexpr double kActBytes = 2.0;
+
+// Per-GPU shapes, as doubles: every count below is a product of these.
+struct Shape {
+  double layers, hidden, head_dim, q_heads, kv_heads, ffn, vocab, experts, topk;
+  double wb, kvb;  // bytes per weight / KV element
+  int tp;
+};
+
+Shape shape_of(const ModelSpec& m, int tp) {
+  Shape s{};
+  s.layers = m.layers;
+  s.hidden = m.hidden;
+  s.head_dim = m.head_dim;
+  s.q_heads = static_cast<double>(m.heads) / tp;
+  // KV heads split across GPUs; with fewer KV heads than GPUs each GPU holds one replica.
+  s.kv_heads = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
+  s.ffn = static_cast<double>(m.ffn) / tp;
+  s.vocab = static_cast<double>(m.vocab) / tp;
+  s.experts = m.num_experts;
+  s.topk = m.experts_per_token;
+  s.wb = dtype_bytes(m.weight_dtype);
+  s.kvb = dtype_bytes(m.kv_dtype);
+  s.tp = tp;
+  return s;
+}
+
+// The rates one operation runs at.
+struct Rates {
+  double flops_per_s;
+  double bytes_per_s;
+  double launch_s;
+};
+
+class Costing {
+ public:
+  Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal)
+      : s_(s), g_(g), p_(p), ideal_(ideal) {}
+
+  // Rates of `c` for a table axis value `x` (ignored where the class has no table).
+  Rates rates(OpClass c, double x, double compute_curve = 1.0, double memory_curve = 1.0) const {
+    if (ideal_) return {g_.fp16_flops, peak_bytes(c), 0.0};
+    const ClassParams& cp = p_.of(c);
+    const EfficiencyTable* tc = p_.table(c, TableMetric::kComputeEfficiency);
+    const EfficiencyTable* tm = p_.table(c, TableMetric::kMemoryEfficiency);
+    const double ce = tc ? tc->at(x) : cp.compute_efficiency * compute_curve;
+    const double me = tm ? tm->at(x) : cp.memory_efficiency * memory_curve;
+    return {g_.fp16_flops * ce, peak_bytes(c) * me, cp.launch_overhead_s};
+  }
+
+  // One operation run `reps` times (once per layer), `kernels` launches each time.
+  static OpCost op(std::string_view name, OpClass c, double flops, double bytes, double kernels,
+                   double reps, const Rates& r) {
+    OpCost o;
+    o.name = name;
+    o.op_class = c;
+    o.flops = flops * reps;
+    o.bytes = bytes * reps;
+    o.compute_s = o.flops / r.flops_per_s;
+    o.memory_s = o.bytes / r.bytes_per_s;
+    o.overhead_s = kernels * r.launch_s * reps;
+    o.seconds = std::max(o.compute_s, o.memory_s) + o.overhead_s;
+    o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
+    return o;
+  }
+
+  // A GEMM of m rows, k inputs, n outputs (per GPU), weights read once.
+  OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
+              double reps) const {
+    const double flops = 2.0 * m * k * n;
+    const double bytes = weight_elems * s_.wb + m * k * kActBytes + m * n * kActBytes;
+    return op(name, OpClass::kGemm, flops, bytes, 1, reps, rates(OpClass::kGemm, m));
+  }
+
+  // Prefill attention over all chunks, per layer, summed over layers.
+  OpCost prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionImpl impl) const {
+    const OpClass c =
+        impl == AttentionImpl::kFlash ? OpClass::kAttentionFlash : OpClass::kAttentionNative;
+    OpCost total;
+    total.name = "attention_prefill";
+    total.op_class = c;
+    for (const PrefillChunk& ch : chunks) {
+      const double q = static_cast<double>(ch.tokens);
+      const double ctx = static_cast<double>(ch.context_tokens);
+      const double keys = ctx + q;  // keys the last query of the chunk sees
+      // Q read + O written, K and V of every key read once.
+      double bytes = 2.0 * q * s_.q_heads * s_.head_dim * kActBytes +
+                     2.0 * keys * s_.kv_heads * s_.head_dim * s_.kvb;
+      double flops = 0;
+      double curve = 1.0;
+      if (impl == AttentionImpl::kFlash) {
+        // Causal: query i of the chunk sees ctx + i + 1 keys; masked tiles are skipped.
+        const double pairs = q * ctx + q * (q + 1) / 2;
+        flops = 4.0 * s_.head_dim * s_.q_heads * pairs;  // QK^T and PV, 2 FLOPs per MAC
+        if (!ideal_) curve = flash_curve(keys);
+      } else {
+        // Eager attention computes the whole q x keys rectangle, then masks it, and moves the
+        // score matrix through HBM native_score_passes times.
+        const double scores = s_.q_heads * q * keys;
+        flops = 4.0 * s_.head_dim * scores;
+        bytes += p_.native_score_passes * p_.native_score_bytes * scores;
+      }
+      const OpCost one = op("", c, flops, bytes, 0, s_.layers, rates(c, keys, curve));
+      total.flops += one.flops;
+      total.bytes += one.bytes;
+      total.compute_s += one.compute_s;
+      total.memory_s += one.memory_s;
+      total.overhead_s += one.overhead_s;
+      total.seconds += one.seconds;
+    }
+    // Launches per layer for the whole batch: one varlen flash kernel covers every chunk; eager
+    // attention runs batched QK^T, masked softmax and PV (3 kernels).
+    const double kernels = impl == AttentionImpl::kFlash ? 1 : 3;
+    const double launch = kernels * rates(c, 0).launch_s * s_.layers;
+    total.overhead_s += launch;
+    total.seconds += launch;
+    total.bound = total.compute_s >= total.memory_s ? Bound::kCompute : Bound::kMemory;
+    return total;
+  }
+
+  // Decode attention for n sequences with contexts summing to t: seconds = a + b t (see header).
+  struct DecodeTerms {
+    Rates r;
+    double kv_per_token;     // bytes per context token per layer
+    double flops_per_token;  // per layer
+    double qo_bytes;         // per layer: the queries read and outputs written
+    double floor_tokens;     // the latency floor, in tokens of KV
+    double slope;            // seconds per context token per layer (the per-token roofline)
+  };
+  DecodeTerms decode_terms(double n, int block_tokens, AttentionImpl impl) const {
+    const OpClass c = OpClass::kAttentionDecode;
+    double block_curve = 1.0;
+    if (!ideal_ && block_tokens > 0) {
+      block_curve = block_tokens / (block_tokens + p_.paged_block_half_tokens);
+    }
+    const EfficiencyTable* tm = p_.table(c, TableMetric::kMemoryEfficiency);
+    const double axis = tm && tm->axis == TableAxis::kBlockSize ? block_tokens : n;
+    DecodeTerms d{};
+    d.r = rates(c, axis, 1.0, block_curve);
+    // Bytes per context token: its K and V; eager attention also moves its score.
+    d.kv_per_token = 2.0 * s_.kv_heads * s_.head_dim * s_.kvb;
+    if (impl == AttentionImpl::kNative) {
+      d.kv_per_token += p_.native_score_passes * p_.native_score_bytes * s_.q_heads;
+    }
+    d.flops_per_token = 4.0 * s_.head_dim * s_.q_heads;
+    d.qo_bytes = n * 2.0 * s_.q_heads * s_.head_dim * kActBytes;
+    d.floor_tokens = ideal_ ? 0.0 : n * p_.decode_context_half_tokens;
+    d.slope = std::max(d.flops_per_token / d.r.flops_per_s, d.kv_per_token / d.r.bytes_per_s);
+    return d;
+  }
+
+  // Seconds per context token of a decode iteration (the b of a + b t), all layers.
+  double decode_slope(double n, int block_tokens, AttentionImpl impl) const {
+    return decode_terms(n, block_tokens, impl).slope * s_.layers;
+  }
+
+  OpCost decode_attention(double n, double t, int block_tokens, AttentionImpl impl) const {
+    const DecodeTerms d = decode_terms(n, block_tokens, impl);
+    OpCost o;
+    o.name = "attention_decode";
+    o.op_class = OpClass::kAttentionDecode;
+    o.flops = d.flops_per_token * t * s_.layers;
+    o.bytes = (d.kv_per_token * t + d.qo_bytes) * s_.layers;
+    o.compute_s = o.flops / d.r.flops_per_s;
+    o.memory_s = (d.kv_per_token * (t + d.floor_tokens) + d.qo_bytes) * s_.layers / d.r.bytes_per_s;
+    o.overhead_s = (n > 0 ? d.r.launch_s : 0.0) * s_.layers;
+    if (ideal_) {
+      o.seconds = std::max(o.compute_s, o.memory_s);  // the exact roofline
+    } else {
+      // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
+      const double fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
+      o.seconds = (d.slope * t + fixed) * s_.layers + o.overhead_s;
+    }
+    o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
+    return o;
+  }
+
+  // All-reduce of m x hidden activations, twice per layer (after O and after the MLP).
+  OpCost allreduce(double m) const {
+    const double payload = m * s_.hidden * kActBytes;
+    const double traffic = 2.0 * (s_.tp - 1) / s_.tp * payload;  // ring: send and receive
+    Rates r = rates(OpClass::kAllReduce, m);
+    const double latency = ideal_ ? 0.0 : p_.allreduce_latency_s;
+    r.launch_s += latency;
+    return op("allreduce", OpClass::kAllReduce, 0.0, traffic, 1, 2 * s_.layers, r);
+  }
+
+ private:
+  double peak_bytes(OpClass c) const {
+    if (c != OpClass::kAllReduce) return g_.hbm_bytes_per_s;
+    // The catalog's NVLink figure is the aggregate of both directions; a ring sends one way.
+    return g_.nvlink_bytes_per_s > 0 ? g_.nvlink_bytes_per_s / 2 : g_.pcie_bytes_per_s;
+  }
+
+  double flash_curve(double keys) const {
+    const double seq = keys / (keys + p_.flash_seq_half_tokens);
+    const double hd = std::pow(std::min(1.0, s_.head_dim / 128.0), p_.flash_head_dim_exponent);
+    return seq * hd;
+  }
+
+  const Shape& s_;
+  const GpuSpec& g_;
+  const Profile& p_;
+  bool ideal_;
+};
+
+void add(IterationCost& it, OpCost o) {
+  if (o.flops == 0 && o.bytes == 0) return;
+  it.ops_seconds += o.seconds;
+  it.flops += o.flops;
+  it.bytes += o.bytes;
+  it.ops.push_back(o);
+}
+
+// Expected number of distinct experts that m tokens route to (uniform top-k routing).
+double experts_touched(double experts, double topk, double m) {
+  if (experts <= 1) return 1.0;
+  return experts * (1.0 - std::pow(1.0 - topk / experts, m));
+}
+
+}  // namespace
+
+std::string_view attention_impl_name(AttentionImpl a) {
+  return a == AttentionImpl::kFlash ? "flash" : "native";
+}
+
+AttentionImpl parse_attention_impl(std::string_view name) {
+  if (name == "flash") return AttentionImpl::kFlash;
+  if (name == "native") return AttentionImpl::kNative;
+  throw InputError(
+      fmt::format("unknown attention implementation '{}' (known: native, flash)", name));
+}
+
+std::string_view bound_name(Bound b) { return b == Bound::kCompute ? "compute" : "memory"; }
+
+LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionImpl attention,
+                           int tensor_parallel)
+    : model_(std::move(model)),
+      gpu_(std::move(gpu)),
+      profile_(std::move(profile)),
+      ideal_(ideal_profile()),
+      attention_(attention),
+      tp_(tensor_parallel) {
+  if (tp_ < 1) throw InputError(fmt::format("tensor parallel degree {}: expected >= 1", tp_));
+  if (model_.heads % tp_ != 0 || (model_.kv_heads >= tp_ && model_.kv_heads % tp_ != 0)) {
+    throw InputError(fmt::format("model {} ({} heads, {} KV heads) cannot be split {} ways",
+                                 model_.name, model_.heads, model_.kv_heads, tp_));
+  }
+  if (!(gpu_.fp16_flops > 0) || !(gpu_.hbm_bytes_per_s > 0)) {
+    throw InputError(fmt::format("GPU {}: peak FLOP/s and bandwidth must be > 0", gpu_.name));
+  }
+  if (model_.layers < 1 || model_.hidden < 1 || model_.heads < 1 || model_.head_dim < 1) {
+    throw InputError(
+        fmt::format("model {}: layers, hidden, heads and head_dim must be >= 1", model_.name));
+  }
+}
+
+IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal) const {
+  KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
+  const Shape s = shape_of(model_, tp_);
+  const Costing k(s, gpu_, p, ideal);
+  double m = 0;     // rows through the linear layers
+  double emit = 0;  // rows through the LM head
+  for (const PrefillChunk& c : batch.prefill) {
+    KVSIM_CHECK(c.tokens >= 1 && c.context_tokens >= 0, "prefill chunk {} + {}", c.tokens,
+                c.context_tokens);
+    m += static_cast<double>(c.tokens);
+    emit += c.emits_token ? 1 : 0;
+  }
+  double t = 0;  // total decode context
+  for (const DecodeSeq& d : batch.decode) {
+    KVSIM_CHECK(d.context_tokens >= 1, "decode context {}", d.context_tokens);
+    t += static_cast<double>(d.context_tokens);
+  }
+  const double n = static_cast<double>(batch.decode.size());
+  m += n;
+  emit += n;
+  IterationCost it;
+  if (m == 0) return it;
+
+  const double L = s.layers;
+  const double q_out = s.q_heads * s.head_dim;
+  const double kv_out = s.kv_heads * s.head_dim;
+  const Rates ew = k.rates(OpClass::kElementwise, m);
+  add(it, Costing::op("embedding", OpClass::kElementwise, 0.0, m * s.hidden * (s.wb + kActBytes), 1,
+                      1, ew));
+  add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L));
+  add(it, Costing::op("kv_cache_write", OpClass::kElementwise, 0.0,
+                      m * 2 * kv_out * (kActBytes + s.kvb), 1, L, ew));
+  if (!batch.prefill.empty()) add(it, k.prefill_attention(batch.prefill, attention_));
+  if (n > 0) add(it, k.decode_attention(n, t, batch.block_tokens, attention_));
+  add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L));
+  if (s.tp > 1) add(it, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
+
+  // MLP (SwiGLU): gate and up in one GEMM, then down; MoE routes each row to top-k experts and
+  // reads the weights of every expert some row routed to.
+  const double touched = experts_touched(s.experts, s.topk, m);
+  const double rows = m * s.topk;
+  if (s.experts > 1) add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L));
+  add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L));
+  add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L));
+
+  // Two RMSNorms (read+write), two residual adds (2 reads, 1 write), SiLU x up (2 reads,
+  // 1 write of the ffn rows), rotary on Q and K (read+write).
+  const double norm_elems = m * s.hidden;
+  const double act_elems = rows * s.ffn;
+  const double rope_elems = m * (q_out + kv_out);
+  const double ew_bytes =
+      (2 * 2 * norm_elems + 2 * 3 * norm_elems + 3 * act_elems + 2 * rope_elems) * kActBytes;
+  const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
+  add(it, Costing::op("norm_act_residual", OpClass::kElementwise, ew_flops, ew_bytes, 6, L, ew));
+  if (emit > 0) {
+    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1));
+  }
+  it.overhead_seconds = ideal ? 0.0 : p.iteration_overhead_s;
+  it.seconds = it.ops_seconds + it.overhead_seconds;
+  return it;
+}
+
+IterationCost LatencyModel::iteration(const BatchShape& batch) const {
+  return cost(batch, profile_, false);
+}
+
+IterationCost LatencyModel::lower_bound(const BatchShape& batch) const {
+  return cost(batch, ideal_, true);
+}
+
+namespace {
+// A decode-only batch with the given totals: the cost depends on contexts only through their
+// sum, so one sequence carries all of it.
+BatchShape decode_batch(int64_t num_seqs, int64_t total_context_tokens, int block_tokens) {
+  KVSIM_CHECK(num_seqs >= 0 && total_context_tokens >= num_seqs, "decode {} seqs, {} context",
+              num_seqs, total_context_tokens);
+  BatchShape b;
+  b.block_tokens = block_tokens;
+  b.decode.assign(static_cast<size_t>(num_seqs), DecodeSeq{1});
+  if (num_seqs > 0) b.decode[0].context_tokens = total_context_tokens - (num_seqs - 1);
+  return b;
+}
+}  // namespace
+
+double LatencyModel::decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
+                                         int block_tokens) const {
+  return iteration(decode_batch(num_seqs, total_context_tokens, block_tokens)).seconds;
+}
+
+double LatencyModel::decode_step_lower_bound_seconds(int64_t num_seqs, int64_t total_context_tokens,
+                                                     int block_tokens) const {
+  return lower_bound(decode_batch(num_seqs, total_context_tokens, block_tokens)).seconds;
+}
+
+AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) const {
+  KVSIM_CHECK(num_seqs >= 0, "num_seqs {}", num_seqs);
+  if (num_seqs == 0) return {};
+  // Everything but decode attention is independent of the context; decode attention is
+  // slope * t + fixed per layer (Costing::decode_attention): b is the slope, a what remains.
+  const Shape s = shape_of(model_, tp_);
+  const Costing k(s, gpu_, profile_, false);
+  const double n = static_cast<double>(num_seqs);
+  const double b = k.decode_slope(n, block_tokens, attention_);
+  const double whole_at_min = decode_step_seconds(num_seqs, num_seqs, block_tokens);
+  return {whole_at_min - b * n, b};
+}
+
+SequenceLatency sequence_latency(const LatencyModel& m, int64_t seq_len, int64_t batch,
+                                 int block_tokens) {
+  KVSIM_CHECK(seq_len >= 1 && batch >= 1, "seq_len {} batch {}", seq_len, batch);
+  SequenceLatency r;
+  r.seq_len = seq_len;
+  r.batch = batch;
+  BatchShape pre;
+  pre.block_tokens = block_tokens;
+  pre.prefill.assign(static_cast<size_t>(batch), PrefillChunk{seq_len, 0, true});
+  r.prefill = m.iteration(pre);
+  r.prefill_bound = m.lower_bound(pre);
+  r.prefill_s = r.prefill.ops_seconds;
+  r.prefill_lower_bound_s = r.prefill_bound.ops_seconds;
+  r.ttft_s = r.prefill.seconds;
+  r.ttft_lower_bound_s = r.prefill_bound.seconds;
+  BatchShape dec;
+  dec.block_tokens = block_tokens;
+  dec.decode.assign(static_cast<size_t>(batch), DecodeSeq{seq_len + 1});
+  r.decode = m.iteration(dec);
+  r.decode_bound = m.lower_bound(dec);
+  r.decode_step_s = r.decode.seconds;
+  r.decode_step_lower_bound_s = r.decode_bound.seconds;
+  r.decode_tokens_per_s = static_cast<double>(batch) / r.decode_step_s;
+  r.decode_tokens_per_s_upper_bound = static_cast<double>(batch) / r.decode_step_lower_bound_s;
+  return r;
+}
+
+}  // namespace kvsim

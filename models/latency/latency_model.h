@@ -1,0 +1,150 @@
+// The latency model: how long one engine iteration (one forward pass over a batch that mixes
+// prefill chunks and decode tokens) takes on one GPU, as a pure function of the model spec, the
+// GPU spec, a profile and the batch. Each operation is a roofline:
+//   seconds = max(FLOPs / (peak FLOP/s x compute eff), bytes / (peak bytes/s x memory eff))
+//             + kernels x launch overhead
+// summed over operations (kernels of a forward pass run one after another), plus a fixed
+// per-iteration overhead. The lower bound uses the same operation counts at efficiency 1.0 with
+// no overheads. See docs/latency.md for the operation list, the assumptions and the limits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/gpu_spec.h"
+#include "models/latency/profile.h"
+#include "models/model_spec.h"
+
+namespace kvsim {
+
+enum class AttentionImpl { kNative, kFlash };
+std::string_view attention_impl_name(AttentionImpl a);      // "native", "flash"
+AttentionImpl parse_attention_impl(std::string_view name);  // throws InputError
+
+// A prefill chunk: `tokens` new prompt tokens of one sequence whose first `context_tokens`
+// tokens are already in the KV cache (0 for a whole prompt, >0 for the later chunks of a
+// chunked prefill or after a prefix-cache hit).
+struct PrefillChunk {
+  int64_t tokens = 0;
+  int64_t context_tokens = 0;
+  // The chunk ends the prompt, so this iteration computes logits and samples a token for it.
+  bool emits_token = true;
+};
+
+// A decode sequence: one new token attending to `context_tokens` tokens of KV, the new one
+// included (a sequence whose prompt had P tokens and that has produced g tokens decodes its next
+// token with context P + g).
+struct DecodeSeq {
+  int64_t context_tokens = 0;
+};
+
+// What one engine iteration processes.
+struct BatchShape {
+  std::vector<PrefillChunk> prefill;
+  std::vector<DecodeSeq> decode;
+  int block_tokens = 0;  // paged KV block size in tokens; 0 = contiguous KV
+};
+
+enum class Bound { kCompute, kMemory };
+std::string_view bound_name(Bound b);  // "compute", "memory"
+
+// One operation of the iteration, summed over layers (and over chunks for prefill attention).
+// FLOPs and bytes are per GPU (with tensor parallelism: this GPU's shard).
+struct OpCost {
+  std::string_view name;  // "qkv_proj", "attention_prefill", ... (static strings)
+  OpClass op_class = OpClass::kGemm;
+  double flops = 0;
+  double bytes = 0;
+  double compute_s = 0;   // FLOPs at the class's (effective) compute rate
+  double memory_s = 0;    // bytes at the class's (effective) memory rate
+  double overhead_s = 0;  // kernel launches
+  // max(compute_s, memory_s) + overhead_s, taken per layer and chunk and summed. Exception:
+  // attention_decode uses max(compute, memory) of the per-context-token work plus the fixed
+  // per-sequence memory (keeps it affine in the total context; see decode_step_affine).
+  double seconds = 0;
+  Bound bound = Bound::kMemory;  // which of compute_s/memory_s dominated
+};
+
+struct IterationCost {
+  double seconds = 0;           // ops_seconds + overhead_seconds: the iteration's wall time
+  double ops_seconds = 0;       // sum of ops[i].seconds: GPU time of the forward pass
+  double overhead_seconds = 0;  // the profile's per-iteration overhead (0 for empty batches)
+  double flops = 0;             // sums over ops
+  double bytes = 0;
+  std::vector<OpCost> ops;  // in execution order; operations with no work are left out
+};
+
+// seconds = a + b * total_context_tokens, for a fixed number of decode sequences.
+struct AffineCost {
+  double a = 0;
+  double b = 0;
+  double at(double total_context_tokens) const { return a + b * total_context_tokens; }
+};
+
+class LatencyModel {
+ public:
+  // Requires: tensor_parallel >= 1. Throws InputError when the model cannot be split
+  // tensor_parallel ways (heads not divisible) or a spec figure is unusable (zero peak).
+  LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionImpl attention,
+               int tensor_parallel = 1);
+
+  // Cost of one iteration with the profile's efficiencies and overheads.
+  IterationCost iteration(const BatchShape& batch) const;
+  // The same operations at efficiency 1.0, no launch/iteration overheads, no latency floors:
+  // no implementation of these operations can run faster on this GPU (kernels in sequence).
+  IterationCost lower_bound(const BatchShape& batch) const;
+
+  // Wall time of a decode-only iteration of `num_seqs` sequences whose context lengths sum to
+  // `total_context_tokens`. Equals iteration(b).seconds for every decode-only batch b with those
+  // totals (the cost depends on the contexts only through their sum), and is affine in
+  // total_context_tokens for fixed num_seqs and block size: see decode_step_affine(). The engine
+  // uses this to advance k decode steps in closed form: each step adds num_seqs tokens, so
+  //   sum_{i=0}^{k-1} (a + b (T + i n)) = k a + b (k T + n k (k-1) / 2).
+  // Requires: num_seqs >= 0, total_context_tokens >= num_seqs (each context counts its new token).
+  double decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
+                             int block_tokens = 0) const;
+  AffineCost decode_step_affine(int64_t num_seqs, int block_tokens = 0) const;
+  double decode_step_lower_bound_seconds(int64_t num_seqs, int64_t total_context_tokens,
+                                         int block_tokens = 0) const;
+
+  const ModelSpec& model() const { return model_; }
+  const GpuSpec& gpu() const { return gpu_; }
+  const Profile& profile() const { return profile_; }
+  AttentionImpl attention() const { return attention_; }
+  int tensor_parallel() const { return tp_; }
+
+ private:
+  IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal) const;
+
+  ModelSpec model_;
+  GpuSpec gpu_;
+  Profile profile_;
+  Profile ideal_;
+  AttentionImpl attention_;
+  int tp_;
+};
+
+// The figures `kvsim latency` prints for `batch` identical requests of `seq_len` prompt tokens
+// on an idle server.
+struct SequenceLatency {
+  int64_t seq_len = 0;
+  int64_t batch = 1;
+  double prefill_s = 0;  // forward pass over the prompts (ops, no engine overhead)
+  double prefill_lower_bound_s = 0;
+  double ttft_s = 0;  // prefill iteration's wall time (with engine overhead)
+  double ttft_lower_bound_s = 0;
+  double decode_step_s = 0;  // one decode iteration with context seq_len + 1
+  double decode_step_lower_bound_s = 0;
+  double decode_tokens_per_s = 0;              // batch / decode_step_s
+  double decode_tokens_per_s_upper_bound = 0;  // batch / decode_step_lower_bound_s
+  IterationCost prefill;                       // the breakdowns
+  IterationCost prefill_bound;
+  IterationCost decode;
+  IterationCost decode_bound;
+};
+SequenceLatency sequence_latency(const LatencyModel& m, int64_t seq_len, int64_t batch = 1,
+                                 int block_tokens = 0);
+
+}  // namespace kvsim

@@ -1,0 +1,288 @@
+#include "models/latency/profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "models/gpu_spec.h"
+#include "sim/config/config_node.h"
+#include "sim/core/errors.h"
+
+namespace kvsim {
+
+namespace {
+
+constexpr std::array<std::string_view, kNumOpClasses> kClassNames = {
+    "gemm", "attention_native", "attention_flash", "attention_decode", "elementwise", "allreduce"};
+constexpr std::array<std::string_view, 4> kAxisNames = {"tokens", "seq_len", "batch", "block_size"};
+
+// Which axis a table of each class may use: the ones that keep decode time affine in the total
+// context (decode tables cannot depend on a single sequence's context).
+bool axis_allowed(OpClass c, TableAxis a) {
+  switch (c) {
+    case OpClass::kGemm:
+    case OpClass::kElementwise:
+    case OpClass::kAllReduce:
+      return a == TableAxis::kTokens;
+    case OpClass::kAttentionNative:
+    case OpClass::kAttentionFlash:
+      return a == TableAxis::kSeqLen;
+    case OpClass::kAttentionDecode:
+      return a == TableAxis::kBatch || a == TableAxis::kBlockSize;
+  }
+  return false;
+}
+
+std::string_view metric_name(TableMetric m) {
+  return m == TableMetric::kComputeEfficiency ? "compute_efficiency" : "memory_efficiency";
+}
+
+const Bounds kEfficiency{.min = 0.0, .max = 1.0, .min_exclusive = true};
+const Bounds kMicros{.min = 0.0, .max = 1e7};
+const Bounds kTokens{.min = 0.0, .max = 1e9};
+
+void read_class(const ConfigNode& n, ClassParams& c) {
+  if (!n.is_map()) n.fail_expected("a map of class parameters");
+  c.compute_efficiency = n.get<double>("compute_efficiency", c.compute_efficiency, kEfficiency);
+  c.memory_efficiency = n.get<double>("memory_efficiency", c.memory_efficiency, kEfficiency);
+  c.launch_overhead_s =
+      n.get<double>("launch_overhead_us", c.launch_overhead_s * 1e6, kMicros) * 1e-6;
+  c.source = n.get<std::string>("source", c.source);
+}
+
+EfficiencyTable read_table(const ConfigNode& n) {
+  if (!n.is_map()) n.fail_expected("a table (a map with class, metric, axis, points)");
+  EfficiencyTable t;
+  t.op_class =
+      parse_op_class(n.get_enum("class", {"gemm", "attention_native", "attention_flash",
+                                          "attention_decode", "elementwise", "allreduce"}));
+  t.metric =
+      n.get_enum("metric", {"compute_efficiency", "memory_efficiency"}) == "compute_efficiency"
+          ? TableMetric::kComputeEfficiency
+          : TableMetric::kMemoryEfficiency;
+  const std::string axis = n.get_enum("axis", {"tokens", "seq_len", "batch", "block_size"});
+  t.axis = static_cast<TableAxis>(std::find(kAxisNames.begin(), kAxisNames.end(), axis) -
+                                  kAxisNames.begin());
+  if (!axis_allowed(t.op_class, t.axis)) {
+    n.child("axis").fail(
+        fmt::format("class {} cannot be tabulated over '{}'", op_class_name(t.op_class), axis));
+  }
+  const ConfigNode pts = n.child("points");
+  if (!pts.is_sequence() || pts.size() == 0) pts.fail_expected("a non-empty list of [x, y] pairs");
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const ConfigNode p = pts.at(i);
+    if (!p.is_sequence() || p.size() != 2) p.fail_expected("an [x, y] pair");
+    const double x = p.at(0).as<double>({.min = 0.0, .max = 1e12});
+    const double y = p.at(1).as<double>(kEfficiency);
+    if (!t.points.empty() && x <= t.points.back().first) {
+      p.at(0).fail(fmt::format("expected x > {} (points sorted, x strictly increasing), got {}",
+                               t.points.back().first, x));
+    }
+    t.points.emplace_back(x, y);
+  }
+  t.source = n.get<std::string>("source", "");
+  return t;
+}
+
+// Shortest text that reads back as the same double.
+std::string num(double v) { return fmt::format("{}", v); }
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string_view op_class_name(OpClass c) { return kClassNames[static_cast<size_t>(c)]; }
+
+OpClass parse_op_class(std::string_view name) {
+  for (size_t i = 0; i < kNumOpClasses; ++i) {
+    if (kClassNames[i] == name) return static_cast<OpClass>(i);
+  }
+  throw InputError(
+      fmt::format("unknown operation class '{}' (known: {})", name, fmt::join(kClassNames, ", ")));
+}
+
+std::string_view table_axis_name(TableAxis a) { return kAxisNames[static_cast<size_t>(a)]; }
+
+double EfficiencyTable::at(double x) const {
+  if (x <= points.front().first) return points.front().second;
+  if (x >= points.back().first) return points.back().second;
+  auto hi = std::lower_bound(points.begin(), points.end(), x,
+                             [](const auto& p, double v) { return p.first < v; });
+  auto lo = hi - 1;
+  const double f = (x - lo->first) / (hi->first - lo->first);
+  return lo->second + f * (hi->second - lo->second);
+}
+
+const EfficiencyTable* Profile::table(OpClass c, TableMetric m) const {
+  for (const EfficiencyTable& t : tables) {
+    if (t.op_class == c && t.metric == m) return &t;
+  }
+  return nullptr;
+}
+
+Profile default_profile(const GpuSpec& gpu) {
+  // The numbers and their sources are spelled out in models/catalog/profiles/a100-sxm4-80gb.yaml
+  // (a test checks that file matches these values) and in docs/latency.md.
+  Profile p;
+  p.name = gpu.name.empty() ? "default" : gpu.name + "-default";
+  p.gpu = gpu.name;
+  p.source = "kvsim built-in defaults; sources in models/catalog/profiles/a100-sxm4-80gb.yaml";
+  auto set = [&](OpClass c, double ce, double me, const char* src) {
+    p.of(c) = ClassParams{.compute_efficiency = ce,
+                          .memory_efficiency = me,
+                          .launch_overhead_s = 4e-6,
+                          .source = src};
+  };
+  set(OpClass::kGemm, 0.75, 0.80,
+      "compute: FA2 paper end-to-end GPT training 225 TFLOP/s = 72% of A100 peak (facts.md 5), "
+      "so large GEMMs run at >= that; memory: assumption, below the 74-79% facts.md 7 calls the "
+      "high end for batch-1 decode");
+  set(OpClass::kAttentionNative, 0.60, 0.80,
+      "assumption (eager batched matmuls below FA2's 73%); score traffic counted explicitly");
+  set(OpClass::kAttentionFlash, 0.73, 0.80,
+      "compute: FA2 forward peak 230 TFLOP/s = 73% of 312 on A100 (facts.md 5); memory: "
+      "assumption");
+  set(OpClass::kAttentionDecode, 0.50, 0.80,
+      "memory: between 0.69 (asymptote of FA2 paged decode on H100, onnxruntime PR 21414) and "
+      "0.946 (vLLM paged_attention_v2 ncu on RTX 4090, flashinfer 188) (facts.md 5)");
+  set(OpClass::kElementwise, 0.50, 0.70, "assumption: short memory-bound kernels");
+  set(OpClass::kAllReduce, 1.0, 0.70, "assumption: NCCL ring bus bandwidth / link peak");
+  p.flash_seq_half_tokens = 512;
+  p.flash_head_dim_exponent = 0.2;
+  p.decode_context_half_tokens = 117;
+  p.paged_block_half_tokens = 1;
+  p.native_score_passes = 4;
+  p.native_score_bytes = 2;
+  p.curves_source =
+      "decode_context_half_tokens: fit of e*c/(c+h) to 14.8% at 32 and 47.4% at 256 tokens "
+      "(onnxruntime PR 21414, facts.md 5); native passes: facts.md 7; the rest assumptions";
+  p.iteration_overhead_s = 1e-3;
+  p.allreduce_latency_s = 10e-6;
+  p.overheads_source = "assumptions, to be replaced by calibration";
+  return p;
+}
+
+Profile ideal_profile() {
+  Profile p;
+  p.name = "ideal";
+  p.source = "physical lower bound: datasheet peaks, no overheads";
+  for (ClassParams& c : p.classes) c = ClassParams{1.0, 1.0, 0.0, "ideal"};
+  p.native_score_passes = 4;
+  p.native_score_bytes = 2;
+  return p;
+}
+
+namespace {
+
+Profile profile_from(const ConfigNode& root, const std::string& source_name) {
+  if (!root.is_map()) root.fail_expected("a profile (a map)");
+  Profile p = default_profile(GpuSpec{});
+  p.name = root.get<std::string>("name", source_name);
+  p.gpu = root.get<std::string>("gpu", "");
+  p.source = root.get<std::string>("source", "");
+  if (auto classes = root.optional_child("classes")) {
+    if (!classes->is_map()) classes->fail_expected("a map from class name to parameters");
+    for (size_t i = 0; i < kNumOpClasses; ++i) {
+      const std::string key(kClassNames[i]);
+      if (classes->has(key)) read_class(classes->child(key), p.classes[i]);
+    }
+  }
+  if (auto c = root.optional_child("curves")) {
+    if (!c->is_map()) c->fail_expected("a map");
+    p.flash_seq_half_tokens =
+        c->get<double>("flash_seq_half_tokens", p.flash_seq_half_tokens, kTokens);
+    p.flash_head_dim_exponent =
+        c->get<double>("flash_head_dim_exponent", p.flash_head_dim_exponent, {.min = 0, .max = 4});
+    p.decode_context_half_tokens =
+        c->get<double>("decode_context_half_tokens", p.decode_context_half_tokens, kTokens);
+    p.paged_block_half_tokens =
+        c->get<double>("paged_block_half_tokens", p.paged_block_half_tokens, kTokens);
+    p.native_score_passes =
+        c->get<double>("native_score_passes", p.native_score_passes, {.min = 1, .max = 64});
+    p.native_score_bytes =
+        c->get<double>("native_score_bytes", p.native_score_bytes, {.min = 1, .max = 8});
+    p.curves_source = c->get<std::string>("source", p.curves_source);
+  }
+  if (auto o = root.optional_child("overheads")) {
+    if (!o->is_map()) o->fail_expected("a map");
+    p.iteration_overhead_s =
+        o->get<double>("iteration_us", p.iteration_overhead_s * 1e6, kMicros) * 1e-6;
+    p.allreduce_latency_s =
+        o->get<double>("allreduce_latency_us", p.allreduce_latency_s * 1e6, kMicros) * 1e-6;
+    p.overheads_source = o->get<std::string>("source", p.overheads_source);
+  }
+  if (auto tables = root.optional_child("tables")) {
+    if (!tables->is_sequence()) tables->fail_expected("a list of tables");
+    for (size_t i = 0; i < tables->size(); ++i) {
+      EfficiencyTable t = read_table(tables->at(i));
+      if (p.table(t.op_class, t.metric) != nullptr) {
+        tables->at(i).fail(fmt::format("a second table for {} {}", op_class_name(t.op_class),
+                                       metric_name(t.metric)));
+      }
+      p.tables.push_back(std::move(t));
+    }
+  }
+  root.reject_unknown_keys();
+  return p;
+}
+
+}  // namespace
+
+Profile parse_profile(std::string_view yaml_text, const std::string& source_name) {
+  return profile_from(ConfigNode::parse_string(yaml_text, source_name), source_name);
+}
+
+Profile load_profile(const std::filesystem::path& path) {
+  return profile_from(ConfigNode::parse_file(path), path.stem().string());
+}
+
+std::string write_profile_yaml(const Profile& p) {
+  std::string o = "# kvsim latency profile (format: docs/latency.md)\n";
+  o += fmt::format("name: {}\ngpu: {}\nsource: {}\nclasses:\n", quoted(p.name), quoted(p.gpu),
+                   quoted(p.source));
+  for (size_t i = 0; i < kNumOpClasses; ++i) {
+    const ClassParams& c = p.classes[i];
+    o += fmt::format(
+        "  {}:\n    compute_efficiency: {}\n    memory_efficiency: {}\n    launch_overhead_us: {}\n"
+        "    source: {}\n",
+        kClassNames[i], num(c.compute_efficiency), num(c.memory_efficiency),
+        num(c.launch_overhead_s * 1e6), quoted(c.source));
+  }
+  o += fmt::format(
+      "curves:\n  flash_seq_half_tokens: {}\n  flash_head_dim_exponent: {}\n"
+      "  decode_context_half_tokens: {}\n  paged_block_half_tokens: {}\n"
+      "  native_score_passes: {}\n  native_score_bytes: {}\n  source: {}\n",
+      num(p.flash_seq_half_tokens), num(p.flash_head_dim_exponent),
+      num(p.decode_context_half_tokens), num(p.paged_block_half_tokens), num(p.native_score_passes),
+      num(p.native_score_bytes), quoted(p.curves_source));
+  o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n  source: {}\n",
+                   num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6),
+                   quoted(p.overheads_source));
+  o += "tables:";
+  if (p.tables.empty()) o += " []";
+  o += "\n";
+  for (const EfficiencyTable& t : p.tables) {
+    o += fmt::format("  - class: {}\n    metric: {}\n    axis: {}\n    points: [",
+                     op_class_name(t.op_class), metric_name(t.metric), table_axis_name(t.axis));
+    for (size_t i = 0; i < t.points.size(); ++i) {
+      o +=
+          fmt::format("{}[{}, {}]", i ? ", " : "", num(t.points[i].first), num(t.points[i].second));
+    }
+    o += fmt::format("]\n    source: {}\n", quoted(t.source));
+  }
+  return o;
+}
+
+}  // namespace kvsim

@@ -1,0 +1,121 @@
+// A latency profile: how far below the GPU's datasheet peaks each class of operation runs, and
+// the fixed costs around it. The GPU spec gives the peaks; the profile gives the efficiencies.
+// `default_profile(gpu)` holds kvsim's hand-picked defaults (each number's source is in
+// models/catalog/profiles/a100-sxm4-80gb.yaml and docs/latency.md); the calibration harness
+// (validate/) writes the same YAML format with measured values through write_profile_yaml().
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kvsim {
+
+struct GpuSpec;
+
+// The operation classes a profile can tune separately. Every operation of an iteration belongs
+// to exactly one class (see LatencyModel).
+enum class OpClass {
+  kGemm,             // linear layers: QKV/O projections, MLP, MoE experts, LM head
+  kAttentionNative,  // prefill attention with the score matrix in HBM (eager PyTorch)
+  kAttentionFlash,   // prefill attention, tiled with online softmax (FlashAttention-2)
+  kAttentionDecode,  // one query token per sequence reading the KV cache (paged or contiguous)
+  kElementwise,      // norms, activations, residual adds, rotary, embedding gather, KV writes
+  kAllReduce,        // tensor-parallel all-reduce over NVLink (PCIe when the part has none)
+};
+inline constexpr size_t kNumOpClasses = 6;
+
+std::string_view op_class_name(OpClass c);  // "gemm", "attention_native", ...
+// Throws InputError listing the valid names.
+OpClass parse_op_class(std::string_view name);
+
+// Efficiencies and fixed costs of one class.
+struct ClassParams {
+  double compute_efficiency = 1.0;  // achieved / peak FLOP/s, in (0, 1]
+  double memory_efficiency = 1.0;   // achieved / peak bytes/s (HBM; the link for kAllReduce)
+  double launch_overhead_s = 0.0;   // per kernel launch
+  std::string source;               // where these numbers come from (kept by the writer)
+};
+
+// The variable of a measured table.
+enum class TableAxis {
+  kTokens,     // rows through the operation (batched tokens) - gemm, elementwise, allreduce
+  kSeqLen,     // keys per query of a prefill chunk (context + chunk) - attention_native/flash
+  kBatch,      // decode sequences in the batch - attention_decode
+  kBlockSize,  // paged block size in tokens, 0 = contiguous - attention_decode
+};
+std::string_view table_axis_name(TableAxis a);  // "tokens", "seq_len", "batch", "block_size"
+
+enum class TableMetric { kComputeEfficiency, kMemoryEfficiency };
+
+// A measured efficiency curve. When present it REPLACES the class's scalar efficiency and its
+// built-in curve for that metric: efficiency = piecewise-linear interpolation of `points` at the
+// axis value, clamped to the first/last point outside the measured range. Points are sorted by
+// x, x strictly increasing, y in (0, 1]. At most one table per (class, metric).
+struct EfficiencyTable {
+  OpClass op_class = OpClass::kGemm;
+  TableMetric metric = TableMetric::kComputeEfficiency;
+  TableAxis axis = TableAxis::kTokens;
+  std::vector<std::pair<double, double>> points;
+  std::string source;
+
+  double at(double x) const;  // Requires: !points.empty()
+};
+
+struct Profile {
+  std::string name;    // e.g. "a100-sxm4-80gb-default"
+  std::string gpu;     // catalog GPU this profile describes ("" = any)
+  std::string source;  // provenance of the whole file (hand-written, or calibration run id)
+
+  std::array<ClassParams, kNumOpClasses> classes{};
+
+  // Built-in curves (used when no table replaces them):
+  // flash prefill compute efficiency x s/(s + flash_seq_half_tokens) x min(1, D/128)^exp
+  double flash_seq_half_tokens = 0.0;
+  double flash_head_dim_exponent = 0.0;
+  // decode attention: reading a sequence's ctx tokens of KV costs as if it were
+  // ctx + decode_context_half_tokens tokens (the kernel's latency floor on short contexts; the
+  // same as a memory efficiency of ctx/(ctx + half)). Keeps decode time affine in the context.
+  double decode_context_half_tokens = 0.0;
+  // paged decode reads run at block/(block + paged_block_half_tokens) of the contiguous rate.
+  double paged_block_half_tokens = 0.0;
+  // native attention: HBM passes over the B x H x s x s score matrix (write QK^T, softmax read
+  // and write, read for PV = 4), each of `native_score_bytes` per element.
+  double native_score_passes = 4.0;
+  double native_score_bytes = 2.0;
+  std::string curves_source;
+
+  double iteration_overhead_s = 0.0;  // per engine step: scheduling, sampling, detokenising
+  double allreduce_latency_s = 0.0;   // per all-reduce call, on top of the bandwidth term
+  std::string overheads_source;
+
+  std::vector<EfficiencyTable> tables;
+
+  ClassParams& of(OpClass c) { return classes[static_cast<size_t>(c)]; }
+  const ClassParams& of(OpClass c) const { return classes[static_cast<size_t>(c)]; }
+  // The table replacing (class, metric), if any.
+  const EfficiencyTable* table(OpClass c, TableMetric m) const;
+};
+
+// kvsim's defaults for `gpu` (the same numbers as models/catalog/profiles/a100-sxm4-80gb.yaml,
+// which cites their sources). Efficiencies are GPU-independent defaults; name/gpu are filled in.
+Profile default_profile(const GpuSpec& gpu);
+
+// Every efficiency 1, every overhead and latency floor 0, no tables: the physical lower bound.
+Profile ideal_profile();
+
+// Reads a profile YAML (format: docs/latency.md). Keys that are absent keep kvsim's defaults
+// (default_profile()). Throws ConfigError with file:line:col on any schema error or unknown key.
+Profile load_profile(const std::filesystem::path& path);
+Profile parse_profile(std::string_view yaml_text, const std::string& source_name);
+
+// Writes `p` in the format load_profile() reads; load_profile(write_profile_yaml(p)) == p
+// (up to the 17 significant digits written).
+std::string write_profile_yaml(const Profile& p);
+
+}  // namespace kvsim

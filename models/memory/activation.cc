@@ -1,0 +1,87 @@
+#include "models/memory/activation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "models/model_spec.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+
+namespace kvsim {
+
+namespace {
+
+// a x b x ... with an InputError instead of a silent wrap-around.
+int64_t mul(std::initializer_list<int64_t> factors) {
+  int64_t r = 1;
+  for (int64_t f : factors) {
+    auto p = checked_mul(r, f);
+    if (!p) throw InputError("activation bytes overflow 64-bit arithmetic; use smaller batches");
+    r = *p;
+  }
+  return r;
+}
+
+int64_t add(int64_t a, int64_t b) {
+  auto s = checked_add(a, b);
+  if (!s) throw InputError("activation bytes overflow 64-bit arithmetic; use smaller batches");
+  return *s;
+}
+
+}  // namespace
+
+std::string_view attention_kind_name(AttentionKind k) {
+  return k == AttentionKind::kNative ? "native" : "flash";
+}
+
+AttentionKind parse_attention_kind(std::string_view name) {
+  if (name == "native") return AttentionKind::kNative;
+  if (name == "flash") return AttentionKind::kFlash;
+  throw InputError(fmt::format("unknown attention kind '{}' (expected native or flash)", name));
+}
+
+int64_t attention_score_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks) {
+  const int64_t elem = dtype_bytes(model.weight_dtype);
+  int64_t total = 0;
+  for (const BatchChunk& c : chunks) {
+    total = add(total, mul({model.heads, c.query_tokens, c.context_tokens, elem}));
+  }
+  return total;
+}
+
+int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks,
+                              AttentionKind attention) {
+  if (chunks.empty()) return 0;
+  const int64_t elem = dtype_bytes(model.weight_dtype);
+  int64_t t = 0;
+  for (const BatchChunk& c : chunks) t = add(t, c.query_tokens);
+  const int64_t b = static_cast<int64_t>(chunks.size());
+  int64_t bytes = mul({4, t, model.hidden, elem});
+  bytes = add(bytes, mul({t, model.heads + 2 * int64_t{model.kv_heads}, model.head_dim, elem}));
+  bytes = add(bytes, mul({3, t, model.ffn, std::max(1, model.experts_per_token), elem}));
+  if (attention == AttentionKind::kNative) {
+    bytes = add(bytes, mul({2, attention_score_bytes(model, chunks)}));
+  } else {
+    bytes = add(bytes, mul({t, model.heads, 4}));
+  }
+  bytes = add(bytes, mul({b, model.vocab, 4}));
+  return bytes;
+}
+
+int64_t profile_activation_peak_bytes(const ModelSpec& model, int64_t max_batched_tokens,
+                                      int64_t max_num_seqs, AttentionKind attention) {
+  if (max_batched_tokens <= 0 || max_num_seqs <= 0) return 0;
+  const int64_t seqs = std::min(max_num_seqs, max_batched_tokens);
+  std::vector<BatchChunk> chunks;
+  chunks.reserve(static_cast<size_t>(seqs));
+  for (int64_t i = 0; i < seqs; ++i) {
+    // Spread the remainder over the first sequences so the tokens sum exactly.
+    const int64_t len = max_batched_tokens / seqs + (i < max_batched_tokens % seqs ? 1 : 0);
+    chunks.push_back({len, len});
+  }
+  return activation_peak_bytes(model, chunks, attention);
+}
+
+}  // namespace kvsim

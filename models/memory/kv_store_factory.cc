@@ -1,0 +1,130 @@
+// make_kv_store(): a `kv:` YAML node -> a KvStore, sized from the budget.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "models/gpu_spec.h"
+#include "models/memory/caching_allocator_store.h"
+#include "models/memory/contiguous_store.h"
+#include "models/memory/kv_store.h"
+#include "models/memory/paged_store.h"
+#include "models/model_spec.h"
+#include "sim/config/config_node.h"
+#include "sim/core/errors.h"
+#include "sim/core/units.h"
+
+namespace kvsim {
+
+namespace {
+
+// Marks every key of a type as known, so a typo gets a "did you mean" among all of them.
+void know(const ConfigNode& node, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) (void)node.has(k);
+}
+
+// vLLM: KV bytes = total x gpu_memory_utilization - everything that is not KV.
+int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget,
+                                  const char* what) {
+  const double util =
+      node.get<double>("gpu_memory_utilization", 0.9, {.min = 0, .max = 1, .min_exclusive = true});
+  const auto usable = static_cast<int64_t>(std::floor(static_cast<double>(budget.capacity_bytes) * util));
+  const int64_t kv = usable - budget.non_kv_bytes();
+  if (kv <= 0) {
+    node.fail(fmt::format(
+        "no room for the {}: {:.2f} GiB x gpu_memory_utilization {} leaves {:.2f} GiB, but "
+        "context, weights, workspace and the activation peak take {:.2f} GiB",
+        what, to_gib(budget.capacity_bytes), util, to_gib(usable), to_gib(budget.non_kv_bytes())));
+  }
+  return kv;
+}
+
+std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& model,
+                                    const KvBudget& budget) {
+  know(node, {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching"});
+  PagedStoreOptions o;
+  o.block_tokens = node.get<int64_t>("block_size", 16, {.min = 1, .max = 1 << 20});
+  o.enable_prefix_caching = node.get<bool>("enable_prefix_caching", false);
+  const int64_t block_bytes = o.block_tokens * model.kv_bytes_per_token();
+  if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
+    node.child("num_blocks").fail("give num_blocks or gpu_memory_utilization, not both");
+  }
+  if (node.has("num_blocks")) {
+    o.num_blocks = node.get<int64_t>("num_blocks", {.min = 1, .max = (1LL << 31) - 1});
+    const auto bytes = checked_mul(o.num_blocks, block_bytes);
+    const int64_t room = budget.capacity_bytes - budget.non_kv_bytes();
+    if (!bytes || *bytes > room) {
+      node.child("num_blocks").fail(fmt::format(
+          "{} blocks of {} bytes do not fit in the {:.2f} GiB left after context, weights, "
+          "workspace and activations",
+          o.num_blocks, block_bytes, to_gib(room)));
+    }
+  } else {
+    o.num_blocks = kv_bytes_from_utilization(node, budget, "paged KV pool") / block_bytes;
+    if (o.num_blocks < 1) node.fail("the KV budget is smaller than one block");
+    o.num_blocks = std::min<int64_t>(o.num_blocks, (1LL << 31) - 1);
+  }
+  return std::make_unique<PagedStore>(model.kv_bytes_per_token(), o);
+}
+
+std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec& model,
+                                         const KvBudget& budget) {
+  know(node, {"reserve", "fit", "max_len", "gpu_memory_utilization"});
+  ContiguousStoreOptions o;
+  const std::string reserve =
+      node.get_enum("reserve", {"max_len", "prompt_plus_max_new", "pow2", "exact"}, "max_len");
+  o.reserve = reserve == "max_len"               ? ReservePolicy::kMaxLen
+              : reserve == "prompt_plus_max_new" ? ReservePolicy::kPromptPlusMaxNew
+              : reserve == "pow2"                ? ReservePolicy::kPow2
+                                                 : ReservePolicy::kExact;
+  o.fit = node.get_enum("fit", {"first", "best"}, "first") == "first" ? FitPolicy::kFirst
+                                                                       : FitPolicy::kBest;
+  const int64_t default_len = model.max_position > 0 ? model.max_position : 2048;
+  o.max_len = node.get<int64_t>("max_len", default_len, {.min = 1, .max = 1LL << 40});
+  o.arena_bytes = kv_bytes_from_utilization(node, budget, "contiguous KV arena");
+  return std::make_unique<ContiguousStore>(model.kv_bytes_per_token(), o);
+}
+
+std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& model,
+                                      const KvBudget& budget) {
+  know(node, {"growth", "chunk_tokens", "max_split_size_mb"});
+  CachingStoreOptions o;
+  const std::string growth = node.get_enum("growth", {"preallocate", "concat", "chunked"}, "concat");
+  o.growth = growth == "preallocate" ? GrowthPolicy::kPreallocate
+             : growth == "concat"    ? GrowthPolicy::kConcat
+                                     : GrowthPolicy::kChunked;
+  o.chunk_tokens = node.get<int64_t>("chunk_tokens", 256, {.min = 1, .max = 1 << 24});
+  if (node.has("max_split_size_mb")) {
+    // PyTorch refuses max_split_size_mb <= 20 (kLargeBuffer).
+    const double mb = node.get<double>("max_split_size_mb", {.min = 20, .max = 1e9, .min_exclusive = true});
+    o.max_split_size_bytes = static_cast<int64_t>(std::llround(mb * static_cast<double>(kMiB)));
+  }
+  o.device_limit_bytes = budget.device_bytes_for_torch();
+  if (o.device_limit_bytes <= 0) {
+    node.fail(fmt::format("no device memory left for torch after context, weights and workspace "
+                          "({:.2f} GiB of {:.2f} GiB)",
+                          to_gib(budget.capacity_bytes - o.device_limit_bytes),
+                          to_gib(budget.capacity_bytes)));
+  }
+  return std::make_unique<CachingAllocatorStore>(model, o);
+}
+
+}  // namespace
+
+std::unique_ptr<KvStore> make_kv_store(const ConfigNode& kv_node, const ModelSpec& model,
+                                       const GpuSpec& gpu, const KvBudget& budget) {
+  (void)gpu;  // the budget already carries the GPU's capacity and context reserve
+  if (!kv_node.is_map()) kv_node.fail_expected("a map with a 'type' key");
+  const std::string type = kv_node.get_enum("type", {"paged", "contiguous", "caching_allocator"});
+  std::unique_ptr<KvStore> store;
+  if (type == "paged") {
+    store = make_paged(kv_node, model, budget);
+  } else if (type == "contiguous") {
+    store = make_contiguous(kv_node, model, budget);
+  } else {
+    store = make_caching(kv_node, model, budget);
+  }
+  kv_node.reject_unknown_keys();
+  return store;
+}
+
+}  // namespace kvsim

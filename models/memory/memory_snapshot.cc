@@ -1,0 +1,74 @@
+#include "models/memory/memory_snapshot.h"
+
+#include "sim/core/check.h"
+
+namespace kvsim {
+
+std::string_view mem_category_name(MemCategory c) {
+  switch (c) {
+    case MemCategory::kContext: return "context";
+    case MemCategory::kWeights: return "weights";
+    case MemCategory::kWorkspace: return "workspace";
+    case MemCategory::kActivations: return "activations";
+    case MemCategory::kKvLive: return "kv_live";
+    case MemCategory::kKvWaste: return "kv_waste";
+    case MemCategory::kKvFree: return "kv_free";
+    case MemCategory::kAllocatorCache: return "allocator_cache";
+    case MemCategory::kFree: return "free";
+  }
+  return "free";
+}
+
+std::array<int64_t, kMemCategoryCount> MemorySnapshot::categories() const {
+  return {context_bytes,  weights_bytes, workspace_bytes,        activation_bytes, kv_live_bytes,
+          kv_waste_bytes, kv_free_bytes, allocator_cache_bytes, free_bytes};
+}
+
+int64_t MemorySnapshot::category_bytes(MemCategory c) const {
+  return categories()[static_cast<size_t>(c)];
+}
+
+int64_t MemorySnapshot::category_sum() const {
+  int64_t sum = 0;
+  for (int64_t v : categories()) sum += v;
+  return sum;
+}
+
+int64_t MemorySnapshot::kv_footprint_bytes() const {
+  return kv_live_bytes + kv_internal_bytes + kv_reservation_bytes + kv_external_bytes;
+}
+
+MemCategory MemorySnapshot::category_at(int64_t offset) const {
+  KVSIM_CHECK(offset >= 0 && offset < capacity_bytes, "byte {} outside capacity {}", offset,
+              capacity_bytes);
+  const auto cats = categories();
+  int64_t end = 0;
+  for (int i = 0; i < kMemCategoryCount; ++i) {
+    end += cats[static_cast<size_t>(i)];
+    if (offset < end) return static_cast<MemCategory>(i);
+  }
+  return MemCategory::kFree;
+}
+
+void MemorySnapshot::check() const {
+  const auto cats = categories();
+  for (int i = 0; i < kMemCategoryCount; ++i) {
+    KVSIM_CHECK(cats[static_cast<size_t>(i)] >= 0, "category {} is negative: {}",
+                mem_category_name(static_cast<MemCategory>(i)), cats[static_cast<size_t>(i)]);
+  }
+  KVSIM_CHECK(category_sum() == capacity_bytes, "categories sum to {} but capacity is {}",
+              category_sum(), capacity_bytes);
+  KVSIM_CHECK(kv_internal_bytes + kv_reservation_bytes == kv_waste_bytes,
+              "kv waste {} != internal {} + reservation {}", kv_waste_bytes, kv_internal_bytes,
+              kv_reservation_bytes);
+  KVSIM_CHECK(kv_external_bytes >= 0 &&
+                  kv_external_bytes <= kv_free_bytes + allocator_cache_bytes,
+              "external fragmentation {} exceeds the free KV space {} + cache {}",
+              kv_external_bytes, kv_free_bytes, allocator_cache_bytes);
+  KVSIM_CHECK(torch_reserved_bytes >= torch_allocated_bytes, "reserved {} < allocated {}",
+              torch_reserved_bytes, torch_allocated_bytes);
+  KVSIM_CHECK(driver_free_bytes <= free_bytes, "driver free {} exceeds physical free {}",
+              driver_free_bytes, free_bytes);
+}
+
+}  // namespace kvsim

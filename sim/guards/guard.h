@@ -1,0 +1,59 @@
+// Admission guards: small policies consulted when a request arrives (and, for those that say so,
+// again every iteration while it waits in their queue). Composable: a policy lists several and
+// the first that does not admit decides.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/gpu_spec.h"
+#include "models/memory/kv_store.h"
+#include "models/memory/memory_snapshot.h"
+#include "models/model_spec.h"
+#include "sim/core/sim_time.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+class ConfigNode;
+
+// What a guard sees of the replica at the moment it decides.
+struct GuardContext {
+  SimTime now = 0;
+  const MemorySnapshot& memory;
+  const KvStore& kv;
+  int64_t inflight = 0;        // admitted and not finished (waiting, running, swapped)
+  int64_t kv_budget_bytes = 0; // bytes the KV store can ever use (paged pool, arena, allocator)
+};
+
+struct Decision {
+  enum class Action { kAdmit, kReject, kRejectTooLong, kTruncate, kQueue };
+  Action action = Action::kAdmit;
+  int64_t new_prompt_tokens = 0;  // kTruncate: the prompt length to keep
+  SimTime timeout = -1;           // kQueue: how long it may wait (-1 = forever)
+  std::string reason;             // one line for the log
+
+  static Decision admit() { return {}; }
+};
+
+class Guard {
+ public:
+  virtual ~Guard() = default;
+  virtual std::string_view type() const = 0;
+  // Decides for `r`, whose prompt may already have been truncated by an earlier guard.
+  virtual Decision check(const RequestState& r, const GuardContext& ctx) = 0;
+  // Whether a queued request is re-checked each iteration (else only when memory is released).
+  virtual bool rechecks_each_iteration() const { return true; }
+  // The request finished or was dropped after this guard admitted it (reservations end here).
+  virtual void on_release(const RequestState& /*r*/) {}
+  // The replica crashed and restarted: forget every reservation.
+  virtual void on_restart() {}
+};
+
+// Builds a policy's `guards:` list ([] or absent = no guard). Throws ConfigError.
+std::vector<std::unique_ptr<Guard>> make_guards(const ConfigNode& list, const ModelSpec& model);
+
+}  // namespace kvsim

@@ -1,0 +1,40 @@
+// max_inflight: at most N admitted requests at once; the rest queue (or are rejected).
+#include <fmt/format.h>
+
+#include "sim/config/config_node.h"
+#include "sim/guards/guard_makers.h"
+
+namespace kvsim {
+
+namespace {
+
+class MaxInflightGuard final : public Guard {
+ public:
+  explicit MaxInflightGuard(const ConfigNode& c)
+      : limit_(c.get<int64_t>("max_inflight", {.min = 1, .max = 1e9})),
+        on_fail_(c.get_enum("on_fail", {"queue", "reject"}, "queue")),
+        timeout_(read_timeout(c)) {}
+  std::string_view type() const override { return "max_inflight"; }
+
+  Decision check(const RequestState&, const GuardContext& ctx) override {
+    if (ctx.inflight < limit_) return Decision::admit();
+    Decision d;
+    d.action = on_fail_ == "queue" ? Decision::Action::kQueue : Decision::Action::kReject;
+    d.timeout = timeout_;
+    d.reason = fmt::format("max_inflight: {} requests in flight", ctx.inflight);
+    return d;
+  }
+
+ private:
+  int64_t limit_;
+  std::string on_fail_;
+  SimTime timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<Guard> make_max_inflight_guard(const ConfigNode& c, const ModelSpec&) {
+  return std::make_unique<MaxInflightGuard>(c);
+}
+
+}  // namespace kvsim

@@ -1,0 +1,112 @@
+#include "sim/metrics/recorder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "sim/core/check.h"
+
+namespace kvsim {
+
+LatencyStats latency_stats(std::vector<double> v) {
+  LatencyStats s;
+  s.count = static_cast<int64_t>(v.size());
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  auto pct = [&](double p) {
+    const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.p50 = pct(50);
+  s.p90 = pct(90);
+  s.p99 = pct(99);
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  return s;
+}
+
+std::string Recorder::request_header() {
+  return "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,outcome,"
+         "ttft_s,tpot_s,e2e_s,preemptions,tokens_dropped\n";
+}
+
+std::string Recorder::timeseries_header() {
+  std::string h = "policy,t_s";
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    h += fmt::format(",{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
+  }
+  return h + ",torch_allocated_bytes,torch_reserved_bytes,driver_free_bytes,guard_queue,waiting,"
+             "running\n";
+}
+
+void Recorder::on_outcome(const RequestState& r) {
+  KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
+  ++summary_.outcomes[outcome_index(r.outcome)];
+  summary_.tokens_dropped += r.tokens_dropped;
+  const bool served = r.outcome == Outcome::kCompleted || r.outcome == Outcome::kCompletedTruncated;
+  std::string ttft = "", tpot = "", e2e = "";
+  if (served) {
+    const double t1 = sim_to_seconds(r.first_token_at - r.spec.arrival);
+    const double tend = sim_to_seconds(r.finished_at - r.spec.arrival);
+    ttft_.push_back(t1);
+    e2e_.push_back(tend);
+    ttft = fmt::format("{:.6f}", t1);
+    e2e = fmt::format("{:.6f}", tend);
+    if (r.generated > 1) {
+      const double per = (tend - t1) / static_cast<double>(r.generated - 1);
+      tpot_.push_back(per);
+      tpot = fmt::format("{:.6f}", per);
+    }
+    summary_.output_tokens_served += r.generated;
+  }
+  request_rows_ += fmt::format("{},{},{:.6f},{},{},{},{},{},{},{},{},{},{}\n", policy_, r.spec.id,
+                               sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens,
+                               r.prompt_tokens, r.spec.output_tokens, r.generated,
+                               outcome_name(r.outcome), ttft, tpot, e2e, r.preemptions,
+                               r.tokens_dropped);
+}
+
+void Recorder::on_memory(const MemorySnapshot& s) {
+  const auto cats = s.categories();
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    summary_.peak_memory_bytes[c] = std::max(summary_.peak_memory_bytes[c], cats[c]);
+  }
+  summary_.peak_driver_used_bytes =
+      std::max(summary_.peak_driver_used_bytes, s.capacity_bytes - s.driver_free_bytes);
+}
+
+void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
+                         int64_t running) {
+  on_memory(s);
+  kv_.hold(t, KvSample::from(s));
+  std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
+  for (int64_t b : s.categories()) row += fmt::format(",{}", b);
+  row += fmt::format(",{},{},{},{},{},{}\n", s.torch_allocated_bytes, s.torch_reserved_bytes,
+                     s.driver_free_bytes, guard_queue, waiting, running);
+  timeseries_rows_ += row;
+}
+
+PolicySummary Recorder::finish(SimTime end) {
+  PolicySummary s = summary_;
+  s.name = policy_;
+  int64_t total = 0;
+  for (int64_t n : s.outcomes) total += n;
+  KVSIM_CHECK(total == s.requests_total, "policy {}: {} outcomes for {} requests", policy_, total,
+              s.requests_total);
+  const int64_t served = s.outcomes[outcome_index(Outcome::kCompleted)] +
+                         s.outcomes[outcome_index(Outcome::kCompletedTruncated)];
+  s.availability = s.requests_total ? static_cast<double>(served) / static_cast<double>(s.requests_total) : 1.0;
+  s.duration_s = sim_to_seconds(end);
+  s.goodput_tokens_per_s = end > 0 ? static_cast<double>(s.output_tokens_served) / s.duration_s : 0;
+  s.ttft = latency_stats(ttft_);
+  s.tpot = latency_stats(tpot_);
+  s.e2e = latency_stats(e2e_);
+  if (!kv_.empty()) s.kv = kv_.summary(end);
+  return s;
+}
+
+}  // namespace kvsim

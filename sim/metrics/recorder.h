@@ -1,0 +1,73 @@
+// Collects what one policy's run produced: an outcome per request, latencies, memory peaks by
+// category, time-weighted KV waste, and the rows of requests.csv and timeseries.csv.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/memory/kv_metrics.h"
+#include "models/memory/memory_snapshot.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+struct LatencyStats {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
+  int64_t count = 0;
+};
+// Percentiles with linear interpolation between order statistics (NumPy's default).
+LatencyStats latency_stats(std::vector<double> values);
+
+struct PolicySummary {
+  std::string name;
+  int64_t requests_total = 0;
+  std::array<int64_t, 7> outcomes{};  // by outcome_index()
+  double availability = 0;            // (completed + completed_truncated) / requests_total
+  int64_t oom_events = 0;
+  int64_t restarts = 0;
+  int64_t preemptions = 0;
+  int64_t tokens_dropped = 0;
+  int64_t output_tokens_served = 0;
+  double duration_s = 0;
+  double goodput_tokens_per_s = 0;    // output tokens of completed requests / duration
+  LatencyStats ttft, tpot, e2e;       // seconds, completed requests only
+  std::array<int64_t, kMemCategoryCount> peak_memory_bytes{};
+  int64_t peak_driver_used_bytes = 0; // capacity - driver free: what nvidia-smi would show
+  KvWasteSummary kv;                  // time-weighted fragmentation
+};
+
+class Recorder {
+ public:
+  explicit Recorder(std::string policy) : policy_(std::move(policy)) {}
+
+  void on_arrival() { ++summary_.requests_total; }
+  void on_outcome(const RequestState& r);
+  void on_oom() { ++summary_.oom_events; }
+  void on_restart() { ++summary_.restarts; }
+  void on_preemption() { ++summary_.preemptions; }
+  // Peaks: call after every change of memory state that matters (allocations, iterations).
+  void on_memory(const MemorySnapshot& s);
+  // A periodic sample: a timeseries row and a point of the time-weighted waste integral.
+  void on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
+                 int64_t running);
+
+  PolicySummary finish(SimTime end);
+
+  // CSV text produced so far (rows only; headers are below).
+  const std::string& request_rows() const { return request_rows_; }
+  const std::string& timeseries_rows() const { return timeseries_rows_; }
+  static std::string request_header();
+  static std::string timeseries_header();
+
+ private:
+  std::string policy_;
+  PolicySummary summary_;
+  std::vector<double> ttft_, tpot_, e2e_;
+  KvWasteAccumulator kv_;
+  std::string request_rows_;
+  std::string timeseries_rows_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,93 @@
+#include "sim/metrics/summary_writer.h"
+
+#include <fmt/format.h>
+
+#include "sim/cli/text_table.h"
+
+namespace kvsim {
+
+namespace {
+
+nlohmann::ordered_json stats_json(const LatencyStats& s) {
+  return {{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"mean", s.mean}, {"count", s.count}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const PolicySummary& p : policies) {
+    nlohmann::ordered_json o;
+    o["name"] = p.name;
+    o["requests_total"] = p.requests_total;
+    nlohmann::ordered_json outcomes;
+    for (Outcome oc : kFinalOutcomes) outcomes[std::string(outcome_name(oc))] = p.outcomes[outcome_index(oc)];
+    o["outcomes"] = outcomes;
+    o["availability"] = p.availability;
+    o["oom_events"] = p.oom_events;
+    o["restarts"] = p.restarts;
+    o["preemptions"] = p.preemptions;
+    o["tokens_dropped"] = p.tokens_dropped;
+    o["output_tokens_served"] = p.output_tokens_served;
+    o["duration_s"] = p.duration_s;
+    o["goodput_tokens_per_s"] = p.goodput_tokens_per_s;
+    o["ttft_s"] = stats_json(p.ttft);
+    o["tpot_s"] = stats_json(p.tpot);
+    o["e2e_s"] = stats_json(p.e2e);
+    nlohmann::ordered_json peaks;
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+      peaks[std::string(mem_category_name(static_cast<MemCategory>(c)))] = p.peak_memory_bytes[c];
+    }
+    o["peak_memory_bytes"] = peaks;
+    o["peak_driver_used_bytes"] = p.peak_driver_used_bytes;
+    o["fragmentation"] = {{"usage_efficiency", p.kv.usage_efficiency},
+                          {"internal_fraction", p.kv.internal_fraction},
+                          {"reservation_fraction", p.kv.reservation_fraction},
+                          {"external_fraction", p.kv.external_fraction}};
+    arr.push_back(o);
+  }
+  return {{"policies", arr}};
+}
+
+std::string summary_csv(const std::vector<PolicySummary>& policies) {
+  std::string out = "policy,requests_total";
+  for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", outcome_name(oc));
+  out += ",availability,oom_events,restarts,preemptions,tokens_dropped,goodput_tokens_per_s";
+  for (const char* m : {"ttft", "tpot", "e2e"}) out += fmt::format(",{0}_p50_s,{0}_p90_s,{0}_p99_s", m);
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    out += fmt::format(",peak_{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
+  }
+  out += ",usage_efficiency,internal_fraction,reservation_fraction,external_fraction\n";
+  for (const PolicySummary& p : policies) {
+    out += fmt::format("{},{}", p.name, p.requests_total);
+    for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", p.outcomes[outcome_index(oc)]);
+    out += fmt::format(",{:.6f},{},{},{},{},{:.3f}", p.availability, p.oom_events, p.restarts,
+                       p.preemptions, p.tokens_dropped, p.goodput_tokens_per_s);
+    for (const LatencyStats* s : {&p.ttft, &p.tpot, &p.e2e}) {
+      out += fmt::format(",{:.6f},{:.6f},{:.6f}", s->p50, s->p90, s->p99);
+    }
+    for (int64_t b : p.peak_memory_bytes) out += fmt::format(",{}", b);
+    out += fmt::format(",{:.6f},{:.6f},{:.6f},{:.6f}\n", p.kv.usage_efficiency, p.kv.internal_fraction,
+                       p.kv.reservation_fraction, p.kv.external_fraction);
+  }
+  return out;
+}
+
+std::string summary_table(const std::vector<PolicySummary>& policies) {
+  cli::TextTable t({"policy", "requests", "completed", "truncated", "rejected", "too_long",
+                    "timed_out", "lost_oom", "unavail", "avail", "OOMs", "preempt",
+                    "TTFT p99 (s)", "E2E p99 (s)", "peak used (GiB)"});
+  for (const PolicySummary& p : policies) {
+    auto n = [&](Outcome o) { return std::to_string(p.outcomes[outcome_index(o)]); };
+    t.add_row({p.name, std::to_string(p.requests_total), n(Outcome::kCompleted),
+               n(Outcome::kCompletedTruncated), n(Outcome::kRejected), n(Outcome::kRejectedTooLong),
+               n(Outcome::kTimedOut), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
+               fmt::format("{:.1f}%", 100 * p.availability), std::to_string(p.oom_events),
+               std::to_string(p.preemptions), fmt::format("{:.3f}", p.ttft.p99),
+               fmt::format("{:.3f}", p.e2e.p99),
+               fmt::format("{:.2f}", static_cast<double>(p.peak_driver_used_bytes) / (1 << 30))});
+  }
+  return t.render();
+}
+
+}  // namespace kvsim

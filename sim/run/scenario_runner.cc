@@ -1,0 +1,170 @@
+#include "sim/run/scenario_runner.h"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/latency/latency_model.h"
+#include "models/latency/profile.h"
+#include "models/memory/gpu_memory_pool.h"
+#include "sim/core/atomic_file.h"
+#include "sim/core/data_path.h"
+#include "sim/core/event_queue.h"
+#include "sim/guards/guard.h"
+#include "sim/metrics/summary_writer.h"
+#include "sim/serving/engine_config.h"
+#include "sim/serving/replica.h"
+#include "workloads/workload.h"
+
+namespace kvsim {
+
+namespace {
+
+// How long a closed-loop client waits after an instant failure before sending again.
+constexpr SimTime kClientRetryBackoff = kNsPerSecond;
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// A policy's engine: the scenario's `engine:` with the policy's own `engine:` keys on top.
+// Read from the raw tree so the merged copy, not the original, is what gets its keys checked.
+ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
+  YAML::Node merged(YAML::NodeType::Map);
+  if (root.has("engine")) {
+    const YAML::Node& base = root.yaml()["engine"];
+    if (!base.IsMap() && !base.IsNull()) root.child("engine").fail_expected("a map of engine settings");
+    if (base.IsMap()) merged = YAML::Clone(base);
+  }
+  if (policy.has("engine")) {
+    const YAML::Node& over = policy.yaml()["engine"];
+    if (!over.IsMap()) policy.child("engine").fail_expected("a map of engine settings");
+    for (const auto& kv : over) merged[kv.first.Scalar()] = kv.second;
+  }
+  return ConfigNode::wrap(merged, root.source(), "engine");
+}
+
+PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunOptions& o,
+                         std::string& request_rows, std::string& timeseries_rows) {
+  const std::string name = policy.get<std::string>("name");
+  const ConfigNode engine_node = policy_engine(s.root, policy);
+  const EngineConfig engine = parse_engine_config(engine_node);
+  const ConfigNode kv_node = engine_node.has("kv") ? engine_node.child("kv")
+                                                   : ConfigNode::parse_string("{type: paged}", "default kv");
+  GpuMemoryPool pool(s.model, s.gpu, kv_node,
+                     PoolOptions{.workspace_bytes = engine.workspace_bytes,
+                                 .attention = engine.attention,
+                                 .profile_batched_tokens = engine.max_num_batched_tokens,
+                                 .profile_num_seqs = engine.max_num_seqs});
+  engine_node.reject_unknown_keys();
+  const Profile profile =
+      engine.profile_path.empty() ? default_profile(s.gpu) : load_profile(engine.profile_path);
+  const LatencyModel latency(s.model, s.gpu, profile,
+                             engine.attention == AttentionKind::kNative ? AttentionImpl::kNative
+                                                                        : AttentionImpl::kFlash,
+                             engine.tensor_parallel);
+  auto guards = make_guards(policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")),
+                            s.model);
+
+  EventQueue events(EventQueue::Limits{.max_events = o.max_events,
+                                       .max_time = seconds_to_sim(o.max_sim_time_s)});
+  Recorder recorder(name);
+  Replica replica(events, pool, latency, engine, std::move(guards), recorder);
+  replica.set_check_invariants(o.check_invariants);
+
+  Workload w = make_workload(s.root.child("workload"), s.seed);
+  std::function<void()> pump = [&] {
+    if (!w.source) return;
+    if (auto next = w.source->next()) {
+      const RequestSpec spec = *next;
+      events.schedule_at(std::max(events.now(), spec.arrival), [&, spec] {
+        replica.arrive(spec);
+        pump();
+      });
+    }
+  };
+  pump();
+  if (w.clients) {
+    ClosedLoopClients* clients = w.clients.get();
+    for (int c = 0; c < clients->count(); ++c) {
+      const RequestSpec spec = clients->first_request(c);
+      events.schedule_at(spec.arrival, [&replica, spec] { replica.arrive(spec); });
+    }
+    replica.set_on_finished([&events, &replica, clients](const RequestState& r) {
+      if (r.spec.client < 0) return;
+      // A client whose request failed on arrival (429, server down) backs off before retrying;
+      // without it, zero think time would retry forever at one instant.
+      const SimTime resume = r.finished_at == r.spec.arrival ? events.now() + kClientRetryBackoff
+                                                             : events.now();
+      if (auto next = clients->next_after_completion(r.spec.client, resume)) {
+        const RequestSpec spec = *next;
+        events.schedule_at(std::max(events.now(), spec.arrival), [&replica, spec] { replica.arrive(spec); });
+      }
+    });
+  }
+  const SimTime period = std::max<SimTime>(1, seconds_to_sim(o.sample_interval_s));
+  std::function<void()> sampler = [&] {
+    replica.sample();
+    if (!events.empty()) events.schedule(period, sampler);
+  };
+  events.schedule_at(0, sampler);
+  events.run();
+  replica.finish();
+  request_rows += recorder.request_rows();
+  timeseries_rows += recorder.timeseries_rows();
+  return recorder.finish(events.now());
+}
+
+}  // namespace
+
+RunResult run_scenario(const Scenario& s, const RunOptions& o) {
+  RunResult result;
+  const ConfigNode policies = s.root.child("policies");
+  if (!policies.is_sequence() || policies.size() == 0) policies.fail_expected("a non-empty list of policies");
+  std::string request_rows, timeseries_rows;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const ConfigNode p = policies.at(i);
+    p.has("guards");
+    result.policies.push_back(run_policy(s, p, o, request_rows, timeseries_rows));
+  }
+  s.root.child("workload");
+  s.root.has("sweep");
+  s.root.reject_unknown_keys();
+
+  YAML::Emitter emitter;
+  emitter << s.root.yaml();
+  const std::string resolved = emitter.c_str();
+  result.scenario_hash = fmt::format("{:016x}", fnv1a(resolved));
+  if (o.out_dir.empty()) return result;
+
+  namespace fs = std::filesystem;
+  const fs::path dir = o.out_dir;
+  nlohmann::ordered_json manifest;
+  manifest["kvsim_version"] = kvsim_version();
+  manifest["scenario_name"] = s.name;
+  manifest["scenario_source"] = s.root.source();
+  manifest["scenario_hash"] = result.scenario_hash;
+  manifest["seed"] = s.seed;
+  manifest["model"] = s.model.name;
+  manifest["gpu"] = s.gpu.name;
+  manifest["resolved_scenario"] = resolved;
+  manifest["files"] = {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"};
+  write_file_atomic(dir / "requests.csv", Recorder::request_header() + request_rows);
+  write_file_atomic(dir / "timeseries.csv", Recorder::timeseries_header() + timeseries_rows);
+  write_file_atomic(dir / "summary.csv", summary_csv(result.policies));
+  auto summary = summary_json(result.policies);
+  summary["scenario_hash"] = result.scenario_hash;
+  write_file_atomic(dir / "summary.json", summary.dump(2) + "\n");
+  write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n");  // last: marks completion
+  return result;
+}
+
+}  // namespace kvsim

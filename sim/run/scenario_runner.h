@@ -1,0 +1,32 @@
+// Runs a scenario: every policy replays the same request stream (same seed) against its own
+// replica, and the results go to one folder (manifest.json, summary.json, summary.csv,
+// requests.csv, timeseries.csv), each written atomically.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sim/config/scenario.h"
+#include "sim/metrics/recorder.h"
+
+namespace kvsim {
+
+struct RunOptions {
+  std::string out_dir;                 // empty: write nothing
+  bool check_invariants = false;       // pool + bookkeeping checks after every iteration
+  uint64_t max_events = 200'000'000;
+  double max_sim_time_s = 30.0 * 24 * 3600;
+  double sample_interval_s = 1.0;      // timeseries period
+};
+
+struct RunResult {
+  std::vector<PolicySummary> policies;
+  std::string scenario_hash;  // FNV-1a of the resolved scenario text
+};
+
+// Throws ConfigError for a bad scenario section, InputError for unreadable inputs or limits hit.
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+}  // namespace kvsim

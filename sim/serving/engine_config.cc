@@ -1,0 +1,43 @@
+#include "sim/serving/engine_config.h"
+
+#include <filesystem>
+
+#include "sim/config/config_node.h"
+#include "sim/core/units.h"
+
+namespace kvsim {
+
+EngineConfig parse_engine_config(const ConfigNode& e) {
+  EngineConfig c;
+  if (e.is_null()) return c;
+  if (!e.is_map()) e.fail_expected("an engine section (a map)");
+  c.scheduler = e.get_enum("scheduler", {"continuous", "static"}, "continuous") == "static"
+                    ? EngineConfig::Scheduler::kStatic
+                    : EngineConfig::Scheduler::kContinuous;
+  c.max_num_seqs = e.get<int64_t>("max_num_seqs", c.max_num_seqs, {.min = 1, .max = 1e7});
+  c.max_num_batched_tokens =
+      e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
+  c.chunked_prefill = e.get<bool>("chunked_prefill", false);
+  c.batch_size = e.get<int64_t>("batch_size", c.batch_size, {.min = 1, .max = 1e6});
+  const std::string pre = e.get_enum("preemption", {"recompute", "swap", "off"}, "recompute");
+  c.preemption = pre == "swap"  ? EngineConfig::Preemption::kSwap
+                 : pre == "off" ? EngineConfig::Preemption::kOff
+                                : EngineConfig::Preemption::kRecompute;
+  c.swap_space_bytes = gib_to_bytes(e.get<double>("swap_space_gb", 4.0, {.min = 0, .max = 1e6}));
+  c.on_oom = e.get_enum("on_oom", {"crash", "abort_request"}, "crash") == "crash"
+                 ? EngineConfig::OnOom::kCrash
+                 : EngineConfig::OnOom::kAbortRequest;
+  c.restart = seconds_to_sim(e.get<double>("restart_s", 90.0, {.min = 0, .max = 1e7}));
+  c.attention = parse_attention_kind(e.get_enum("attention", {"flash", "native"}, "flash"));
+  c.tensor_parallel = e.get<int>("tensor_parallel", 1, {.min = 1, .max = 64});
+  c.workspace_bytes = gib_to_bytes(e.get<double>("workspace_gb", 0.5, {.min = 0, .max = 1e6}));
+  if (e.has("profile")) {
+    std::filesystem::path p = e.get<std::string>("profile");
+    if (p.is_relative()) p = std::filesystem::path(e.source()).parent_path() / p;
+    c.profile_path = p.string();
+  }
+  e.has("kv");  // read by the memory pool
+  return c;
+}
+
+}  // namespace kvsim

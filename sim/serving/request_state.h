@@ -1,0 +1,43 @@
+// A request as the replica sees it while it is in flight.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/core/sim_time.h"
+#include "sim/serving/outcome.h"
+#include "workloads/request_spec.h"
+
+namespace kvsim {
+
+enum class Phase {
+  kGuardQueue,  // held by a guard (queue action), not yet admitted
+  kWaiting,     // admitted, waiting for (re)prefill
+  kRunning,     // in the running batch: prefilling (chunked) or decoding
+  kSwapped,     // preempted by swap: KV in host memory
+  kDone,
+};
+
+struct RequestState {
+  RequestSpec spec;
+  int64_t prompt_tokens = 0;      // after any truncation
+  int64_t generated = 0;          // output tokens produced so far
+  int64_t prefilled = 0;          // tokens of the current (re)prefill whose KV is computed
+  int64_t prefill_target = 0;     // tokens the current (re)prefill covers: prompt + generated
+  bool decoding = false;          // prefill done; each iteration adds one token
+  int64_t swapped_tokens = 0;     // KV tokens held in host memory while swapped
+  Phase phase = Phase::kGuardQueue;
+  Outcome outcome = Outcome::kNone;
+  bool truncated = false;
+  int64_t tokens_dropped = 0;     // prompt tokens cut by guards
+  int preemptions = 0;
+  SimTime first_token_at = -1;
+  SimTime finished_at = -1;
+  uint64_t guard_timeout_event = 0;
+  bool has_timeout = false;
+
+  // Tokens whose KV must exist for the next step: the whole prompt plus what was generated.
+  int64_t context_tokens() const { return prompt_tokens + generated; }
+  int64_t max_total_tokens() const { return prompt_tokens + spec.output_tokens; }
+};
+
+}  // namespace kvsim

@@ -1,0 +1,61 @@
+// End-to-end: `kvsim run` on the embedded default and on every shipped scenario.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/run_cli.h"
+
+using kvsim::test::make_temp_dir;
+using kvsim::test::read_text;
+using kvsim::test::run_cli;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+TEST_CASE("kvsim run with no arguments runs seed A's scenario", "[cli][e2e]") {
+  const std::string dir = make_temp_dir("kvsim-run");
+  auto r = run_cli("run -o '" + dir + "/out'");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("no-guard"));
+  auto j = nlohmann::json::parse(read_text(dir + "/out/summary.json"));
+  const auto& pols = j["policies"];
+  REQUIRE(pols.size() >= 4);
+  const auto& none = pols[0];
+  CHECK(none["name"] == "no-guard");
+  CHECK(none["oom_events"].get<int>() > 0);
+  CHECK(none["outcomes"]["lost_oom"].get<int>() > 0);
+  const auto& reserve = pols[pols.size() - 1];
+  CHECK(reserve["name"] == "reserve");
+  CHECK(reserve["oom_events"] == 0);
+  CHECK(reserve["outcomes"]["lost_oom"] == 0);
+  CHECK(reserve["outcomes"]["completed"].get<int>() > 0);
+  for (const auto& p : pols) {
+    int64_t total = 0;
+    for (const auto& [k, v] : p["outcomes"].items()) total += v.get<int64_t>();
+    CHECK(total == p["requests_total"].get<int64_t>());
+  }
+  for (const char* f : {"manifest.json", "summary.csv", "requests.csv", "timeseries.csv"}) {
+    CHECK(fs::exists(fs::path(dir) / "out" / f));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("every scenario in scenarios/ runs", "[cli][e2e][scenarios]") {
+  for (const auto& e : fs::directory_iterator(fs::path(KVSIM_SOURCE_DIR) / "scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO("scenario " << e.path().filename());
+    auto r = run_cli("run --no-output '" + e.path().string() + "'");
+    CHECK(r.exit_code == 0);
+    CHECK(r.err == "");
+  }
+}
+
+TEST_CASE("run --set overrides a key; a bad path is a clean error", "[cli]") {
+  auto r = run_cli("run --no-output --set policies.0.name=renamed --set workload.duration_s=30");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("renamed"));
+  auto bad = run_cli("run --no-output --set policies.9.name=x");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("index 9 past the end"));
+}

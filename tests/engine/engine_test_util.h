@@ -1,0 +1,30 @@
+// Runs a scenario given as YAML text and returns its per-policy summaries.
+#pragma once
+
+#include <string>
+
+#include "models/catalog.h"
+#include "sim/config/scenario.h"
+#include "sim/metrics/recorder.h"
+#include "sim/run/scenario_runner.h"
+#include "sim/serving/outcome.h"
+
+namespace kvsim::test {
+
+inline RunResult run_yaml(const std::string& yaml, bool check = true) {
+  const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+  RunOptions o;
+  o.check_invariants = check;
+  o.sample_interval_s = 0.5;
+  return run_scenario(s, o);
+}
+
+inline int64_t count(const PolicySummary& p, Outcome o) { return p.outcomes[outcome_index(o)]; }
+
+// A GPU on which one 16k-token request of seed-7b-mha fits beside the 16 GB of weights but two
+// do not: 32 GB - 16 GB weights - 0.5 GiB workspace leaves ~15.5 GB; each request holds
+// (16384 + 16) x 524,288 B = 8.6 GB.
+inline const char* kSmallGpu =
+    "{name: small, memory_gb: 32, hbm_gb_per_s: 2000, fp16_tflops: 312}";
+
+}  // namespace kvsim::test

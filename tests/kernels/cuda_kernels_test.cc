@@ -1,0 +1,143 @@
+// Every CUDA kernel version against the CPU references, on small random shapes that cross the
+// tile sizes. Tagged [gpu]: without a device (or without a CUDA build) each test says why and
+// passes without checking anything.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_ref/attention_ref.h"
+#include "kernels/cpu_ref/gemm_ref.h"
+#include "kernels/cpu_ref/paged_decode_ref.h"
+#include "kernels/cpu_ref/random_inputs.h"
+#include "kernels/cpu_ref/tolerance.h"
+#ifdef KVSIM_HAVE_CUDA
+#include "kernels/cuda_api.h"
+#endif
+
+using namespace kvsim::kernels;
+
+namespace {
+
+// True when a device is there; otherwise records the reason as a warning.
+bool have_device() {
+#ifdef KVSIM_HAVE_CUDA
+  static const cuda::DeviceInfo info = cuda::probe_device();
+  if (!info.available) WARN("[gpu] test skipped: no CUDA device (" << info.why_not << ")");
+  return info.available;
+#else
+  WARN("[gpu] test skipped: kvsim was built without CUDA (KVSIM_WITH_CUDA=OFF or no nvcc)");
+  return false;
+#endif
+}
+
+[[maybe_unused]] std::vector<AttentionShape> attention_shapes() {
+  std::vector<AttentionShape> out;
+  for (int64_t d : {64, 128}) {
+    for (bool causal : {false, true}) {
+      out.push_back({.batch = 2, .heads = 4, .kv_heads = 4, .seq_q = 130, .seq_kv = 130,
+                     .head_dim = d, .causal = causal});  // MHA, 2 full tiles + a tail of 2
+      out.push_back({.batch = 1, .heads = 8, .kv_heads = 2, .seq_q = 77, .seq_kv = 200,
+                     .head_dim = d, .causal = causal});  // GQA-4, seq_q < seq_kv
+      out.push_back({.batch = 1, .heads = 4, .kv_heads = 1, .seq_q = 1, .seq_kv = 65,
+                     .head_dim = d, .causal = causal});  // MQA, one query row
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA native and flash attention match the reference", "[gpu][kernels]") {
+  if (!have_device()) return;
+#ifdef KVSIM_HAVE_CUDA
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    uint64_t seed = 1;
+    for (const AttentionShape& s : attention_shapes()) {
+      InputRng rng(seed++);
+      const auto q = random_values(rng, s.q_elements(), p);
+      const auto k = random_values(rng, s.kv_elements(), p);
+      const auto v = random_values(rng, s.kv_elements(), p);
+      std::vector<float> ref(q.size());
+      attention_reference(s, q, k, v, ref);
+      for (int ver : cuda::versions("native")) {
+        const CheckReport r = check_close(ref, cuda::run_native_attention(ver, s, p, q, k, v), tolerance_for(p));
+        INFO(r.summary("native v" + std::to_string(ver) + " " + std::string(precision_name(p)), s.describe()));
+        CHECK(r.passed);
+      }
+      for (int ver : cuda::versions("flash")) {
+        const CheckReport r = check_close(ref, cuda::run_flash_attention(ver, s, p, q, k, v), tolerance_for(p));
+        INFO(r.summary("flash v" + std::to_string(ver) + " " + std::string(precision_name(p)), s.describe()));
+        CHECK(r.passed);
+      }
+    }
+  }
+#endif
+}
+
+TEST_CASE("CUDA paged decode matches the reference for block sizes 8..64", "[gpu][kernels]") {
+  if (!have_device()) return;
+#ifdef KVSIM_HAVE_CUDA
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    for (int64_t block : {8, 16, 24, 32, 64}) {
+      for (int64_t d : {64, 128}) {
+        const PagedDecodeShape s{.batch = 3, .heads = 8, .kv_heads = 2, .head_dim = d,
+                                 .context = 301, .block_size = block};
+        InputRng rng(static_cast<uint64_t>(block * 1000 + d));
+        const auto q = random_values(rng, s.batch * s.heads * s.head_dim, p);
+        const auto kc = random_values(rng, s.cache_elements(), p);
+        const auto vc = random_values(rng, s.cache_elements(), p);
+        const auto table = shuffled_block_table(s, rng);
+        std::vector<float> ref(q.size());
+        paged_decode_reference(s, q, kc, vc, table, ref);
+        for (int ver : cuda::versions("paged_decode")) {
+          const CheckReport r = check_close(ref, cuda::run_paged_decode(ver, s, p, q, kc, vc, table), tolerance_for(p));
+          INFO(r.summary("paged v" + std::to_string(ver), s.describe()));
+          CHECK(r.passed);
+        }
+      }
+    }
+  }
+#endif
+}
+
+TEST_CASE("CUDA GEMMs match the reference", "[gpu][kernels]") {
+  if (!have_device()) return;
+#ifdef KVSIM_HAVE_CUDA
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    for (const GemmShape& s : {GemmShape{.m = 1, .n = 256, .k = 512}, GemmShape{.m = 77, .n = 384, .k = 256},
+                               GemmShape{.m = 512, .n = 128, .k = 1024}}) {
+      InputRng rng(static_cast<uint64_t>(s.m + s.n));
+      const auto x = random_values(rng, s.m * s.k, p);
+      const auto w = random_values(rng, s.n * s.k, p);
+      std::vector<float> ref(static_cast<size_t>(s.m * s.n));
+      gemm_reference(s, x, w, ref);
+      for (int ver : cuda::versions("gemm")) {
+        const CheckReport r = check_close(ref, cuda::run_gemm(ver, s, p, x, w), tolerance_for(p));
+        INFO(r.summary("gemm v" + std::to_string(ver), s.describe()));
+        CHECK(r.passed);
+      }
+    }
+  }
+#endif
+}
+
+TEST_CASE("CUDA bandwidth probe copies exactly and reads every word", "[gpu][kernels]") {
+  if (!have_device()) return;
+#ifdef KVSIM_HAVE_CUDA
+  std::vector<uint64_t> words(size_t{1} << 20);  // 8 MiB
+  InputRng rng(6);
+  for (auto& w : words) w = rng.next_u64();
+  for (int ver : cuda::versions("membw")) CHECK(cuda::run_membw_roundtrip(ver, words));
+#endif
+}
+
+TEST_CASE("an unknown kernel version is an input error", "[gpu][kernels]") {
+  if (!have_device()) return;
+#ifdef KVSIM_HAVE_CUDA
+  const AttentionShape s{.batch = 1, .heads = 1, .kv_heads = 1, .seq_q = 8, .seq_kv = 8, .head_dim = 64};
+  std::vector<float> z(static_cast<size_t>(s.q_elements()));
+  REQUIRE_THROWS_WITH(cuda::run_flash_attention(9, s, Precision::kFp16, z, z, z),
+                      Catch::Matchers::Contains("unknown kernel version 9"));
+#endif
+}

@@ -1,0 +1,92 @@
+// Unit tests of the paged store (vLLM block pool).
+#include <catch2/catch.hpp>
+
+#include "models/memory/paged_store.h"
+#include "sim/core/errors.h"
+
+using namespace kvsim;
+
+namespace {
+constexpr int64_t kBpt = 1000;  // bytes per token, round for reading
+PagedStore make(int64_t blocks, bool prefix = false) {
+  return PagedStore(kBpt, {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
+}
+}  // namespace
+
+TEST_CASE("paged pool returns every block on release", "[memory][paged]") {
+  PagedStore s = make(100);
+  REQUIRE(s.allocate(1, 33, 100));  // 3 blocks
+  REQUIRE(s.allocate(2, 16, 16));   // 1 block
+  CHECK(s.free_blocks() == 96);
+  CHECK(s.block_table(1).size() == 3);
+  s.check_invariants();
+  s.release(1);
+  s.release(2);
+  CHECK(s.free_blocks() == 100);
+  CHECK(s.usage().held_bytes == 0);
+  s.check_invariants();
+}
+
+TEST_CASE("paged waste is the slack of the last block", "[memory][paged]") {
+  PagedStore s = make(100);
+  REQUIRE(s.allocate(1, 33, 40));  // 3 blocks = 48 slots, 33 live, 7 reservation (to 40), 8 internal
+  KvUsage u = s.usage();
+  CHECK(u.live_bytes == 33 * kBpt);
+  CHECK(u.reservation_bytes == 7 * kBpt);
+  CHECK(u.internal_bytes == 8 * kBpt);
+  CHECK(u.held_bytes == 48 * kBpt);
+  CHECK(u.external_bytes == 0);
+  CHECK(s.tokens_until_growth_allocates(1) == 15);
+  REQUIRE(s.grow(1, 48));
+  CHECK(s.tokens_until_growth_allocates(1) == 0);
+  CHECK(s.free_blocks() == 97);
+  REQUIRE(s.grow(1, 49));
+  CHECK(s.free_blocks() == 96);
+  CHECK(s.tokens_until_growth_allocates(1) == 15);
+  s.check_invariants();
+}
+
+TEST_CASE("paged out of blocks is a returned result that leaves the store unchanged", "[memory][paged]") {
+  PagedStore s = make(4);
+  REQUIRE(s.allocate(1, 48, 100));
+  AllocResult r = s.allocate(2, 32, 40);
+  CHECK_FALSE(r.ok);
+  CHECK(r.reason == OomReason::kCapacity);
+  CHECK(r.wanted_bytes == 2 * 16 * kBpt);
+  CHECK(r.store_free_bytes == 16 * kBpt);
+  CHECK_FALSE(s.holds(2));
+  REQUIRE(s.grow(1, 64));
+  AllocResult g = s.grow(1, 65);
+  CHECK_FALSE(g.ok);
+  CHECK(s.tokens(1) == 64);
+  CHECK_THAT(g.message(), Catch::Matchers::Contains("out of memory (capacity)"));
+  s.check_invariants();
+}
+
+TEST_CASE("paged prefix sharing counts shared blocks once and ref-counts them", "[memory][paged]") {
+  PagedStore s = make(100, true);
+  const std::vector<uint64_t> a = {11, 22, 33};  // 3 hash blocks of 16 tokens
+  const std::vector<uint64_t> b = {11, 22, 99};
+  REQUIRE(s.allocate(1, 48, 60, {a, 16}));
+  REQUIRE(s.allocate(2, 48, 60, {b, 16}));
+  CHECK(s.prefix_hit_blocks() == 2);
+  CHECK(s.free_blocks() == 100 - 4);
+  CHECK(s.usage().live_bytes == 64 * kBpt);  // 3 + 1 blocks of 16 tokens, shared counted once
+  s.check_invariants();
+  s.release(1);
+  CHECK(s.free_blocks() == 100 - 3);  // the shared two stay with request 2
+  s.release(2);
+  CHECK(s.free_blocks() == 100);
+  // A freed keyed block is still found (cache hit on a free block) until it is reused.
+  REQUIRE(s.allocate(3, 40, 60, {a, 16}));
+  CHECK(s.prefix_hit_blocks() == 4);
+  s.check_invariants();
+}
+
+TEST_CASE("paged misuse is an invariant error, not silent corruption", "[memory][paged]") {
+  PagedStore s = make(10);
+  REQUIRE(s.allocate(1, 10, 20));
+  CHECK_THROWS_AS(s.allocate(1, 10, 20), InvariantError);
+  s.release(1);
+  CHECK_THROWS_AS(s.release(1), InvariantError);
+}

@@ -1,0 +1,40 @@
+// The CUDA backend through the harness: tagged [gpu], skips with a message without a device.
+#include <catch2/catch.hpp>
+
+#include "sim/core/errors.h"
+#include "tests/validate/shell.h"
+#include "validate/backend.h"
+#include "validate/commands.h"
+#include "validate/measurements.h"
+
+using namespace kvsim::validate;
+
+TEST_CASE("CUDA backend measures a small grid with every check passing", "[gpu][validate]") {
+  std::unique_ptr<Backend> b;
+  try {
+    b = make_backend("cuda");
+  } catch (const kvsim::InputError& e) {
+    WARN("[gpu] test skipped: " << e.what());
+    return;
+  }
+  const auto dir = kvsim::test::fresh_dir("kvsim-gpu");
+  std::ofstream(dir / "g.yaml") << R"(
+name: gpu-smoke
+timing: {warmup: 1, repetitions: 3}
+kernels:
+  - {class: native, dtypes: [fp16, bf16], heads: 4, kv_heads: [4, 2], seq: [100, 256], head_dim: [64, 128], causal: [true, false]}
+  - {class: flash, versions: [1, 2], dtypes: [fp16, bf16], heads: 4, kv_heads: [4, 1], seq: [100, 256], head_dim: [64, 128], causal: [true, false]}
+  - {class: paged_decode, dtypes: [fp16, bf16], batch: 4, heads: 8, kv_heads: 2, head_dim: [64, 128], context: [300], block_size: [8, 16, 32, 64]}
+  - {class: gemm, versions: [1, 2], dtypes: [fp16, bf16], m: [1, 77], n: [256], k: [512]}
+  - {class: membw_copy, bytes_mib: [1, 64]}
+  - {class: membw_read, bytes_mib: [1, 64]}
+)";
+  const int failed = run_measure({.grid = dir / "g.yaml", .backend = "cuda", .out_dir = dir, .quiet = true});
+  CHECK(failed == 0);
+  for (const Measurement& m : read_measurements(dir / "measurements.csv")) {
+    INFO(m.c.describe());
+    CHECK(m.timed());
+    CHECK(m.check == "pass");
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,92 @@
+#include "validate/kernel_model.h"
+
+#include <algorithm>
+
+#include "models/latency/latency_model.h"
+#include "sim/core/check.h"
+#include "validate/grid.h"
+
+namespace kvsim::validate {
+
+namespace {
+
+// Elements per row of the synthetic copy: the model's embedding reads rows of `hidden` weights
+// and writes rows of `hidden` activations, 2 bytes each, so a copy of `bytes` is bytes/1024 rows.
+constexpr int kCopyRowElements = 512;
+
+ModelSpec one_layer(int heads, int kv_heads, int head_dim, int hidden) {
+  ModelSpec m;
+  m.name = "kernel";
+  m.layers = 1;
+  m.heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = head_dim;
+  m.hidden = hidden;
+  m.ffn = 1;
+  m.vocab = 1;
+  m.weight_dtype = DType::kFp16;
+  m.kv_dtype = DType::kFp16;
+  return m;
+}
+
+double op_seconds(const LatencyModel& lm, const BatchShape& b, std::string_view name) {
+  const IterationCost it = lm.iteration(b);
+  for (const OpCost& o : it.ops) {
+    if (o.name == name) return o.seconds;
+  }
+  KVSIM_CHECK(false, "the latency model reported no '{}' operation", name);
+  return 0;
+}
+
+}  // namespace
+
+std::optional<OpClass> model_class(const KernelCase& c) {
+  if (!modelled_kind(c)) return std::nullopt;
+  switch (c.kind) {
+    case KernelClass::kNative: return OpClass::kAttentionNative;
+    case KernelClass::kFlash: return OpClass::kAttentionFlash;
+    case KernelClass::kPagedDecode: return OpClass::kAttentionDecode;
+    case KernelClass::kGemm: return OpClass::kGemm;
+    case KernelClass::kMembwCopy: return OpClass::kElementwise;
+    case KernelClass::kMembwRead: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> predict_seconds(const KernelCase& c, const GpuSpec& gpu, const Profile& p) {
+  if (!model_class(c)) return std::nullopt;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  BatchShape b;
+  switch (c.kind) {
+    case KernelClass::kNative:
+    case KernelClass::kFlash: {
+      const auto& a = c.attn;
+      const LatencyModel lm(one_layer(i(a.heads), i(a.kv_heads), i(a.head_dim), i(a.heads * a.head_dim)),
+                            gpu, p, c.kind == KernelClass::kFlash ? AttentionImpl::kFlash : AttentionImpl::kNative);
+      b.prefill.assign(static_cast<size_t>(a.batch), PrefillChunk{a.seq_q, a.seq_kv - a.seq_q, true});
+      return op_seconds(lm, b, "attention_prefill");
+    }
+    case KernelClass::kPagedDecode: {
+      const auto& d = c.paged;
+      const LatencyModel lm(one_layer(i(d.heads), i(d.kv_heads), i(d.head_dim), i(d.heads * d.head_dim)),
+                            gpu, p, AttentionImpl::kFlash);  // a fused kernel: no score traffic
+      b.decode.assign(static_cast<size_t>(d.batch), DecodeSeq{d.context});
+      b.block_tokens = i(d.block_size);
+      return op_seconds(lm, b, "attention_decode");
+    }
+    case KernelClass::kGemm: {
+      const LatencyModel lm(one_layer(1, 1, i(c.gemm.k), i(c.gemm.n)), gpu, p, AttentionImpl::kFlash);
+      b.prefill.push_back(PrefillChunk{c.gemm.m, 0, false});
+      return op_seconds(lm, b, "o_proj");
+    }
+    case KernelClass::kMembwCopy: {
+      const LatencyModel lm(one_layer(1, 1, 64, kCopyRowElements), gpu, p, AttentionImpl::kFlash);
+      b.prefill.push_back(PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
+      return op_seconds(lm, b, "embedding");
+    }
+    case KernelClass::kMembwRead: break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace kvsim::validate

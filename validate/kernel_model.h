@@ -1,0 +1,27 @@
+// How a measured kernel maps onto the simulator's latency model (models/latency): each kernel
+// becomes one operation of a one-layer model whose shape is the kernel's, so the prediction is
+// exactly the per-operation cost the simulator charges inside an iteration:
+//   native / flash  -> "attention_prefill" of B prefill chunks of seq_q tokens with
+//                      seq_kv - seq_q tokens of context (native / flash implementation)
+//   paged_decode    -> "attention_decode" of B sequences of `context` tokens, block_size blocks
+//   gemm (m, n, k)  -> "o_proj" of m tokens with q_heads x head_dim = k inputs, hidden = n
+//   membw_copy      -> "embedding" (elementwise: read 2-byte rows, write 2-byte rows)
+// Non-causal flash and membw_read have no operation in the model (prefill is causal; there is no
+// read-only operation): they are measured but neither fitted nor compared.
+#pragma once
+
+#include <optional>
+
+#include "models/gpu_spec.h"
+#include "models/latency/profile.h"
+#include "validate/kernel_case.h"
+
+namespace kvsim::validate {
+
+// The profile class a kernel's operation belongs to; nullopt when the model has no term for it.
+std::optional<OpClass> model_class(const KernelCase& c);
+
+// Seconds the latency model charges for the kernel's operation; nullopt when unmodelled.
+std::optional<double> predict_seconds(const KernelCase& c, const GpuSpec& gpu, const Profile& p);
+
+}  // namespace kvsim::validate

@@ -1,0 +1,65 @@
+#include "workloads/generators/closed_loop.h"
+
+#include "sim/core/check.h"
+
+namespace kvsim {
+
+namespace {
+// Sub-streams 1000 + 2c (lengths) and 1001 + 2c (think times) of the scenario seed.
+constexpr uint64_t kClientStream = 1000;
+}  // namespace
+
+ClosedLoopClients::ClosedLoopClients(ClosedLoopParams params, uint64_t seed,
+                                     std::shared_ptr<int64_t> next_id)
+    : p_(std::move(params)), next_id_(std::move(next_id)) {
+  KVSIM_CHECK(p_.count >= 1, "closed loop needs >= 1 client, got {}", p_.count);
+  KVSIM_CHECK(!p_.max_requests || *p_.max_requests >= p_.count, "max_requests {} < clients {}",
+              p_.max_requests.value_or(0), p_.count);
+  KVSIM_CHECK(next_id_ != nullptr, "null id counter");
+  for (int c = 0; c < p_.count; ++c) {
+    const auto k = static_cast<uint64_t>(c);
+    length_rngs_.emplace_back(derive_seed(seed, kClientStream + 2 * k));
+    think_rngs_.emplace_back(derive_seed(seed, kClientStream + 2 * k + 1));
+  }
+  started_.assign(static_cast<size_t>(p_.count), false);
+}
+
+RequestSpec ClosedLoopClients::make(int client, SimTime arrival) {
+  Rng& rng = length_rngs_[static_cast<size_t>(client)];
+  RequestSpec r;
+  r.id = (*next_id_)++;
+  r.arrival = arrival;
+  r.prompt_tokens = p_.prompt_tokens.sample(rng);
+  r.output_tokens = p_.output_tokens.sample(rng);
+  r.client = client;
+  ++issued_;
+  return r;
+}
+
+RequestSpec ClosedLoopClients::first_request(int client) {
+  KVSIM_CHECK(client >= 0 && client < p_.count, "client {} of {}", client, p_.count);
+  KVSIM_CHECK(!started_[static_cast<size_t>(client)], "client {} started twice", client);
+  started_[static_cast<size_t>(client)] = true;
+  const SimTime at =
+      p_.stagger == 0
+          ? 0
+          : seconds_to_sim(sim_to_seconds(p_.stagger) * client / static_cast<double>(p_.count));
+  return make(client, at);
+}
+
+std::optional<RequestSpec> ClosedLoopClients::next_after_completion(int client,
+                                                                    SimTime finished_at) {
+  KVSIM_CHECK(client >= 0 && client < p_.count, "client {} of {}", client, p_.count);
+  KVSIM_CHECK(started_[static_cast<size_t>(client)], "client {} not started", client);
+  if (p_.max_requests && issued_ >= *p_.max_requests) return std::nullopt;
+  SimTime think = p_.think;
+  if (p_.exponential_think && p_.think > 0) {
+    think = seconds_to_sim(
+        think_rngs_[static_cast<size_t>(client)].exponential(sim_to_seconds(p_.think)));
+  }
+  const SimTime at = finished_at + think;
+  if (p_.duration && at >= *p_.duration) return std::nullopt;
+  return make(client, at);
+}
+
+}  // namespace kvsim

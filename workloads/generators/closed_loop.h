@@ -1,0 +1,60 @@
+// Closed-loop clients: N users, each sending its next request a think time after its previous
+// one ended. The next arrival depends on when the server finished, so this cannot be a pull
+// WorkloadSource; the engine drives it explicitly:
+//   for c in 0..count()-1: schedule(first_request(c))
+//   when client c's request reaches any terminal outcome at time t (completed, rejected, lost...):
+//     if (auto r = next_after_completion(c, t)) schedule(*r)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "workloads/lengths.h"
+#include "workloads/random.h"
+#include "workloads/request_spec.h"
+
+namespace kvsim {
+
+struct ClosedLoopParams {
+  int count = 1;
+  SimTime think = 0;               // mean think time between a completion and the next request
+  bool exponential_think = false;  // false: exactly `think`; true: exponential with that mean
+  SimTime stagger = 0;             // first requests at c * stagger / count (0: all at t = 0)
+  LengthDist prompt_tokens = LengthDist::fixed(1);
+  LengthDist output_tokens = LengthDist::fixed(1);
+  std::optional<SimTime> duration;      // no request arrives at t >= duration (first ones excepted)
+  std::optional<int64_t> max_requests;  // total over all clients; Requires: >= count
+};
+
+class ClosedLoopClients {
+ public:
+  // `next_id` may be shared with an OpenLoopSource carrying bursts: ids stay unique and dense in
+  // the order requests are created.
+  ClosedLoopClients(ClosedLoopParams params, uint64_t seed,
+                    std::shared_ptr<int64_t> next_id = std::make_shared<int64_t>(0));
+
+  int count() const { return p_.count; }
+  // Client c's first request. Requires: 0 <= c < count(), called once per client, before any
+  // next_after_completion(c, ...).
+  RequestSpec first_request(int client);
+  // Client c's next request, arriving `think` after `finished_at`; nullopt once the duration or
+  // max_requests is reached (the client then stops for good). Requires: client's previous request
+  // has ended at `finished_at`.
+  std::optional<RequestSpec> next_after_completion(int client, SimTime finished_at);
+  int64_t requests_issued() const { return issued_; }
+
+ private:
+  RequestSpec make(int client, SimTime arrival);
+
+  ClosedLoopParams p_;
+  // Per client, so client c's k-th request has the same lengths whatever the server did.
+  std::vector<Rng> length_rngs_;
+  std::vector<Rng> think_rngs_;
+  std::vector<bool> started_;
+  std::shared_ptr<int64_t> next_id_;
+  int64_t issued_ = 0;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,49 @@
+// Token-length distributions for prompts and outputs, configured from YAML:
+//   {type: fixed, value: 256}
+//   {type: uniform, min: 100, max: 2000}                       (inclusive integers)
+//   {type: lognormal, median: 1000, sigma: 1.0, min: 1, max: 32768}   (or mean: instead of median)
+//   {type: mixture, components: [{weight: 0.9, type: fixed, value: 512},
+//                                {weight: 0.1, type: fixed, value: 32768}]}
+// Every sample is an integer >= 1; lognormal values are rounded to the nearest integer and then
+// clipped to [min, max].
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "workloads/random.h"
+
+namespace kvsim {
+
+class ConfigNode;
+
+class LengthDist {
+ public:
+  enum class Type { kFixed, kUniform, kLognormal, kMixture };
+
+  static LengthDist fixed(int64_t value);
+  static LengthDist uniform(int64_t min, int64_t max);
+  // mu = ln(median); sigma >= 0.
+  static LengthDist lognormal(double mu, double sigma, int64_t min, int64_t max);
+  // Requires: weights > 0, one per component.
+  static LengthDist mixture(std::vector<double> weights, std::vector<LengthDist> components);
+  // Reads a distribution node (see the header comment). Throws ConfigError with file:line:col.
+  static LengthDist parse(const ConfigNode& node);
+
+  int64_t sample(Rng& rng) const;
+  // Largest value a sample can take (for sizing checks by callers).
+  int64_t max_value() const;
+  Type type() const { return type_; }
+
+ private:
+  Type type_ = Type::kFixed;
+  int64_t lo_ = 1;  // fixed value, or min
+  int64_t hi_ = 1;  // max
+  double mu_ = 0.0;
+  double sigma_ = 0.0;
+  std::vector<double> cumulative_;  // mixture: normalised cumulative weights
+  std::vector<LengthDist> components_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,60 @@
+// RowParser: the per-format half of a trace reader. It turns one line at a time into a RawRow
+// (absolute time in ns, token counts, prefix hashes) and reports malformed rows as
+// TraceRowError; TraceSource (trace_reader.cc) applies ordering, window, scale, caps and ids.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/errors.h"
+#include "workloads/traces/line_reader.h"
+
+namespace kvsim {
+
+// A malformed row: "FILE:LINE: <what was expected>, got '<content>'". on_bad_row: skip drops
+// exactly these; every other InputError (unreadable or binary file) stops the reading.
+class TraceRowError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+struct RawRow {
+  int64_t time_ns = 0;  // in the format's own clock (made relative by TraceSource)
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  std::vector<uint64_t> prefix_hashes;
+  int64_t hash_block_tokens = 0;
+  std::string_view time_text;  // the time field as written, valid until the next call
+};
+
+enum class TraceFormat { kNormalized, kAzure, kMooncake, kBurstGpt, kVidur };
+
+const char* format_name(TraceFormat f);
+
+class RowParser {
+ public:
+  virtual ~RowParser() = default;
+  // Fills `row` from the next non-blank line; false at the end of the file. Throws TraceRowError
+  // for a malformed row (the next call continues after it).
+  virtual bool next(RawRow& row) = 0;
+  // The time column's name as the file spells it, for messages.
+  virtual const std::string& time_column() const = 0;
+  virtual const LineReader& lines() const = 0;
+};
+
+// `first_line` is line 1 already read from `lines` (a CSV header, or Mooncake's first record).
+// Throws InputError when a CSV header lacks the format's columns.
+std::unique_ptr<RowParser> make_csv_parser(TraceFormat format, std::unique_ptr<LineReader> lines,
+                                           std::string first_line);
+std::unique_ptr<RowParser> make_mooncake_parser(std::unique_ptr<LineReader> lines,
+                                                std::string first_line);
+
+// "FILE:LINE: <what>, got <got_prefix>'<got>'", with "truncated last line (no newline at end of
+// file): " before <what> when the line is the file's last and has no newline.
+std::string row_error(const LineReader& lines, std::string_view what, std::string_view got,
+                      std::string_view got_prefix = "");
+
+}  // namespace kvsim

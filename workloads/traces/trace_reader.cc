@@ -1,0 +1,272 @@
+#include "workloads/traces/trace_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "sim/config/config_node.h"
+#include "sim/core/errors.h"
+#include "workloads/traces/field_parse.h"
+#include "workloads/traces/row_parser.h"
+
+namespace kvsim {
+
+namespace {
+
+using trace_detail::quote;
+using trace_detail::trim;
+
+bool header_has(std::string_view header, std::initializer_list<std::string_view> names) {
+  // Case-insensitive match of every name against the comma-separated header columns.
+  for (std::string_view want : names) {
+    bool found = false;
+    size_t pos = 0;
+    while (!found && pos <= header.size()) {
+      size_t comma = header.find(',', pos);
+      if (comma == std::string_view::npos) comma = header.size();
+      std::string_view col = trim(header.substr(pos, comma - pos));
+      if (!col.empty() && col.front() == '"' && col.size() >= 2)
+        col = col.substr(1, col.size() - 2);
+      found = col.size() == want.size() &&
+              std::equal(col.begin(), col.end(), want.begin(),
+                         [](char a, char b) { return (a | 0x20) == (b | 0x20); });
+      pos = comma + 1;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+std::optional<TraceFormat> classify(std::string_view first_line) {
+  std::string_view s = trim(first_line);
+  if (!s.empty() && s.front() == '{') return TraceFormat::kMooncake;
+  if (header_has(s, {"arrival_s", "prompt_tokens", "output_tokens"})) {
+    return TraceFormat::kNormalized;
+  }
+  if (header_has(s, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"})) return TraceFormat::kAzure;
+  if (header_has(s, {"Timestamp", "Request tokens", "Response tokens"})) {
+    return TraceFormat::kBurstGpt;
+  }
+  if (header_has(s, {"arrived_at", "num_prefill_tokens", "num_decode_tokens"})) {
+    return TraceFormat::kVidur;
+  }
+  return std::nullopt;
+}
+
+TraceFormat format_from_name(const std::string& name) {
+  for (auto f : {TraceFormat::kNormalized, TraceFormat::kAzure, TraceFormat::kMooncake,
+                 TraceFormat::kBurstGpt, TraceFormat::kVidur}) {
+    if (name == format_name(f)) return f;
+  }
+  throw InputError(fmt::format(
+      "unknown trace format '{}', expected auto, normalized, azure, mooncake, burstgpt or vidur",
+      name));
+}
+
+// Line 1 of the file, skipping blank lines; throws on an empty file.
+std::string first_line(LineReader& lines) {
+  std::string_view line;
+  do {
+    if (!lines.next(line)) {
+      throw InputError(
+          fmt::format("{}: empty trace file, expected a header line or a JSON "
+                      "record",
+                      lines.path()));
+    }
+  } while (trim(line).empty());
+  return std::string(line);
+}
+
+TraceFormat detect(const std::string& path, std::string_view line) {
+  auto f = classify(line);
+  if (!f) {
+    throw InputError(fmt::format(
+        "{}:1: expected a trace header (normalized: arrival_s,prompt_tokens,output_tokens; azure: "
+        "TIMESTAMP,ContextTokens,GeneratedTokens; burstgpt: Timestamp,...,Request "
+        "tokens,Response tokens,...; vidur: arrived_at,num_prefill_tokens,num_decode_tokens) or "
+        "a Mooncake JSON record, got '{}'",
+        path, quote(line)));
+  }
+  return *f;
+}
+
+class TraceSource final : public WorkloadSource {
+ public:
+  TraceSource(const TraceOptions& o, TraceFormat format, std::unique_ptr<RowParser> parser)
+      : format_(format), options_(o), parser_(std::move(parser)), counters_(o.counters) {
+    window_start_ns_ = seconds_to_sim(o.window_start_s);
+    if (o.window_end_s) window_end_ns_ = seconds_to_sim(*o.window_end_s);
+  }
+
+  std::optional<RequestSpec> next() override {
+    while (!done_) {
+      if (options_.max_requests && counters_->requests >= *options_.max_requests) break;
+      if (!read_row()) break;
+      const SimTime t = row_.time_ns - origin_ns_;
+      if (t < window_start_ns_) {
+        ++counters_->outside_window;
+        continue;
+      }
+      if (t >= window_end_ns_) break;
+      return make_request(t - window_start_ns_);
+    }
+    done_ = true;
+    return std::nullopt;
+  }
+
+ private:
+  // Reads the next good row into row_; false at the end. Applies on_bad_row to malformed rows
+  // and to rows whose time goes backwards.
+  bool read_row() {
+    while (true) {
+      bool got = false;
+      try {
+        got = parser_->next(row_);
+      } catch (const TraceRowError& e) {
+        ++counters_->rows_read;
+        skip_or_throw(e.what());
+        continue;
+      }
+      if (!got) {
+        if (counters_->rows_read == 0) {
+          throw InputError(
+              fmt::format("{}: trace has no rows{}", options_.path,
+                          format_ == TraceFormat::kMooncake ? "" : " after the header"));
+        }
+        return false;
+      }
+      ++counters_->rows_read;
+      if (have_prev_ && row_.time_ns < prev_time_ns_) {
+        skip_or_throw(row_error(
+            parser_->lines(),
+            fmt::format("{}: expected a time >= the previous row's '{}' (timestamps must not "
+                        "decrease)",
+                        parser_->time_column(), prev_time_text_),
+            row_.time_text));
+        continue;
+      }
+      if (!have_prev_) origin_ns_ = row_.time_ns;
+      have_prev_ = true;
+      prev_time_ns_ = row_.time_ns;
+      prev_time_text_.assign(row_.time_text);
+      return true;
+    }
+  }
+
+  void skip_or_throw(const std::string& message) {
+    if (options_.on_bad_row == BadRowPolicy::kError) throw TraceRowError(message);
+    if (counters_->skipped_bad_rows++ == 0) counters_->first_skipped = message;
+  }
+
+  RequestSpec make_request(SimTime since_window) {
+    RequestSpec r;
+    r.id = counters_->requests++;
+    r.arrival = options_.time_scale == 1.0
+                    ? since_window
+                    : static_cast<SimTime>(
+                          std::llround(static_cast<double>(since_window) / options_.time_scale));
+    r.prompt_tokens = row_.prompt_tokens;
+    r.output_tokens = row_.output_tokens;
+    if (options_.max_prompt_tokens && r.prompt_tokens > *options_.max_prompt_tokens) {
+      r.prompt_tokens = *options_.max_prompt_tokens;
+      ++counters_->clipped_prompt;
+    }
+    if (options_.max_output_tokens && r.output_tokens > *options_.max_output_tokens) {
+      r.output_tokens = *options_.max_output_tokens;
+      ++counters_->clipped_output;
+    }
+    if (!row_.prefix_hashes.empty()) {
+      // A clipped prompt keeps only the blocks it still covers.
+      const int64_t b = row_.hash_block_tokens;
+      const auto keep = static_cast<size_t>((r.prompt_tokens + b - 1) / b);
+      if (row_.prefix_hashes.size() > keep) row_.prefix_hashes.resize(keep);
+      r.prefix_hashes = std::move(row_.prefix_hashes);  // the parser refills it
+      r.hash_block_tokens = b;
+    }
+    return r;
+  }
+
+ private:
+  TraceFormat format_;
+  TraceOptions options_;
+  std::unique_ptr<RowParser> parser_;
+  std::shared_ptr<TraceCounters> counters_;
+  RawRow row_;
+  SimTime window_start_ns_ = 0;
+  SimTime window_end_ns_ = std::numeric_limits<SimTime>::max();
+  SimTime origin_ns_ = 0;
+  bool have_prev_ = false;
+  SimTime prev_time_ns_ = 0;
+  std::string prev_time_text_;
+  bool done_ = false;
+};
+
+void check_options(const TraceOptions& o) {
+  if (o.path.empty()) throw InputError("trace: empty path");
+  if (!(o.time_scale > 0) || !std::isfinite(o.time_scale)) {
+    throw InputError(fmt::format("{}: time_scale must be > 0, got {}", o.path, o.time_scale));
+  }
+  if (!(o.window_start_s >= 0) || (o.window_end_s && !(*o.window_end_s > o.window_start_s))) {
+    throw InputError(fmt::format("{}: window must satisfy 0 <= start < end", o.path));
+  }
+  if (!o.counters) throw InputError(fmt::format("{}: trace options without counters", o.path));
+}
+
+}  // namespace
+
+std::unique_ptr<WorkloadSource> open_trace(const TraceOptions& options) {
+  check_options(options);
+  auto lines = std::make_unique<LineReader>(options.path);
+  std::string line = first_line(*lines);
+  const TraceFormat format =
+      options.format == "auto" ? detect(options.path, line) : format_from_name(options.format);
+  *options.counters = TraceCounters{};
+  std::unique_ptr<RowParser> parser =
+      format == TraceFormat::kMooncake ? make_mooncake_parser(std::move(lines), std::move(line))
+                                       : make_csv_parser(format, std::move(lines), std::move(line));
+  return std::make_unique<TraceSource>(options, format, std::move(parser));
+}
+
+std::string detect_trace_format(const std::string& path) {
+  LineReader lines(path);
+  std::string line = first_line(lines);
+  return format_name(detect(path, line));
+}
+
+TraceOptions parse_trace_options(const ConfigNode& node) {
+  if (!node.is_map()) node.fail_expected("a trace (a map with at least 'path')");
+  TraceOptions o;
+  std::filesystem::path p(node.get<std::string>("path"));
+  if (p.is_relative()) {
+    std::filesystem::path base = std::filesystem::path(node.source()).parent_path();
+    if (!base.empty()) p = base / p;
+  }
+  o.path = p.lexically_normal().string();
+  o.format = node.get_enum(
+      "format", {"auto", "normalized", "azure", "mooncake", "burstgpt", "vidur"}, "auto");
+  if (auto w = node.optional_child("window_s")) {
+    if (!w->is_sequence() || w->size() != 2) w->fail_expected("[start_s, end_s]");
+    o.window_start_s = w->at(0).as<double>({.min = 0});
+    if (!w->at(1).is_null()) {
+      o.window_end_s = w->at(1).as<double>({.min = o.window_start_s, .min_exclusive = true});
+    }
+  }
+  o.time_scale = node.get<double>("time_scale", 1.0, {.min = 0, .max = 1e9, .min_exclusive = true});
+  const Bounds positive{.min = 1, .max = 9e15};
+  if (node.has("max_requests")) o.max_requests = node.get<int64_t>("max_requests", positive);
+  if (node.has("max_prompt_tokens")) {
+    o.max_prompt_tokens = node.get<int64_t>("max_prompt_tokens", positive);
+  }
+  if (node.has("max_output_tokens")) {
+    o.max_output_tokens = node.get<int64_t>("max_output_tokens", positive);
+  }
+  o.on_bad_row = node.get_enum("on_bad_row", {"error", "skip"}, "error") == "skip"
+                     ? BadRowPolicy::kSkip
+                     : BadRowPolicy::kError;
+  return o;
+}
+
+}  // namespace kvsim

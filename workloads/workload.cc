@@ -1,0 +1,117 @@
+#include "workloads/workload.h"
+
+#include <fmt/format.h>
+
+#include "sim/config/config_node.h"
+#include "workloads/generators/open_loop.h"
+
+namespace kvsim {
+
+namespace {
+
+struct Common {
+  LengthDist prompt_tokens = LengthDist::fixed(1);
+  LengthDist output_tokens = LengthDist::fixed(1);
+  std::optional<SimTime> duration;
+  std::optional<int64_t> max_requests;
+  std::vector<Burst> bursts;
+};
+
+Common parse_common(const ConfigNode& n, bool need_lengths) {
+  Common c;
+  if (need_lengths || n.has("prompt_tokens")) {
+    c.prompt_tokens = LengthDist::parse(n.child("prompt_tokens"));
+    c.output_tokens = LengthDist::parse(n.child("output_tokens"));
+  }
+  if (n.has("duration_s")) {
+    c.duration =
+        seconds_to_sim(n.get<double>("duration_s", {.min = 0, .max = 1e9, .min_exclusive = true}));
+  }
+  if (n.has("max_requests"))
+    c.max_requests = n.get<int64_t>("max_requests", {.min = 1, .max = 1e12});
+  if (auto b = n.optional_child("bursts")) {
+    if (!b->is_sequence()) b->fail_expected("a list of bursts");
+    for (size_t i = 0; i < b->size(); ++i) {
+      ConfigNode bn = b->at(i);
+      c.bursts.push_back(Burst::parse(bn));
+      if (c.duration && c.bursts.back().at >= *c.duration) {
+        bn.child("at_s").fail_expected(
+            fmt::format("a time before duration_s ({} s)", sim_to_seconds(*c.duration)));
+      }
+    }
+  }
+  return c;
+}
+
+Workload make_open_loop(const ConfigNode& n, uint64_t seed) {
+  OpenLoopParams p;
+  p.arrivals = ArrivalProcess::parse(n.child("arrivals"));
+  Common c = parse_common(n, true);
+  if (!c.duration && !c.max_requests) {
+    n.fail("open-loop arrivals need duration_s or max_requests (or both), or they never end");
+  }
+  p.prompt_tokens = c.prompt_tokens;
+  p.output_tokens = c.output_tokens;
+  p.duration = c.duration;
+  p.max_requests = c.max_requests;
+  p.bursts = std::move(c.bursts);
+  Workload w;
+  w.kind = Workload::Kind::kOpenLoop;
+  w.source = std::make_unique<OpenLoopSource>(std::move(p), seed);
+  return w;
+}
+
+Workload make_closed_loop(const ConfigNode& n, uint64_t seed) {
+  ConfigNode cl = n.child("clients");
+  if (!cl.is_map()) cl.fail_expected("clients {type: closed_loop, count: N, think_s: T}");
+  cl.get_enum("type", {"closed_loop"});
+  ClosedLoopParams p;
+  p.count = cl.get<int>("count", {.min = 1, .max = 1e6});
+  p.think = seconds_to_sim(cl.get<double>("think_s", 0.0, {.min = 0, .max = 1e9}));
+  p.exponential_think = cl.get_enum("think", {"fixed", "exponential"}, "fixed") == "exponential";
+  p.stagger = seconds_to_sim(cl.get<double>("stagger_s", 0.0, {.min = 0, .max = 1e9}));
+  Common c = parse_common(n, true);
+  if (!c.duration && !c.max_requests) {
+    n.fail("closed-loop clients need duration_s or max_requests (or both), or they never end");
+  }
+  if (c.max_requests && *c.max_requests < p.count) {
+    n.child("max_requests")
+        .fail_expected(fmt::format("at least one request per client (>= {})", p.count));
+  }
+  p.prompt_tokens = c.prompt_tokens;
+  p.output_tokens = c.output_tokens;
+  p.duration = c.duration;
+  p.max_requests = c.max_requests;
+  auto ids = std::make_shared<int64_t>(0);
+  Workload w;
+  w.kind = Workload::Kind::kClosedLoop;
+  w.clients = std::make_unique<ClosedLoopClients>(std::move(p), seed, ids);
+  if (!c.bursts.empty()) {
+    OpenLoopParams b;
+    b.bursts = std::move(c.bursts);
+    w.source = std::make_unique<OpenLoopSource>(std::move(b), seed, ids);
+  }
+  return w;
+}
+
+}  // namespace
+
+Workload make_workload(const ConfigNode& n, uint64_t seed) {
+  if (!n.is_map()) n.fail_expected("a workload map with arrivals:, clients: or trace:");
+  const int kinds = int{n.has("arrivals")} + int{n.has("clients")} + int{n.has("trace")};
+  if (kinds != 1) n.fail("give exactly one of arrivals:, clients: or trace:");
+  Workload w;
+  if (n.has("trace")) {
+    TraceOptions o = parse_trace_options(n.child("trace"));
+    n.reject_unknown_keys();
+    w.kind = Workload::Kind::kTrace;
+    w.trace_counters = o.counters;
+    w.source = open_trace(o);
+    return w;
+  }
+  w = n.has("arrivals") ? make_open_loop(n, seed) : make_closed_loop(n, seed);
+  n.reject_unknown_keys();
+  return w;
+}
+
+}  // namespace kvsim
