@@ -44,7 +44,13 @@ std::vector<KvRow> kv_table(const KvQuery& q) {
     if (!total) throw overflow(seq);
     r.kv_bytes_per_request = *per_req;
     r.kv_bytes_total = *total;
-    if (q.capacity_bytes) r.remaining_bytes = *q.capacity_bytes - q.weights_bytes - *total;
+    if (q.capacity_bytes) {
+      // capacity - weights - total, checked: a total near 2^63 minus large weights would wrap.
+      auto remaining = checked_add(*q.capacity_bytes, -q.weights_bytes);
+      if (remaining) remaining = checked_add(*remaining, -*total);
+      if (!remaining) throw overflow(seq);
+      r.remaining_bytes = *remaining;
+    }
     r.risk = classify_risk(r.remaining_bytes, q.capacity_bytes);
     rows.push_back(r);
   }

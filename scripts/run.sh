@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Front door 1: install what is missing, build, run the main job on the embedded default scenario.
+# Front door 1: install what is missing, build, run the main job on the embedded default scenario
+# (seed-a-guard), and render its figures and report. Extra arguments go to `kvsim run`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
-"$KVSIM_BUILD/kvsim" run "$@"
+cd "$KVSIM_ROOT"
+"$KVSIM_BUILD/kvsim" run -o out/seed-a-guard --plot "$@"

@@ -10,9 +10,13 @@ KVSIM_BUILD="${KVSIM_BUILD:-$KVSIM_ROOT/build}"
 # One package per capability; dpkg-query tells what is present without touching the network.
 KVSIM_PACKAGES=(
   build-essential cmake pkg-config
-  libyaml-cpp-dev libeigen3-dev libspdlog-dev libfmt-dev libboost-dev
-  catch2 libcli11-dev nlohmann-json3-dev
+  libyaml-cpp-dev libeigen3-dev libspdlog-dev libfmt-dev libboost-dev libopenmpi-dev openmpi-bin
+  catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib
 )
+# Test-only packages, added only when scripts/test.sh sources this file (it sets
+# KVSIM_WITH_TEST_PACKAGES=1): Chromium (~350 MB installed) loads `kvsim report`'s page headless.
+KVSIM_TEST_PACKAGES=(chromium)
+if [[ "${KVSIM_WITH_TEST_PACKAGES:-0}" == 1 ]]; then KVSIM_PACKAGES+=("${KVSIM_TEST_PACKAGES[@]}"); fi
 
 kvsim_missing_packages() {
   local missing=() p

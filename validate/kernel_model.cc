@@ -62,25 +62,25 @@ std::optional<double> predict_seconds(const KernelCase& c, const GpuSpec& gpu, c
     case KernelClass::kFlash: {
       const auto& a = c.attn;
       const LatencyModel lm(one_layer(i(a.heads), i(a.kv_heads), i(a.head_dim), i(a.heads * a.head_dim)),
-                            gpu, p, c.kind == KernelClass::kFlash ? AttentionImpl::kFlash : AttentionImpl::kNative);
+                            gpu, p, c.kind == KernelClass::kFlash ? AttentionKind::kFlash : AttentionKind::kNative);
       b.prefill.assign(static_cast<size_t>(a.batch), PrefillChunk{a.seq_q, a.seq_kv - a.seq_q, true});
       return op_seconds(lm, b, "attention_prefill");
     }
     case KernelClass::kPagedDecode: {
       const auto& d = c.paged;
       const LatencyModel lm(one_layer(i(d.heads), i(d.kv_heads), i(d.head_dim), i(d.heads * d.head_dim)),
-                            gpu, p, AttentionImpl::kFlash);  // a fused kernel: no score traffic
+                            gpu, p, AttentionKind::kFlash);  // a fused kernel: no score traffic
       b.decode.assign(static_cast<size_t>(d.batch), DecodeSeq{d.context});
       b.block_tokens = i(d.block_size);
       return op_seconds(lm, b, "attention_decode");
     }
     case KernelClass::kGemm: {
-      const LatencyModel lm(one_layer(1, 1, i(c.gemm.k), i(c.gemm.n)), gpu, p, AttentionImpl::kFlash);
+      const LatencyModel lm(one_layer(1, 1, i(c.gemm.k), i(c.gemm.n)), gpu, p, AttentionKind::kFlash);
       b.prefill.push_back(PrefillChunk{c.gemm.m, 0, false});
       return op_seconds(lm, b, "o_proj");
     }
     case KernelClass::kMembwCopy: {
-      const LatencyModel lm(one_layer(1, 1, 64, kCopyRowElements), gpu, p, AttentionImpl::kFlash);
+      const LatencyModel lm(one_layer(1, 1, 64, kCopyRowElements), gpu, p, AttentionKind::kFlash);
       b.prefill.push_back(PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
       return op_seconds(lm, b, "embedding");
     }

@@ -89,9 +89,9 @@ class Costing {
   }
 
   // Prefill attention over all chunks, per layer, summed over layers.
-  OpCost prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionImpl impl) const {
+  OpCost prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionKind impl) const {
     const OpClass c =
-        impl == AttentionImpl::kFlash ? OpClass::kAttentionFlash : OpClass::kAttentionNative;
+        impl == AttentionKind::kFlash ? OpClass::kAttentionFlash : OpClass::kAttentionNative;
     OpCost total;
     total.name = "attention_prefill";
     total.op_class = c;
@@ -104,7 +104,7 @@ class Costing {
                      2.0 * keys * s_.kv_heads * s_.head_dim * s_.kvb;
       double flops = 0;
       double curve = 1.0;
-      if (impl == AttentionImpl::kFlash) {
+      if (impl == AttentionKind::kFlash) {
         // Causal: query i of the chunk sees ctx + i + 1 keys; masked tiles are skipped.
         const double pairs = q * ctx + q * (q + 1) / 2;
         flops = 4.0 * s_.head_dim * s_.q_heads * pairs;  // QK^T and PV, 2 FLOPs per MAC
@@ -126,7 +126,7 @@ class Costing {
     }
     // Launches per layer for the whole batch: one varlen flash kernel covers every chunk; eager
     // attention runs batched QK^T, masked softmax and PV (3 kernels).
-    const double kernels = impl == AttentionImpl::kFlash ? 1 : 3;
+    const double kernels = impl == AttentionKind::kFlash ? 1 : 3;
     const double launch = kernels * rates(c, 0).launch_s * s_.layers;
     total.overhead_s += launch;
     total.seconds += launch;
@@ -143,7 +143,7 @@ class Costing {
     double floor_tokens;     // the latency floor, in tokens of KV
     double slope;            // seconds per context token per layer (the per-token roofline)
   };
-  DecodeTerms decode_terms(double n, int block_tokens, AttentionImpl impl) const {
+  DecodeTerms decode_terms(double n, int block_tokens, AttentionKind impl) const {
     const OpClass c = OpClass::kAttentionDecode;
     double block_curve = 1.0;
     if (!ideal_ && block_tokens > 0) {
@@ -155,7 +155,7 @@ class Costing {
     d.r = rates(c, axis, 1.0, block_curve);
     // Bytes per context token: its K and V; eager attention also moves its score.
     d.kv_per_token = 2.0 * s_.kv_heads * s_.head_dim * s_.kvb;
-    if (impl == AttentionImpl::kNative) {
+    if (impl == AttentionKind::kNative) {
       d.kv_per_token += p_.native_score_passes * p_.native_score_bytes * s_.q_heads;
     }
     d.flops_per_token = 4.0 * s_.head_dim * s_.q_heads;
@@ -166,11 +166,11 @@ class Costing {
   }
 
   // Seconds per context token of a decode iteration (the b of a + b t), all layers.
-  double decode_slope(double n, int block_tokens, AttentionImpl impl) const {
+  double decode_slope(double n, int block_tokens, AttentionKind impl) const {
     return decode_terms(n, block_tokens, impl).slope * s_.layers;
   }
 
-  OpCost decode_attention(double n, double t, int block_tokens, AttentionImpl impl) const {
+  OpCost decode_attention(double n, double t, int block_tokens, AttentionKind impl) const {
     const DecodeTerms d = decode_terms(n, block_tokens, impl);
     OpCost o;
     o.name = "attention_decode";
@@ -236,20 +236,9 @@ double experts_touched(double experts, double topk, double m) {
 
 }  // namespace
 
-std::string_view attention_impl_name(AttentionImpl a) {
-  return a == AttentionImpl::kFlash ? "flash" : "native";
-}
-
-AttentionImpl parse_attention_impl(std::string_view name) {
-  if (name == "flash") return AttentionImpl::kFlash;
-  if (name == "native") return AttentionImpl::kNative;
-  throw InputError(
-      fmt::format("unknown attention implementation '{}' (known: native, flash)", name));
-}
-
 std::string_view bound_name(Bound b) { return b == Bound::kCompute ? "compute" : "memory"; }
 
-LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionImpl attention,
+LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
                            int tensor_parallel)
     : model_(std::move(model)),
       gpu_(std::move(gpu)),

@@ -13,15 +13,13 @@
 #include <string_view>
 #include <vector>
 
+#include "models/attention_kind.h"
 #include "models/gpu_spec.h"
 #include "models/latency/profile.h"
 #include "models/model_spec.h"
 
 namespace kvsim {
 
-enum class AttentionImpl { kNative, kFlash };
-std::string_view attention_impl_name(AttentionImpl a);      // "native", "flash"
-AttentionImpl parse_attention_impl(std::string_view name);  // throws InputError
 
 // A prefill chunk: `tokens` new prompt tokens of one sequence whose first `context_tokens`
 // tokens are already in the KV cache (0 for a whole prompt, >0 for the later chunks of a
@@ -87,7 +85,7 @@ class LatencyModel {
  public:
   // Requires: tensor_parallel >= 1. Throws InputError when the model cannot be split
   // tensor_parallel ways (heads not divisible) or a spec figure is unusable (zero peak).
-  LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionImpl attention,
+  LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
                int tensor_parallel = 1);
 
   // Cost of one iteration with the profile's efficiencies and overheads.
@@ -112,7 +110,7 @@ class LatencyModel {
   const ModelSpec& model() const { return model_; }
   const GpuSpec& gpu() const { return gpu_; }
   const Profile& profile() const { return profile_; }
-  AttentionImpl attention() const { return attention_; }
+  AttentionKind attention() const { return attention_; }
   int tensor_parallel() const { return tp_; }
 
  private:
@@ -122,7 +120,7 @@ class LatencyModel {
   GpuSpec gpu_;
   Profile profile_;
   Profile ideal_;
-  AttentionImpl attention_;
+  AttentionKind attention_;
   int tp_;
 };
 

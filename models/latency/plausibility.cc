@@ -154,7 +154,7 @@ std::vector<Claim> parse_claims(std::string_view text, const std::string& file,
     try {
       const ModelSpec& m = catalog.model(c.model);
       catalog.gpu(c.gpu);
-      c.attention = parse_attention_impl(get("attention"));
+      c.attention = parse_attention_kind(get("attention"));
       if (!get("kv_heads").empty()) {
         c.kv_heads = static_cast<int>(parse_int(get("kv_heads"), "kv_heads", 1, m.heads, where));
         if (m.heads % c.kv_heads != 0) {

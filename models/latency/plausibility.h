@@ -27,7 +27,7 @@ struct Claim {
   std::string label;
   std::string model;
   std::string gpu;
-  AttentionImpl attention = AttentionImpl::kFlash;
+  AttentionKind attention = AttentionKind::kFlash;
   int kv_heads = 0;  // 0 = the model's own
   int block_tokens = 0;
   int64_t seq_len = 0;

@@ -32,16 +32,6 @@ int64_t add(int64_t a, int64_t b) {
 
 }  // namespace
 
-std::string_view attention_kind_name(AttentionKind k) {
-  return k == AttentionKind::kNative ? "native" : "flash";
-}
-
-AttentionKind parse_attention_kind(std::string_view name) {
-  if (name == "native") return AttentionKind::kNative;
-  if (name == "flash") return AttentionKind::kFlash;
-  throw InputError(fmt::format("unknown attention kind '{}' (expected native or flash)", name));
-}
-
 int64_t attention_score_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks) {
   const int64_t elem = dtype_bytes(model.weight_dtype);
   int64_t total = 0;

@@ -7,14 +7,12 @@
 #include <span>
 #include <string_view>
 
+#include "models/attention_kind.h"
+
 namespace kvsim {
 
 struct ModelSpec;
 
-enum class AttentionKind { kNative, kFlash };
-std::string_view attention_kind_name(AttentionKind k);  // "native", "flash"
-// Throws InputError listing the valid names.
-AttentionKind parse_attention_kind(std::string_view name);
 
 // One sequence's share of an iteration: `query_tokens` new tokens (a prefill chunk, or 1 for a
 // decode step) attending to `context_tokens` tokens (including the new ones).

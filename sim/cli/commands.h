@@ -2,6 +2,9 @@
 // main.cc calls them all (explicit registration: nothing vanishes from a static library).
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace CLI {
 class App;
 }
@@ -15,5 +18,13 @@ void add_run_command(CLI::App& app);
 void add_latency_command(CLI::App& app);       // `latency`
 void add_plausibility_command(CLI::App& app);  // `plausibility`
 void add_mem_command(CLI::App& app);           // `mem`
+void add_plot_command(CLI::App& app);          // `plot`
+void add_report_command(CLI::App& app);        // `report`
+void add_sweep_command(CLI::App& app);         // `sweep`
+void add_merge_command(CLI::App& app);         // `merge`
+
+// Runs scripts/<script> from data_dir() with Python ($KVSIM_PYTHON, else /usr/bin/python3, else
+// python3 on PATH) and `args`; throws InputError when it exits nonzero (it prints why).
+void run_data_script(const std::string& script, const std::vector<std::string>& args);
 
 }  // namespace kvsim::cli

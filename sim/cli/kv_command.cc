@@ -2,7 +2,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <algorithm>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +13,9 @@
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/plot_data.h"
 #include "sim/cli/text_table.h"
+#include "sim/core/data_path.h"
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 
@@ -28,6 +33,7 @@ struct KvOptions {
   std::optional<int> kv_heads;
   std::string kv_dtype;
   bool json = false;
+  std::string plot;
 };
 
 std::string gb_gib(int64_t bytes) { return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes)); }
@@ -74,7 +80,56 @@ void print_json(const std::vector<KvRow>& rows) {
   fmt::print("{}\n", arr.dump(2));
 }
 
+// The GQA variant of the figure: the model's own KV heads when it is GQA, else the divisor of
+// its query heads nearest heads/4 (a common group size); 0 when no divisor lies strictly between
+// MQA (1) and MHA (heads).
+int gqa_kv_heads(const ModelSpec& m) {
+  if (m.kv_heads > 1 && m.kv_heads < m.heads) return m.kv_heads;
+  int best = 0;
+  for (int d = 2; d < m.heads; ++d) {
+    if (m.heads % d == 0 && (best == 0 || std::abs(d * 4 - m.heads) < std::abs(best * 4 - m.heads)))
+      best = d;
+  }
+  return best;
+}
+
+// KV bytes of the batch at each sequence length for MHA, GQA and MQA versions of q.model.
+nlohmann::ordered_json kv_plot_data(const KvQuery& q, const KvOptions& o) {
+  std::vector<int64_t> seqs = q.seq_lens;
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  nlohmann::ordered_json d;
+  d["kind"] = "kv";
+  d["kvsim_version"] = kvsim_version();
+  d["model"] = q.model.name;
+  d["heads"] = q.model.heads;
+  d["kv_dtype"] = std::string(dtype_name(q.model.kv_dtype));
+  d["batch"] = q.batch;
+  d["gpu"] = o.gpu;
+  d["capacity_bytes"] = q.capacity_bytes ? nlohmann::ordered_json(*q.capacity_bytes)
+                                         : nlohmann::ordered_json(nullptr);
+  d["weights_bytes"] = q.weights_bytes;
+  d["seq_lens"] = seqs;
+  nlohmann::ordered_json variants = nlohmann::ordered_json::array();
+  const std::pair<const char*, int> kinds[] = {
+      {"MHA", q.model.heads}, {"GQA", gqa_kv_heads(q.model)}, {"MQA", 1}};
+  int last = -1;
+  for (const auto& [name, heads] : kinds) {
+    if (heads <= 0 || heads == last) continue;  // a 1-head model has one variant, not three
+    last = heads;
+    KvQuery v = q;
+    v.model.kv_heads = heads;
+    v.seq_lens = seqs;
+    nlohmann::ordered_json bytes = nlohmann::ordered_json::array();
+    for (const KvRow& r : kv_table(v)) bytes.push_back(r.kv_bytes_total);
+    variants.push_back({{"name", name}, {"kv_heads", heads}, {"kv_bytes", bytes}});
+  }
+  d["variants"] = variants;
+  return d;
+}
+
 void run_kv(const KvOptions& o) {
+  if (!o.plot.empty()) check_figure_name(o.plot);
   const Catalog& catalog = Catalog::builtin();
   KvQuery q;
   q.model = catalog.model(o.model);
@@ -97,6 +152,7 @@ void run_kv(const KvOptions& o) {
   } else {
     print_human(q, rows);
   }
+  if (!o.plot.empty()) plot_data("kv", kv_plot_data(q, o), o.plot, o.json);
 }
 
 }  // namespace
@@ -123,6 +179,9 @@ void add_kv_command(CLI::App& app) {
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV element type")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8"}));
   cmd->add_flag("--json", o->json, "one JSON array, exact integer bytes");
+  cmd->add_option("--plot", o->plot,
+                  "also draw KV bytes against sequence length for MHA/GQA/MQA into FILE "
+                  "(.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
   cmd->callback([o] { run_kv(*o); });
 }
 

@@ -10,7 +10,9 @@
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/plot_data.h"
 #include "sim/cli/text_table.h"
+#include "sim/core/data_path.h"
 #include "sim/core/errors.h"
 
 namespace kvsim::cli {
@@ -29,6 +31,7 @@ struct LatencyOptions {
   std::string profile;
   bool verbose = false;
   bool json = false;
+  std::string plot;
 };
 
 nlohmann::ordered_json ops_json(const IterationCost& c) {
@@ -104,7 +107,7 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
       "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}, attention {}, "
       "KV {}\n",
       g.name, g.fp16_flops / 1e12, g.hbm_bytes_per_s / 1e9, lm.tensor_parallel(),
-      attention_impl_name(lm.attention()),
+      attention_kind_name(lm.attention()),
       o.block_size > 0 ? fmt::format("paged ({}-token blocks)", o.block_size) : "contiguous");
   fmt::print("profile {} ({})\n", lm.profile().name, lm.profile().source);
   fmt::print("bound = the same operations at peak FLOP/s and bandwidth, no overheads\n\n");
@@ -128,6 +131,7 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
 }
 
 void run_latency(const LatencyOptions& o) {
+  if (!o.plot.empty()) check_figure_name(o.plot);
   const Catalog& catalog = Catalog::builtin();
   ModelSpec model = catalog.model(o.model);
   if (o.kv_heads) {
@@ -144,7 +148,7 @@ void run_latency(const LatencyOptions& o) {
     throw InputError(fmt::format("{}: profile '{}' describes GPU '{}', not '{}'", o.profile,
                                  profile.name, profile.gpu, gpu.name));
   }
-  const LatencyModel lm(model, gpu, profile, parse_attention_impl(o.attention), o.tp);
+  const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.tp);
   std::vector<SequenceLatency> rows;
   for (int64_t s : o.seqs) rows.push_back(sequence_latency(lm, s, o.batch, o.block_size));
   if (o.json) {
@@ -153,6 +157,23 @@ void run_latency(const LatencyOptions& o) {
     fmt::print("{}\n", arr.dump(2));
   } else {
     print_human(lm, o, rows);
+  }
+  if (!o.plot.empty()) {
+    nlohmann::ordered_json d;
+    d["kind"] = "latency";
+    d["kvsim_version"] = kvsim_version();
+    d["model"] = model.name;
+    d["kv_heads"] = model.kv_heads;
+    d["gpu"] = gpu.name;
+    d["attention"] = std::string(attention_kind_name(lm.attention()));
+    d["batch"] = o.batch;
+    d["block_size"] = o.block_size;
+    d["tp"] = o.tp;
+    d["profile"] = lm.profile().name;
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const SequenceLatency& s : rows) arr.push_back(row_json(s, false));
+    d["rows"] = arr;
+    plot_data("latency", d, o.plot, o.json);
   }
 }
 
@@ -185,6 +206,9 @@ void add_latency_command(CLI::App& app) {
   cmd->add_option("--profile", o->profile, "latency profile YAML (default: built-in defaults)");
   cmd->add_flag("--verbose", o->verbose, "per-operation breakdown");
   cmd->add_flag("--json", o->json, "one JSON array, an object per sequence length");
+  cmd->add_option("--plot", o->plot,
+                  "also draw prefill and decode time against the bound by sequence length into "
+                  "FILE (.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
   cmd->callback([o] { run_latency(*o); });
 }
 

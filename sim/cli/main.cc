@@ -46,6 +46,10 @@ int main(int argc, char** argv) {
   kvsim::cli::add_latency_command(app);
   kvsim::cli::add_plausibility_command(app);
   kvsim::cli::add_mem_command(app);
+  kvsim::cli::add_plot_command(app);
+  kvsim::cli::add_report_command(app);
+  kvsim::cli::add_sweep_command(app);
+  kvsim::cli::add_merge_command(app);
 
   try {
     app.parse(argc, argv);

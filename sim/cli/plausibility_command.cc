@@ -2,13 +2,17 @@
 // of the same work and kvsim's estimate, with a verdict and the arithmetic behind the bound.
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "models/catalog.h"
 #include "models/latency/plausibility.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/plot_data.h"
 #include "sim/cli/text_table.h"
+#include "sim/core/data_path.h"
 
 namespace kvsim::cli {
 
@@ -17,6 +21,7 @@ namespace {
 struct PlausibilityOptions {
   std::string file;
   bool json = false;
+  std::string plot;
 };
 
 // A time in ms or a throughput in tokens/s, as the claim's kind reads best.
@@ -43,7 +48,30 @@ std::string arithmetic(const ClaimCheck& r) {
       r.implied_flops_per_s / r.peak_flops * 100);
 }
 
+void plot_claims(const PlausibilityOptions& o, const std::vector<ClaimCheck>& checks) {
+  nlohmann::ordered_json d;
+  d["kind"] = "plausibility";
+  d["kvsim_version"] = kvsim_version();
+  d["file"] = std::filesystem::path(o.file).filename().string();
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const ClaimCheck& r : checks) {
+    nlohmann::ordered_json j;
+    j["line"] = r.claim.line;
+    j["label"] = r.claim.label;
+    j["metric"] = r.claim.metric;
+    j["unit"] = r.claim.throughput ? "tokens/s" : "s";
+    j["claimed"] = r.claim.claimed;
+    j["lower_bound"] = r.lower_bound;
+    j["estimate"] = r.estimate;
+    j["verdict"] = std::string(verdict_name(r.verdict));
+    arr.push_back(j);
+  }
+  d["claims"] = arr;
+  plot_data("plausibility", d, o.plot, o.json);
+}
+
 void run_plausibility(const PlausibilityOptions& o) {
+  if (!o.plot.empty()) check_figure_name(o.plot);
   const Catalog& catalog = Catalog::builtin();
   const std::vector<Claim> claims = read_claims(o.file, catalog);
   std::vector<ClaimCheck> checks;
@@ -57,7 +85,7 @@ void run_plausibility(const PlausibilityOptions& o) {
       j["label"] = c.label;
       j["model"] = c.model;
       j["gpu"] = c.gpu;
-      j["attention"] = std::string(attention_impl_name(c.attention));
+      j["attention"] = std::string(attention_kind_name(c.attention));
       j["kv_heads"] = c.kv_heads > 0 ? c.kv_heads : catalog.model(c.model).kv_heads;
       j["block_size"] = c.block_tokens;
       j["seq_len"] = c.seq_len;
@@ -77,6 +105,7 @@ void run_plausibility(const PlausibilityOptions& o) {
       arr.push_back(j);
     }
     fmt::print("{}\n", arr.dump(2));
+    if (!o.plot.empty()) plot_claims(o, checks);
     return;
   }
   fmt::print(
@@ -99,6 +128,7 @@ void run_plausibility(const PlausibilityOptions& o) {
   }
   fmt::print("{}\narithmetic:\n", t.render());
   for (const ClaimCheck& r : checks) fmt::print("  {}\n", arithmetic(r));
+  if (!o.plot.empty()) plot_claims(o, checks);
 }
 
 }  // namespace
@@ -110,6 +140,9 @@ void add_plausibility_command(CLI::App& app) {
       "Check published latency claims against physical bounds and kvsim's estimate");
   cmd->add_option("claims", o->file, "CSV of claims (see docs/latency.md)")->required();
   cmd->add_flag("--json", o->json, "one JSON array, an object per claim");
+  cmd->add_option("--plot", o->plot,
+                  "also draw each claim against kvsim's estimate and the physical bound into "
+                  "FILE (.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
   cmd->callback([o] { run_plausibility(*o); });
 }
 

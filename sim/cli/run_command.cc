@@ -3,6 +3,7 @@
 // embedded default, seed-a-guard.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -25,6 +26,7 @@ struct RunArgs {
   std::vector<std::string> sets;
   RunOptions options;
   bool no_output = false;
+  bool plot = false;
 };
 
 // Loads a scenario file with every --set applied first.
@@ -49,6 +51,12 @@ void run(RunArgs& a) {
     fmt::print("\nresults: {}/ (summary.json, summary.csv, requests.csv, timeseries.csv, manifest.json)\n",
                a.options.out_dir);
   }
+  if (a.plot && !a.options.out_dir.empty()) {
+    std::fflush(stdout);
+    run_data_script("kvsim_plot.py", {a.options.out_dir});
+    run_data_script("kvsim_report.py", {a.options.out_dir, "--kvsim-version", kvsim_version()});
+    fmt::print("figures: {0}/plots/  report: {0}/report.html\n", a.options.out_dir);
+  }
 }
 
 }  // namespace
@@ -59,6 +67,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("scenario", a->scenario, "scenario YAML file");
   cmd->add_option("-o,--out", a->out_dir, "result folder (default: out/<scenario name>)");
   cmd->add_flag("--no-output", a->no_output, "print the comparison only, write no files");
+  cmd->add_flag("--plot", a->plot, "also render the figures (DIR/plots) and the report (DIR/report.html)");
   cmd->add_option("--set", a->sets, "override a scenario key: path=value (repeatable)");
   cmd->add_flag("--check-invariants", a->options.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");

@@ -4,6 +4,7 @@
 
 #include "models/catalog.h"
 #include "sim/core/errors.h"
+#include "sim/core/units.h"
 
 namespace kvsim {
 
@@ -19,6 +20,16 @@ Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
   s.description = root.get<std::string>("description", "");
   s.seed = static_cast<uint64_t>(root.get<int64_t>("seed", 0, {.min = 0, .max = 9.0e15}));
   s.model = resolve_model(root.child("model"), catalog);
+  // Byte arithmetic downstream (pools, guards, OOM reports) multiplies token counts up to
+  // max_position by the KV bytes per token in int64; bound the product here, at load time, with
+  // room for block rounding and sums (real models need under 1e11 bytes).
+  const auto longest_kv = checked_mul(s.model.kv_bytes_per_token(), s.model.max_position);
+  if (!longest_kv || *longest_kv > kMaxSequenceKvBytes) {
+    root.child("model").fail(fmt::format(
+        "model '{}': one max_position sequence ({} tokens x {} KV bytes/token) needs more than "
+        "1e18 bytes of KV; lower max_position or the model's size",
+        s.model.name, s.model.max_position, s.model.kv_bytes_per_token()));
+  }
   s.gpu = resolve_gpu(root.child("gpu"), catalog);
   root.reject_unknown_keys();
   return s;
@@ -116,8 +127,11 @@ std::vector<std::string> lint_scenario(const Scenario& s) {
               "but model '{}' has {} x {} x {}: its estimate is off by {:.2f}x",
               where(src, guard), p, g, layers, heads, head_dim, s.model.name, s.model.layers,
               s.model.kv_heads, s.model.head_dim,
-              static_cast<double>(layers * heads * head_dim) /
-                  static_cast<double>(int64_t{s.model.layers} * s.model.kv_heads * s.model.head_dim)));
+              // In doubles: the guard's raw YAML figures are unchecked here and their int64
+              // product can overflow (signed overflow: undefined behaviour).
+              static_cast<double>(layers) * static_cast<double>(heads) *
+                  static_cast<double>(head_dim) /
+                  (static_cast<double>(s.model.layers) * s.model.kv_heads * s.model.head_dim)));
         }
       }
     }

@@ -28,6 +28,10 @@ struct Scenario {
 // accept them at the top level.
 inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep"};
 
+// The most KV bytes one sequence of the model's max_position tokens may need (1 EB): keeps every
+// byte figure the engine derives from token counts far inside int64.
+inline constexpr int64_t kMaxSequenceKvBytes = 1'000'000'000'000'000'000;
+
 // Reads and validates the scenario's top level. Throws ConfigError with file:line:col.
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog);
 Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog);

@@ -28,6 +28,7 @@ struct PolicySummary {
   int64_t oom_events = 0;
   int64_t restarts = 0;
   int64_t preemptions = 0;
+  int64_t iterations = 0;             // forward passes (benchmarks' rate; not in the result files)
   int64_t tokens_dropped = 0;
   int64_t output_tokens_served = 0;
   double duration_s = 0;
@@ -47,6 +48,7 @@ class Recorder {
   void on_oom() { ++summary_.oom_events; }
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
+  void on_iteration() { ++summary_.iterations; }
   // Peaks: call after every change of memory state that matters (allocations, iterations).
   void on_memory(const MemorySnapshot& s);
   // A periodic sample: a timeseries row and a point of the time-weighted waste integral.

@@ -67,10 +67,7 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
   engine_node.reject_unknown_keys();
   const Profile profile =
       engine.profile_path.empty() ? default_profile(s.gpu) : load_profile(engine.profile_path);
-  const LatencyModel latency(s.model, s.gpu, profile,
-                             engine.attention == AttentionKind::kNative ? AttentionImpl::kNative
-                                                                        : AttentionImpl::kFlash,
-                             engine.tensor_parallel);
+  const LatencyModel latency(s.model, s.gpu, profile, engine.attention, engine.tensor_parallel);
   auto guards = make_guards(policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")),
                             s.model);
 
@@ -124,6 +121,12 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
 }
 
 }  // namespace
+
+std::string scenario_hash(const YAML::Node& tree) {
+  YAML::Emitter emitter;
+  emitter << tree;
+  return fmt::format("{:016x}", fnv1a(emitter.c_str()));
+}
 
 RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   RunResult result;

@@ -26,6 +26,9 @@ struct RunResult {
   std::string scenario_hash;  // FNV-1a of the resolved scenario text
 };
 
+// FNV-1a of a scenario tree's YAML text: the `scenario_hash` of manifest.json and summary.json.
+std::string scenario_hash(const YAML::Node& tree);
+
 // Throws ConfigError for a bad scenario section, InputError for unreadable inputs or limits hit.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 

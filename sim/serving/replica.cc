@@ -291,6 +291,7 @@ AllocResult Replica::ensure_kv(int64_t id, int64_t tokens) {
 
 void Replica::end_iteration(const Iteration& it) {
   busy_ = false;
+  recorder_.on_iteration();
   pool_.release_activations();
   const SimTime now = events_.now();
   std::vector<int64_t> done;
@@ -372,6 +373,7 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   // Crash: the process dies with everything it held; the server is down for restart_s.
   std::vector<int64_t> lost;
   for (const auto& [id, r] : requests_) lost.push_back(id);
+  std::sort(lost.begin(), lost.end());
   for (int64_t id : lost) finish_request(id, Outcome::kLostOom);
   for (auto& g : guards_) g->on_restart();
   pool_.restart();
@@ -426,6 +428,7 @@ void Replica::finish() {
   // Requests a guard kept queued with no timeout when traffic ended can never be admitted now.
   std::vector<int64_t> left;
   for (const auto& [id, r] : requests_) left.push_back(id);
+  std::sort(left.begin(), left.end());
   if (!left.empty()) {
     engine_log()->warn("{} request(s) still queued by a guard when the run ended: timed_out",
                        left.size());

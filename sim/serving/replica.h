@@ -6,7 +6,7 @@
 
 #include <deque>
 #include <functional>
-#include <map>
+#include <unordered_map>
 #include <memory>
 #include <vector>
 
@@ -89,7 +89,9 @@ class Replica {
   // or preempt. KV through the caching allocator is a live cudaMalloc: a shortage is an OOM.
   bool preallocated_ = false;
 
-  std::map<int64_t, RequestState> requests_;  // in flight, by id
+  // In flight, by id. Hashed: looked up for every request of every iteration. Walks over it
+  // sort the ids first, so outcomes keep a fixed order.
+  std::unordered_map<int64_t, RequestState> requests_;
   std::deque<int64_t> guard_queue_;
   std::deque<int64_t> waiting_;
   std::vector<int64_t> running_;  // admission order: the newest is preempted first

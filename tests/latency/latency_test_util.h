@@ -27,7 +27,7 @@ inline bool has_op(const IterationCost& c, std::string_view name) {
   return false;
 }
 
-inline LatencyModel make_model(const std::string& model, AttentionImpl a = AttentionImpl::kFlash,
+inline LatencyModel make_model(const std::string& model, AttentionKind a = AttentionKind::kFlash,
                                int kv_heads = 0, int tp = 1,
                                const std::string& gpu = "a100-sxm4-80gb") {
   ModelSpec m = Catalog::builtin().model(model);

@@ -87,7 +87,7 @@ TEST_CASE("native attention computes the whole rectangle and moves the scores th
   const Dims d = dims("llama-2-7b");
   const double S = 2048, P = 1024;  // a chunk of 2048 tokens after 1024 cached ones
   const auto c =
-      make_model("llama-2-7b", AttentionImpl::kNative).iteration(prefill_batch(2048, 1024));
+      make_model("llama-2-7b", AttentionKind::kNative).iteration(prefill_batch(2048, 1024));
   const double scores = d.H * S * (P + S);
   const OpCost& a = find_op(c, "attention_prefill");
   CHECK(a.op_class == OpClass::kAttentionNative);
@@ -125,9 +125,9 @@ TEST_CASE("MoE reads only the experts its tokens route to", "[latency][counts]")
 }
 
 TEST_CASE("tensor parallelism splits the work and adds all-reduces", "[latency][counts]") {
-  const auto one = make_model("llama-3-70b", AttentionImpl::kFlash, 0, 1, "h100-sxm")
+  const auto one = make_model("llama-3-70b", AttentionKind::kFlash, 0, 1, "h100-sxm")
                        .iteration(prefill_batch(512));
-  const auto four = make_model("llama-3-70b", AttentionImpl::kFlash, 0, 4, "h100-sxm")
+  const auto four = make_model("llama-3-70b", AttentionKind::kFlash, 0, 4, "h100-sxm")
                         .iteration(prefill_batch(512));
   CHECK(find_op(four, "qkv_proj").flops == Approx(find_op(one, "qkv_proj").flops / 4));
   CHECK(find_op(four, "attention_prefill").flops ==
@@ -138,5 +138,5 @@ TEST_CASE("tensor parallelism splits the work and adds all-reduces", "[latency][
   CHECK(find_op(four, "allreduce").bytes ==
         Approx(2.0 * m.layers * 2 * 3.0 / 4 * 512 * m.hidden * 2));
   CHECK(four.seconds < one.seconds);
-  CHECK_THROWS_AS(make_model("llama-3-70b", AttentionImpl::kFlash, 0, 3), InputError);
+  CHECK_THROWS_AS(make_model("llama-3-70b", AttentionKind::kFlash, 0, 3), InputError);
 }

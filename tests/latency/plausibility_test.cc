@@ -38,7 +38,7 @@ TEST_CASE("claims parse, with units converted to seconds and tokens/s", "[latenc
   CHECK(c[0].batch == 2);
   CHECK(c[0].kv_heads == 0);
   CHECK(c[1].kv_heads == 2);
-  CHECK(c[1].attention == AttentionImpl::kNative);
+  CHECK(c[1].attention == AttentionKind::kNative);
   CHECK(c[1].throughput);
   CHECK(c[1].claimed == Approx(50.0));
 }
@@ -54,7 +54,7 @@ TEST_CASE("malformed claim rows name the file and line", "[latency][plausibility
   CHECK_THROWS_WITH(parse("a,llama-3-8b,h100,flash,,0,100,1,prefill_ms,1\n"),
                     Contains("c.csv:2: unknown GPU 'h100'"));
   CHECK_THROWS_WITH(parse("a,llama-3-8b,h100-sxm,fast,,0,100,1,prefill_ms,1\n"),
-                    Contains("c.csv:2: unknown attention implementation 'fast'"));
+                    Contains("c.csv:2: unknown attention kind 'fast' (expected native or flash)"));
   CHECK_THROWS_WITH(parse("a,llama-3-8b,h100-sxm,flash,3,0,100,1,prefill_ms,1\n"),
                     Contains("c.csv:2: column 'kv_heads': expected a divisor"));
   CHECK_THROWS_WITH(parse("a,llama-3-8b,h100-sxm,flash,,0,100,1,prefill_min,1\n"),
@@ -118,7 +118,7 @@ TEST_CASE("seed B: every prefill/TTFT claim but the 16k native ones is below the
   for (const Claim& c : claims) {
     const ClaimCheck r = check_claim(c, Catalog::builtin());
     INFO("line " << c.line << " " << c.label << " " << c.metric);
-    const bool native16k = c.attention == AttentionImpl::kNative && c.seq_len == 16384;
+    const bool native16k = c.attention == AttentionKind::kNative && c.seq_len == 16384;
     if (c.kind == ClaimKind::kDecode || native16k) {
       CHECK(r.verdict == Verdict::kPlausible);
     } else {

@@ -39,7 +39,7 @@ void check_same_numbers(const Profile& a, const Profile& b) {
   }
 }
 
-LatencyModel with_profile(const Profile& p, AttentionImpl a = AttentionImpl::kFlash, int tp = 1) {
+LatencyModel with_profile(const Profile& p, AttentionKind a = AttentionKind::kFlash, int tp = 1) {
   return LatencyModel(Catalog::builtin().model("mixtral-8x7b"),
                       Catalog::builtin().gpu("a100-sxm4-80gb"), p, a, tp);
 }
@@ -98,7 +98,7 @@ TEST_CASE("changing one class's efficiency changes exactly that class's operatio
       double& eff =
           metric == 0 ? changed.of(cls).compute_efficiency : changed.of(cls).memory_efficiency;
       eff *= 0.5;
-      for (AttentionImpl a : {AttentionImpl::kNative, AttentionImpl::kFlash}) {
+      for (AttentionKind a : {AttentionKind::kNative, AttentionKind::kFlash}) {
         const auto before = with_profile(base, a, 2).iteration(full_batch());
         const auto after = with_profile(changed, a, 2).iteration(full_batch());
         REQUIRE(before.ops.size() == after.ops.size());
@@ -118,8 +118,8 @@ TEST_CASE("changing one class's efficiency changes exactly that class's operatio
           }
         }
         // Memory-bound classes must react to memory efficiency; compute-bound ones to compute.
-        if ((cls == OpClass::kAttentionNative && a != AttentionImpl::kNative) ||
-            (cls == OpClass::kAttentionFlash && a != AttentionImpl::kFlash)) {
+        if ((cls == OpClass::kAttentionNative && a != AttentionKind::kNative) ||
+            (cls == OpClass::kAttentionFlash && a != AttentionKind::kFlash)) {
           CHECK_FALSE(any_changed);
         }
       }
@@ -153,7 +153,8 @@ TEST_CASE("the flash curve: short sequences and small head dims run at lower eff
           "[latency][profile]") {
   const auto m = kvsim::test::make_model("llama-3-8b");
   auto tflops = [&](int64_t s) {
-    const OpCost& a = kvsim::test::find_op(m.iteration(prefill_batch(s)), "attention_prefill");
+    const IterationCost cost = m.iteration(prefill_batch(s));  // find_op returns into it
+    const OpCost& a = kvsim::test::find_op(cost, "attention_prefill");
     return a.flops / (a.seconds - a.overhead_s);
   };
   CHECK(tflops(512) == Approx(312e12 * 0.73 * 0.5));

@@ -41,7 +41,7 @@ TEST_CASE("the lower bound is never above the estimate, per operation and in tot
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   const std::string& name = kModels[seed % kModels.size()];
-  const AttentionImpl a = seed % 2 ? AttentionImpl::kNative : AttentionImpl::kFlash;
+  const AttentionKind a = seed % 2 ? AttentionKind::kNative : AttentionKind::kFlash;
   const auto m = make_model(name, a);
   const BatchShape b = random_batch(rng);
   const auto est = m.iteration(b);
@@ -59,11 +59,11 @@ TEST_CASE("the lower bound is never above the estimate, per operation and in tot
 
 TEST_CASE("a longer sequence is never faster", "[latency][property]") {
   for (const std::string& name : kModels) {
-    for (AttentionImpl a : {AttentionImpl::kNative, AttentionImpl::kFlash}) {
+    for (AttentionKind a : {AttentionKind::kNative, AttentionKind::kFlash}) {
       const auto m = make_model(name, a);
       SequenceLatency prev = sequence_latency(m, 1);
       for (int64_t s = 2; s <= 65536; s = s * 3 / 2 + 1) {
-        INFO(name << " " << attention_impl_name(a) << " seq " << s);
+        INFO(name << " " << attention_kind_name(a) << " seq " << s);
         const SequenceLatency cur = sequence_latency(m, s);
         CHECK(cur.prefill_s >= prev.prefill_s);
         CHECK(cur.prefill_lower_bound_s >= prev.prefill_lower_bound_s);
@@ -92,12 +92,12 @@ TEST_CASE("more decode context or a bigger chunk is never faster", "[latency][pr
 }
 
 TEST_CASE("GQA is never slower than MHA, all else equal", "[latency][property]") {
-  for (AttentionImpl a : {AttentionImpl::kNative, AttentionImpl::kFlash}) {
+  for (AttentionKind a : {AttentionKind::kNative, AttentionKind::kFlash}) {
     const auto mha = make_model("seed-7b-mha", a);
     for (int kv : {16, 8, 4, 2, 1}) {
       const auto gqa = make_model("seed-7b-mha", a, kv);
       for (int64_t s : {1, 100, 4096, 16384, 32768}) {
-        INFO(attention_impl_name(a) << " kv " << kv << " seq " << s);
+        INFO(attention_kind_name(a) << " kv " << kv << " seq " << s);
         const auto x = sequence_latency(mha, s, 4, 16);
         const auto y = sequence_latency(gqa, s, 4, 16);
         CHECK(y.prefill_s <= x.prefill_s);
@@ -113,8 +113,8 @@ TEST_CASE("GQA is never slower than MHA, all else equal", "[latency][property]")
 TEST_CASE("native attention is never faster than flash beyond 2,048 tokens",
           "[latency][property]") {
   for (const std::string& name : kModels) {
-    const auto nat = make_model(name, AttentionImpl::kNative);
-    const auto fl = make_model(name, AttentionImpl::kFlash);
+    const auto nat = make_model(name, AttentionKind::kNative);
+    const auto fl = make_model(name, AttentionKind::kFlash);
     for (int64_t s = 2048; s <= 131072; s *= 2) {
       INFO(name << " seq " << s);
       CHECK(sequence_latency(nat, s).prefill_s >= sequence_latency(fl, s).prefill_s);
@@ -131,7 +131,7 @@ TEST_CASE("decode_step_seconds equals iteration() on decode-only batches with th
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
   const auto m = make_model(kModels[seed % kModels.size()],
-                            seed % 2 ? AttentionImpl::kNative : AttentionImpl::kFlash);
+                            seed % 2 ? AttentionKind::kNative : AttentionKind::kFlash);
   const int n = 1 + static_cast<int>(rng() % 64);
   const int blocks[] = {0, 16, 32};
   const int block = blocks[rng() % 3];

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "sim/core/units.h"
+
 namespace kvsim::trace_detail {
 
 namespace {
@@ -141,7 +143,11 @@ std::optional<int64_t> parse_datetime_ns(std::string_view s) {
   }
   const int64_t secs =
       days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  return secs * 1'000'000'000 + frac_ns;
+  // int64 nanoseconds since 1970 span only the years 1677-2262; a date outside them is not a
+  // time we can hold (fuzz_trace_azure found year 0437 overflowing here).
+  const auto ns = checked_mul(secs, 1'000'000'000);
+  if (!ns) return std::nullopt;
+  return checked_add(*ns, frac_ns);
 }
 
 std::string quote(std::string_view s) {

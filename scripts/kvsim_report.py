@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Writes one self-contained HTML page for a kvsim run, sweep or kvsim-validate folder.
+
+    kvsim_report.py DIR [-o FILE] [--kvsim-version V]
+
+The page embeds every figure of kvsim_plot.py as a base64 PNG, the summary tables, the scenario
+that produced the data (manifest.json's resolved_scenario) and kvsim's version; it loads nothing
+from the network and runs no script, so it reads the same offline and in ten years. Like the
+figures, it is a pure function of DIR: no dates, same bytes on every render.
+"""
+import argparse
+import base64
+import csv
+import html
+import os
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree or install prefix
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvsim_plot  # noqa: E402  (a sibling file, found from this script's folder)
+
+STYLE = """
+body { font-family: sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
+       color: #222; line-height: 1.4; }
+table { border-collapse: collapse; font-size: 0.8rem; margin: 0.5rem 0 1.5rem; }
+th, td { border: 1px solid #ccc; padding: 0.15rem 0.4rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+figure { margin: 1rem 0 2rem; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 0.85rem; color: #444; white-space: pre-wrap; }
+pre { background: #f6f6f6; padding: 0.6rem; overflow-x: auto; font-size: 0.8rem; }
+.scroll { overflow-x: auto; }
+"""
+
+
+def table_html(path, max_rows=200):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows:
+        return "<p>(empty)</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = []
+    for r in rows[1:max_rows + 1]:
+        body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+    more = (f"<p>{len(rows) - 1 - max_rows} more rows in {html.escape(os.path.basename(path))}"
+            f"</p>") if len(rows) - 1 > max_rows else ""
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>'
+            f'{"".join(body)}</tbody></table></div>{more}')
+
+
+def figure_html(png_path):
+    with open(png_path, "rb") as f:
+        data = base64.b64encode(f.read()).decode("ascii")
+    caption = ""
+    txt = os.path.splitext(png_path)[0] + ".txt"
+    if os.path.isfile(txt):
+        with open(txt) as f:
+            caption = f.read().strip()
+    name = os.path.splitext(os.path.basename(png_path))[0]
+    return (f'<figure id="fig-{html.escape(name)}"><img alt="{html.escape(name)}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{html.escape(caption)}'
+            f'</figcaption></figure>')
+
+
+def build(d, version):
+    d = os.path.normpath(d)
+    with tempfile.TemporaryDirectory(prefix="kvsim-report-") as tmp:
+        kind, figures = kvsim_plot.render(d, tmp, "png")
+        figs = [figure_html(p) for p in figures]
+    manifest = kvsim_plot.read_json(os.path.join(d, "manifest.json")) or {}
+    name = manifest.get("scenario_name") or os.path.basename(os.path.abspath(d))
+    parts = [f"<h1>kvsim {html.escape(kind)} report: {html.escape(name)}</h1>",
+             "<p>" + " · ".join(html.escape(x) for x in [
+                 f"rendered by kvsim {version}",
+                 f"data from kvsim {manifest.get('kvsim_version', '?')}",
+                 f"scenario_hash {manifest.get('scenario_hash', 'none')}",
+                 f"folder {os.path.basename(os.path.abspath(d))}"]) + "</p>"]
+    if manifest.get("scenario_name"):
+        parts.append(f"<p>model {html.escape(str(manifest.get('model')))}, gpu "
+                     f"{html.escape(str(manifest.get('gpu')))}, seed "
+                     f"{html.escape(str(manifest.get('seed')))}</p>")
+    for table in ("summary.csv", "compare.csv"):
+        p = os.path.join(d, table)
+        if os.path.isfile(p):
+            parts.append(f"<h2>{html.escape(table)}</h2>{table_html(p)}")
+    parts.append("<h2>Figures</h2>" + "".join(figs))
+    scenario = manifest.get("resolved_scenario")
+    if scenario:
+        parts.append(f"<h2>Scenario (resolved)</h2><pre>{html.escape(scenario)}</pre>")
+    sweep = kvsim_plot.read_json(os.path.join(d, "sweep.json"))
+    if sweep:
+        parts.append("<h2>Sweep points</h2><pre>" + html.escape("\n".join(
+            f"{p.get('index')}: {p.get('name')} scenario_hash {p.get('scenario_hash')}"
+            for p in sweep.get("points", []))) + "</pre>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>kvsim report: {html.escape(name)}</title><style>{STYLE}</style></head>"
+            "<body>\n" + "\n".join(parts) + "\n</body></html>\n")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dir")
+    ap.add_argument("-o", "--out", help="the HTML file (default DIR/report.html)")
+    ap.add_argument("--kvsim-version", default="(script run directly)")
+    a = ap.parse_args(argv)
+    out = a.out or os.path.join(a.dir, "report.html")
+    try:
+        page = build(a.dir, a.kvsim_version)
+    except kvsim_plot.InputProblem as e:
+        print(f"kvsim report: error: {e}", file=sys.stderr)
+        return 2
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(page)
+    os.replace(tmp, out)  # atomic: a reader never sees half a page
+    print(f"report: {out} ({len(page) // 1024} KiB, self-contained)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,289 @@
+// `kvsim plot` and `kvsim report` end to end: every figure kind rendered from a real run (of
+// tests/data/plot/tiny-run.yaml) and from hand-made sweep and kvsim-validate folders, checked to be
+// a valid image of the expected size that is not blank, byte-identical on a second render, and
+// captioned with the data's scenario hash. Needs Debian's python3-matplotlib (CI installs it via
+// scripts/setup.sh); without it these tests pass with a warning saying they were skipped.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli/run_cli.h"
+
+namespace fs = std::filesystem;
+using kvsim::test::make_temp_dir;
+using kvsim::test::read_text;
+using kvsim::test::run_cli;
+
+namespace {
+
+const std::string kData = std::string(KVSIM_TEST_DATA) + "/plot";
+
+bool have_matplotlib() {
+  static const bool ok =
+      std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+  return ok;
+}
+
+#define REQUIRE_MATPLOTLIB()                                                                  \
+  if (!have_matplotlib()) {                                                                   \
+    WARN("skipped: /usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
+    return;                                                                                   \
+  }
+
+struct PngSize {
+  uint32_t width = 0, height = 0;
+};
+
+// Width and height from the IHDR chunk; zero when the file is not a PNG.
+PngSize png_size(const std::string& bytes) {
+  static const std::string kMagic = "\x89PNG\r\n\x1a\n";
+  if (bytes.size() < 24 || bytes.compare(0, 8, kMagic) != 0 || bytes.compare(12, 4, "IHDR") != 0) {
+    return {};
+  }
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+// Pixel standard deviation over all channels, read back through matplotlib: a blank or
+// single-colour figure has (almost) none.
+bool not_blank(const std::string& png) {
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import sys, matplotlib.image as m; "
+      "sys.exit(0 if m.imread(sys.argv[1]).std() > 0.05 else 1)\" '" +
+      png + "'";
+  return std::system(cmd.c_str()) == 0;
+}
+
+std::string render(const std::string& dir, const std::string& out, const std::string& extra = "") {
+  const auto r = run_cli("plot '" + dir + "' -o '" + out + "'" + extra);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+// Renders `dir` twice and checks every expected figure in both renders.
+void check_figures(const std::string& dir, const std::vector<std::string>& names,
+                   const std::string& hash) {
+  const std::string tmp = make_temp_dir("kvsim-plot");
+  render(dir, tmp + "/a");
+  render(dir, tmp + "/b");
+  for (const std::string& n : names) {
+    INFO(n);
+    const std::string a = read_text(tmp + "/a/" + n + ".png");
+    const PngSize s = png_size(a);
+    CHECK(s.width == 700);  // one column: 3.5 in at 200 dpi
+    CHECK(s.height >= 300);
+    CHECK(not_blank(tmp + "/a/" + n + ".png"));
+    CHECK(a == read_text(tmp + "/b/" + n + ".png"));
+    const std::string caption = read_text(tmp + "/a/" + n + ".txt");
+    CHECK(caption.find("scenario_hash: " + hash) != std::string::npos);
+  }
+  fs::remove_all(tmp);
+}
+
+// A real run folder of the tiny scenario, made once per test binary.
+const std::string& tiny_run() {
+  static const std::string dir = [] {
+    const std::string d = make_temp_dir("kvsim-plot-run") + "/run";
+    const auto r = run_cli("run '" + kData + "/tiny-run.yaml' -o '" + d + "'");
+    REQUIRE(r.exit_code == 0);
+    return d;
+  }();
+  return dir;
+}
+
+std::string manifest_hash(const std::string& run_dir) {
+  const std::string m = read_text(run_dir + "/manifest.json");
+  const std::string key = "\"scenario_hash\": \"";
+  const size_t at = m.find(key);
+  REQUIRE(at != std::string::npos);
+  return m.substr(at + key.size(), 16);
+}
+
+// Standard base64 (RFC 4648, padded); empty when `in` holds anything else.
+std::string base64_decode(const std::string& in) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  if (in.empty() || in.size() % 4 != 0) return {};
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '=') {
+      if (i + 2 < in.size()) return {};  // padding only at the end
+      break;
+    }
+    const size_t v = kAlphabet.find(in[i]);
+    if (v == std::string::npos) return {};
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+// Loads `url` in headless Chromium (a fresh profile, nothing fetched in the background, console
+// messages logged to stderr) and returns {exit status, DOM after load, stderr}.
+struct ChromiumRun {
+  int status = -1;
+  std::string dom, log;
+};
+ChromiumRun chromium_dump(const std::string& url, const std::string& tmp) {
+  const std::string profile = make_temp_dir("kvsim-chromium-profile");
+  const std::string cmd =
+      "timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir='" + profile + "' --enable-logging=stderr --v=0 --dump-dom '" + url +
+      "' >'" + tmp + "/dom.html' 2>'" + tmp + "/chromium.log'";
+  ChromiumRun r;
+  r.status = std::system(cmd.c_str());
+  r.dom = read_text(tmp + "/dom.html");
+  r.log = read_text(tmp + "/chromium.log");
+  fs::remove_all(profile);
+  return r;
+}
+
+// The lines of Chromium's log that carry the page's console messages ("...:CONSOLE(7)] ..." or
+// "...:CONSOLE:7] ..."); the rest is the browser's own noise (D-Bus, GPU probing).
+std::string console_lines(const std::string& log) {
+  std::string out;
+  size_t at = 0;
+  while (at < log.size()) {
+    size_t end = log.find('\n', at);
+    if (end == std::string::npos) end = log.size();
+    const std::string line = log.substr(at, end - at);
+    if (line.find(":CONSOLE") != std::string::npos) out += line + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("plot rejects a folder that holds no kvsim results with one line and exit 2") {
+  const std::string tmp = make_temp_dir("kvsim-plot-empty");
+  const auto r = run_cli("plot '" + tmp + "'");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("not a kvsim run") != std::string::npos);
+  CHECK(run_cli("plot '" + tmp + "/missing'").exit_code == 2);
+  CHECK(run_cli("plot '" + tmp + "' --format gif").exit_code == 2);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("plot renders a run's memory, outcome and latency figures, identically twice") {
+  REQUIRE_MATPLOTLIB();
+  check_figures(tiny_run(), {"memory", "outcomes", "latency_cdf"}, manifest_hash(tiny_run()));
+}
+
+TEST_CASE("plot renders a two-key sweep as heatmaps and a one-key sweep as lines") {
+  REQUIRE_MATPLOTLIB();
+  const std::vector<std::string> figs = {"sweep_availability", "sweep_oom_events",
+                                         "sweep_e2e_p99_s", "sweep_tokens_dropped"};
+  check_figures(kData + "/sweep", figs, "points 00000000000000a0");
+  check_figures(kData + "/sweep1", figs, "none");
+}
+
+TEST_CASE("plot renders a calibration folder: predicted against measured, and a roofline") {
+  REQUIRE_MATPLOTLIB();
+  check_figures(kData + "/validate", {"calibration", "roofline"}, "none");
+}
+
+TEST_CASE("plot's SVG and PDF output is byte-identical across renders") {
+  REQUIRE_MATPLOTLIB();
+  const std::string tmp = make_temp_dir("kvsim-plot-fmt");
+  for (const std::string fmt : {"svg", "pdf"}) {
+    INFO(fmt);
+    render(kData + "/validate", tmp + "/a", " --format " + fmt);
+    render(kData + "/validate", tmp + "/b", " --format " + fmt);
+    const std::string a = read_text(tmp + "/a/roofline." + fmt);
+    CHECK(a.size() > 1000);
+    CHECK(a == read_text(tmp + "/b/roofline." + fmt));
+  }
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("report writes one self-contained HTML page with every figure, identically twice") {
+  REQUIRE_MATPLOTLIB();
+  const std::string tmp = make_temp_dir("kvsim-report");
+  for (const std::string name : {"a.html", "b.html"}) {
+    const auto r = run_cli("report '" + tiny_run() + "' -o '" + tmp + "/" + name + "'");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  const std::string html = read_text(tmp + "/a.html");
+  CHECK(html == read_text(tmp + "/b.html"));
+  CHECK(count(html, "src=\"data:image/png;base64,") == 3);
+  CHECK(html.find("http://") == std::string::npos);  // nothing fetched: readable offline
+  CHECK(html.find("https://") == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("name: plot-tiny") != std::string::npos);  // the resolved scenario
+  CHECK(html.find("rendered by kvsim 0.") != std::string::npos);
+  CHECK(html.find(manifest_hash(tiny_run())) != std::string::npos);
+  CHECK(html.find("<td>no-guard</td>") != std::string::npos);  // the summary table
+  fs::remove_all(tmp);
+}
+
+// Runs where /usr/bin/chromium exists: scripts/test.sh's set-up installs it (KVSIM_TEST_PACKAGES
+// in scripts/setup.sh); plain run.sh set-ups and developer machines may skip it.
+TEST_CASE("report loads in headless Chromium with every figure and no console message") {
+  REQUIRE_MATPLOTLIB();
+  if (!fs::exists("/usr/bin/chromium")) {
+    WARN("skipped the headless Chromium check: /usr/bin/chromium is not installed "
+         "(scripts/test.sh installs it; or apt-get install chromium)");
+    return;
+  }
+  const std::string tmp = make_temp_dir("kvsim-report-chromium");
+  const auto r = run_cli("report '" + tiny_run() + "' -o '" + tmp + "/report.html'");
+  REQUIRE(r.exit_code == 0);
+
+  // Control: a page that logs to the console must show up in the log, so an empty console
+  // below means the report logged nothing, not that logging is off.
+  {
+    const std::string page = tmp + "/canary.html";
+    std::ofstream(page) << "<html><body><script>console.error('kvsim-canary')</script>"
+                           "</body></html>";
+    const ChromiumRun c = chromium_dump("file://" + page, tmp);
+    INFO(c.log);
+    REQUIRE(c.status == 0);
+    REQUIRE(console_lines(c.log).find("kvsim-canary") != std::string::npos);
+  }
+
+  const ChromiumRun c = chromium_dump("file://" + tmp + "/report.html", tmp);
+  INFO(c.log);
+  REQUIRE(c.status == 0);  // loaded within the timeout and exited cleanly
+  CHECK(c.dom.find("</html>") != std::string::npos);
+  CHECK(console_lines(c.log).empty());
+  // Every figure is an <img> whose data: URI decodes to the 700-px-wide PNG it was rendered as.
+  CHECK(count(c.dom, "<img") == 3);
+  const std::string key = "src=\"data:image/png;base64,";
+  size_t images = 0;
+  for (size_t at = c.dom.find(key); at != std::string::npos; at = c.dom.find(key, at + 1)) {
+    const size_t begin = at + key.size();
+    const size_t end = c.dom.find('"', begin);
+    REQUIRE(end != std::string::npos);
+    const std::string png = base64_decode(c.dom.substr(begin, end - begin));
+    CHECK(png_size(png).width == 700);
+    CHECK(png_size(png).height >= 300);
+    ++images;
+  }
+  CHECK(images == 3);
+  fs::remove_all(tmp);
+}
