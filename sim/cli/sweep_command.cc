@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "sim/cli/commands.h"
 #include "sim/config/config_patch.h"
 #include "sim/core/atomic_file.h"
+#include "sim/core/data_path.h"
 #include "sim/core/errors.h"
 #include "sim/sweep/sweep_runner.h"
 
@@ -34,6 +36,7 @@ struct SweepArgs {
   std::string shard = "0/1";
   int jobs = 0;
   bool no_progress = false;
+  bool plot = false;
   SweepOptions options;
 };
 
@@ -117,6 +120,12 @@ void sweep(SweepArgs& a) {
              r.points_run, r.points_skipped);
   if (r.summary_written) {
     fmt::print("results: {}/summary.csv, {}/points/\n", a.out_dir, a.out_dir);
+    if (a.plot) {
+      std::fflush(stdout);
+      run_data_script("kvsim_plot.py", {a.out_dir});
+      run_data_script("kvsim_report.py", {a.out_dir, "--kvsim-version", kvsim_version()});
+      fmt::print("figures: {0}/plots/  report: {0}/report.html\n", a.out_dir);
+    }
   } else {
     fmt::print("results: {}/points/; when every shard is done: kvsim merge <folders> -o {}\n",
                a.out_dir, a.out_dir);
@@ -144,6 +153,7 @@ void add_sweep_command(CLI::App& app) {
                   "run only points with index % n == i (i/n); join with `kvsim merge`")
       ->capture_default_str();
   cmd->add_flag("--no-progress", a->no_progress, "no progress line on stderr");
+  cmd->add_flag("--plot", a->plot, "also render the figures (DIR/plots) and the report (DIR/report.html)");
   cmd->add_flag("--check-invariants", a->options.run.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");
   cmd->add_option("--max-events", a->options.run.max_events,
