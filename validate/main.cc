@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "sim/core/data_path.h"
+#include "sim/core/cli_main.h"
 #include "sim/core/errors.h"
 #include "validate/commands.h"
 
@@ -60,23 +61,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   add_commands(app, exit_code);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const kvsim::InputError& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kvsim-validate: error: {}\n", e.what());
-    return 2;
-  } catch (const kvsim::InvariantError& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kvsim-validate: internal error (please report): {}\n", e.what());
-    return 3;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kvsim-validate: error: {}\n", e.what());
-    return 4;
-  }
-  return exit_code;
+  // exit_code: a measure whose correctness check failed still ran to the end, and says so.
+  const int code = kvsim::parse_and_report(app, argc, argv, "kvsim-validate", 0);
+  return code != 0 ? code : exit_code;
 }

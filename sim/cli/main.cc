@@ -11,6 +11,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/core/data_path.h"
+#include "sim/core/cli_main.h"
 #include "sim/core/errors.h"
 
 namespace {
@@ -51,23 +52,5 @@ int main(int argc, char** argv) {
   kvsim::cli::add_sweep_command(app);
   kvsim::cli::add_merge_command(app);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const kvsim::InputError& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kvsim: error: {}\n", e.what());
-    return 2;
-  } catch (const kvsim::InvariantError& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kvsim: internal error (please report): {}\n", e.what());
-    return 3;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    fmt::print(stderr, "kvsim: error: {}\n", e.what());
-    return 4;
-  }
-  return 0;
+  return kvsim::parse_and_report(app, argc, argv, "kvsim");
 }
