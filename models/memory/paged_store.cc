@@ -1,5 +1,9 @@
 #include "models/memory/paged_store.h"
 
+#include <limits>
+
+#include "sim/core/units.h"
+
 #include <algorithm>
 
 #include "sim/core/check.h"
@@ -70,6 +74,12 @@ void PagedStore::unlink(int32_t b) {
   --free_count_;
 }
 
+// Bytes a failed request wanted, for its report: a request longer than any pool (a billion
+// tokens of a huge model) must not overflow while saying so.
+static int64_t saturating_bytes(int64_t blocks, int64_t block_bytes) {
+  return checked_mul(blocks, block_bytes).value_or(std::numeric_limits<int64_t>::max());
+}
+
 int32_t PagedStore::pop_free() {
   const int32_t b = head_;
   unlink(b);
@@ -131,7 +141,7 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
     if (ref_[static_cast<size_t>(b)] > 0) --from_free;  // cached free hits still leave the list
   }
   if (from_free > free_count_) {
-    return AllocResult::failure(OomReason::kCapacity, from_free * block_bytes_,
+    return AllocResult::failure(OomReason::kCapacity, saturating_bytes(from_free, block_bytes_),
                                 free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
   }
   Req r;
@@ -174,7 +184,7 @@ AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
   const int64_t have = static_cast<int64_t>(r.blocks.size());
   const int64_t need = ceil_div(new_total_tokens, block_tokens_) - have;
   if (need > free_count_) {
-    return AllocResult::failure(OomReason::kCapacity, need * block_bytes_,
+    return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
                                 free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
   }
   add_slack(r, -1);

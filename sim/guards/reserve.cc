@@ -1,11 +1,13 @@
 // Worst-case reservation: admit only when prompt + max output tokens of every admitted request
 // fit in the KV budget at once, so admitted requests can never run out of KV memory. Queues (with
 // an optional timeout) what does not fit now; rejects what could never fit.
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "sim/config/config_node.h"
+#include "sim/core/units.h"
 #include "sim/guards/guard_makers.h"
 
 namespace kvsim {
@@ -55,7 +57,8 @@ class ReserveGuard final : public Guard {
   static int64_t worst_case_bytes(const RequestState& r, const KvStore& kv) {
     int64_t tokens = r.max_total_tokens();
     if (kv.block_tokens() > 0) tokens = (tokens + kv.block_tokens() - 1) / kv.block_tokens() * kv.block_tokens();
-    return tokens * kv.kv_bytes_per_token();
+    // Saturates: a request too long for any GPU must be rejected, not overflow on the way.
+    return checked_mul(tokens, kv.kv_bytes_per_token()).value_or(std::numeric_limits<int64_t>::max());
   }
 
   bool queue_;

