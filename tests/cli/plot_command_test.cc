@@ -12,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/figure_checks.h"
 #include "tests/cli/run_cli.h"
 
 namespace fs = std::filesystem;
+using kvsim::test::not_blank;
+using kvsim::test::png_size;
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
@@ -35,33 +38,6 @@ bool have_matplotlib() {
     return;                                                                                   \
   }
 
-struct PngSize {
-  uint32_t width = 0, height = 0;
-};
-
-// Width and height from the IHDR chunk; zero when the file is not a PNG.
-PngSize png_size(const std::string& bytes) {
-  static const std::string kMagic = "\x89PNG\r\n\x1a\n";
-  if (bytes.size() < 24 || bytes.compare(0, 8, kMagic) != 0 || bytes.compare(12, 4, "IHDR") != 0) {
-    return {};
-  }
-  auto be32 = [&](size_t at) {
-    uint32_t v = 0;
-    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
-    return v;
-  };
-  return {be32(16), be32(20)};
-}
-
-// Pixel standard deviation over all channels, read back through matplotlib: a blank or
-// single-colour figure has (almost) none.
-bool not_blank(const std::string& png) {
-  const std::string cmd =
-      "/usr/bin/python3 -c \"import sys, matplotlib.image as m; "
-      "sys.exit(0 if m.imread(sys.argv[1]).std() > 0.05 else 1)\" '" +
-      png + "'";
-  return std::system(cmd.c_str()) == 0;
-}
 
 std::string render(const std::string& dir, const std::string& out, const std::string& extra = "") {
   const auto r = run_cli("plot '" + dir + "' -o '" + out + "'" + extra);
@@ -79,7 +55,7 @@ void check_figures(const std::string& dir, const std::vector<std::string>& names
   for (const std::string& n : names) {
     INFO(n);
     const std::string a = read_text(tmp + "/a/" + n + ".png");
-    const PngSize s = png_size(a);
+    const kvsim::test::PngSize s = png_size(a);
     CHECK(s.width == 700);  // one column: 3.5 in at 200 dpi
     CHECK(s.height >= 300);
     CHECK(not_blank(tmp + "/a/" + n + ".png"));

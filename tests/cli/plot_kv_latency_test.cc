@@ -12,9 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli/figure_checks.h"
 #include "tests/cli/run_cli.h"
 
 namespace fs = std::filesystem;
+using kvsim::test::not_blank;
+using kvsim::test::png_size;
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
@@ -33,28 +36,6 @@ bool have_matplotlib() {
     return;                                                                                   \
   }
 
-// Width and height from the PNG's IHDR chunk; {0, 0} when the bytes are not a PNG.
-std::pair<uint32_t, uint32_t> png_size(const std::string& bytes) {
-  if (bytes.size() < 24 || bytes.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0 ||
-      bytes.compare(12, 4, "IHDR") != 0) {
-    return {0, 0};
-  }
-  auto be32 = [&](size_t at) {
-    uint32_t v = 0;
-    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
-    return v;
-  };
-  return {be32(16), be32(20)};
-}
-
-// Pixel standard deviation through matplotlib: a blank figure has (almost) none.
-bool not_blank(const std::string& png) {
-  const std::string cmd =
-      "/usr/bin/python3 -c \"import sys, matplotlib.image as m; "
-      "sys.exit(0 if m.imread(sys.argv[1]).std() > 0.05 else 1)\" '" +
-      png + "'";
-  return std::system(cmd.c_str()) == 0;
-}
 
 // Runs `command --plot DIR/a/NAME.png` and again into DIR/b; checks the figure and returns the
 // data JSON the command wrote beside it.

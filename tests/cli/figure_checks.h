@@ -1,0 +1,38 @@
+// Checks on a rendered figure shared by the plot tests: its PNG size and that it is not blank.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace kvsim::test {
+
+struct PngSize {
+  uint32_t width = 0, height = 0;
+};
+
+// Width and height from the PNG's IHDR chunk; zero when the bytes are not a PNG.
+inline PngSize png_size(const std::string& bytes) {
+  static const std::string kMagic = "\x89PNG\r\n\x1a\n";
+  if (bytes.size() < 24 || bytes.compare(0, 8, kMagic) != 0 || bytes.compare(12, 4, "IHDR") != 0) {
+    return {};
+  }
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+// Pixel standard deviation over all channels, read back through matplotlib: a blank or
+// single-colour figure has (almost) none.
+inline bool not_blank(const std::string& png) {
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import sys, matplotlib.image as m; "
+      "sys.exit(0 if m.imread(sys.argv[1]).std() > 0.05 else 1)\" '" +
+      png + "'";
+  return std::system(cmd.c_str()) == 0;
+}
+
+}  // namespace kvsim::test
