@@ -277,7 +277,14 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     KVSIM_CHECK(d.context_tokens >= 1, "decode context {}", d.context_tokens);
     t += static_cast<double>(d.context_tokens);
   }
-  const double n = static_cast<double>(batch.decode.size());
+  // Integers below 2^53 add exactly in a double, so adding the aggregate gives the same t as
+  // adding its sequences one by one.
+  KVSIM_CHECK(batch.decode_seqs >= 0 && batch.decode_context_tokens >= batch.decode_seqs,
+              "decode aggregate {} seqs, {} context", batch.decode_seqs,
+              batch.decode_context_tokens);
+  t += static_cast<double>(batch.decode_context_tokens);
+  const double n =
+      static_cast<double>(static_cast<int64_t>(batch.decode.size()) + batch.decode_seqs);
   m += n;
   emit += n;
   IterationCost it;

@@ -43,6 +43,12 @@ struct BatchShape {
   std::vector<PrefillChunk> prefill;
   std::vector<DecodeSeq> decode;
   int block_tokens = 0;  // paged KV block size in tokens; 0 = contiguous KV
+  // More decode sequences given by their count and context sum only, beside `decode`: the cost
+  // depends on decode contexts only through their sum (an exact integer sum either way), so the
+  // engine passes its full batch this way instead of one DecodeSeq per sequence.
+  // Requires: decode_context_tokens >= decode_seqs >= 0.
+  int64_t decode_seqs = 0;
+  int64_t decode_context_tokens = 0;
 };
 
 enum class Bound { kCompute, kMemory };

@@ -43,16 +43,25 @@ int64_t attention_score_bytes(const ModelSpec& model, std::span<const BatchChunk
 
 int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks,
                               AttentionKind attention) {
-  if (chunks.empty()) return 0;
+  return activation_peak_bytes(model, chunks, 0, 0, attention);
+}
+
+int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks,
+                              int64_t decode_seqs, int64_t decode_context_tokens,
+                              AttentionKind attention) {
+  if (chunks.empty() && decode_seqs == 0) return 0;
   const int64_t elem = dtype_bytes(model.weight_dtype);
   int64_t t = 0;
   for (const BatchChunk& c : chunks) t = add(t, c.query_tokens);
-  const int64_t b = static_cast<int64_t>(chunks.size());
+  t = add(t, decode_seqs);
+  const int64_t b = add(static_cast<int64_t>(chunks.size()), decode_seqs);
   int64_t bytes = mul({4, t, model.hidden, elem});
   bytes = add(bytes, mul({t, model.heads + 2 * int64_t{model.kv_heads}, model.head_dim, elem}));
   bytes = add(bytes, mul({3, t, model.ffn, std::max(1, model.experts_per_token), elem}));
   if (attention == AttentionKind::kNative) {
-    bytes = add(bytes, mul({2, attention_score_bytes(model, chunks)}));
+    // Decode steps have one query token each: H x 1 x context x elem, summed.
+    const int64_t decode_scores = mul({model.heads, decode_context_tokens, elem});
+    bytes = add(bytes, mul({2, add(attention_score_bytes(model, chunks), decode_scores)}));
   } else {
     bytes = add(bytes, mul({t, model.heads, 4}));
   }

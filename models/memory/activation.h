@@ -37,6 +37,14 @@ int64_t attention_score_bytes(const ModelSpec& model, std::span<const BatchChunk
 int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks,
                               AttentionKind attention);
 
+// The same for `chunks` plus `decode_seqs` decode steps (one query token each) whose contexts
+// sum to `decode_context_tokens`: every term is a sum over chunks of query tokens or of query x
+// context tokens, so the decode steps enter through their count and context sum alone and the
+// result equals the per-chunk form exactly (the engine's hot path; no chunk per sequence).
+int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks,
+                              int64_t decode_seqs, int64_t decode_context_tokens,
+                              AttentionKind attention);
+
 // The activation peak vLLM's profile run measures: a dummy batch of `max_batched_tokens` tokens
 // split into min(max_num_seqs, max_batched_tokens) equal prefills (no prior context).
 int64_t profile_activation_peak_bytes(const ModelSpec& model, int64_t max_batched_tokens,

@@ -64,6 +64,12 @@ AllocResult GpuMemoryPool::grow_kv(RequestId request, int64_t new_total_tokens) 
   return r;
 }
 
+AllocResult GpuMemoryPool::ensure_kv(RequestId request, int64_t tokens) {
+  AllocResult r = store_->grow_to_at_least(request, tokens);
+  if (!r) fill_views(r);
+  return r;
+}
+
 void GpuMemoryPool::release_kv(RequestId request) { store_->release(request); }
 
 AllocResult GpuMemoryPool::reserve_activations(int64_t bytes) {
@@ -101,6 +107,13 @@ AllocResult GpuMemoryPool::reserve_activations(int64_t bytes) {
 
 AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunks) {
   return reserve_activations(activation_peak_bytes(model_, chunks, options_.attention));
+}
+
+AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunks,
+                                                int64_t decode_seqs,
+                                                int64_t decode_context_tokens) {
+  return reserve_activations(activation_peak_bytes(model_, chunks, decode_seqs,
+                                                   decode_context_tokens, options_.attention));
 }
 
 void GpuMemoryPool::release_activations() {

@@ -60,12 +60,18 @@ class GpuMemoryPool {
   AllocResult allocate_kv(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                           const PrefixHashes& prefix = {});
   AllocResult grow_kv(RequestId request, int64_t new_total_tokens);
+  // grow_kv() unless the request already holds `tokens` (KvStore::grow_to_at_least).
+  AllocResult ensure_kv(RequestId request, int64_t tokens);
   void release_kv(RequestId request);
 
   // Holds `bytes` of activations for the current iteration. Requires: none held.
   AllocResult reserve_activations(int64_t bytes);
   // Same, with the bytes from activation_peak_bytes(model, chunks, attention()).
   AllocResult reserve_activations(std::span<const BatchChunk> chunks);
+  // Same, for `chunks` plus `decode_seqs` decode steps whose contexts sum to
+  // `decode_context_tokens` (activation_peak_bytes' aggregate form).
+  AllocResult reserve_activations(std::span<const BatchChunk> chunks, int64_t decode_seqs,
+                                  int64_t decode_context_tokens);
   // Releases the iteration's activations (no-op when none are held).
   void release_activations();
   int64_t activation_bytes() const { return activation_bytes_; }

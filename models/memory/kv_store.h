@@ -119,6 +119,25 @@ class KvStore {
   // Grows a held request to `new_total_tokens` (> its current tokens; usually +1 per decode
   // iteration). May exceed max_total_tokens only where the store can (not for max_len).
   virtual AllocResult grow(RequestId request, int64_t new_total_tokens) = 0;
+  // grow() to `tokens` unless the request already holds that many (then nothing changes). The
+  // engine calls it for every decoding sequence of every iteration; stores override it to find
+  // the request once. Requires: request held.
+  virtual AllocResult grow_to_at_least(RequestId request, int64_t tokens) {
+    if (this->tokens(request) >= tokens) return AllocResult::success();
+    return grow(request, tokens);
+  }
+  // Deferred growth, the engine's decode fast path (paged; the other stores keep these defaults
+  // and the engine calls grow_to_at_least() for every token). A request may gain up to
+  // deferrable_tokens() tokens without a call each: they fall in the room of its last block and
+  // within its max_total_tokens, so each only turns a reservation token into a live one. The
+  // engine reports their sum over requests with add_deferred(), which usage() counts at once, and
+  // hands a request's share over with settle_deferred() before any other call about that request
+  // (grow, tokens, release, ...). check_invariants() requires none outstanding.
+  virtual bool supports_deferred_growth() const { return false; }
+  virtual int64_t deferrable_tokens(RequestId /*request*/) const { return 0; }
+  virtual void add_deferred(int64_t /*tokens*/) {}
+  virtual void settle_deferred(RequestId /*request*/, int64_t /*tokens*/) {}
+
   // Frees everything the request holds. Requires: request held.
   virtual void release(RequestId request) = 0;
 

@@ -1,5 +1,6 @@
 #include "models/memory/paged_store.h"
 
+#include <cstddef>
 #include <limits>
 
 #include "sim/core/units.h"
@@ -36,20 +37,25 @@ PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
               "bad paged store: {} bytes/token, {} tokens/block, {} blocks", kv_bytes_per_token,
               block_tokens_, num_blocks_);
   const auto n = static_cast<size_t>(num_blocks_);
-  ref_.assign(n, 0);
-  filled_.assign(n, 0);
-  prev_.resize(n);
-  next_.resize(n);
-  key_.assign(n, 0);
+  blocks_.assign(n, Block{});
+  records_ = prefix_caching_;
+  if (!prefix_caching_) ring_.resize(n);
   // Initial free order = block id, as vLLM's BlockPool.
   for (int32_t b = 0; b < static_cast<int32_t>(num_blocks_); ++b) push_free_back(b);
 }
 
 void PagedStore::push_free_back(int32_t b) {
-  prev_[static_cast<size_t>(b)] = tail_;
-  next_[static_cast<size_t>(b)] = -1;
+  if (!prefix_caching_) {
+    int64_t at = ring_head_ + free_count_;
+    if (at >= num_blocks_) at -= num_blocks_;
+    ring_[static_cast<size_t>(at)] = b;
+    ++free_count_;
+    return;
+  }
+  blk(b).prev = tail_;
+  blk(b).next = -1;
   if (tail_ >= 0) {
-    next_[static_cast<size_t>(tail_)] = b;
+    blk(tail_).next = b;
   } else {
     head_ = b;
   }
@@ -58,19 +64,20 @@ void PagedStore::push_free_back(int32_t b) {
 }
 
 void PagedStore::unlink(int32_t b) {
-  const int32_t p = prev_[static_cast<size_t>(b)];
-  const int32_t n = next_[static_cast<size_t>(b)];
+  KVSIM_CHECK(prefix_caching_, "block {} taken out of the middle of the free ring", b);
+  const int32_t p = blk(b).prev;
+  const int32_t n = blk(b).next;
   if (p >= 0) {
-    next_[static_cast<size_t>(p)] = n;
+    blk(p).next = n;
   } else {
     head_ = n;
   }
   if (n >= 0) {
-    prev_[static_cast<size_t>(n)] = p;
+    blk(n).prev = p;
   } else {
     tail_ = p;
   }
-  prev_[static_cast<size_t>(b)] = next_[static_cast<size_t>(b)] = -1;
+  blk(b).prev = blk(b).next = -1;
   --free_count_;
 }
 
@@ -81,10 +88,16 @@ static int64_t saturating_bytes(int64_t blocks, int64_t block_bytes) {
 }
 
 int32_t PagedStore::pop_free() {
+  if (!prefix_caching_) {
+    const int32_t b = ring_[static_cast<size_t>(ring_head_)];
+    if (++ring_head_ == num_blocks_) ring_head_ = 0;
+    --free_count_;
+    return b;
+  }
   const int32_t b = head_;
   unlink(b);
   // A free block that still carries a prefix key is evicted from the prefix cache now.
-  uint64_t& key = key_[static_cast<size_t>(b)];
+  uint64_t& key = blk(b).key;
   if (key != 0) {
     auto it = by_key_.find(key);
     if (it != by_key_.end() && it->second == b) by_key_.erase(it);
@@ -94,11 +107,11 @@ int32_t PagedStore::pop_free() {
 }
 
 void PagedStore::unref(int32_t b) {
-  int32_t& r = ref_[static_cast<size_t>(b)];
+  int32_t& r = blk(b).ref;
   KVSIM_CHECK(r > 0, "double free of block {}", b);
   if (--r == 0) {
-    live_tokens_ -= filled_[static_cast<size_t>(b)];
-    filled_[static_cast<size_t>(b)] = 0;
+    live_tokens_ -= blk(b).filled;
+    blk(b).filled = 0;
     push_free_back(b);
   }
 }
@@ -138,50 +151,96 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   }
   int64_t from_free = nblocks;
   for (int32_t b : hits) {
-    if (ref_[static_cast<size_t>(b)] > 0) --from_free;  // cached free hits still leave the list
+    if (blk(b).ref > 0) --from_free;  // cached free hits still leave the list
   }
   if (from_free > free_count_) {
     return AllocResult::failure(OomReason::kCapacity, saturating_bytes(from_free, block_bytes_),
                                 free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
   }
-  Req r;
+  int32_t slot;
+  if (free_slots_.empty()) {
+    slot = static_cast<int32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Req& r = slots_[static_cast<size_t>(slot)];
+  r.id = request;
   r.tokens = prompt_tokens;
   r.max_total = max_total_tokens;
+  r.blocks.clear();
   r.blocks.reserve(static_cast<size_t>(nblocks));
   for (int32_t b : hits) {
-    if (ref_[static_cast<size_t>(b)] == 0) {
+    if (blk(b).ref == 0) {
       unlink(b);
-      filled_[static_cast<size_t>(b)] = static_cast<int32_t>(block_tokens_);
+      blk(b).filled = static_cast<int32_t>(block_tokens_);
       live_tokens_ += block_tokens_;
     }
-    ++ref_[static_cast<size_t>(b)];
+    ++blk(b).ref;
     r.blocks.push_back(b);
   }
   prefix_hits_ += static_cast<int64_t>(hits.size());
-  for (int64_t i = static_cast<int64_t>(hits.size()); i < nblocks; ++i) {
+  if (!records_) {
+    // No prefix caching: the next nblocks ids of the ring, as pop_free() would give them one by
+    // one, copied in at most two pieces; their fills sum to the prompt.
+    const auto head = static_cast<ptrdiff_t>(ring_head_);
+    const int64_t first = std::min(nblocks, num_blocks_ - ring_head_);
+    r.blocks.assign(ring_.begin() + head, ring_.begin() + head + first);
+    r.blocks.insert(r.blocks.end(), ring_.begin(), ring_.begin() + (nblocks - first));
+    ring_head_ += nblocks;
+    if (ring_head_ >= num_blocks_) ring_head_ -= num_blocks_;
+    free_count_ -= nblocks;
+    live_tokens_ += prompt_tokens;
+  }
+  for (int64_t i = records_ ? static_cast<int64_t>(hits.size()) : nblocks; i < nblocks; ++i) {
     const int32_t b = pop_free();
-    ref_[static_cast<size_t>(b)] = 1;
     const int64_t fill = std::min(block_tokens_, prompt_tokens - i * block_tokens_);
-    filled_[static_cast<size_t>(b)] = static_cast<int32_t>(fill);
+    if (records_) {
+      blk(b).ref = 1;
+      blk(b).filled = static_cast<int32_t>(fill);
+    }
     live_tokens_ += fill;
     if (i < static_cast<int64_t>(keys.size())) {  // a full hashed block: make it findable
-      key_[static_cast<size_t>(b)] = keys[static_cast<size_t>(i)];
+      blk(b).key = keys[static_cast<size_t>(i)];
       by_key_[keys[static_cast<size_t>(i)]] = b;
     }
     r.blocks.push_back(b);
   }
   add_slack(r, +1);
-  requests_.emplace(request, std::move(r));
+  index_.insert(request, slot);
   return AllocResult::success();
 }
 
 AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "grow of request {} that holds no KV", request);
-  Req& r = it->second;
-  KVSIM_CHECK(new_total_tokens > r.tokens, "request {}: grow to {} from {}", request,
-              new_total_tokens, r.tokens);
+  Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "grow of request {} that holds no KV", request);
+  KVSIM_CHECK(new_total_tokens > r->tokens, "request {}: grow to {} from {}", request,
+              new_total_tokens, r->tokens);
+  return grow_req(*r, new_total_tokens);
+}
+
+AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
+  Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
+  if (r->tokens >= tokens) return AllocResult::success();
+  return grow_req(*r, tokens);
+}
+
+AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
   const int64_t have = static_cast<int64_t>(r.blocks.size());
+  const int64_t cap = have * block_tokens_;
+  if (new_total_tokens <= cap) {
+    // The decode step's usual case: the last block has room, so no block moves. Same
+    // bookkeeping as below with need = 0, without the division.
+    add_slack(r, -1);
+    const int64_t add = new_total_tokens - r.tokens;
+    if (records_) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
+    live_tokens_ += add;
+    r.tokens = new_total_tokens;
+    add_slack(r, +1);
+    return AllocResult::success();
+  }
   const int64_t need = ceil_div(new_total_tokens, block_tokens_) - have;
   if (need > free_count_) {
     return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
@@ -191,18 +250,19 @@ AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
   // Fill the last block, then new ones. A shared (full) last block never has room.
   int64_t left = new_total_tokens - r.tokens;
   if (have > 0) {
-    const int32_t last = r.blocks.back();
-    const int64_t room = block_tokens_ - filled_[static_cast<size_t>(last)];
+    const int64_t room = cap - r.tokens;  // the last block's free slots (0 when shared: full)
     const int64_t add = std::min(room, left);
-    filled_[static_cast<size_t>(last)] += static_cast<int32_t>(add);
+    if (records_) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
     live_tokens_ += add;
     left -= add;
   }
   for (int64_t i = 0; i < need; ++i) {
     const int32_t b = pop_free();
-    ref_[static_cast<size_t>(b)] = 1;
     const int64_t add = std::min(block_tokens_, left);
-    filled_[static_cast<size_t>(b)] = static_cast<int32_t>(add);
+    if (records_) {
+      blk(b).ref = 1;
+      blk(b).filled = static_cast<int32_t>(add);
+    }
     live_tokens_ += add;
     left -= add;
     r.blocks.push_back(b);
@@ -213,30 +273,73 @@ AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
 }
 
 void PagedStore::release(RequestId request) {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "release of request {} that holds no KV", request);
-  add_slack(it->second, -1);
+  const int32_t slot = index_.find(request);
+  KVSIM_CHECK(slot != IdIndex::kNone, "release of request {} that holds no KV", request);
+  Req& r = slots_[static_cast<size_t>(slot)];
+  add_slack(r, -1);
   // Tail first, so the blocks with the longest prefixes are evicted first (vLLM v1).
-  for (auto b = it->second.blocks.rbegin(); b != it->second.blocks.rend(); ++b) unref(*b);
-  requests_.erase(it);
+  if (records_) {
+    // The records were last touched long ago: fetch them all at once rather than one miss
+    // after another.
+    for (int32_t b : r.blocks) __builtin_prefetch(&blk(b), 1);
+    for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) unref(*b);
+  } else {
+    live_tokens_ -= r.tokens;  // the blocks' fills sum to the request's tokens
+    for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) push_free_back(*b);
+  }
+  r.blocks.clear();  // keeps its capacity for the slot's next request
+  r.id = -1;
+  index_.erase(request);
+  free_slots_.push_back(slot);
 }
 
 int64_t PagedStore::tokens(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return it->second.tokens;
+  const Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
+  return r->tokens;
 }
 
 int64_t PagedStore::tokens_until_growth_allocates(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return static_cast<int64_t>(it->second.blocks.size()) * block_tokens_ - it->second.tokens;
+  const Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
+  return static_cast<int64_t>(r->blocks.size()) * block_tokens_ - r->tokens;
+}
+
+int64_t PagedStore::deferrable_tokens(RequestId request) const {
+  const Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
+  const int64_t cap = static_cast<int64_t>(r->blocks.size()) * block_tokens_;
+  return std::max<int64_t>(0, std::min(cap, r->max_total) - r->tokens);
+}
+
+void PagedStore::add_deferred(int64_t tokens) {
+  // Each deferred token is one of some request's reservation tokens becoming live (see
+  // deferrable_tokens): the same change grow_req would make, summed.
+  KVSIM_CHECK(tokens >= 0 && tokens <= reservation_tokens_, "deferring {} tokens with {} reserved",
+              tokens, reservation_tokens_);
+  live_tokens_ += tokens;
+  reservation_tokens_ -= tokens;
+  deferred_tokens_ += tokens;
+}
+
+void PagedStore::settle_deferred(RequestId request, int64_t tokens) {
+  Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
+  const int64_t cap = static_cast<int64_t>(r->blocks.size()) * block_tokens_;
+  KVSIM_CHECK(tokens >= 0 && tokens <= deferred_tokens_ &&
+                  r->tokens + tokens <= std::min(cap, r->max_total),
+              "request {}: settling {} deferred tokens ({} outstanding) onto {} of {}", request,
+              tokens, deferred_tokens_, r->tokens, std::min(cap, r->max_total));
+  // live and reservation already moved in add_deferred; the request's own figures catch up.
+  r->tokens += tokens;
+  if (records_) blk(r->blocks.back()).filled += static_cast<int32_t>(tokens);
+  deferred_tokens_ -= tokens;
 }
 
 const std::vector<int32_t>& PagedStore::block_table(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return it->second.blocks;
+  const Req* r = find(request);
+  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
+  return r->blocks;
 }
 
 KvUsage PagedStore::usage() const {
@@ -248,28 +351,60 @@ KvUsage PagedStore::usage() const {
   u.capacity_bytes = num_blocks_ * block_bytes_;
   u.free_bytes = free_count_ * block_bytes_;
   u.external_bytes = 0;  // every free block serves any request
-  u.requests = static_cast<int64_t>(requests_.size());
+  u.requests = static_cast<int64_t>(index_.size());
   return u;
 }
 
 void PagedStore::check_invariants() const {
+  KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
   // Reference counts equal the number of block-table entries; free list = blocks with ref 0.
   std::vector<int32_t> owners(static_cast<size_t>(num_blocks_), 0);
+  // Without records (no prefix caching): each held block's fill, from its request's tokens.
+  std::vector<int32_t> fill(records_ ? 0 : static_cast<size_t>(num_blocks_), 0);
   int64_t reservation = 0, internal = 0;
-  for (const auto& [id, r] : requests_) {
+  int64_t held = 0;
+  for (const Req& r : slots_) {
+    if (r.id < 0) continue;
+    const RequestId id = r.id;
+    ++held;
+    KVSIM_CHECK(index_.find(id) != IdIndex::kNone &&
+                    &slots_[static_cast<size_t>(index_.find(id))] == &r,
+                "request {} is not indexed to its slot", id);
     KVSIM_CHECK(static_cast<int64_t>(r.blocks.size()) == ceil_div(r.tokens, block_tokens_),
                 "request {} holds {} blocks for {} tokens", id, r.blocks.size(), r.tokens);
-    for (int32_t b : r.blocks) ++owners[static_cast<size_t>(b)];
+    for (size_t j = 0; j < r.blocks.size(); ++j) {
+      const auto b = static_cast<size_t>(r.blocks[j]);
+      ++owners[b];
+      if (!records_) {
+        fill[b] = static_cast<int32_t>(
+            std::min(block_tokens_, r.tokens - static_cast<int64_t>(j) * block_tokens_));
+      }
+    }
     const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
     const int64_t res = std::max<int64_t>(0, std::min(cap, r.max_total) - r.tokens);
     reservation += res;
     internal += cap - r.tokens - res;
     KVSIM_CHECK(cap - r.tokens < block_tokens_, "request {} wastes a whole block", id);
   }
+  KVSIM_CHECK(held == static_cast<int64_t>(index_.size()) &&
+                  held + static_cast<int64_t>(free_slots_.size()) ==
+                      static_cast<int64_t>(slots_.size()),
+              "{} held slots, {} indexed, {} free of {}", held, index_.size(), free_slots_.size(),
+              slots_.size());
   int64_t listed = 0;
-  for (int32_t b = head_; b >= 0; b = next_[static_cast<size_t>(b)]) {
-    KVSIM_CHECK(ref_[static_cast<size_t>(b)] == 0, "free-listed block {} has ref {}", b,
-                ref_[static_cast<size_t>(b)]);
+  if (!prefix_caching_) {
+    std::vector<char> seen(static_cast<size_t>(num_blocks_), 0);
+    for (int64_t i = 0; i < free_count_; ++i) {
+      const int32_t b = ring_[static_cast<size_t>((ring_head_ + i) % num_blocks_)];
+      KVSIM_CHECK(owners[static_cast<size_t>(b)] == 0, "free-ring block {} has {} owners", b,
+                  owners[static_cast<size_t>(b)]);
+      KVSIM_CHECK(!seen[static_cast<size_t>(b)]++, "block {} is in the free ring twice", b);
+      ++listed;
+    }
+  }
+  for (int32_t b = head_; b >= 0; b = blk(b).next) {
+    KVSIM_CHECK(blk(b).ref == 0, "free-listed block {} has ref {}", b,
+                blk(b).ref);
     KVSIM_CHECK(++listed <= num_blocks_, "free list has a cycle");
   }
   KVSIM_CHECK(listed == free_count_, "free list holds {} blocks, count says {}", listed,
@@ -277,13 +412,22 @@ void PagedStore::check_invariants() const {
   int64_t live = 0, used = 0;
   for (int64_t b = 0; b < num_blocks_; ++b) {
     const auto i = static_cast<size_t>(b);
-    KVSIM_CHECK(ref_[i] == owners[i], "block {} has ref {} but {} owners", b, ref_[i], owners[i]);
-    if (ref_[i] > 0) {
+    if (!records_) {  // nothing is shared; fills come from the block tables
+      KVSIM_CHECK(owners[i] <= 1, "block {} has {} owners without prefix caching", b, owners[i]);
+      if (owners[i] > 0) {
+        ++used;
+        live += fill[i];
+      }
+      continue;
+    }
+    const Block& k = blocks_[i];
+    KVSIM_CHECK(k.ref == owners[i], "block {} has ref {} but {} owners", b, k.ref, owners[i]);
+    if (k.ref > 0) {
       ++used;
-      live += filled_[i];
-      KVSIM_CHECK(ref_[i] == 1 || filled_[i] == block_tokens_, "shared block {} is not full", b);
+      live += k.filled;
+      KVSIM_CHECK(k.ref == 1 || k.filled == block_tokens_, "shared block {} is not full", b);
     } else {
-      KVSIM_CHECK(filled_[i] == 0, "free block {} still holds {} tokens", b, filled_[i]);
+      KVSIM_CHECK(k.filled == 0, "free block {} still holds {} tokens", b, k.filled);
     }
   }
   KVSIM_CHECK(used + free_count_ == num_blocks_, "{} used + {} free != {} blocks (leak)", used,
@@ -296,7 +440,7 @@ void PagedStore::check_invariants() const {
               "slack {}+{} != tracked {}+{}", reservation, internal, reservation_tokens_,
               internal_tokens_);
   for (const auto& [key, b] : by_key_) {
-    KVSIM_CHECK(key_[static_cast<size_t>(b)] == key, "prefix key of block {} is stale", b);
+    KVSIM_CHECK(blk(b).key == key, "prefix key of block {} is stale", b);
   }
 }
 

@@ -1,6 +1,7 @@
 // vLLM's paged KV store: a fixed pool of blocks of `block_tokens` tokens; a request holds
 // ceil(tokens / block_tokens) blocks, so its waste is the slack in its last block. Free blocks
-// form an intrusive doubly-linked list (freed blocks go to the back, allocation pops the front):
+// form a FIFO list (freed blocks go to the back, allocation pops the front; a ring of ids without
+// prefix caching, an intrusive doubly-linked list with it):
 // allocate, free and "touch" a cached block are O(1). With prefix caching, full prompt blocks are
 // keyed by the request's prefix hashes; equal keys share one ref-counted block, counted once, and
 // a freed keyed block stays findable until it is popped for someone else (vLLM v1's BlockPool).
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/memory/id_index.h"
 #include "models/memory/kv_store.h"
 
 namespace kvsim {
@@ -30,10 +32,15 @@ class PagedStore final : public KvStore {
   AllocResult allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                        const PrefixHashes& prefix = {}) override;
   AllocResult grow(RequestId request, int64_t new_total_tokens) override;
+  AllocResult grow_to_at_least(RequestId request, int64_t tokens) override;
   void release(RequestId request) override;
-  bool holds(RequestId request) const override { return requests_.count(request) != 0; }
+  bool holds(RequestId request) const override { return index_.find(request) != IdIndex::kNone; }
   int64_t tokens(RequestId request) const override;
   int64_t tokens_until_growth_allocates(RequestId request) const override;
+  bool supports_deferred_growth() const override { return true; }
+  int64_t deferrable_tokens(RequestId request) const override;
+  void add_deferred(int64_t tokens) override;
+  void settle_deferred(RequestId request, int64_t tokens) override;
   KvUsage usage() const override;
   int64_t free_blocks() const override { return free_count_; }
   int64_t total_blocks() const override { return num_blocks_; }
@@ -50,7 +57,18 @@ class PagedStore final : public KvStore {
     std::vector<int32_t> blocks;
     int64_t tokens = 0;
     int64_t max_total = 0;
+    RequestId id = -1;  // -1: a free slot
   };
+  // The request's slot; nullptr when it holds no KV.
+  Req* find(RequestId request) {
+    const int32_t s = index_.find(request);
+    return s == IdIndex::kNone ? nullptr : &slots_[static_cast<size_t>(s)];
+  }
+  const Req* find(RequestId request) const {
+    const int32_t s = index_.find(request);
+    return s == IdIndex::kNone ? nullptr : &slots_[static_cast<size_t>(s)];
+  }
+  AllocResult grow_req(Req& r, int64_t new_total_tokens);
   int32_t pop_free();
   void unlink(int32_t b);
   void push_free_back(int32_t b);
@@ -62,21 +80,42 @@ class PagedStore final : public KvStore {
   int64_t num_blocks_;
   int64_t block_bytes_;
   bool prefix_caching_;
-  // Per block: reference count, filled tokens, free-list links, prefix key (0 = none).
-  std::vector<int32_t> ref_;
-  std::vector<int32_t> filled_;
-  std::vector<int32_t> prev_;
-  std::vector<int32_t> next_;
-  std::vector<uint64_t> key_;
+  // Per block: reference count, filled tokens, free-list links, prefix key (0 = none). One
+  // record per block, aligned to half a cache line: popping and freeing a block touch one line of
+  // it (and of its free-list neighbour) instead of one line in each of five arrays.
+  struct alignas(32) Block {
+    int32_t ref = 0;
+    int32_t filled = 0;
+    int32_t prev = -1;
+    int32_t next = -1;
+    uint64_t key = 0;
+  };
+  // Without prefix caching no block is shared, so a block's reference count (1 while a request
+  // holds it) and fill (from the request's token count) follow from the block tables; the
+  // records are then left untouched, and allocation and release touch only the ring.
+  std::vector<Block> blocks_;
+  bool records_ = false;  // blocks_ kept up to date (prefix caching)
+  Block& blk(int32_t b) { return blocks_[static_cast<size_t>(b)]; }
+  const Block& blk(int32_t b) const { return blocks_[static_cast<size_t>(b)]; }
+  // The free list, oldest first. With prefix caching it is the linked list through the blocks
+  // (a cache hit takes a block out of its middle); without, nothing leaves but the front, so it is
+  // a ring of block ids: the same order, read and written in sequence instead of chasing links.
   int32_t head_ = -1;
   int32_t tail_ = -1;
+  std::vector<int32_t> ring_;
+  int64_t ring_head_ = 0;
   int64_t free_count_ = 0;
   int64_t live_tokens_ = 0;         // sum of filled over blocks with ref > 0
   int64_t reservation_tokens_ = 0;  // slack in last blocks a request may still fill
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
   int64_t prefix_hits_ = 0;
+  int64_t deferred_tokens_ = 0;     // reported by add_deferred(), not yet settled per request
   std::unordered_map<uint64_t, int32_t> by_key_;
-  std::unordered_map<RequestId, Req> requests_;
+  // Requests holding KV: dense slots (freed slots are reused with their block vectors' capacity,
+  // so steady-state growth does not allocate) found through a small hash index.
+  std::vector<Req> slots_;
+  std::vector<int32_t> free_slots_;
+  IdIndex index_;
 };
 
 }  // namespace kvsim

@@ -9,6 +9,7 @@
 
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
+#include "sim/metrics/streamed_file.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {
@@ -43,6 +44,13 @@ class Recorder {
  public:
   explicit Recorder(std::string policy) : policy_(std::move(policy)) {}
 
+  // Rows go straight to these files (borrowed; they must outlive the recorder) instead of being
+  // kept: request_rows() / timeseries_rows() then stay empty. nullptr: keep them in memory.
+  void stream_to(StreamedFile* requests, StreamedFile* timeseries) {
+    request_file_ = requests;
+    timeseries_file_ = timeseries;
+  }
+
   void on_arrival() { ++summary_.requests_total; }
   void on_outcome(const RequestState& r);
   void on_oom() { ++summary_.oom_events; }
@@ -57,7 +65,7 @@ class Recorder {
 
   PolicySummary finish(SimTime end);
 
-  // CSV text produced so far (rows only; headers are below).
+  // CSV text produced so far and not streamed (rows only; headers are below).
   const std::string& request_rows() const { return request_rows_; }
   const std::string& timeseries_rows() const { return timeseries_rows_; }
   static std::string request_header();
@@ -70,6 +78,9 @@ class Recorder {
   KvWasteAccumulator kv_;
   std::string request_rows_;
   std::string timeseries_rows_;
+  StreamedFile* request_file_ = nullptr;
+  StreamedFile* timeseries_file_ = nullptr;
+  std::string line_;  // one streamed row (reused)
 };
 
 }  // namespace kvsim

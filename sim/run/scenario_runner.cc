@@ -14,6 +14,7 @@
 #include "sim/core/data_path.h"
 #include "sim/core/event_queue.h"
 #include "sim/guards/guard.h"
+#include "sim/metrics/streamed_file.h"
 #include "sim/metrics/summary_writer.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/replica.h"
@@ -52,8 +53,12 @@ ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
   return ConfigNode::wrap(merged, root.source(), "engine");
 }
 
+// Rows go to `requests_file` / `timeseries_file` as they are produced, or are appended to
+// `request_rows` / `timeseries_rows` when those are null (no output folder).
 PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunOptions& o,
-                         std::string& request_rows, std::string& timeseries_rows) {
+                         std::string& request_rows, std::string& timeseries_rows,
+                         StreamedFile* requests_file, StreamedFile* timeseries_file,
+                         std::optional<TraceCounters>& trace) {
   const std::string name = policy.get<std::string>("name");
   const ConfigNode engine_node = policy_engine(s.root, policy);
   const EngineConfig engine = parse_engine_config(engine_node);
@@ -74,6 +79,7 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
   EventQueue events(EventQueue::Limits{.max_events = o.max_events,
                                        .max_time = seconds_to_sim(o.max_sim_time_s)});
   Recorder recorder(name);
+  recorder.stream_to(requests_file, timeseries_file);
   Replica replica(events, pool, latency, engine, std::move(guards), recorder);
   replica.set_check_invariants(o.check_invariants);
 
@@ -115,6 +121,7 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
   events.schedule_at(0, sampler);
   events.run();
   replica.finish();
+  if (w.trace_counters && !trace) trace = *w.trace_counters;
   request_rows += recorder.request_rows();
   timeseries_rows += recorder.timeseries_rows();
   return recorder.finish(events.now());
@@ -132,11 +139,25 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   RunResult result;
   const ConfigNode policies = s.root.child("policies");
   if (!policies.is_sequence() || policies.size() == 0) policies.fail_expected("a non-empty list of policies");
+  namespace fs = std::filesystem;
+  const fs::path dir = o.out_dir;
+  // The per-request and timeseries rows stream to temporary files as requests finish (policies
+  // run one after another, so the bytes and row order are those of one buffer); they take their
+  // final names below, with the other files, only when the whole run succeeded.
+  std::unique_ptr<StreamedFile> requests_file, timeseries_file;
+  if (!o.out_dir.empty()) {
+    requests_file = std::make_unique<StreamedFile>(dir / "requests.csv");
+    timeseries_file = std::make_unique<StreamedFile>(dir / "timeseries.csv");
+    requests_file->append(Recorder::request_header());
+    timeseries_file->append(Recorder::timeseries_header());
+  }
   std::string request_rows, timeseries_rows;
   for (size_t i = 0; i < policies.size(); ++i) {
     const ConfigNode p = policies.at(i);
     p.has("guards");
-    result.policies.push_back(run_policy(s, p, o, request_rows, timeseries_rows));
+    result.policies.push_back(run_policy(s, p, o, request_rows, timeseries_rows,
+                                         requests_file.get(), timeseries_file.get(),
+                                         result.trace));
   }
   s.root.child("workload");
   s.root.has("sweep");
@@ -148,8 +169,6 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   result.scenario_hash = fmt::format("{:016x}", fnv1a(resolved));
   if (o.out_dir.empty()) return result;
 
-  namespace fs = std::filesystem;
-  const fs::path dir = o.out_dir;
   nlohmann::ordered_json manifest;
   manifest["kvsim_version"] = kvsim_version();
   manifest["scenario_name"] = s.name;
@@ -160,11 +179,20 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   manifest["gpu"] = s.gpu.name;
   manifest["resolved_scenario"] = resolved;
   manifest["files"] = {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"};
-  write_file_atomic(dir / "requests.csv", Recorder::request_header() + request_rows);
-  write_file_atomic(dir / "timeseries.csv", Recorder::timeseries_header() + timeseries_rows);
+  requests_file->commit();
+  timeseries_file->commit();
   write_file_atomic(dir / "summary.csv", summary_csv(result.policies));
   auto summary = summary_json(result.policies);
   summary["scenario_hash"] = result.scenario_hash;
+  if (result.trace) {  // only here, so other workloads' summaries keep their bytes
+    const TraceCounters& t = *result.trace;
+    summary["trace"] = {{"rows_read", t.rows_read},
+                        {"requests", t.requests},
+                        {"skipped_bad_rows", t.skipped_bad_rows},
+                        {"outside_window", t.outside_window},
+                        {"clipped_prompt", t.clipped_prompt},
+                        {"clipped_output", t.clipped_output}};
+  }
   write_file_atomic(dir / "summary.json", summary.dump(2) + "\n");
   write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n");  // last: marks completion
   return result;

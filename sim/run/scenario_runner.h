@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/config/scenario.h"
 #include "sim/metrics/recorder.h"
+#include "workloads/traces/trace_reader.h"
 
 namespace kvsim {
 
@@ -24,6 +26,9 @@ struct RunOptions {
 struct RunResult {
   std::vector<PolicySummary> policies;
   std::string scenario_hash;  // FNV-1a of the resolved scenario text
+  // Trace workloads only: what the reader did (the first policy's replay; every policy reads
+  // the same rows). summary.json gets it as "trace".
+  std::optional<TraceCounters> trace;
 };
 
 // FNV-1a of a scenario tree's YAML text: the `scenario_hash` of manifest.json and summary.json.

@@ -10,9 +10,9 @@ namespace kvsim {
 
 namespace {
 
-template <class C>
-void erase_id(C& c, int64_t id) {
-  if (auto it = std::find(c.begin(), c.end(), id); it != c.end()) c.erase(it);
+template <class C, class V>
+void erase_id(C& c, const V& v) {
+  if (auto it = std::find(c.begin(), c.end(), v); it != c.end()) c.erase(it);
 }
 
 std::shared_ptr<spdlog::logger> engine_log() {
@@ -31,7 +31,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
       config_(config),
       guards_(std::move(guards)),
       recorder_(recorder),
-      preallocated_(pool.kv().torch_allocator() == nullptr) {}
+      preallocated_(pool.kv().torch_allocator() == nullptr),
+      defer_(pool.kv().supports_deferred_growth()) {}
 
 GuardContext Replica::guard_context(const MemorySnapshot& snap) const {
   const KvUsage u = pool_.kv().usage();
@@ -130,12 +131,13 @@ void Replica::kick() {
 
 void Replica::start_iteration() {
   run_guard_queue();
-  Iteration it;
+  Iteration& it = planning_;
+  it.clear();
   while (true) {
     const bool ok = config_.scheduler == EngineConfig::Scheduler::kStatic ? plan_static(it)
                                                                             : plan_continuous(it);
     if (!ok) return;  // an OOM ended the plan (crash or abort handled)
-    if (!it.prefill_ids.empty() || !it.decode_ids.empty()) break;
+    if (!it.prefill_ids.empty() || !it.decode.empty()) break;
     if (running_.empty() && swapped_.empty()) return;  // idle, or waiting for arrivals
     // Nothing can run although requests hold memory: they wait on each other. Swapped requests
     // come back as recomputes; otherwise the newest running request yields its memory
@@ -149,17 +151,18 @@ void Replica::start_iteration() {
       waiting_.push_front(id);
     } else if (preallocated_ && config_.preemption != EngineConfig::Preemption::kOff &&
                running_.size() > 1) {
-      preempt(running_.back(), it);
+      preempt(running_.back()->spec.id, it);
     } else {
       AllocResult stuck = AllocResult::failure(OomReason::kCapacity, 0, 0, 0);
-      oom(running_.back(), stuck);
+      oom(running_.back()->spec.id, stuck);
       return;
     }
-    it = Iteration{};
+    it.clear();
   }
   BatchShape shape;
   shape.block_tokens = static_cast<int>(std::max<int64_t>(0, pool_.kv().block_tokens()));
-  std::vector<BatchChunk> chunks;
+  std::vector<BatchChunk>& chunks = chunk_scratch_;
+  chunks.clear();
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     const RequestState& r = requests_.at(it.prefill_ids[i]);
     const int64_t chunk = it.prefill_chunks[i];
@@ -167,20 +170,31 @@ void Replica::start_iteration() {
         {.tokens = chunk, .context_tokens = r.prefilled, .emits_token = r.prefilled + chunk >= r.prefill_target});
     chunks.push_back({.query_tokens = chunk, .context_tokens = r.prefilled + chunk});
   }
-  for (int64_t id : it.decode_ids) {
-    const int64_t ctx = requests_.at(id).context_tokens();
-    shape.decode.push_back({.context_tokens = ctx});
-    chunks.push_back({.query_tokens = 1, .context_tokens = ctx});
+  // Decode sequences enter the latency and activation models through their count and context
+  // sum only (exact integer sums; see BatchShape): no per-sequence entries.
+  const int64_t decode_context = it.decode_context;
+  if (check_) {
+    int64_t sum = 0;
+    for (const RequestState* r : it.decode) sum += r->context_tokens();
+    KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);
   }
-  if (AllocResult a = pool_.reserve_activations(chunks); !a) {
-    oom(it.prefill_ids.empty() ? it.decode_ids.back() : it.prefill_ids.back(), a);
+  shape.decode_seqs = static_cast<int64_t>(it.decode.size());
+  shape.decode_context_tokens = decode_context;
+  if (AllocResult a = pool_.reserve_activations(chunks, shape.decode_seqs, decode_context); !a) {
+    oom(it.prefill_ids.empty() ? it.decode.back()->spec.id : it.prefill_ids.back(), a);
     return;
+  }
+  report_deferred();
+  if (check_) {
+    // The checks compare the store's per-request figures with its totals: settle first.
+    for (RequestState* r : running_) settle_kv(*r);
   }
   recorder_.on_memory(pool_.snapshot());
   if (check_) check();
   const double seconds = latency_.iteration(shape).seconds + it.extra_seconds;
   busy_ = true;
-  events_.schedule(std::max<SimTime>(1, seconds_to_sim(seconds)), [this, it] { end_iteration(it); });
+  std::swap(in_flight_, planning_);
+  events_.schedule(std::max<SimTime>(1, seconds_to_sim(seconds)), [this] { end_iteration(); });
 }
 
 bool Replica::plan_continuous(Iteration& it) {
@@ -191,8 +205,8 @@ bool Replica::plan_continuous(Iteration& it) {
 
 bool Replica::plan_static(Iteration& it) {
   if (!running_.empty()) {
-    for (int64_t id : running_) {
-      if (!requests_.at(id).decoding) return admit_prefills(it);  // cannot happen: whole prefills
+    for (const RequestState* r : running_) {
+      if (!r->decoding) return admit_prefills(it);  // cannot happen: whole prefills
     }
     return grow_decodes(it);
   }
@@ -206,15 +220,44 @@ bool Replica::plan_static(Iteration& it) {
 }
 
 bool Replica::grow_decodes(Iteration& it) {
-  const std::vector<int64_t> order = running_;
-  for (int64_t id : order) {
-    auto found = requests_.find(id);
-    if (found == requests_.end() || found->second.phase != Phase::kRunning || !found->second.decoding) continue;
-    RequestState& r = found->second;
+  // A copy: preemption removes requests from running_ during the walk. Preempted ones stay in
+  // requests_ (so the addresses stay valid); their phase tells them apart. Only oom() removes
+  // requests, and it ends the walk.
+  order_scratch_.assign(running_.begin(), running_.end());
+  int64_t prefilling = 0;
+  for (RequestState* rp : order_scratch_) {
+    RequestState& r = *rp;
+    if (r.phase != Phase::kRunning) continue;
+    if (!r.decoding) {
+      ++prefilling;
+      continue;
+    }
+    const int64_t id = r.spec.id;
+    const int64_t target = r.prompt_tokens + r.generated;
+    // The usual step stays inside the last block: no store call (deferred growth), and the
+    // same figures as ensure_kv's (usage() counts the token at once; see KvStore).
+    if (target <= r.kv_tokens || target - r.kv_tokens <= r.kv_room) {
+      if (target > r.kv_tokens) {
+        const int64_t d = target - r.kv_tokens;
+        r.kv_tokens = target;
+        r.kv_room -= d;
+        r.kv_deferred += d;
+        unreported_deferred_ += d;
+      }
+      it.decode.push_back(rp);
+      it.decode_context += r.context_tokens();
+      continue;
+    }
+    settle_kv(r);
     while (true) {
-      AllocResult a = ensure_kv(id, r.prompt_tokens + r.generated);
+      AllocResult a = ensure_kv(id, target);
       if (a) {
-        it.decode_ids.push_back(id);
+        if (defer_) {
+          r.kv_tokens = pool_.kv().tokens(id);
+          r.kv_room = pool_.kv().deferrable_tokens(id);
+        }
+        it.decode.push_back(rp);
+        it.decode_context += r.context_tokens();
         break;
       }
       const bool can_preempt = preallocated_ && config_.preemption != EngineConfig::Preemption::kOff;
@@ -222,20 +265,40 @@ bool Replica::grow_decodes(Iteration& it) {
         oom(id, a);
         return false;
       }
-      const int64_t victim = running_.back();
-      preempt(victim, it);
-      if (victim == id) break;
+      const RequestState* victim = running_.back();
+      preempt(victim->spec.id, it);
+      if (victim == rp) break;
     }
   }
+  it.running_prefills = prefilling;
+  report_deferred();
   return true;
 }
 
+void Replica::report_deferred() {
+  if (unreported_deferred_ == 0) return;
+  pool_.kv().add_deferred(unreported_deferred_);
+  unreported_deferred_ = 0;
+}
+
+void Replica::settle_kv(RequestState& r) {
+  report_deferred();  // the store's totals first, so any snapshot it takes is whole
+  if (r.kv_deferred == 0) return;
+  pool_.kv().settle_deferred(r.spec.id, r.kv_deferred);
+  r.kv_deferred = 0;
+}
+
 bool Replica::admit_prefills(Iteration& it) {
-  int64_t budget = config_.max_num_batched_tokens - static_cast<int64_t>(it.decode_ids.size());
+  int64_t budget = config_.max_num_batched_tokens - static_cast<int64_t>(it.decode.size());
   const bool chunked = config_.chunked_prefill;
   // Unfinished chunked prefills of running requests go first.
-  for (int64_t id : std::vector<int64_t>(running_)) {
-    RequestState& r = requests_.at(id);
+  // Only prefilling running requests matter here; with none (the usual case of a full decode
+  // batch) the walk is skipped.
+  if (it.running_prefills != 0) order_scratch_.assign(running_.begin(), running_.end());
+  else order_scratch_.clear();
+  for (RequestState* rp : order_scratch_) {
+    RequestState& r = *rp;
+    const int64_t id = r.spec.id;
     if (r.decoding || r.prefilled >= r.prefill_target || budget <= 0) continue;
     if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
@@ -270,11 +333,12 @@ bool Replica::admit_prefills(Iteration& it) {
       break;  // wait for blocks to free up
     }
     waiting_.pop_front();
+    forget_kv(r);
     r.phase = Phase::kRunning;
     r.prefill_target = target;
     r.prefilled = 0;
     r.decoding = false;
-    running_.push_back(id);
+    running_.push_back(&r);
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);
     budget -= chunk;
@@ -285,11 +349,11 @@ bool Replica::admit_prefills(Iteration& it) {
 AllocResult Replica::ensure_kv(int64_t id, int64_t tokens) {
   // A plan cut short by an aborted request may already have grown this one: growth is
   // idempotent per target.
-  if (pool_.kv().tokens(id) >= tokens) return AllocResult::success();
-  return pool_.grow_kv(id, tokens);
+  return pool_.ensure_kv(id, tokens);
 }
 
-void Replica::end_iteration(const Iteration& it) {
+void Replica::end_iteration() {
+  const Iteration& it = in_flight_;
   busy_ = false;
   recorder_.on_iteration();
   pool_.release_activations();
@@ -306,12 +370,11 @@ void Replica::end_iteration(const Iteration& it) {
     if (r.first_token_at < 0) r.first_token_at = now;
     if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
   }
-  for (int64_t id : it.decode_ids) {
-    auto f = requests_.find(id);
-    if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
-    RequestState& r = f->second;
+  for (RequestState* rp : it.decode) {
+    RequestState& r = *rp;
+    if (r.phase != Phase::kRunning) continue;
     ++r.generated;
-    if (r.generated >= r.spec.output_tokens) done.push_back(id);
+    if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
   }
   for (int64_t id : done) {
     finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
@@ -323,11 +386,16 @@ void Replica::preempt(int64_t id, Iteration& it) {
   RequestState& r = requests_.at(id);
   recorder_.on_preemption();
   ++r.preemptions;
-  erase_id(running_, id);
-  erase_id(it.decode_ids, id);
+  erase_id(running_, &r);
+  if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
+    it.decode.erase(d);
+    it.decode_context -= r.context_tokens();
+  }
+  settle_kv(r);
   const int64_t tokens = pool_.kv().tokens(id);
   const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();
   pool_.release_kv(id);
+  forget_kv(r);
   r.decoding = false;
   r.prefilled = 0;
   if (config_.preemption == EngineConfig::Preemption::kSwap &&
@@ -352,11 +420,12 @@ bool Replica::try_swap_in(Iteration& it) {
     swap_used_bytes_ -= bytes;
     it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
     swapped_.pop_front();
+    forget_kv(r);
     r.phase = Phase::kRunning;
     r.decoding = true;
     r.prefill_target = r.swapped_tokens;
     r.prefilled = r.swapped_tokens;
-    running_.push_back(id);
+    running_.push_back(&r);
   }
   return true;
 }
@@ -390,7 +459,11 @@ void Replica::restart_done() {
 }
 
 void Replica::release_memory(RequestState& r) {
-  if (pool_.kv().holds(r.spec.id)) pool_.release_kv(r.spec.id);
+  if (pool_.kv().holds(r.spec.id)) {
+    settle_kv(r);
+    pool_.release_kv(r.spec.id);
+  }
+  forget_kv(r);
   if (r.phase == Phase::kSwapped) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
 }
 
@@ -400,12 +473,15 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   RequestState& r = f->second;
   KVSIM_CHECK(r.outcome == Outcome::kNone, "request {} ends twice ({} then {})", id,
               outcome_name(r.outcome), outcome_name(outcome));
+  // The iteration in flight holds running requests by address until it ends.
+  KVSIM_CHECK(!busy_ || r.phase != Phase::kRunning,
+              "request {} finishes while its iteration is in flight", id);
   release_memory(r);
   for (auto& g : guards_) g->on_release(r);
   switch (r.phase) {
     case Phase::kGuardQueue: erase_id(guard_queue_, id); break;
     case Phase::kWaiting: erase_id(waiting_, id); break;
-    case Phase::kRunning: erase_id(running_, id); break;
+    case Phase::kRunning: erase_id(running_, &r); break;
     case Phase::kSwapped: erase_id(swapped_, id); break;
     case Phase::kDone: break;
   }
@@ -446,8 +522,19 @@ void Replica::check() const {
                   guard_queue_.size() + waiting_.size() + running_.size() + swapped_.size(),
               "request bookkeeping: {} in flight vs {} + {} + {} + {} queued", requests_.size(),
               guard_queue_.size(), waiting_.size(), running_.size(), swapped_.size());
-  for (int64_t id : running_) {
+  for (const RequestState* r : running_) {
+    const int64_t id = r->spec.id;
+    auto f = requests_.find(id);
+    KVSIM_CHECK(f != requests_.end() && &f->second == r && r->phase == Phase::kRunning,
+                "running request {} is not in flight as running", id);
     KVSIM_CHECK(pool_.kv().holds(id), "running request {} holds no KV", id);
+    if (r->kv_tokens > 0) {  // the engine's view of deferred growth matches the store
+      KVSIM_CHECK(r->kv_deferred == 0 && pool_.kv().tokens(id) == r->kv_tokens &&
+                      pool_.kv().deferrable_tokens(id) == r->kv_room,
+                  "request {}: engine sees {} KV tokens (+{} room, {} unsettled), store {} (+{})",
+                  id, r->kv_tokens, r->kv_room, r->kv_deferred, pool_.kv().tokens(id),
+                  pool_.kv().deferrable_tokens(id));
+    }
   }
   for (int64_t id : waiting_) {
     KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);

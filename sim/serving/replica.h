@@ -46,8 +46,23 @@ class Replica {
   struct Iteration {
     std::vector<int64_t> prefill_ids;
     std::vector<int64_t> prefill_chunks;
-    std::vector<int64_t> decode_ids;
+    // Decoding sequences, by address: no lookup per sequence. Safe because a running request
+    // stays in requests_ until end_iteration (finish_request checks it).
+    std::vector<RequestState*> decode;
+    int64_t decode_context = 0;  // sum of the decoding sequences' context tokens
+    // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
+    // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running_.
+    int64_t running_prefills = -1;
     double extra_seconds = 0;  // swap traffic over PCIe
+    // Empties the iteration, keeping the vectors' capacity (no allocation per iteration).
+    void clear() {
+      prefill_ids.clear();
+      prefill_chunks.clear();
+      decode.clear();
+      decode_context = 0;
+      running_prefills = -1;
+      extra_seconds = 0;
+    }
   };
 
   GuardContext guard_context(const MemorySnapshot& snap) const;
@@ -66,7 +81,14 @@ class Replica {
   bool admit_prefills(Iteration& it);
   // Grows `id`'s KV to `tokens` unless it already holds that many.
   AllocResult ensure_kv(int64_t id, int64_t tokens);
-  void end_iteration(const Iteration& it);
+  // Deferred decode growth (KvStore::deferrable_tokens): report the tokens deferred so far to
+  // the store; settle one request's deferred tokens before any other store call about it; forget
+  // the engine's view of a request's KV when its allocation changes elsewhere.
+  void report_deferred();
+  void settle_kv(RequestState& r);
+  static void forget_kv(RequestState& r) { r.kv_tokens = r.kv_room = 0; }
+  // Ends in_flight_, the iteration the event queue is running.
+  void end_iteration();
 
   void preempt(int64_t id, Iteration& it);
   bool try_swap_in(Iteration& it);
@@ -88,13 +110,25 @@ class Replica {
   // KV space allocated up front (paged blocks, a contiguous arena): a shortage there means wait
   // or preempt. KV through the caching allocator is a live cudaMalloc: a shortage is an OOM.
   bool preallocated_ = false;
+  // The store takes deferred growth: a decoding sequence that stays inside its last block costs
+  // no store call. unreported_deferred_ counts such tokens not yet passed to add_deferred().
+  bool defer_ = false;
+  int64_t unreported_deferred_ = 0;
 
-  // In flight, by id. Hashed: looked up for every request of every iteration. Walks over it
-  // sort the ids first, so outcomes keep a fixed order.
+  // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its
+  // elements never move (node-based), so running_ and the iterations hold their addresses and the
+  // per-iteration work does no lookup.
   std::unordered_map<int64_t, RequestState> requests_;
   std::deque<int64_t> guard_queue_;
   std::deque<int64_t> waiting_;
-  std::vector<int64_t> running_;  // admission order: the newest is preempted first
+  // Admission order: the newest is preempted first. Elements of requests_.
+  std::vector<RequestState*> running_;
+  // The iteration being planned and the one in flight (at most one: busy_); reused, so their
+  // vectors keep their capacity.
+  Iteration planning_;
+  Iteration in_flight_;
+  std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
+  std::vector<BatchChunk> chunk_scratch_;
   std::deque<int64_t> swapped_;
   int64_t swap_used_bytes_ = 0;
   bool busy_ = false;

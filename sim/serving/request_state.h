@@ -34,6 +34,12 @@ struct RequestState {
   SimTime finished_at = -1;
   uint64_t guard_timeout_event = 0;
   bool has_timeout = false;
+  // The engine's view of the request's KV while decoding, for deferred growth
+  // (KvStore::deferrable_tokens). Valid while kv_tokens > 0; zeroed whenever the store's
+  // allocation changes outside the decode path (admission, swap-in, preemption, release).
+  int64_t kv_tokens = 0;    // tokens held, deferred ones included
+  int64_t kv_room = 0;      // more tokens it may gain by deferral (0: the next goes to the store)
+  int64_t kv_deferred = 0;  // tokens gained by deferral and not yet settled with the store
 
   // Tokens whose KV must exist for the next step: the whole prompt plus what was generated.
   int64_t context_tokens() const { return prompt_tokens + generated; }

@@ -139,4 +139,12 @@ TEST_CASE("trace: node from YAML, relative to the scenario's folder", "[trace][o
   CHECK_THROWS_WITH(parse_trace_options(win.child("trace")), Contains("w.yaml:1:"));
   auto scale = ConfigNode::parse_string("trace: {path: x.csv, time_scale: 0}\n", "t.yaml");
   CHECK_THROWS_WITH(parse_trace_options(scale.child("trace")), Contains("time_scale"));
+  // A missing trace is found while loading, so the error points at the scenario's path: value.
+  auto missing = ConfigNode::parse_string("trace:\n  path: no-such.csv\n", "m.yaml");
+  CHECK_THROWS_WITH(parse_trace_options(missing.child("trace")),
+                    Contains("m.yaml:2:9: trace.path: trace file not found: no-such.csv"));
+  const std::string folder = std::string(KVSIM_TEST_DATA) + "/traces";
+  auto dir = ConfigNode::parse_string("trace: {path: '" + folder + "'}\n", "d.yaml");
+  CHECK_THROWS_WITH(parse_trace_options(dir.child("trace")),
+                    Contains("d.yaml:1:15: trace.path: trace path is not a regular file"));
 }

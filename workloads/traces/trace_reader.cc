@@ -266,6 +266,16 @@ TraceOptions parse_trace_options(const ConfigNode& node) {
   o.on_bad_row = node.get_enum("on_bad_row", {"error", "skip"}, "error") == "skip"
                      ? BadRowPolicy::kSkip
                      : BadRowPolicy::kError;
+  // Checked here, where the scenario's line and column are known; the reader's own open error
+  // stays for a file that vanishes between loading and replay.
+  std::error_code ec;
+  const auto status = std::filesystem::status(p, ec);
+  if (!std::filesystem::exists(status)) {
+    node.child("path").fail(fmt::format("trace file not found: {}", o.path));
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    node.child("path").fail(fmt::format("trace path is not a regular file: {}", o.path));
+  }
   return o;
 }
 

@@ -1,0 +1,145 @@
+// The paged store's fast paths (issue 6): the id index, the free ring used without prefix
+// caching, and deferred decode growth. Each is checked against the plain path it replaces.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include "models/memory/id_index.h"
+#include "models/memory/paged_store.h"
+
+using namespace kvsim;
+
+namespace {
+
+PagedStore make(int64_t blocks, bool prefix) {
+  return PagedStore(1000, {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
+}
+
+void same_usage(const KvUsage& a, const KvUsage& b) {
+  CHECK(a.live_bytes == b.live_bytes);
+  CHECK(a.reservation_bytes == b.reservation_bytes);
+  CHECK(a.internal_bytes == b.internal_bytes);
+  CHECK(a.held_bytes == b.held_bytes);
+  CHECK(a.free_bytes == b.free_bytes);
+  CHECK(a.requests == b.requests);
+}
+
+}  // namespace
+
+TEST_CASE("id index agrees with a hash map under random inserts and erases", "[memory][paged]") {
+  const uint64_t seed = GENERATE(range(0, 20));
+  INFO("seed " << seed);
+  std::mt19937_64 g(seed);
+  IdIndex index;
+  std::unordered_map<int64_t, int32_t> ref;
+  for (int step = 0; step < 4000; ++step) {
+    // Dense ids (as traces give) with a few far ones, so probe runs wrap and collide.
+    const int64_t id = g() % 8 == 0 ? static_cast<int64_t>(g() >> 1) : static_cast<int64_t>(g() % 300);
+    if (g() % 2 == 0 && !ref.count(id)) {
+      const auto slot = static_cast<int32_t>(g() % 1000);
+      index.insert(id, slot);
+      ref[id] = slot;
+    } else {
+      CHECK(index.erase(id) == (ref.erase(id) == 1));
+    }
+    REQUIRE(index.size() == ref.size());
+    for (int k = 0; k < 8; ++k) {
+      const auto probe = static_cast<int64_t>(g() % 300);
+      auto it = ref.find(probe);
+      CHECK(index.find(probe) == (it == ref.end() ? IdIndex::kNone : it->second));
+    }
+  }
+  for (const auto& [id, slot] : ref) CHECK(index.find(id) == slot);
+}
+
+TEST_CASE("the free ring hands out blocks in the linked list's order", "[memory][paged]") {
+  // With prefix caching on but no prefix hashes, the store keeps the linked list and nothing is
+  // shared: the same calls must give the same block tables and figures as the ring.
+  const uint64_t seed = GENERATE(range(0, 20));
+  INFO("seed " << seed);
+  std::mt19937_64 g(seed);
+  PagedStore ring = make(200, false), list = make(200, true);
+  std::vector<int64_t> held;
+  for (int step = 0; step < 600; ++step) {
+    const int op = static_cast<int>(g() % 3);
+    if (op == 0 || held.empty()) {
+      const auto id = static_cast<int64_t>(step);
+      const int64_t prompt = 1 + static_cast<int64_t>(g() % 100);
+      const bool a = static_cast<bool>(ring.allocate(id, prompt, prompt + 50));
+      REQUIRE(a == static_cast<bool>(list.allocate(id, prompt, prompt + 50)));
+      if (a) held.push_back(id);
+    } else if (op == 1) {
+      const int64_t id = held[g() % held.size()];
+      const int64_t to = ring.tokens(id) + 1 + static_cast<int64_t>(g() % 40);
+      REQUIRE(static_cast<bool>(ring.grow(id, to)) == static_cast<bool>(list.grow(id, to)));
+    } else {
+      const size_t k = g() % held.size();
+      ring.release(held[k]);
+      list.release(held[k]);
+      held.erase(held.begin() + static_cast<long>(k));
+    }
+    for (int64_t id : held) REQUIRE(ring.block_table(id) == list.block_table(id));
+    same_usage(ring.usage(), list.usage());
+    ring.check_invariants();
+    list.check_invariants();
+  }
+}
+
+TEST_CASE("deferred decode growth gives the figures of growing token by token", "[memory][paged]") {
+  const bool prefix = GENERATE(false, true);
+  const uint64_t seed = GENERATE(range(0, 10));
+  INFO("seed " << seed << " prefix " << prefix);
+  std::mt19937_64 g(seed);
+  PagedStore eager = make(400, prefix), lazy = make(400, prefix);
+  REQUIRE(lazy.supports_deferred_growth());
+  struct Seq {
+    int64_t id, tokens, deferred;
+  };
+  std::vector<Seq> seqs;
+  for (int64_t id = 0; id < 12; ++id) {
+    const int64_t prompt = 1 + static_cast<int64_t>(g() % 60);
+    REQUIRE(eager.allocate(id, prompt, prompt + 200));
+    REQUIRE(lazy.allocate(id, prompt, prompt + 200));
+    seqs.push_back({id, prompt, 0});
+  }
+  for (int step = 0; step < 150; ++step) {
+    int64_t batch = 0;
+    for (Seq& s : seqs) {  // one decode step each, as the engine does
+      ++s.tokens;
+      REQUIRE(eager.grow(s.id, s.tokens));
+      // The engine's rule: defer while the store says there is room; else settle and grow.
+      const int64_t held = lazy.tokens(s.id) + s.deferred;
+      if (s.tokens - held <= lazy.deferrable_tokens(s.id) - s.deferred) {
+        ++s.deferred;
+        ++batch;
+      } else {
+        lazy.add_deferred(batch);
+        batch = 0;
+        lazy.settle_deferred(s.id, s.deferred);
+        s.deferred = 0;
+        REQUIRE(lazy.grow(s.id, s.tokens));
+      }
+    }
+    lazy.add_deferred(batch);
+    same_usage(eager.usage(), lazy.usage());
+    CHECK(eager.free_blocks() == lazy.free_blocks());
+    if (step % 10 == 9) {  // settle everything, then the full checks hold
+      for (Seq& s : seqs) {
+        lazy.settle_deferred(s.id, s.deferred);
+        s.deferred = 0;
+        CHECK(lazy.tokens(s.id) == eager.tokens(s.id));
+      }
+      lazy.check_invariants();
+      same_usage(eager.usage(), lazy.usage());
+    }
+  }
+  for (Seq& s : seqs) {
+    lazy.settle_deferred(s.id, s.deferred);
+    lazy.release(s.id);
+    eager.release(s.id);
+  }
+  same_usage(eager.usage(), lazy.usage());
+  lazy.check_invariants();
+}
