@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
-# Fuzzes every kvsim input parser with libFuzzer (clang from Debian's packages) under ASan and
-# UBSan, in build-fuzz/. Each target runs for KVSIM_FUZZ_SECONDS (default 10: the CI smoke);
-# a longer hunt is e.g.  KVSIM_FUZZ_SECONDS=600 scripts/fuzz.sh
-# Usage: scripts/fuzz.sh [TARGET...]   (default: every target; names as in tests/fuzz/CMakeLists.txt)
-# Seeds come from the project's own files (scenarios, catalog profiles, claims, trace heads and
-# the bad-input catalogue); the growing corpus stays in build-fuzz/corpus/<target>/ between runs.
-# A crash leaves its input in build-fuzz/crashes/ and makes the script exit 1; replay it with
-#   build-fuzz/fuzz/<target> build-fuzz/crashes/<file>
+# A longer libFuzzer hunt over every kvsim input parser than CI's smoke: the fuzz targets built
+# with clang's full coverage instrumentation (-fsanitize=fuzzer-no-link, comparison tracing
+# included) under ASan + UBSan in build-fuzz/, each run for KVSIM_FUZZ_SECONDS (default 60) by
+# ctest -L fuzz, two at a time. CI's smoke is the same tests in scripts/sanitize.sh's tree.
+#   KVSIM_FUZZ_SECONDS=600 scripts/fuzz.sh            every target, ten minutes each
+#   scripts/fuzz.sh -R fuzz_trace_azure                one target (ctest arguments)
+# Seeds come from the project's own files (tests/fuzz/CMakeLists.txt); the growing corpus stays
+# in build-fuzz/fuzz-work/corpus/<target>/ between runs. A crash fails the target's test and
+# leaves its input in build-fuzz/fuzz-work/crashes/; replay it with
+#   build-fuzz/fuzz/<target> build-fuzz/fuzz-work/crashes/<file>
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${KVSIM_FUZZ_BUILD:-$ROOT/build-fuzz}"
-SECONDS_PER_TARGET="${KVSIM_FUZZ_SECONDS:-10}"
+SECONDS_PER_TARGET="${KVSIM_FUZZ_SECONDS:-60}"
 JOBS="$(nproc 2>/dev/null || echo 2)"
-ALL_TARGETS=(fuzz_scenario fuzz_profile fuzz_claims fuzz_trace_normalized fuzz_trace_azure
-             fuzz_trace_mooncake fuzz_trace_burstgpt fuzz_trace_vidur fuzz_trace_auto)
-if (($#)); then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 
 # clang and libFuzzer's runtime (libclang-rt-14-dev on Debian 12), installed only when missing.
 need=()
@@ -37,69 +36,25 @@ command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 mkdir -p "$BUILD"
 log="$BUILD/build.log"
 if ! { CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-         -DKVSIM_FUZZ=ON -DKVSIM_WITH_CUDA=OFF -DCMAKE_CXX_FLAGS="$FLAGS" \
+         -DKVSIM_FUZZ=ON -DKVSIM_WITH_CUDA=OFF -DKVSIM_BUILD_BENCH=OFF \
+         -DKVSIM_FUZZ_SECONDS="$SECONDS_PER_TARGET" -DCMAKE_CXX_FLAGS="$FLAGS" \
          "${LAUNCHER[@]}" ${KVSIM_FUZZ_CMAKE_ARGS:-} &&
-       cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}"; } >"$log" 2>&1; then
+       cmake --build "$BUILD" -j "$JOBS" --target kvsim_fuzz_all; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "fuzz.sh: build failed (log: $log)" >&2
   exit 1
 fi
 
-# Seed corpus per target: whole small files, and the first 20 lines of the big traces (libFuzzer
-# sizes its inputs from the largest seed, and a 500 KB seed would slow every execution).
-seed() {  # seed DIR FILE...
-  local dir="$1" f; shift
-  mkdir -p "$dir"
-  for f in "$@"; do
-    [[ -f "$f" ]] || continue
-    head -n 20 "$f" >"$dir/$(basename "$f")"
-  done
-}
-seeds_for() {
-  local t="$1" d="$BUILD/seeds/$1"
-  rm -rf "$d"
-  shopt -s nullglob
-  case "$t" in
-    fuzz_scenario) seed "$d" "$ROOT"/scenarios/*.yaml "$ROOT"/tests/data/scenarios/*.yaml \
-                             "$ROOT"/tests/data/bad/scenario/*.yaml
-                   for f in "$ROOT"/scenarios/*.yaml; do cp "$f" "$d/full-$(basename "$f")"; done ;;
-    fuzz_profile) seed "$d" "$ROOT"/models/catalog/profiles/*.yaml
-                  for f in "$ROOT"/models/catalog/profiles/*.yaml; do cp "$f" "$d/full-$(basename "$f")"; done ;;
-    fuzz_claims) seed "$d" "$ROOT"/scenarios/claims/*.csv
-                 for f in "$ROOT"/scenarios/claims/*.csv; do cp "$f" "$d/full-$(basename "$f")"; done ;;
-    fuzz_trace_*) seed "$d" "$ROOT"/tests/data/traces/*.csv "$ROOT"/tests/data/traces/*.jsonl \
-                            "$ROOT"/tests/data/bad/traces/*.csv "$ROOT"/tests/data/bad/traces/*.jsonl ;;
-  esac
-  shopt -u nullglob
-  echo "$d"
-}
-
-mkdir -p "$BUILD/crashes" "$BUILD/logs"
-failed=0
-printf '%-24s %10s %12s %8s %s\n' target seconds executions exec/s result
-for t in "${TARGETS[@]}"; do
-  seeds="$(seeds_for "$t")"
-  corpus="$BUILD/corpus/$t"
-  mkdir -p "$corpus"
-  flog="$BUILD/logs/$t.log"
-  # -timeout: one input taking over 5 s is a hang (the catalogue promises an answer within a
-  # second). -rss_limit_mb: a runaway allocation is a finding, not a dead machine.
-  set +e
-  ( cd "$BUILD" && "$BUILD/fuzz/$t" "$corpus" "$seeds" -max_total_time="$SECONDS_PER_TARGET" \
-      -timeout=5 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-      -artifact_prefix="$BUILD/crashes/$t-" ) >"$flog" 2>&1
-  rc=$?
-  set -e
-  execs="$(grep -m1 'stat::number_of_executed_units' "$flog" | awk '{print $2}')"
-  rate="$(grep -m1 'stat::average_exec_per_sec' "$flog" | awk '{print $2}')"
-  result=ok
-  if ((rc != 0)); then
-    result="CRASH (log: $flog)"
-    failed=1
-  fi
-  printf '%-24s %10s %12s %8s %s\n' "$t" "$SECONDS_PER_TARGET" "${execs:-?}" "${rate:-?}" "$result"
+export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=${KVSIM_ASAN_LEAKS:-1}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+status=0
+(cd "$BUILD" && ctest -L fuzz -j "$JOBS" --output-on-failure "$@") || status=$?
+# One line per target that ran: executions and rate, from its log.
+printf '%-24s %12s %10s\n' target executions exec/s
+for f in "$BUILD"/fuzz-work/logs/*.log; do
+  [[ -f "$f" ]] || continue
+  printf '%-24s %12s %10s\n' "$(basename "$f" .log)" \
+    "$(grep -m1 'stat::number_of_executed_units' "$f" | awk '{print $2}')" \
+    "$(grep -m1 'stat::average_exec_per_sec' "$f" | awk '{print $2}')"
 done
-if ((failed)); then
-  echo "fuzz.sh: a target crashed; inputs are in $BUILD/crashes/" >&2
-  exit 1
-fi
+exit $status

@@ -14,8 +14,9 @@ KVSIM_PACKAGES=(
   catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib
 )
 # Test-only packages, added only when scripts/test.sh sources this file (it sets
-# KVSIM_WITH_TEST_PACKAGES=1): Chromium (~350 MB installed) loads `kvsim report`'s page headless.
-KVSIM_TEST_PACKAGES=(chromium)
+# KVSIM_WITH_TEST_PACKAGES=1): Chromium (~350 MB installed) loads `kvsim report`'s page headless;
+# clang and its sanitizer and libFuzzer runtimes build the ASan + UBSan and fuzz stage.
+KVSIM_TEST_PACKAGES=(chromium clang libclang-rt-14-dev)
 if [[ "${KVSIM_WITH_TEST_PACKAGES:-0}" == 1 ]]; then KVSIM_PACKAGES+=("${KVSIM_TEST_PACKAGES[@]}"); fi
 
 kvsim_missing_packages() {

@@ -250,11 +250,19 @@ std::string sweep_summary_csv(const std::vector<fs::path>& dirs) {
     const size_t eol = text.find('\n');
     KVSIM_CHECK(eol != std::string::npos, "{}: summary.csv without a header", name);
     std::string prefix = std::to_string(point["index"].get<size_t>());
-    for (const auto& v : point["values"]) prefix += "," + csv_field(v.get<std::string>());
+    // Appended piece by piece: `"," + temporary` trips GCC 12's -Wrestrict false positive.
+    for (const auto& v : point["values"]) {
+      prefix += ',';
+      prefix += csv_field(v.get<std::string>());
+    }
     if (header.empty()) {
       header = "point";
-      for (const auto& k : index["keys"]) header += "," + csv_field(k.get<std::string>());
-      header += "," + text.substr(0, eol + 1);
+      for (const auto& k : index["keys"]) {
+        header += ',';
+        header += csv_field(k.get<std::string>());
+      }
+      header += ',';
+      header.append(text, 0, eol + 1);
     }
     std::istringstream lines(text.substr(eol + 1));
     for (std::string line; std::getline(lines, line);) {

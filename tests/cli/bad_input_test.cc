@@ -21,17 +21,13 @@
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
+using kvsim::test::trim;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 extern char** environ;
 
 namespace {
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 std::vector<fs::path> files_with_extension(const fs::path& dir, const std::string& ext) {
   std::vector<fs::path> files;

@@ -9,15 +9,10 @@
 
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
+using kvsim::test::trim;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-namespace {
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-}  // namespace
 
 TEST_CASE("every bad scenario gives its one-line error and exit code 2", "[cli][bad-input]") {
   const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "scenario";

@@ -35,4 +35,17 @@ inline bool not_blank(const std::string& png) {
   return std::system(cmd.c_str()) == 0;
 }
 
+// Whether /usr/bin/python3 has matplotlib (the figure tests skip, with a message, when not).
+inline bool have_matplotlib() {
+  static const bool ok =
+      std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+  return ok;
+}
+
 }  // namespace kvsim::test
+
+#define REQUIRE_MATPLOTLIB()                                                                  \
+  if (!kvsim::test::have_matplotlib()) {                                                      \
+    WARN("skipped: /usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
+    return;                                                                                   \
+  }

@@ -26,18 +26,6 @@ namespace {
 
 const std::string kData = std::string(KVSIM_TEST_DATA) + "/plot";
 
-bool have_matplotlib() {
-  static const bool ok =
-      std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
-  return ok;
-}
-
-#define REQUIRE_MATPLOTLIB()                                                                  \
-  if (!have_matplotlib()) {                                                                   \
-    WARN("skipped: /usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
-    return;                                                                                   \
-  }
-
 
 std::string render(const std::string& dir, const std::string& out, const std::string& extra = "") {
   const auto r = run_cli("plot '" + dir + "' -o '" + out + "'" + extra);

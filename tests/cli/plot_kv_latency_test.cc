@@ -24,18 +24,6 @@ using kvsim::test::run_cli;
 
 namespace {
 
-bool have_matplotlib() {
-  static const bool ok =
-      std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
-  return ok;
-}
-
-#define REQUIRE_MATPLOTLIB()                                                                  \
-  if (!have_matplotlib()) {                                                                   \
-    WARN("skipped: /usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
-    return;                                                                                   \
-  }
-
 
 // Runs `command --plot DIR/a/NAME.png` and again into DIR/b; checks the figure and returns the
 // data JSON the command wrote beside it.

@@ -39,4 +39,9 @@ CliResult run_cli(const std::string& args, const std::string& cwd) {
   return r;
 }
 
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 }  // namespace kvsim::test

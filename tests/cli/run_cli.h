@@ -20,4 +20,7 @@ std::string make_temp_dir(const std::string& stem);
 
 std::string read_text(const std::string& path);
 
+// `s` without its trailing newlines and spaces (an expected-message file's last line).
+std::string trim(std::string s);
+
 }  // namespace kvsim::test

@@ -13,7 +13,7 @@ using namespace kvsim;
 
 namespace {
 
-PagedStore make(int64_t blocks, bool prefix) {
+PagedStore make_block16_store(int64_t blocks, bool prefix) {
   return PagedStore(1000, {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("the free ring hands out blocks in the linked list's order", "[memory]
   const uint64_t seed = GENERATE(range(0, 20));
   INFO("seed " << seed);
   std::mt19937_64 g(seed);
-  PagedStore ring = make(200, false), list = make(200, true);
+  PagedStore ring = make_block16_store(200, false), list = make_block16_store(200, true);
   std::vector<int64_t> held;
   for (int step = 0; step < 600; ++step) {
     const int op = static_cast<int>(g() % 3);
@@ -92,7 +92,7 @@ TEST_CASE("deferred decode growth gives the figures of growing token by token", 
   const uint64_t seed = GENERATE(range(0, 10));
   INFO("seed " << seed << " prefix " << prefix);
   std::mt19937_64 g(seed);
-  PagedStore eager = make(400, prefix), lazy = make(400, prefix);
+  PagedStore eager = make_block16_store(400, prefix), lazy = make_block16_store(400, prefix);
   REQUIRE(lazy.supports_deferred_growth());
   struct Seq {
     int64_t id, tokens, deferred;
