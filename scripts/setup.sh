@@ -15,8 +15,9 @@ KVSIM_PACKAGES=(
 )
 # Test-only packages, added only when scripts/test.sh sources this file (it sets
 # KVSIM_WITH_TEST_PACKAGES=1): Chromium (~350 MB installed) loads `kvsim report`'s page headless;
-# clang and its sanitizer and libFuzzer runtimes build the ASan + UBSan and fuzz stage.
-KVSIM_TEST_PACKAGES=(chromium clang libclang-rt-14-dev)
+# clang and its sanitizer and libFuzzer runtimes build the ASan + UBSan and fuzz stage; GNU time
+# (/usr/bin/time) times the bench smoke.
+KVSIM_TEST_PACKAGES=(chromium clang libclang-rt-14-dev time)
 if [[ "${KVSIM_WITH_TEST_PACKAGES:-0}" == 1 ]]; then KVSIM_PACKAGES+=("${KVSIM_TEST_PACKAGES[@]}"); fi
 
 kvsim_missing_packages() {
