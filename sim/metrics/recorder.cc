@@ -64,13 +64,13 @@ void Recorder::on_outcome(const RequestState& r) {
     }
     summary_.output_tokens_served += r.generated;
   }
-  std::string& rows = request_file_ ? line_ : request_rows_;
-  if (request_file_) rows.clear();
-  fmt::format_to(std::back_inserter(rows), "{},{},{:.6f},{},{},{},{},{},{},{},{},{},{}\n", policy_,
+  if (!request_file_) return;
+  line_.clear();
+  fmt::format_to(std::back_inserter(line_), "{},{},{:.6f},{},{},{},{},{},{},{},{},{},{}\n", policy_,
                  r.spec.id, sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens,
                  r.prompt_tokens, r.spec.output_tokens, r.generated, outcome_name(r.outcome),
                  ttft, tpot, e2e, r.preemptions, r.tokens_dropped);
-  if (request_file_) request_file_->append(rows);
+  request_file_->append(line_);
 }
 
 void Recorder::on_memory(const MemorySnapshot& s) {
@@ -86,15 +86,12 @@ void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue
                          int64_t running) {
   on_memory(s);
   kv_.hold(t, KvSample::from(s));
+  if (!timeseries_file_) return;
   std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
   for (int64_t b : s.categories()) row += fmt::format(",{}", b);
   row += fmt::format(",{},{},{},{},{},{}\n", s.torch_allocated_bytes, s.torch_reserved_bytes,
                      s.driver_free_bytes, guard_queue, waiting, running);
-  if (timeseries_file_) {
-    timeseries_file_->append(row);
-  } else {
-    timeseries_rows_ += row;
-  }
+  timeseries_file_->append(row);
 }
 
 PolicySummary Recorder::finish(SimTime end) {

@@ -44,8 +44,9 @@ class Recorder {
  public:
   explicit Recorder(std::string policy) : policy_(std::move(policy)) {}
 
-  // Rows go straight to these files (borrowed; they must outlive the recorder) instead of being
-  // kept: request_rows() / timeseries_rows() then stay empty. nullptr: keep them in memory.
+  // Rows go straight to these files (borrowed; they must outlive the recorder). Without files
+  // (a run with no output folder) rows are not formatted at all: nothing grows with the run's
+  // length but the latency samples the percentiles need.
   void stream_to(StreamedFile* requests, StreamedFile* timeseries) {
     request_file_ = requests;
     timeseries_file_ = timeseries;
@@ -65,9 +66,6 @@ class Recorder {
 
   PolicySummary finish(SimTime end);
 
-  // CSV text produced so far and not streamed (rows only; headers are below).
-  const std::string& request_rows() const { return request_rows_; }
-  const std::string& timeseries_rows() const { return timeseries_rows_; }
   static std::string request_header();
   static std::string timeseries_header();
 
@@ -76,8 +74,6 @@ class Recorder {
   PolicySummary summary_;
   std::vector<double> ttft_, tpot_, e2e_;
   KvWasteAccumulator kv_;
-  std::string request_rows_;
-  std::string timeseries_rows_;
   StreamedFile* request_file_ = nullptr;
   StreamedFile* timeseries_file_ = nullptr;
   std::string line_;  // one streamed row (reused)

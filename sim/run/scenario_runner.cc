@@ -53,10 +53,9 @@ ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
   return ConfigNode::wrap(merged, root.source(), "engine");
 }
 
-// Rows go to `requests_file` / `timeseries_file` as they are produced, or are appended to
-// `request_rows` / `timeseries_rows` when those are null (no output folder).
+// Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
+// (both null) they are not produced.
 PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunOptions& o,
-                         std::string& request_rows, std::string& timeseries_rows,
                          StreamedFile* requests_file, StreamedFile* timeseries_file,
                          std::optional<TraceCounters>& trace) {
   const std::string name = policy.get<std::string>("name");
@@ -122,8 +121,6 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
   events.run();
   replica.finish();
   if (w.trace_counters && !trace) trace = *w.trace_counters;
-  request_rows += recorder.request_rows();
-  timeseries_rows += recorder.timeseries_rows();
   return recorder.finish(events.now());
 }
 
@@ -151,12 +148,10 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
     requests_file->append(Recorder::request_header());
     timeseries_file->append(Recorder::timeseries_header());
   }
-  std::string request_rows, timeseries_rows;
   for (size_t i = 0; i < policies.size(); ++i) {
     const ConfigNode p = policies.at(i);
     p.has("guards");
-    result.policies.push_back(run_policy(s, p, o, request_rows, timeseries_rows,
-                                         requests_file.get(), timeseries_file.get(),
+    result.policies.push_back(run_policy(s, p, o, requests_file.get(), timeseries_file.get(),
                                          result.trace));
   }
   s.root.child("workload");
