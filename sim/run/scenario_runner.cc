@@ -83,6 +83,7 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
   replica.set_check_invariants(o.check_invariants);
 
   Workload w = make_workload(s.root.child("workload"), s.seed);
+  if (o.validate_only) return PolicySummary{};
   std::function<void()> pump = [&] {
     if (!w.source) return;
     if (auto next = w.source->next()) {
@@ -142,7 +143,7 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   // run one after another, so the bytes and row order are those of one buffer); they take their
   // final names below, with the other files, only when the whole run succeeded.
   std::unique_ptr<StreamedFile> requests_file, timeseries_file;
-  if (!o.out_dir.empty()) {
+  if (!o.out_dir.empty() && !o.validate_only) {
     requests_file = std::make_unique<StreamedFile>(dir / "requests.csv");
     timeseries_file = std::make_unique<StreamedFile>(dir / "timeseries.csv");
     requests_file->append(Recorder::request_header());
@@ -162,7 +163,7 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   emitter << s.root.yaml();
   const std::string resolved = emitter.c_str();
   result.scenario_hash = fmt::format("{:016x}", fnv1a(resolved));
-  if (o.out_dir.empty()) return result;
+  if (o.out_dir.empty() || o.validate_only) return result;
 
   nlohmann::ordered_json manifest;
   manifest["kvsim_version"] = kvsim_version();

@@ -21,6 +21,10 @@ struct RunOptions {
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
   double sample_interval_s = 1.0;      // timeseries period
+  // Set up everything a run would (each policy's engine, memory pool, profile and guards, the
+  // workload with its trace's header) and stop before the first event: what `kvsim check` does,
+  // so it finds every error a run would find before simulating. Nothing is written.
+  bool validate_only = false;
 };
 
 struct RunResult {

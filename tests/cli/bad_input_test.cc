@@ -16,6 +16,8 @@
 #include <fstream>
 #include <thread>
 
+#include "models/catalog.h"
+#include "sim/config/scenario.h"
 #include "tests/cli/run_cli.h"
 
 using kvsim::test::make_temp_dir;
@@ -208,11 +210,19 @@ TEST_CASE("the kv_guard shape lint does not overflow on absurd guard figures", "
   write_text(f, "name: s\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\npolicies:\n"
                 "  - {name: k, guards: [{type: kv_guard, num_layers: 4000000000000,\n"
                 "     num_heads: 4000000000000, head_dim: 4000000000000}]}\n");
-  auto r = run_cli("check '" + f.string() + "'");
-  CHECK(r.exit_code == 0);
+  // The lint itself, on the loaded scenario (before the guard's own bounds are applied):
   // (4e12)^3 / (32 x 32 x 128) = 4.8828125e32, positive (the wrapped product gave a negative).
-  CHECK_THAT(r.err, Contains("its estimate is off by 4882812500000000"));
-  CHECK_THAT(r.err, !Contains("off by -"));
+  std::string lints;
+  for (const auto& l : kvsim::lint_scenario(kvsim::load_scenario_file(f, kvsim::Catalog::builtin()))) {
+    lints += l + "\n";
+  }
+  CHECK_THAT(lints, Contains("its estimate is off by 4882812500000000"));
+  CHECK_THAT(lints, !Contains("off by -"));
+  // `kvsim check` sets the guard up as a run would, and its bounds refuse the figures cleanly.
+  auto r = run_cli("check '" + f.string() + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("s.yaml:5:53: policies[0].guards[0].num_layers: expected an integer >= 1"));
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   fs::remove_all(tmp);
 }
 
