@@ -9,7 +9,7 @@
 
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
-#include "sim/metrics/streamed_file.h"
+#include "sim/core/atomic_file.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {
@@ -47,7 +47,7 @@ class Recorder {
   // Rows go straight to these files (borrowed; they must outlive the recorder). Without files
   // (a run with no output folder) rows are not formatted at all: nothing grows with the run's
   // length but the latency samples the percentiles need.
-  void stream_to(StreamedFile* requests, StreamedFile* timeseries) {
+  void stream_to(AtomicFile* requests, AtomicFile* timeseries) {
     request_file_ = requests;
     timeseries_file_ = timeseries;
   }
@@ -74,8 +74,8 @@ class Recorder {
   PolicySummary summary_;
   std::vector<double> ttft_, tpot_, e2e_;
   KvWasteAccumulator kv_;
-  StreamedFile* request_file_ = nullptr;
-  StreamedFile* timeseries_file_ = nullptr;
+  AtomicFile* request_file_ = nullptr;
+  AtomicFile* timeseries_file_ = nullptr;
   std::string line_;  // one streamed row (reused)
 };
 

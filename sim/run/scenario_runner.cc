@@ -14,7 +14,6 @@
 #include "sim/core/data_path.h"
 #include "sim/core/event_queue.h"
 #include "sim/guards/guard.h"
-#include "sim/metrics/streamed_file.h"
 #include "sim/metrics/summary_writer.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/replica.h"
@@ -56,7 +55,7 @@ ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
 // Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
 // (both null) they are not produced.
 PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunOptions& o,
-                         StreamedFile* requests_file, StreamedFile* timeseries_file,
+                         AtomicFile* requests_file, AtomicFile* timeseries_file,
                          std::optional<TraceCounters>& trace) {
   const std::string name = policy.get<std::string>("name");
   const ConfigNode engine_node = policy_engine(s.root, policy);
@@ -142,10 +141,10 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   // The per-request and timeseries rows stream to temporary files as requests finish (policies
   // run one after another, so the bytes and row order are those of one buffer); they take their
   // final names below, with the other files, only when the whole run succeeded.
-  std::unique_ptr<StreamedFile> requests_file, timeseries_file;
+  std::unique_ptr<AtomicFile> requests_file, timeseries_file;
   if (!o.out_dir.empty() && !o.validate_only) {
-    requests_file = std::make_unique<StreamedFile>(dir / "requests.csv");
-    timeseries_file = std::make_unique<StreamedFile>(dir / "timeseries.csv");
+    requests_file = std::make_unique<AtomicFile>(dir / "requests.csv");
+    timeseries_file = std::make_unique<AtomicFile>(dir / "timeseries.csv");
     requests_file->append(Recorder::request_header());
     timeseries_file->append(Recorder::timeseries_header());
   }
