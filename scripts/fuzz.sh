@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A longer libFuzzer hunt over every kvsim input parser than CI's smoke: the fuzz targets built
 # with clang's full coverage instrumentation (-fsanitize=fuzzer-no-link, comparison tracing
-# included) under ASan + UBSan in build-fuzz/, each run for KVSIM_FUZZ_SECONDS (default 60) by
-# ctest -L fuzz, two at a time. CI's smoke is the same tests in scripts/sanitize.sh's tree.
+# included) under ASan + UBSan in build-fuzz/ (through scripts/sanitize.sh), each run for
+# KVSIM_FUZZ_SECONDS (default 60) by ctest -L fuzz, two at a time. CI's smoke is the same tests
+# in scripts/sanitize.sh's own tree (build-asan/), with lighter instrumentation.
 #   KVSIM_FUZZ_SECONDS=600 scripts/fuzz.sh            every target, ten minutes each
 #   scripts/fuzz.sh -R fuzz_trace_azure                one target (ctest arguments)
 # Seeds come from the project's own files (tests/fuzz/CMakeLists.txt); the growing corpus stays
@@ -14,7 +15,6 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${KVSIM_FUZZ_BUILD:-$ROOT/build-fuzz}"
 SECONDS_PER_TARGET="${KVSIM_FUZZ_SECONDS:-60}"
-JOBS="$(nproc 2>/dev/null || echo 2)"
 
 # clang and libFuzzer's runtime (libclang-rt-14-dev on Debian 12), installed only when missing.
 need=()
@@ -28,27 +28,12 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# Every library is instrumented for coverage (fuzzer-no-link) and checked by ASan + UBSan; only
-# the fuzz binaries link libFuzzer's main.
-FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-LAUNCHER=()
-command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-mkdir -p "$BUILD"
-log="$BUILD/build.log"
-if ! { CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-         -DKVSIM_FUZZ=ON -DKVSIM_WITH_CUDA=OFF -DKVSIM_BUILD_BENCH=OFF \
-         -DKVSIM_FUZZ_SECONDS="$SECONDS_PER_TARGET" -DCMAKE_CXX_FLAGS="$FLAGS" \
-         "${LAUNCHER[@]}" ${KVSIM_FUZZ_CMAKE_ARGS:-} &&
-       cmake --build "$BUILD" -j "$JOBS" --target kvsim_fuzz_all; } >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "fuzz.sh: build failed (log: $log)" >&2
-  exit 1
-fi
-
-export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=${KVSIM_ASAN_LEAKS:-1}"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# The tree, flags and ctest run are scripts/sanitize.sh's, with the full instrumentation and only
+# the fuzz targets built.
+rm -f "$BUILD"/fuzz-work/logs/*.log  # the table below lists this run's targets only
 status=0
-(cd "$BUILD" && ctest -L fuzz -j "$JOBS" --output-on-failure "$@") || status=$?
+KVSIM_ASAN_BUILD="$BUILD" KVSIM_SANITIZE_COVERAGE=full KVSIM_SANITIZE_TARGETS=kvsim_fuzz_all \
+  KVSIM_FUZZ_SECONDS="$SECONDS_PER_TARGET" "$ROOT/scripts/sanitize.sh" -L fuzz "$@" || status=$?
 # One line per target that ran: executions and rate, from its log.
 printf '%-24s %12s %10s\n' target executions exec/s
 for f in "$BUILD"/fuzz-work/logs/*.log; do

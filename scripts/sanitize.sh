@@ -5,7 +5,9 @@
 # ctest. Any sanitizer report fails the test that triggered it (UBSan does not recover; ASan
 # aborts on the first error). Called by scripts/test.sh after the Release suites; alone:
 #   scripts/sanitize.sh [CTEST ARGS...]     e.g. scripts/sanitize.sh -L fuzz, -R kvsim_cli_tests
-# KVSIM_FUZZ_SECONDS (default 20) sets how long each fuzz target runs.
+# KVSIM_FUZZ_SECONDS (default 20) sets how long each fuzz target runs. scripts/fuzz.sh reuses this
+# script for its longer hunt with KVSIM_ASAN_BUILD (the tree), KVSIM_SANITIZE_COVERAGE=full and
+# KVSIM_SANITIZE_TARGETS (what to build; default everything).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,9 +19,13 @@ done
 
 # Light coverage instrumentation (8-bit counters) is all libFuzzer needs to steer the smoke, and
 # unlike -fsanitize=fuzzer-no-link's comparison tracing it barely slows the suites that share
-# these objects; scripts/fuzz.sh uses the full instrumentation for long hunts.
+# these objects; the long hunt (scripts/fuzz.sh) asks for the full instrumentation.
+COVERAGE="-fsanitize-coverage=inline-8bit-counters,pc-table"
+[[ "${KVSIM_SANITIZE_COVERAGE:-light}" == full ]] && COVERAGE="-fsanitize=fuzzer-no-link"
 FLAGS="-O1 -gline-tables-only -fsanitize=address,undefined -fno-sanitize-recover=undefined"
-FLAGS+=" -fno-omit-frame-pointer -fsanitize-coverage=inline-8bit-counters,pc-table"
+FLAGS+=" -fno-omit-frame-pointer $COVERAGE"
+TARGETS=()
+[[ -n "${KVSIM_SANITIZE_TARGETS:-}" ]] && TARGETS=(--target $KVSIM_SANITIZE_TARGETS)
 LAUNCHER=()
 command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 mkdir -p "$BUILD"
@@ -29,7 +35,7 @@ if ! { CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=None
          -DKVSIM_FUZZ_SECONDS="${KVSIM_FUZZ_SECONDS:-20}" -DCMAKE_CXX_FLAGS="$FLAGS" \
          -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
          "${LAUNCHER[@]}" ${KVSIM_ASAN_CMAKE_ARGS:-} &&
-       cmake --build "$BUILD" -j "$JOBS"; } >"$log" 2>&1; then
+       cmake --build "$BUILD" -j "$JOBS" "${TARGETS[@]}"; } >"$log" 2>&1; then
   cat "$log" >&2
   echo "sanitize.sh: build failed (log: $log)" >&2
   exit 1
