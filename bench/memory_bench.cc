@@ -18,7 +18,7 @@
 #include "models/memory/caching_allocator_store.h"
 #include "models/memory/contiguous_store.h"
 #include "models/memory/paged_store.h"
-#include "sim/core/units.h"
+#include "core/units.h"
 
 using namespace kvsim;
 

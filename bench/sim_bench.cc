@@ -22,7 +22,7 @@
 
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
-#include "sim/core/data_path.h"
+#include "core/data_path.h"
 #include "sim/run/scenario_runner.h"
 #include "sim/serving/outcome.h"
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "kernels/cuda_common.cuh"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::kernels::cuda {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kernels/cuda_common.cuh"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::kernels::cuda {
 

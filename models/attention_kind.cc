@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
-#include "sim/core/data_path.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/data_path.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

@@ -1,7 +1,7 @@
 #include "models/gpu_spec.h"
 
-#include "sim/config/config_node.h"
-#include "sim/core/units.h"
+#include "core/config_node.h"
+#include "core/units.h"
 
 namespace kvsim {
 

@@ -9,8 +9,8 @@
 #include "kernels/cpu_ref/gemm_ref.h"
 #include "kernels/cpu_ref/paged_decode_ref.h"
 #include "kernels/cpu_ref/random_inputs.h"
-#include "sim/core/check.h"
-#include "sim/core/errors.h"
+#include "core/check.h"
+#include "core/errors.h"
 
 namespace kvsim::validate {
 

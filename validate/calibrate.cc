@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "models/latency/profile.h"
-#include "sim/cli/text_table.h"
-#include "sim/core/atomic_file.h"
-#include "sim/core/errors.h"
+#include "core/text_table.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "validate/commands.h"
 #include "validate/fit_profile.h"
 

@@ -9,7 +9,7 @@
 
 #include "kernels/cuda_api.h"
 #include "kernels/cpu_ref/paged_decode_ref.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "validate/backend.h"
 
 namespace kvsim::validate {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 
 namespace kvsim::validate {
 

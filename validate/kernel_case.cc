@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "kernels/cpu_ref/attention_ref.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::validate {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "models/latency/latency_model.h"
-#include "sim/core/check.h"
+#include "core/check.h"
 #include "validate/grid.h"
 
 namespace kvsim::validate {

@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include "models/catalog.h"
-#include "sim/core/atomic_file.h"
-#include "sim/core/data_path.h"
-#include "sim/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/data_path.h"
+#include "core/errors.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
 

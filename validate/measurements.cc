@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::validate {
 

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "models/catalog.h"
-#include "sim/core/atomic_file.h"
-#include "sim/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
 #include "validate/commands.h"
 #ifdef KVSIM_HAVE_CUDA
 #include "kernels/cuda_api.h"

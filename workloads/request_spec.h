@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "sim/core/sim_time.h"
+#include "core/sim_time.h"
 
 namespace kvsim {
 

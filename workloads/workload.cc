@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 #include "workloads/generators/open_loop.h"
 
 namespace kvsim {

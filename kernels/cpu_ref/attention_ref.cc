@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim::kernels {
 

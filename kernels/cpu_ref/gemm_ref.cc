@@ -1,6 +1,6 @@
 #include "kernels/cpu_ref/gemm_ref.h"
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim::kernels {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim::kernels {
 

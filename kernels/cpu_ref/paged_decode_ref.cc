@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "kernels/cpu_ref/attention_ref.h"
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim::kernels {
 

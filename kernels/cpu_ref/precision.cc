@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::kernels {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::kernels {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim::kernels {
 

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/core/check.h"
-#include "sim/core/errors.h"
+#include "core/check.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

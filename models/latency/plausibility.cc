@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "models/catalog.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "models/gpu_spec.h"
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "models/model_spec.h"
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/errors.h"
+#include "core/units.h"
 
 namespace kvsim {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "models/model_spec.h"
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

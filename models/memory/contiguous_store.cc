@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
-#include "sim/core/check.h"
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/config_node.h"
+#include "core/check.h"
+#include "core/errors.h"
+#include "core/units.h"
 
 namespace kvsim {
 

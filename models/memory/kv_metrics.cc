@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

@@ -9,7 +9,7 @@
 
 #include "models/memory/kv_store.h"
 #include "models/memory/memory_snapshot.h"
-#include "sim/core/sim_time.h"
+#include "core/sim_time.h"
 
 namespace kvsim {
 

@@ -9,9 +9,9 @@
 #include "models/memory/kv_store.h"
 #include "models/memory/paged_store.h"
 #include "models/model_spec.h"
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/config_node.h"
+#include "core/errors.h"
+#include "core/units.h"
 
 namespace kvsim {
 

@@ -1,6 +1,6 @@
 #include "models/memory/memory_snapshot.h"
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

@@ -3,11 +3,11 @@
 #include <cstddef>
 #include <limits>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 #include <algorithm>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "models/catalog.h"
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/errors.h"
+#include "core/units.h"
 
 namespace kvsim {
 

@@ -9,7 +9,7 @@
 
 #include "models/gpu_spec.h"
 #include "models/model_spec.h"
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 
 namespace kvsim {
 

@@ -13,7 +13,7 @@
 #include "models/memory/kv_store.h"
 #include "models/memory/memory_snapshot.h"
 #include "models/model_spec.h"
-#include "sim/core/sim_time.h"
+#include "core/sim_time.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {

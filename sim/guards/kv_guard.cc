@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
-#include "sim/core/units.h"
+#include "core/config_node.h"
+#include "core/units.h"
 #include "sim/guards/guard_makers.h"
 
 namespace kvsim {

@@ -1,7 +1,7 @@
 // max_inflight: at most N admitted requests at once; the rest queue (or are rejected).
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 #include "sim/guards/guard_makers.h"
 
 namespace kvsim {

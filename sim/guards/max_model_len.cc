@@ -2,7 +2,7 @@
 // its prompt is truncated to fit (keeping the most recent tokens).
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 #include "sim/guards/guard_makers.h"
 
 namespace kvsim {

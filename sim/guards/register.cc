@@ -3,7 +3,7 @@
 #include <functional>
 #include <map>
 
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 #include "sim/guards/guard_makers.h"
 
 namespace kvsim {

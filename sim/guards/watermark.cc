@@ -3,7 +3,7 @@
 // rejected when even an empty pool could not keep the watermark (NEVER). Paged stores only.
 #include <fmt/format.h>
 
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 #include "sim/guards/guard_makers.h"
 
 namespace kvsim {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

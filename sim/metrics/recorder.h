@@ -9,7 +9,7 @@
 
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
-#include "sim/core/atomic_file.h"
+#include "core/atomic_file.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/cli/text_table.h"
+#include "core/text_table.h"
 
 namespace kvsim {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "models/memory/activation.h"
-#include "sim/core/sim_time.h"
+#include "core/sim_time.h"
 
 namespace kvsim {
 

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

@@ -12,7 +12,7 @@
 
 #include "models/latency/latency_model.h"
 #include "models/memory/gpu_memory_pool.h"
-#include "sim/core/event_queue.h"
+#include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
 #include "sim/metrics/recorder.h"
 #include "sim/serving/engine_config.h"

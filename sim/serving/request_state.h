@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "sim/core/sim_time.h"
+#include "core/sim_time.h"
 #include "sim/serving/outcome.h"
 #include "workloads/request_spec.h"
 

@@ -4,8 +4,8 @@
 
 #include <cctype>
 
-#include "sim/config/config_patch.h"
-#include "sim/core/errors.h"
+#include "core/config_patch.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

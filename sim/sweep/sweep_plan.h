@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 
 namespace kvsim {
 

@@ -14,10 +14,10 @@
 #include <thread>
 
 #include "sim/config/scenario.h"
-#include "sim/core/atomic_file.h"
-#include "sim/core/check.h"
-#include "sim/core/data_path.h"
-#include "sim/core/errors.h"
+#include "core/atomic_file.h"
+#include "core/check.h"
+#include "core/data_path.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

@@ -1,8 +1,8 @@
 // ConfigNode: positions, types, bounds, unknown keys, duplicates.
 #include <catch2/catch.hpp>
 
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 
 #include "models/catalog.h"
 #include "models/latency/plausibility.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

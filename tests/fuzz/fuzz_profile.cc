@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "models/latency/profile.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "models/catalog.h"
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 #include "sim/config/scenario.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "workloads/workload.h"
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "workloads/traces/trace_reader.h"
 

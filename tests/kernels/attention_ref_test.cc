@@ -6,7 +6,7 @@
 #include "kernels/cpu_ref/attention_ref.h"
 #include "kernels/cpu_ref/random_inputs.h"
 #include "kernels/cpu_ref/tolerance.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 using namespace kvsim::kernels;
 

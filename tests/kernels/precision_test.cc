@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "kernels/cpu_ref/precision.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 using namespace kvsim::kernels;
 

@@ -7,7 +7,7 @@
 
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim::test {
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "models/latency/plausibility.h"
-#include "sim/core/data_path.h"
+#include "core/data_path.h"
 #include "tests/latency/latency_test_util.h"
 
 using namespace kvsim;

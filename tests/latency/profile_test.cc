@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "sim/core/data_path.h"
+#include "core/data_path.h"
 #include "tests/latency/latency_test_util.h"
 
 using namespace kvsim;

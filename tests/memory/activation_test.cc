@@ -7,7 +7,7 @@
 #include "models/memory/activation.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/caching_allocator_store.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 using namespace kvsim;
 

@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "models/memory/caching_allocator.h"
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/errors.h"
+#include "core/units.h"
 
 using namespace kvsim;
 

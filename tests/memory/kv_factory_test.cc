@@ -4,8 +4,8 @@
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_store.h"
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 
 using namespace kvsim;
 using Catch::Matchers::Contains;

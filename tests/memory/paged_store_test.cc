@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "models/memory/paged_store.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 using namespace kvsim;
 

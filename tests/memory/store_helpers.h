@@ -8,7 +8,7 @@
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_store.h"
-#include "sim/config/config_node.h"
+#include "core/config_node.h"
 
 namespace kvsim::test {
 

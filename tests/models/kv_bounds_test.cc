@@ -6,8 +6,8 @@
 
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/errors.h"
+#include "core/units.h"
 
 using namespace kvsim;
 

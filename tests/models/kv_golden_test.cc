@@ -5,7 +5,7 @@
 
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
-#include "sim/core/units.h"
+#include "core/units.h"
 
 using namespace kvsim;
 

@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim {
 namespace {

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "models/catalog.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim {
 namespace {

@@ -1,7 +1,7 @@
 // The CUDA backend through the harness: tagged [gpu], skips with a message without a device.
 #include <catch2/catch.hpp>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/validate/shell.h"
 #include "validate/backend.h"
 #include "validate/commands.h"

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/validate/shell.h"
 #include "validate/grid.h"
 #include "validate/measurements.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 #include "tests/workloads/test_util.h"
 #include "workloads/lengths.h"
 #include "workloads/random.h"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/workloads/test_util.h"
 #include "workloads/traces/trace_reader.h"
 

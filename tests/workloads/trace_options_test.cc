@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 #include "tests/workloads/test_util.h"
 #include "workloads/traces/trace_reader.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "tests/workloads/test_util.h"
 
 using namespace kvsim;

@@ -1,6 +1,6 @@
 #include "workloads/generators/closed_loop.h"
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace kvsim {
 

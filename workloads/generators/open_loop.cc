@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/config/config_node.h"
-#include "sim/core/check.h"
+#include "core/config_node.h"
+#include "core/check.h"
 
 namespace kvsim {
 

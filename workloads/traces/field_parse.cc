@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace kvsim::trace_detail {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace kvsim {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "workloads/traces/line_reader.h"
 
 namespace kvsim {

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "sim/config/config_node.h"
-#include "sim/core/errors.h"
+#include "core/config_node.h"
+#include "core/errors.h"
 #include "workloads/traces/field_parse.h"
 #include "workloads/traces/row_parser.h"
 

@@ -1,0 +1,106 @@
+// `kvsim models` and `kvsim gpus`: list the shipped catalogs (a table, or --json for machines).
+#include <CLI/CLI.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/catalog.h"
+#include "apps/kvsim/commands.h"
+#include "core/text_table.h"
+#include "core/units.h"
+
+namespace kvsim::cli {
+
+namespace {
+
+void list_models(bool json) {
+  const auto& models = Catalog::builtin().models();
+  if (json) {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& [name, m] : models) {
+      nlohmann::ordered_json o;
+      o["name"] = name;
+      o["display_name"] = m.display_name;
+      o["layers"] = m.layers;
+      o["heads"] = m.heads;
+      o["kv_heads"] = m.kv_heads;
+      o["head_dim"] = m.head_dim;
+      o["hidden"] = m.hidden;
+      o["ffn"] = m.ffn;
+      o["vocab"] = m.vocab;
+      o["num_experts"] = m.num_experts;
+      o["experts_per_token"] = m.experts_per_token;
+      o["max_position"] = m.max_position;
+      o["attention"] = m.attention_kind();
+      o["params"] = m.param_count();
+      o["active_params"] = m.active_param_count();
+      o["weight_dtype"] = std::string(dtype_name(m.weight_dtype));
+      o["kv_dtype"] = std::string(dtype_name(m.kv_dtype));
+      o["weights_bytes"] = m.weights_bytes();
+      o["kv_bytes_per_token"] = m.kv_bytes_per_token();
+      o["source"] = m.source;
+      arr.push_back(o);
+    }
+    fmt::print("{}\n", arr.dump(2));
+    return;
+  }
+  TextTable t({"name", "attn", "layers", "heads", "kv_heads", "head_dim", "params (B)",
+               "weights (GiB)", "KV bytes/token", "max_pos"});
+  for (const auto& [name, m] : models) {
+    t.add_row({name, m.attention_kind(), std::to_string(m.layers), std::to_string(m.heads),
+               std::to_string(m.kv_heads), std::to_string(m.head_dim),
+               fmt::format("{:.3f}", static_cast<double>(m.param_count()) / 1e9),
+               fmt::format("{:.2f}", to_gib(m.weights_bytes())),
+               with_commas(m.kv_bytes_per_token()), with_commas(m.max_position)});
+  }
+  fmt::print("{}", t.render());
+}
+
+void list_gpus(bool json) {
+  const auto& gpus = Catalog::builtin().gpus();
+  if (json) {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const auto& [name, g] : gpus) {
+      nlohmann::ordered_json o;
+      o["name"] = name;
+      o["display_name"] = g.display_name;
+      o["marketed_gb"] = g.marketed_gb;
+      o["memory_bytes"] = g.memory_bytes;
+      o["context_reserve_bytes"] = g.context_reserve_bytes;
+      o["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
+      o["fp16_flops"] = g.fp16_flops;
+      o["sm_count"] = g.sm_count;
+      o["l2_bytes"] = g.l2_bytes;
+      o["pcie_bytes_per_s"] = g.pcie_bytes_per_s;
+      o["nvlink_bytes_per_s"] = g.nvlink_bytes_per_s;
+      o["source"] = g.source;
+      arr.push_back(o);
+    }
+    fmt::print("{}\n", arr.dump(2));
+    return;
+  }
+  TextTable t({"name", "memory (GiB)", "memory (GB)", "HBM (GB/s)", "FP16 dense (TFLOP/s)", "SMs"});
+  for (const auto& [name, g] : gpus) {
+    t.add_row({name, fmt::format("{:.2f}", to_gib(g.memory_bytes)),
+               fmt::format("{:.2f}", to_gb(g.memory_bytes)),
+               fmt::format("{:.0f}", g.hbm_bytes_per_s / 1e9),
+               fmt::format("{:.1f}", g.fp16_flops / 1e12), std::to_string(g.sm_count)});
+  }
+  fmt::print("{}", t.render());
+}
+
+}  // namespace
+
+void add_catalog_commands(CLI::App& app) {
+  auto json_models = std::make_shared<bool>(false);
+  auto* models = app.add_subcommand("models", "list the model catalog");
+  models->add_flag("--json", *json_models, "machine-readable");
+  models->callback([json_models] { list_models(*json_models); });
+
+  auto json_gpus = std::make_shared<bool>(false);
+  auto* gpus = app.add_subcommand("gpus", "list the GPU catalog");
+  gpus->add_flag("--json", *json_gpus, "machine-readable");
+  gpus->callback([json_gpus] { list_gpus(*json_gpus); });
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,215 @@
+// `kvsim latency`: prefill time, time to first token and decode time per token of a model on a
+// GPU, next to the physical lower bound of each, with the per-operation breakdown on --verbose.
+#include <CLI/CLI.hpp>
+
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/catalog.h"
+#include "models/latency/latency_model.h"
+#include "apps/kvsim/commands.h"
+#include "apps/kvsim/plot_data.h"
+#include "core/text_table.h"
+#include "core/data_path.h"
+#include "core/errors.h"
+
+namespace kvsim::cli {
+
+namespace {
+
+struct LatencyOptions {
+  std::string model = "seed-7b-mha";
+  std::string gpu = "a100-sxm4-80gb";
+  std::string attention = "flash";
+  std::vector<int64_t> seqs = {4096, 16384, 32768};
+  std::optional<int> kv_heads;
+  int64_t batch = 1;
+  int block_size = 0;
+  int tp = 1;
+  std::string profile;
+  bool verbose = false;
+  bool json = false;
+  std::string plot;
+};
+
+nlohmann::ordered_json ops_json(const IterationCost& c) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const OpCost& o : c.ops) {
+    nlohmann::ordered_json j;
+    j["name"] = std::string(o.name);
+    j["class"] = std::string(op_class_name(o.op_class));
+    j["flops"] = o.flops;
+    j["bytes"] = o.bytes;
+    j["compute_s"] = o.compute_s;
+    j["memory_s"] = o.memory_s;
+    j["overhead_s"] = o.overhead_s;
+    j["seconds"] = o.seconds;
+    j["bound"] = std::string(bound_name(o.bound));
+    arr.push_back(j);
+  }
+  return arr;
+}
+
+nlohmann::ordered_json row_json(const SequenceLatency& s, bool verbose) {
+  nlohmann::ordered_json o;
+  o["seq_len"] = s.seq_len;
+  o["batch"] = s.batch;
+  o["prefill_s"] = s.prefill_s;
+  o["prefill_lower_bound_s"] = s.prefill_lower_bound_s;
+  o["ttft_s"] = s.ttft_s;
+  o["ttft_lower_bound_s"] = s.ttft_lower_bound_s;
+  o["decode_step_s"] = s.decode_step_s;
+  o["decode_step_lower_bound_s"] = s.decode_step_lower_bound_s;
+  o["decode_tokens_per_s"] = s.decode_tokens_per_s;
+  o["decode_tokens_per_s_upper_bound"] = s.decode_tokens_per_s_upper_bound;
+  o["prefill_flops"] = s.prefill.flops;
+  o["prefill_bytes"] = s.prefill.bytes;
+  o["decode_flops"] = s.decode.flops;
+  o["decode_bytes"] = s.decode.bytes;
+  if (verbose) {
+    o["prefill_ops"] = ops_json(s.prefill);
+    o["prefill_bound_ops"] = ops_json(s.prefill_bound);
+    o["decode_ops"] = ops_json(s.decode);
+    o["decode_bound_ops"] = ops_json(s.decode_bound);
+  }
+  return o;
+}
+
+std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
+
+void print_breakdown(const char* title, const IterationCost& est, const IterationCost& bound) {
+  fmt::print("\n  {}: {:.3e} FLOPs, {:.3e} bytes\n", title, est.flops, est.bytes);
+  TextTable t({"operation", "class", "GFLOP", "GB", "ms", "bound by", "ms at peak"});
+  for (size_t i = 0; i < est.ops.size(); ++i) {
+    const OpCost& o = est.ops[i];
+    // Both breakdowns list the same operations in the same order.
+    const double peak_s = i < bound.ops.size() ? bound.ops[i].seconds : 0.0;
+    t.add_row({std::string(o.name), std::string(op_class_name(o.op_class)),
+               fmt::format("{:.1f}", o.flops / 1e9), fmt::format("{:.3f}", o.bytes / 1e9),
+               fmt::format("{:.3f}", o.seconds * 1e3), std::string(bound_name(o.bound)),
+               fmt::format("{:.3f}", peak_s * 1e3)});
+  }
+  t.add_row({"engine step overhead", "-", "0.0", "0.000",
+             fmt::format("{:.3f}", est.overhead_seconds * 1e3), "-", "0.000"});
+  fmt::print("{}", t.render());
+}
+
+void print_human(const LatencyModel& lm, const LatencyOptions& o,
+                 const std::vector<SequenceLatency>& rows) {
+  const ModelSpec& m = lm.model();
+  const GpuSpec& g = lm.gpu();
+  fmt::print("model {} ({}: {} layers, {} query / {} KV heads, head dim {}, {}), batch {}\n",
+             m.name, m.attention_kind(), m.layers, m.heads, m.kv_heads, m.head_dim,
+             dtype_name(m.weight_dtype), o.batch);
+  fmt::print(
+      "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}, attention {}, "
+      "KV {}\n",
+      g.name, g.fp16_flops / 1e12, g.hbm_bytes_per_s / 1e9, lm.tensor_parallel(),
+      attention_kind_name(lm.attention()),
+      o.block_size > 0 ? fmt::format("paged ({}-token blocks)", o.block_size) : "contiguous");
+  fmt::print("profile {} ({})\n", lm.profile().name, lm.profile().source);
+  fmt::print("bound = the same operations at peak FLOP/s and bandwidth, no overheads\n\n");
+  TextTable t({"seq_len", "prefill ms", "bound", "TTFT ms", "bound", "decode ms/token", "bound",
+               "decode tok/s", "max tok/s"});
+  for (const SequenceLatency& s : rows) {
+    t.add_row({with_commas(s.seq_len), ms(s.prefill_s), ms(s.prefill_lower_bound_s), ms(s.ttft_s),
+               ms(s.ttft_lower_bound_s), fmt::format("{:.2f}", s.decode_step_s * 1e3),
+               fmt::format("{:.2f}", s.decode_step_lower_bound_s * 1e3),
+               fmt::format("{:.1f}", s.decode_tokens_per_s),
+               fmt::format("{:.1f}", s.decode_tokens_per_s_upper_bound)});
+  }
+  fmt::print("{}", t.render());
+  if (!o.verbose) return;
+  for (const SequenceLatency& s : rows) {
+    fmt::print("\nseq_len {}:", with_commas(s.seq_len));
+    print_breakdown("prefill", s.prefill, s.prefill_bound);
+    print_breakdown(fmt::format("decode step (context {})", s.seq_len + 1).c_str(), s.decode,
+                    s.decode_bound);
+  }
+}
+
+void run_latency(const LatencyOptions& o) {
+  if (!o.plot.empty()) check_figure_name(o.plot);
+  const Catalog& catalog = Catalog::builtin();
+  ModelSpec model = catalog.model(o.model);
+  if (o.kv_heads) {
+    if (model.heads % *o.kv_heads != 0) {
+      throw InputError(
+          fmt::format("--kv-heads {}: expected a divisor of the model's {} query heads",
+                      *o.kv_heads, model.heads));
+    }
+    model.kv_heads = *o.kv_heads;
+  }
+  const GpuSpec& gpu = catalog.gpu(o.gpu);
+  Profile profile = o.profile.empty() ? default_profile(gpu) : load_profile(o.profile);
+  if (!profile.gpu.empty() && profile.gpu != gpu.name) {
+    throw InputError(fmt::format("{}: profile '{}' describes GPU '{}', not '{}'", o.profile,
+                                 profile.name, profile.gpu, gpu.name));
+  }
+  const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.tp);
+  std::vector<SequenceLatency> rows;
+  for (int64_t s : o.seqs) rows.push_back(sequence_latency(lm, s, o.batch, o.block_size));
+  if (o.json) {
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const SequenceLatency& s : rows) arr.push_back(row_json(s, o.verbose));
+    fmt::print("{}\n", arr.dump(2));
+  } else {
+    print_human(lm, o, rows);
+  }
+  if (!o.plot.empty()) {
+    nlohmann::ordered_json d;
+    d["kind"] = "latency";
+    d["kvsim_version"] = kvsim_version();
+    d["model"] = model.name;
+    d["kv_heads"] = model.kv_heads;
+    d["gpu"] = gpu.name;
+    d["attention"] = std::string(attention_kind_name(lm.attention()));
+    d["batch"] = o.batch;
+    d["block_size"] = o.block_size;
+    d["tp"] = o.tp;
+    d["profile"] = lm.profile().name;
+    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+    for (const SequenceLatency& s : rows) arr.push_back(row_json(s, false));
+    d["rows"] = arr;
+    plot_data("latency", d, o.plot, o.json);
+  }
+}
+
+}  // namespace
+
+void add_latency_command(CLI::App& app) {
+  auto o = std::make_shared<LatencyOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "latency", "Prefill, TTFT and decode time of a model on a GPU, with physical lower bounds");
+  cmd->add_option("--model", o->model, "catalog model name (kvsim models)")->capture_default_str();
+  cmd->add_option("--gpu", o->gpu, "catalog GPU name (kvsim gpus)")->capture_default_str();
+  cmd->add_option("--attention", o->attention, "prefill attention implementation")
+      ->check(CLI::IsMember({"native", "flash"}))
+      ->capture_default_str();
+  cmd->add_option("--seq", o->seqs, "prompt lengths, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
+      ->capture_default_str();
+  cmd->add_option("--kv-heads", o->kv_heads, "override the model's KV heads (GQA/MQA what-if)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--batch", o->batch, "identical requests processed together")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--block-size", o->block_size, "paged KV block size in tokens (0: contiguous)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--tp", o->tp, "tensor parallel degree")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--profile", o->profile, "latency profile YAML (default: built-in defaults)");
+  cmd->add_flag("--verbose", o->verbose, "per-operation breakdown");
+  cmd->add_flag("--json", o->json, "one JSON array, an object per sequence length");
+  cmd->add_option("--plot", o->plot,
+                  "also draw prefill and decode time against the bound by sequence length into "
+                  "FILE (.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
+  cmd->callback([o] { run_latency(*o); });
+}
+
+}  // namespace kvsim::cli

@@ -1,0 +1,84 @@
+// `kvsim run [SCENARIO.yaml]`: the main job. Replays the scenario's traffic under each of its
+// policies, prints the comparison, and writes the result folder. Without a file it runs the
+// embedded default, seed-a-guard.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "models/catalog.h"
+#include "apps/kvsim/commands.h"
+#include "core/config_patch.h"
+#include "sim/config/scenario.h"
+#include "core/data_path.h"
+#include "sim/metrics/summary_writer.h"
+#include "sim/run/scenario_runner.h"
+
+namespace kvsim::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string scenario;
+  std::string out_dir;
+  std::vector<std::string> sets;
+  RunOptions options;
+  bool no_output = false;
+  bool plot = false;
+};
+
+// Loads a scenario file with every --set applied first.
+Scenario load_with_sets(const std::string& file, const std::vector<std::string>& sets) {
+  ConfigNode raw = ConfigNode::parse_file(file);
+  if (sets.empty()) return load_scenario(raw, Catalog::builtin());
+  YAML::Node patched = raw.yaml();
+  for (const auto& s : sets) patched = apply_set(patched, s);
+  return load_scenario(ConfigNode::wrap(patched, file), Catalog::builtin());
+}
+
+void run(RunArgs& a) {
+  const std::string file =
+      a.scenario.empty() ? data_file("scenarios/seed-a-guard.yaml").string() : a.scenario;
+  const Scenario s = load_with_sets(file, a.sets);
+  if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
+  const RunResult r = run_scenario(s, a.options);
+  fmt::print("scenario {} (model {}, gpu {}, seed {}): {}\n\n", s.name, s.model.name, s.gpu.name,
+             s.seed, s.description);
+  fmt::print("{}", summary_table(r.policies));
+  if (!a.options.out_dir.empty()) {
+    fmt::print("\nresults: {}/ (summary.json, summary.csv, requests.csv, timeseries.csv, manifest.json)\n",
+               a.options.out_dir);
+  }
+  if (a.plot && !a.options.out_dir.empty()) {
+    std::fflush(stdout);
+    run_data_script("kvsim_plot.py", {a.options.out_dir});
+    run_data_script("kvsim_report.py", {a.options.out_dir, "--kvsim-version", kvsim_version()});
+    fmt::print("figures: {0}/plots/  report: {0}/report.html\n", a.options.out_dir);
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "run a scenario (default: the embedded seed-a-guard scenario)");
+  cmd->add_option("scenario", a->scenario, "scenario YAML file");
+  cmd->add_option("-o,--out", a->out_dir, "result folder (default: out/<scenario name>)");
+  cmd->add_flag("--no-output", a->no_output, "print the comparison only, write no files");
+  cmd->add_flag("--plot", a->plot, "also render the figures (DIR/plots) and the report (DIR/report.html)");
+  cmd->add_option("--set", a->sets, "override a scenario key: path=value (repeatable)");
+  cmd->add_flag("--check-invariants", a->options.check_invariants,
+                "check memory and bookkeeping invariants after every iteration (slower)");
+  cmd->add_option("--max-events", a->options.max_events, "stop a runaway run after this many events")
+      ->capture_default_str();
+  cmd->add_option("--max-sim-time", a->options.max_sim_time_s, "stop a runaway run at this simulated time (s)")
+      ->capture_default_str();
+  cmd->add_option("--sample-interval", a->options.sample_interval_s, "timeseries period (s)")
+      ->check(CLI::Range(1e-6, 1e9))
+      ->capture_default_str();
+  cmd->callback([a] { run(*a); });
+}
+
+}  // namespace kvsim::cli

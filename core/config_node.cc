@@ -1,0 +1,342 @@
+#include "core/config_node.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace kvsim {
+
+// Shared by every copy of a ConfigNode, so keys read through one copy count for all of them.
+struct ConfigNode::State {
+  YAML::Node node;
+  std::string source;
+  std::string path;
+  int line = 0;  // 1-based; 0 when unknown
+  int column = 0;
+  std::set<std::string> known_keys;
+  std::map<std::string, std::shared_ptr<State>> map_children;
+  std::map<size_t, std::shared_ptr<State>> seq_children;
+};
+
+namespace {
+
+// Bounds on the parsed document: alias chains can make a tiny file describe a huge tree.
+constexpr int kMaxDepth = 64;
+constexpr int64_t kMaxNodes = 1'000'000;
+
+std::string position(const std::string& source, int line, int column) {
+  return line > 0 ? fmt::format("{}:{}:{}", source, line, column) : source;
+}
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: {
+      std::string s = n.Scalar();
+      if (s.size() > 40) s = s.substr(0, 37) + "...";
+      return fmt::format("\"{}\"", s);
+    }
+    default: return "an undefined node";
+  }
+}
+
+// Walks the parsed tree once: duplicate keys, depth and size limits.
+void validate_tree(const YAML::Node& n, const std::string& source, int depth, int64_t& count) {
+  if (++count > kMaxNodes) {
+    throw ConfigError(fmt::format(
+        "{}: document expands to more than {} nodes (YAML alias bomb?)", source, kMaxNodes));
+  }
+  if (depth > kMaxDepth) {
+    throw ConfigError(fmt::format("{}: nesting deeper than {} levels",
+                                  position(source, n.Mark().line + 1, n.Mark().column + 1),
+                                  kMaxDepth));
+  }
+  if (n.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) {
+        throw ConfigError(fmt::format("{}: expected a plain key, got {}",
+                                      position(source, kv.first.Mark().line + 1,
+                                               kv.first.Mark().column + 1),
+                                      describe(kv.first)));
+      }
+      const std::string& key = kv.first.Scalar();
+      if (!seen.insert(key).second) {
+        throw ConfigError(fmt::format("{}: duplicate key '{}'",
+                                      position(source, kv.first.Mark().line + 1,
+                                               kv.first.Mark().column + 1),
+                                      key));
+      }
+      validate_tree(kv.second, source, depth + 1, count);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& e : n) validate_tree(e, source, depth + 1, count);
+  }
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::shared_ptr<ConfigNode::State> make_state(YAML::Node node, const std::string& source,
+                                              std::string path, int fallback_line,
+                                              int fallback_col) {
+  auto s = std::make_shared<ConfigNode::State>();
+  s->node = node;
+  s->source = source;
+  s->path = std::move(path);
+  const YAML::Mark m = node.Mark();
+  // yaml-cpp marks are 0-based; nodes without a mark (null values) take their key's position.
+  s->line = m.line >= 0 ? m.line + 1 : fallback_line;
+  s->column = m.line >= 0 ? m.column + 1 : fallback_col;
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::string> nearest_name(const std::string& word,
+                                        const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+ConfigNode::ConfigNode(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+ConfigNode ConfigNode::parse_string(std::string_view text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: invalid YAML: {}",
+                                  position(source, e.mark.line + 1, e.mark.column + 1), e.msg));
+  }
+  int64_t count = 0;
+  validate_tree(root, source, 0, count);
+  return wrap(root, source);
+}
+
+ConfigNode ConfigNode::parse_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw ConfigError(fmt::format("{}: no such file", path.string()));
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(fmt::format("{}: is a folder, expected a YAML file", path.string()));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot read file", path.string()));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  if (text.find('\0') != std::string::npos) {
+    throw ConfigError(fmt::format("{}: binary data, expected a YAML text file", path.string()));
+  }
+  return parse_string(text, path.string());
+}
+
+ConfigNode ConfigNode::wrap(YAML::Node node, const std::string& source, const std::string& path) {
+  return ConfigNode(make_state(node, source, path, 1, 1));
+}
+
+bool ConfigNode::is_map() const { return state_->node.IsMap(); }
+bool ConfigNode::is_sequence() const { return state_->node.IsSequence(); }
+bool ConfigNode::is_scalar() const { return state_->node.IsScalar(); }
+bool ConfigNode::is_null() const { return state_->node.IsNull(); }
+const std::string& ConfigNode::path() const { return state_->path; }
+const std::string& ConfigNode::source() const { return state_->source; }
+const YAML::Node& ConfigNode::yaml() const { return state_->node; }
+std::string ConfigNode::where() const {
+  return position(state_->source, state_->line, state_->column);
+}
+
+void ConfigNode::fail(const std::string& message) const {
+  if (state_->path.empty()) throw ConfigError(fmt::format("{}: {}", where(), message));
+  throw ConfigError(fmt::format("{}: {}: {}", where(), state_->path, message));
+}
+
+void ConfigNode::fail_expected(const std::string& what) const {
+  fail(fmt::format("expected {}, got {}", what, describe(state_->node)));
+}
+
+bool ConfigNode::has(const std::string& key) const {
+  state_->known_keys.insert(key);
+  return state_->node.IsMap() && state_->node[key].IsDefined();
+}
+
+size_t ConfigNode::size() const { return state_->node.size(); }
+
+std::optional<ConfigNode> ConfigNode::optional_child(const std::string& key) const {
+  if (!is_map()) {
+    if (is_null()) {
+      state_->known_keys.insert(key);
+      return std::nullopt;
+    }
+    fail_expected("a map");
+  }
+  state_->known_keys.insert(key);
+  if (auto it = state_->map_children.find(key); it != state_->map_children.end()) {
+    return ConfigNode(it->second);
+  }
+  for (const auto& kv : state_->node) {
+    if (kv.first.Scalar() != key) continue;
+    std::string p = state_->path.empty() ? key : state_->path + "." + key;
+    auto s = make_state(kv.second, state_->source, p, kv.first.Mark().line + 1,
+                        kv.first.Mark().column + 1);
+    state_->map_children.emplace(key, s);
+    return ConfigNode(s);
+  }
+  return std::nullopt;
+}
+
+ConfigNode ConfigNode::child(const std::string& key) const {
+  auto c = optional_child(key);
+  if (!c) {
+    if (state_->path.empty()) throw ConfigError(fmt::format("{}: missing required key '{}'", where(), key));
+    fail(fmt::format("missing required key '{}'", key));
+  }
+  return *c;
+}
+
+ConfigNode ConfigNode::at(size_t index) const {
+  if (!is_sequence()) fail_expected("a list");
+  if (index >= size()) fail(fmt::format("index {} out of range (list has {})", index, size()));
+  if (auto it = state_->seq_children.find(index); it != state_->seq_children.end()) {
+    return ConfigNode(it->second);
+  }
+  auto s = make_state(state_->node[index], state_->source,
+                      fmt::format("{}[{}]", state_->path, index), state_->line, state_->column);
+  state_->seq_children.emplace(index, s);
+  return ConfigNode(s);
+}
+
+std::vector<std::string> ConfigNode::keys() const {
+  std::vector<std::string> out;
+  if (!is_map()) return out;
+  for (const auto& kv : state_->node) out.push_back(kv.first.Scalar());
+  return out;
+}
+
+template <>
+std::string ConfigNode::as<std::string>(Bounds) const {
+  if (!is_scalar()) fail_expected("a string");
+  return state_->node.Scalar();
+}
+
+template <>
+bool ConfigNode::as<bool>(Bounds) const {
+  bool v = false;
+  if (!is_scalar() || !YAML::convert<bool>::decode(state_->node, v)) fail_expected("true or false");
+  return v;
+}
+
+template <>
+double ConfigNode::as<double>(Bounds b) const {
+  double v = 0;
+  if (!is_scalar() || !YAML::convert<double>::decode(state_->node, v)) fail_expected("a number");
+  if (!std::isfinite(v)) fail_expected("a finite number");
+  std::string range;
+  if (b.min) range += fmt::format(" {} {}", b.min_exclusive ? ">" : ">=", *b.min);
+  if (b.max) range += fmt::format("{} <= {}", range.empty() ? "" : " and", *b.max);
+  if ((b.min && (b.min_exclusive ? v <= *b.min : v < *b.min)) || (b.max && v > *b.max)) {
+    fail_expected("a number" + range);
+  }
+  return v;
+}
+
+template <>
+int64_t ConfigNode::as<int64_t>(Bounds b) const {
+  int64_t v = 0;
+  if (!is_scalar() || !YAML::convert<int64_t>::decode(state_->node, v)) {
+    // Accept integral values written as floats ("1e6"), which people write for big counts.
+    double d = 0;
+    if (is_scalar() && YAML::convert<double>::decode(state_->node, d) && std::isfinite(d) &&
+        d == std::floor(d) && std::fabs(d) < 9.0e18) {
+      v = static_cast<int64_t>(d);
+    } else {
+      fail_expected("an integer");
+    }
+  }
+  std::string range;
+  if (b.min) range += fmt::format(" {} {}", b.min_exclusive ? ">" : ">=", static_cast<int64_t>(*b.min));
+  if (b.max) range += fmt::format("{} <= {}", range.empty() ? "" : " and", static_cast<int64_t>(*b.max));
+  const double dv = static_cast<double>(v);
+  if ((b.min && (b.min_exclusive ? dv <= *b.min : dv < *b.min)) || (b.max && dv > *b.max)) {
+    fail_expected("an integer" + range);
+  }
+  return v;
+}
+
+template <>
+int ConfigNode::as<int>(Bounds b) const {
+  if (!b.max || *b.max > 2147483647.0) b.max = 2147483647.0;
+  if (!b.min || *b.min < -2147483648.0) b.min = b.min.value_or(-2147483648.0);
+  return static_cast<int>(as<int64_t>(b));
+}
+
+std::string ConfigNode::get_enum(const std::string& key,
+                                 std::initializer_list<std::string_view> choices,
+                                 std::optional<std::string> fallback) const {
+  auto c = optional_child(key);
+  if (!c || c->is_null()) {
+    if (fallback) return *fallback;
+    c = child(key);  // throws "missing required key"
+  }
+  std::string v = c->as<std::string>();
+  std::string list;
+  std::vector<std::string> names;
+  for (auto ch : choices) {
+    if (ch == v) return v;
+    names.emplace_back(ch);
+    list += (list.empty() ? "" : ", ") + std::string(ch);
+  }
+  std::string hint;
+  if (auto near = nearest_name(v, names)) hint = fmt::format("; did you mean '{}'?", *near);
+  c->fail(fmt::format("expected one of {}, got \"{}\"{}", list, v, hint));
+}
+
+void ConfigNode::reject_unknown_keys() const {
+  if (is_map()) {
+    std::vector<std::string> known(state_->known_keys.begin(), state_->known_keys.end());
+    for (const auto& kv : state_->node) {
+      const std::string key = kv.first.Scalar();
+      if (state_->known_keys.count(key)) continue;
+      std::string hint;
+      if (auto near = nearest_name(key, known)) hint = fmt::format("; did you mean '{}'?", *near);
+      std::string where_key = position(state_->source, kv.first.Mark().line + 1,
+                                       kv.first.Mark().column + 1);
+      std::string prefix = state_->path.empty() ? "" : state_->path + ": ";
+      throw ConfigError(fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, key, hint));
+    }
+  }
+  for (const auto& [k, s] : state_->map_children) ConfigNode(s).reject_unknown_keys();
+  for (const auto& [i, s] : state_->seq_children) ConfigNode(s).reject_unknown_keys();
+}
+
+}  // namespace kvsim

@@ -1,0 +1,50 @@
+// The event core: ordering, tie-breaking, cancellation, limits.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/errors.h"
+#include "sim/engine/event_queue.h"
+
+using namespace kvsim;
+
+TEST_CASE("events pop by time, equal times in schedule order", "[engine]") {
+  EventQueue q;
+  std::string log;
+  q.schedule_at(20, [&] { log += "c"; });
+  q.schedule_at(10, [&] { log += "a"; });
+  q.schedule_at(10, [&] { log += "b"; });
+  q.schedule_at(10, [&] { q.schedule(0, [&] { log += "d"; }); });
+  q.run();
+  CHECK(log == "abdc");
+  CHECK(q.now() == 20);
+  CHECK(q.events_processed() == 5);
+}
+
+TEST_CASE("cancelled events never run; stale ids cancel nothing", "[engine]") {
+  EventQueue q;
+  int fired = 0;
+  EventId a = q.schedule_at(5, [&] { fired += 1; });
+  q.schedule_at(6, [&] { fired += 10; });
+  q.cancel(a);
+  q.cancel(a);  // second cancel is a no-op
+  q.run();
+  CHECK(fired == 10);
+  // Slot reuse: the old id must not cancel the new event in the same slot.
+  EventId b = q.schedule_at(7, [&] { fired += 100; });
+  q.cancel(a);
+  q.run();
+  CHECK(fired == 110);
+  CHECK(b != a);
+}
+
+TEST_CASE("limits stop runaway runs with a clear message", "[engine]") {
+  EventQueue q(EventQueue::Limits{.max_events = 100});
+  std::function<void()> loop = [&] { q.schedule(0, loop); };
+  q.schedule(0, loop);
+  CHECK_THROWS_WITH(q.run(), Catch::Matchers::Contains("--max-events (100)"));
+  EventQueue t(EventQueue::Limits{.max_time = 1000});
+  std::function<void()> tick = [&] { t.schedule(300, tick); };
+  t.schedule(0, tick);
+  CHECK_THROWS_WITH(t.run(), Catch::Matchers::Contains("--max-sim-time"));
+}
