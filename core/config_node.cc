@@ -303,21 +303,23 @@ int ConfigNode::as<int>(Bounds b) const {
 std::string ConfigNode::get_enum(const std::string& key,
                                  std::initializer_list<std::string_view> choices,
                                  std::optional<std::string> fallback) const {
+  return get_enum(key, std::vector<std::string>(choices.begin(), choices.end()),
+                  std::move(fallback));
+}
+
+std::string ConfigNode::get_enum(const std::string& key, const std::vector<std::string>& choices,
+                                 std::optional<std::string> fallback) const {
   auto c = optional_child(key);
   if (!c || c->is_null()) {
     if (fallback) return *fallback;
     c = child(key);  // throws "missing required key"
   }
   std::string v = c->as<std::string>();
+  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
   std::string list;
-  std::vector<std::string> names;
-  for (auto ch : choices) {
-    if (ch == v) return v;
-    names.emplace_back(ch);
-    list += (list.empty() ? "" : ", ") + std::string(ch);
-  }
+  for (const auto& ch : choices) list += (list.empty() ? "" : ", ") + ch;
   std::string hint;
-  if (auto near = nearest_name(v, names)) hint = fmt::format("; did you mean '{}'?", *near);
+  if (auto near = nearest_name(v, choices)) hint = fmt::format("; did you mean '{}'?", *near);
   c->fail(fmt::format("expected one of {}, got \"{}\"{}", list, v, hint));
 }
 

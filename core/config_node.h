@@ -63,6 +63,9 @@ class ConfigNode {
   // A string that must be one of `choices`; `fallback` when the key is absent (required if none).
   std::string get_enum(const std::string& key, std::initializer_list<std::string_view> choices,
                        std::optional<std::string> fallback = std::nullopt) const;
+  // The same with a list made at run time (a Registry's names).
+  std::string get_enum(const std::string& key, const std::vector<std::string>& choices,
+                       std::optional<std::string> fallback = std::nullopt) const;
 
   // Throws for the first key of this map (and of every child reached through child()/at())
   // that no accessor asked for.
