@@ -1,6 +1,6 @@
 // Every CUDA kernel version against the CPU references, on small random shapes that cross the
-// tile sizes. Tagged [gpu]: without a device (or without a CUDA build) each test says why and
-// passes without checking anything.
+// tile sizes. Tagged [gpu]: without a device (or without a CUDA build) each test prints why and
+// ctest lists it as skipped (tests/gpu_skip.h).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -11,6 +11,7 @@
 #include "kernels/cpu_ref/paged_decode_ref.h"
 #include "kernels/cpu_ref/random_inputs.h"
 #include "kernels/cpu_ref/tolerance.h"
+#include "tests/gpu_skip.h"
 #ifdef KVSIM_HAVE_CUDA
 #include "kernels/cuda_api.h"
 #endif
@@ -18,18 +19,6 @@
 using namespace kvsim::kernels;
 
 namespace {
-
-// True when a device is there; otherwise records the reason as a warning.
-bool have_device() {
-#ifdef KVSIM_HAVE_CUDA
-  static const cuda::DeviceInfo info = cuda::probe_device();
-  if (!info.available) WARN("[gpu] test skipped: no CUDA device (" << info.why_not << ")");
-  return info.available;
-#else
-  WARN("[gpu] test skipped: kvsim was built without CUDA (KVSIM_WITH_CUDA=OFF or no nvcc)");
-  return false;
-#endif
-}
 
 [[maybe_unused]] std::vector<AttentionShape> attention_shapes() {
   std::vector<AttentionShape> out;
@@ -49,7 +38,7 @@ bool have_device() {
 }  // namespace
 
 TEST_CASE("CUDA native and flash attention match the reference", "[gpu][kernels]") {
-  if (!have_device()) return;
+  if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     uint64_t seed = 1;
@@ -76,7 +65,7 @@ TEST_CASE("CUDA native and flash attention match the reference", "[gpu][kernels]
 }
 
 TEST_CASE("CUDA paged decode matches the reference for block sizes 8..64", "[gpu][kernels]") {
-  if (!have_device()) return;
+  if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     for (int64_t block : {8, 16, 24, 32, 64}) {
@@ -102,7 +91,7 @@ TEST_CASE("CUDA paged decode matches the reference for block sizes 8..64", "[gpu
 }
 
 TEST_CASE("CUDA GEMMs match the reference", "[gpu][kernels]") {
-  if (!have_device()) return;
+  if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     for (const GemmShape& s : {GemmShape{.m = 1, .n = 256, .k = 512}, GemmShape{.m = 77, .n = 384, .k = 256},
@@ -123,7 +112,7 @@ TEST_CASE("CUDA GEMMs match the reference", "[gpu][kernels]") {
 }
 
 TEST_CASE("CUDA bandwidth probe copies exactly and reads every word", "[gpu][kernels]") {
-  if (!have_device()) return;
+  if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
   std::vector<uint64_t> words(size_t{1} << 20);  // 8 MiB
   InputRng rng(6);
@@ -133,7 +122,7 @@ TEST_CASE("CUDA bandwidth probe copies exactly and reads every word", "[gpu][ker
 }
 
 TEST_CASE("an unknown kernel version is an input error", "[gpu][kernels]") {
-  if (!have_device()) return;
+  if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
   const AttentionShape s{.batch = 1, .heads = 1, .kv_heads = 1, .seq_q = 8, .seq_kv = 8, .head_dim = 64};
   std::vector<float> z(static_cast<size_t>(s.q_elements()));
