@@ -3,7 +3,7 @@
 
     kvsim_report.py DIR [-o FILE] [--kvsim-version V]
 
-The page embeds every figure of kvsim_plot.py as a base64 PNG, the summary tables, the scenario
+The page embeds every figure of kvsim_plot (the package beside it) as a base64 PNG, the summary tables, the scenario
 that produced the data (manifest.json's resolved_scenario) and kvsim's version; it loads nothing
 from the network and runs no script, so it reads the same offline and in ten years. Like the
 figures, it is a pure function of DIR: no dates, same bytes on every render.
@@ -18,7 +18,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree or install prefix
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import kvsim_plot  # noqa: E402  (a sibling file, found from this script's folder)
+import kvsim_plot  # noqa: E402  (the sibling package scripts/kvsim_plot/)
 
 STYLE = """
 body { font-family: sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;

@@ -23,6 +23,10 @@ void add_report_command(CLI::App& app);        // `report`
 void add_sweep_command(CLI::App& app);         // `sweep`
 void add_merge_command(CLI::App& app);         // `merge`
 
+// The figures' renderer: scripts/kvsim_plot/, a Python package that runs as a folder (its
+// __main__.py), so run_data_script(kPlotScript, ...) calls it like a one-file script.
+inline constexpr const char* kPlotScript = "kvsim_plot";
+
 // Runs scripts/<script> from data_dir() with Python ($KVSIM_PYTHON, else /usr/bin/python3, else
 // python3 on PATH) and `args`; throws InputError when it exits nonzero (it prints why).
 void run_data_script(const std::string& script, const std::vector<std::string>& args);

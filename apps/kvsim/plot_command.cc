@@ -1,6 +1,6 @@
 // `kvsim plot DIR [-o PLOTDIR] [--format png|svg|pdf]`: renders the figures of a run, sweep or
-// kvsim-validate folder by running scripts/kvsim_plot.py (matplotlib) from kvsim's data folder,
-// so the figures can be restyled by editing one Python file, with no rebuild.
+// kvsim-validate folder by running scripts/kvsim_plot/ (a Python package, matplotlib) from kvsim's
+// data folder, so the figures can be restyled by editing Python files, with no rebuild.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,7 +78,7 @@ void add_plot_command(CLI::App& app) {
   cmd->callback([o] {
     std::vector<std::string> args = {o->dir, "--format", o->format};
     if (!o->out.empty()) args.insert(args.end(), {"-o", o->out});
-    run_data_script("kvsim_plot.py", args);
+    run_data_script(kPlotScript, args);
   });
 }
 

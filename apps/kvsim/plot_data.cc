@@ -25,7 +25,7 @@ void plot_data(const std::string& kind, const nlohmann::ordered_json& data,
   write_file_atomic(json_path, data.dump(2) + "\n");
   std::vector<std::string> args = {"--kind", kind, "--data", json_path, "-o", figure};
   if (quiet) args.push_back("--quiet");
-  run_data_script("kvsim_plot.py", args);
+  run_data_script(kPlotScript, args);
 }
 
 }  // namespace kvsim::cli

@@ -1,5 +1,5 @@
 // `--plot FIG` of the calculator commands (kv, latency, plausibility): the numbers the command
-// already computed go to FIG's name with .json beside FIG, and scripts/kvsim_plot.py --kind draws
+// already computed go to FIG's name with .json beside FIG, and scripts/kvsim_plot --kind draws
 // the figure from that file alone, so it can be re-rendered (or restyled) without kvsim.
 #pragma once
 

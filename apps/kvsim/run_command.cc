@@ -53,7 +53,7 @@ void run(RunArgs& a) {
   }
   if (a.plot && !a.options.out_dir.empty()) {
     std::fflush(stdout);
-    run_data_script("kvsim_plot.py", {a.options.out_dir});
+    run_data_script(kPlotScript, {a.options.out_dir});
     run_data_script("kvsim_report.py", {a.options.out_dir, "--kvsim-version", kvsim_version()});
     fmt::print("figures: {0}/plots/  report: {0}/report.html\n", a.options.out_dir);
   }

@@ -122,7 +122,7 @@ void sweep(SweepArgs& a) {
     fmt::print("results: {}/summary.csv, {}/points/\n", a.out_dir, a.out_dir);
     if (a.plot) {
       std::fflush(stdout);
-      run_data_script("kvsim_plot.py", {a.out_dir});
+      run_data_script(kPlotScript, {a.out_dir});
       run_data_script("kvsim_report.py", {a.out_dir, "--kvsim-version", kvsim_version()});
       fmt::print("figures: {0}/plots/  report: {0}/report.html\n", a.out_dir);
     }

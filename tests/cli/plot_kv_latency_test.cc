@@ -1,5 +1,5 @@
 // `kvsim kv|latency|plausibility --plot FILE` end to end: the command writes its numbers beside
-// FILE as JSON and scripts/kvsim_plot.py draws FILE from them; each figure is checked to be a PNG
+// FILE as JSON and scripts/kvsim_plot/ draws FILE from them; each figure is checked to be a PNG
 // of the one-column size that is not blank, byte-identical on a second render, and drawn from
 // the exact numbers the command printed. Needs Debian's python3-matplotlib; without it these
 // tests pass with a warning saying they were skipped.

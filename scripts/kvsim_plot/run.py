@@ -1,0 +1,188 @@
+"""The figures of a `kvsim run` folder: memory by category over time (memory), request outcomes
+per policy (outcomes), and the TTFT / end-to-end latency CDFs (latency_cdf)."""
+import math
+import os
+
+from .inputs import InputProblem, num, policies_in_order, read_csv, read_json
+from .style import GIB, legend_in, line_style, panels
+
+# Bottom to top of the memory stack: fixed costs first, then what the KV cache does with the rest.
+MEMORY_CATEGORIES = [
+    ("context", "CUDA context", "#999999"),
+    ("weights", "weights", "#0072B2"),
+    ("workspace", "workspace", "#56B4E9"),
+    ("activations", "activations", "#009E73"),
+    ("kv_live", "live KV", "#E69F00"),
+    ("kv_waste", "KV waste", "#D55E00"),
+    ("kv_free", "KV reserved, free", "#F0E442"),
+    ("allocator_cache", "allocator cache", "#CC79A7"),
+    ("free", "free", "#EEEEEE"),
+]
+
+OUTCOMES = [
+    ("completed", "completed", "#009E73"),
+    ("completed_truncated", "truncated", "#56B4E9"),
+    ("rejected", "rejected", "#E69F00"),
+    ("rejected_too_long", "too long", "#F0E442"),
+    ("timed_out", "timed out", "#CC79A7"),
+    ("lost_oom", "lost in OOM", "#D55E00"),
+    ("failed_unavailable", "failed while down", "#0072B2"),
+]
+
+
+def clusters(times, gap_s):
+    """Groups sorted times into [first, last] windows split where they are more than gap_s apart."""
+    out = []
+    for t in sorted(times):
+        if out and t - out[-1][1] <= gap_s:
+            out[-1][1] = t
+        else:
+            out.append([t, t])
+    return out
+
+
+def run_events(requests, series, policy):
+    """Event times, which requests.csv does not record, derived from it and timeseries.csv: after
+    each group of requests lost in an OOM, the crash is the first sample with nothing running or
+    waiting and no live KV, and the restart window lasts until work is back. Rejections and
+    truncations are marked at the request's arrival."""
+    mine = [r for r in requests if r["policy"] == policy]
+    samples = [(num(r["t_s"]), num(r["running"], 0) + num(r["waiting"], 0),
+                num(r["kv_live_bytes"], 0)) for r in series if r["policy"] == policy]
+    windows = []
+    lost = clusters([num(r["arrival_s"]) for r in mine if r["outcome"] == "lost_oom"], 5.0)
+    for first, _ in lost:
+        after = [s for s in samples if s[0] > first]
+        crash = next((t for t, work, kv in after if work == 0 and kv == 0), None)
+        if crash is None or (windows and crash <= windows[-1][0]):
+            continue  # no sample shows it, or lost in a crash already marked
+        back = next((t for t, work, _ in after if t > crash and work > 0), after[-1][0])
+        windows.append([crash, back])
+    rejected = [num(r["arrival_s"]) for r in mine
+                if r["outcome"] in ("rejected", "rejected_too_long")]
+    truncated = [num(r["arrival_s"]) for r in mine if r["outcome"] == "completed_truncated"]
+    return windows, rejected, truncated
+
+
+def plot_memory(plt, w, d, summary, series, requests):
+    np = __import__("numpy")
+    policies = [p["name"] for p in summary["policies"]]
+    n = len(policies)
+    fig, grid, lax = panels(plt, n, 1, 1.25, 0.7, sharex=True, sharey=True)
+    axes = [row[0] for row in grid]
+    for ax, policy in zip(axes, policies):
+        rows = [r for r in series if r["policy"] == policy]
+        t = np.array([num(r["t_s"]) for r in rows])
+        stack = [np.array([num(r[f"{k}_bytes"], 0.0) for r in rows]) / GIB
+                 for k, _, _ in MEMORY_CATEGORIES]
+        ax.stackplot(t, *stack, colors=[c for _, _, c in MEMORY_CATEGORIES],
+                     labels=[l for _, l, _ in MEMORY_CATEGORIES], linewidth=0)
+        windows, rejected, truncated = run_events(requests, series, policy)
+        for i, (a, b) in enumerate(windows):
+            ax.axvspan(a, b, facecolor="none", edgecolor="#888888", hatch="//", linewidth=0,
+                       label="restart window" if i == 0 else None)
+            ax.axvline(a, color="#000000", linewidth=0.8, label="OOM crash" if i == 0 else None)
+        top = sum(s[0] for s in stack) if len(t) else 1.0
+        if rejected:
+            ax.plot(rejected, [top * 0.97] * len(rejected), linestyle="none", marker="|",
+                    markersize=3, color="#000000", label="rejection")
+        if truncated:
+            ax.plot(truncated, [top * 0.92] * len(truncated), linestyle="none", marker="|",
+                    markersize=3, color="#555555", label="truncation")
+        p = next(x for x in summary["policies"] if x["name"] == policy)
+        ax.set_title(f"{policy}: {p.get('oom_events', 0)} OOM, availability "
+                     f"{100 * p.get('availability', 0):.1f}%", loc="left")
+        ax.set_ylabel("GiB")
+        ax.margins(x=0, y=0)
+        ax.grid(False)
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=False)
+    axes[-1].set_xlabel("simulated time (s)")
+    legend_in(lax, axes, 3)
+    fig.suptitle("GPU memory by category (GiB = 2^30 bytes)")
+    w.save(fig, "memory", "Device memory over time, stacked by category, one panel per policy "
+           "(shared axes). Black line: an OOM crash (the first sample with no work and no live KV "
+           "after requests were lost in an OOM); hatched: the restart window until work is back; "
+           "ticks: rejected and truncated arrivals. Derived from requests.csv and timeseries.csv.",
+           [os.path.join(d, "timeseries.csv"), os.path.join(d, "requests.csv"),
+            os.path.join(d, "summary.json")])
+
+
+def plot_outcomes(plt, w, d, summary):
+    pols = summary["policies"]
+    fig, grid, lax = panels(plt, 1, 1, 0.3 + 0.3 * len(pols), 0.45)
+    ax = grid[0][0]
+    y = list(range(len(pols)))[::-1]
+    left = [0.0] * len(pols)
+    for key, label, color in OUTCOMES:
+        share = []
+        for p in pols:
+            total = max(1, p.get("requests_total", 0))
+            share.append(100.0 * p.get("outcomes", {}).get(key, 0) / total)
+        ax.barh(y, share, left=left, color=color, label=label, height=0.7, edgecolor="white",
+                linewidth=0.3)
+        left = [a + b for a, b in zip(left, share)]
+    for yi, p in zip(y, pols):
+        ax.text(101, yi,
+                f"avail {100 * p.get('availability', 0):.1f}%\nn={p.get('requests_total', 0)}",
+                va="center", fontsize=5.5)
+    ax.set_yticks(y, [p["name"] for p in pols])
+    ax.set_xlim(0, 125)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    ax.set_xlabel("share of requests (%)")
+    ax.grid(axis="y", visible=False)
+    legend_in(lax, [ax], 3)
+    ax.set_title("Request outcomes per policy", loc="left")
+    w.save(fig, "outcomes", "Outcome of every request per policy as a share of the policy's "
+           "requests; availability (completed or truncated, over all) and the request count on "
+           "the right.", [os.path.join(d, "summary.json")])
+
+
+def ecdf(values):
+    v = sorted(values)
+    n = len(v)
+    return v, [(i + 1) / n for i in range(n)]
+
+
+def plot_latency(plt, w, d, requests, long_tokens):
+    policies = policies_in_order(requests)
+    fig, axes, lax = panels(plt, 2, 2, 1.5, 0.45, sharey=True)
+    for row, (metric, name) in enumerate([("ttft_s", "TTFT"), ("e2e_s", "end-to-end")]):
+        for col, (is_long, which) in enumerate([(False, f"prompt ≤ {long_tokens}"),
+                                                (True, f"prompt > {long_tokens}")]):
+            ax = axes[row][col]
+            drawn = 0
+            for i, policy in enumerate(policies):
+                vals = [num(r[metric]) for r in requests if r["policy"] == policy
+                        and (num(r["prompt_tokens"], 0) > long_tokens) == is_long]
+                vals = [v for v in vals if not math.isnan(v) and v > 0]
+                if not vals:
+                    continue
+                x, yv = ecdf(vals)
+                ax.step(x, yv, where="post", **line_style(i), label=policy)
+                drawn += 1
+            if drawn:
+                ax.set_xscale("log")
+            else:
+                ax.text(0.5, 0.5, "no served requests", transform=ax.transAxes, ha="center",
+                        va="center", fontsize=6, color="#666666")
+            ax.set_title(f"{name}, {which}", loc="left", fontsize=6)
+            ax.set_xlabel(f"{name} (s)")
+            ax.set_ylim(0, 1.02)
+        axes[row][0].set_ylabel("fraction of requests")
+    legend_in(lax, [a for r in axes for a in r], 3)
+    w.save(fig, "latency_cdf", f"Empirical CDFs of time to first token and end-to-end latency of "
+           f"the requests that were served, per policy; short and long split at {long_tokens} "
+           f"prompt tokens (--long-tokens).", [os.path.join(d, "requests.csv")])
+
+
+def render(plt, w, d, opts):
+    """Every figure of run folder d; opts.long_tokens splits short and long prompts."""
+    summary = read_json(os.path.join(d, "summary.json"))
+    if summary is None or "policies" not in summary:
+        raise InputProblem(f"{d}/summary.json: missing or without 'policies'")
+    series = read_csv(os.path.join(d, "timeseries.csv"))
+    requests = read_csv(os.path.join(d, "requests.csv"))
+    plot_memory(plt, w, d, summary, series, requests)
+    plot_outcomes(plt, w, d, summary)
+    plot_latency(plt, w, d, requests, opts.long_tokens)
