@@ -79,6 +79,35 @@ Entry common_axes(const ConfigNode& e, const std::string& backend) {
   return out;
 }
 
+// Calls fn(a, b, ...) once for every combination of one value from each list, the first list
+// outermost and the last innermost: the order the grid's cases are numbered in.
+template <class Fn>
+void for_each_combination(Fn&& fn) {
+  fn();
+}
+template <class Fn, class List, class... Rest>
+void for_each_combination(Fn&& fn, const List& first, const Rest&... rest) {
+  for (const auto& v : first) {
+    for_each_combination([&](const auto&... tail) { fn(v, tail...); }, rest...);
+  }
+}
+
+// One case of c's class per combination of its versions, its dtypes and `axes` (in that
+// nesting order); shape(case, axis values...) fills in the class's shape.
+template <class Shape, class... Axes>
+void expand_cases(const Entry& c, std::vector<KernelCase>& out, Shape shape, const Axes&... axes) {
+  for_each_combination(
+      [&](int v, kernels::Precision p, const auto&... x) {
+        KernelCase k;
+        k.kind = c.kind;
+        k.version = v;
+        k.precision = p;
+        shape(k, x...);
+        out.push_back(k);
+      },
+      c.versions, c.dtypes, axes...);
+}
+
 void expand_attention(const ConfigNode& e, const Entry& c, std::vector<KernelCase>& out) {
   const auto batch = list_of<int64_t>(e, "batch", {1}, kPositive);
   const auto heads = list_of<int64_t>(e, "heads", {}, kPositive);
@@ -87,23 +116,14 @@ void expand_attention(const ConfigNode& e, const Entry& c, std::vector<KernelCas
   const auto context = list_of<int64_t>(e, "context", {0}, {.min = 0, .max = 1 << 20});
   const auto head_dim = list_of<int64_t>(e, "head_dim", {128}, kPositive);
   const auto causal = list_of<bool>(e, "causal", {true});
-  for (int v : c.versions)
-    for (auto p : c.dtypes)
-      for (int64_t b : batch)
-        for (int64_t h : heads)
-          for (int64_t kvh : kv_heads)
-            for (int64_t s : seq)
-              for (int64_t ctx : context)
-                for (int64_t d : head_dim)
-                  for (bool cz : causal) {
-                    KernelCase k;
-                    k.kind = c.kind;
-                    k.version = v;
-                    k.precision = p;
-                    k.attn = {.batch = b, .heads = h, .kv_heads = kvh, .seq_q = s,
-                              .seq_kv = s + ctx, .head_dim = d, .causal = cz};
-                    out.push_back(k);
-                  }
+  expand_cases(
+      c, out,
+      [](KernelCase& k, int64_t b, int64_t h, int64_t kvh, int64_t s, int64_t ctx, int64_t d,
+         bool cz) {
+        k.attn = {.batch = b, .heads = h, .kv_heads = kvh, .seq_q = s, .seq_kv = s + ctx,
+                  .head_dim = d, .causal = cz};
+      },
+      batch, heads, kv_heads, seq, context, head_dim, causal);
 }
 
 void expand_paged(const ConfigNode& e, const Entry& c, std::vector<KernelCase>& out) {
@@ -113,53 +133,37 @@ void expand_paged(const ConfigNode& e, const Entry& c, std::vector<KernelCase>& 
   const auto head_dim = list_of<int64_t>(e, "head_dim", {128}, kPositive);
   const auto context = list_of<int64_t>(e, "context", {}, {.min = 1, .max = 1 << 24});
   const auto block = list_of<int64_t>(e, "block_size", {16}, {.min = 1, .max = 256});
-  for (int v : c.versions)
-    for (auto p : c.dtypes)
-      for (int64_t b : batch)
-        for (int64_t h : heads)
-          for (int64_t kvh : kv_heads)
-            for (int64_t d : head_dim)
-              for (int64_t ctx : context)
-                for (int64_t bs : block) {
-                  KernelCase k;
-                  k.kind = c.kind;
-                  k.version = v;
-                  k.precision = p;
-                  k.paged = {.batch = b, .heads = h, .kv_heads = kvh, .head_dim = d,
-                             .context = ctx, .block_size = bs};
-                  out.push_back(k);
-                }
+  expand_cases(
+      c, out,
+      [](KernelCase& k, int64_t b, int64_t h, int64_t kvh, int64_t d, int64_t ctx, int64_t bs) {
+        k.paged = {.batch = b, .heads = h, .kv_heads = kvh, .head_dim = d, .context = ctx,
+                   .block_size = bs};
+      },
+      batch, heads, kv_heads, head_dim, context, block);
 }
 
 void expand_gemm(const ConfigNode& e, const Entry& c, std::vector<KernelCase>& out) {
   const auto m = list_of<int64_t>(e, "m", {}, kPositive);
   const auto n = list_of<int64_t>(e, "n", {}, kPositive);
   const auto k = list_of<int64_t>(e, "k", {}, kPositive);
-  for (int v : c.versions)
-    for (auto p : c.dtypes)
-      for (int64_t mm : m)
-        for (int64_t nn : n)
-          for (int64_t kk : k) {
-            KernelCase g;
-            g.kind = c.kind;
-            g.version = v;
-            g.precision = p;
-            g.gemm = {.m = mm, .n = nn, .k = kk};
-            out.push_back(g);
-          }
+  expand_cases(
+      c, out,
+      [](KernelCase& g, int64_t mm, int64_t nn, int64_t kk) {
+        g.gemm = {.m = mm, .n = nn, .k = kk};
+      },
+      m, n, k);
 }
 
 void expand_membw(const ConfigNode& e, const Entry& c, std::vector<KernelCase>& out) {
   const auto mib = list_of<double>(e, "bytes_mib", {}, {.min = 0.001, .max = 1 << 20});
-  for (int v : c.versions)
-    for (double m : mib) {
-      KernelCase k;
-      k.kind = c.kind;
-      k.version = v;
-      // Rounded down to whole KiB: the model maps a copy onto rows of 512 two-byte elements.
-      k.bytes = static_cast<int64_t>(m * 1024.0) * 1024;
-      out.push_back(k);
-    }
+  // c.dtypes is {fp16} here (common_axes): a copy moves bytes, whatever their type.
+  expand_cases(
+      c, out,
+      [](KernelCase& k, double m) {
+        // Rounded down to whole KiB: the model maps a copy onto rows of 512 two-byte elements.
+        k.bytes = static_cast<int64_t>(m * 1024.0) * 1024;
+      },
+      mib);
 }
 
 void assign_splits(Grid& g) {
