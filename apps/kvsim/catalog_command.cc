@@ -6,6 +6,7 @@
 
 #include "models/catalog.h"
 #include "apps/kvsim/commands.h"
+#include "apps/kvsim/json_fields.h"
 #include "core/text_table.h"
 #include "core/units.h"
 
@@ -17,30 +18,7 @@ void list_models(bool json) {
   const auto& models = Catalog::builtin().models();
   if (json) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const auto& [name, m] : models) {
-      nlohmann::ordered_json o;
-      o["name"] = name;
-      o["display_name"] = m.display_name;
-      o["layers"] = m.layers;
-      o["heads"] = m.heads;
-      o["kv_heads"] = m.kv_heads;
-      o["head_dim"] = m.head_dim;
-      o["hidden"] = m.hidden;
-      o["ffn"] = m.ffn;
-      o["vocab"] = m.vocab;
-      o["num_experts"] = m.num_experts;
-      o["experts_per_token"] = m.experts_per_token;
-      o["max_position"] = m.max_position;
-      o["attention"] = m.attention_kind();
-      o["params"] = m.param_count();
-      o["active_params"] = m.active_param_count();
-      o["weight_dtype"] = std::string(dtype_name(m.weight_dtype));
-      o["kv_dtype"] = std::string(dtype_name(m.kv_dtype));
-      o["weights_bytes"] = m.weights_bytes();
-      o["kv_bytes_per_token"] = m.kv_bytes_per_token();
-      o["source"] = m.source;
-      arr.push_back(o);
-    }
+    for (const auto& entry : models) arr.push_back(to_json(entry.second));
     fmt::print("{}\n", arr.dump(2));
     return;
   }
@@ -60,22 +38,7 @@ void list_gpus(bool json) {
   const auto& gpus = Catalog::builtin().gpus();
   if (json) {
     nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const auto& [name, g] : gpus) {
-      nlohmann::ordered_json o;
-      o["name"] = name;
-      o["display_name"] = g.display_name;
-      o["marketed_gb"] = g.marketed_gb;
-      o["memory_bytes"] = g.memory_bytes;
-      o["context_reserve_bytes"] = g.context_reserve_bytes;
-      o["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
-      o["fp16_flops"] = g.fp16_flops;
-      o["sm_count"] = g.sm_count;
-      o["l2_bytes"] = g.l2_bytes;
-      o["pcie_bytes_per_s"] = g.pcie_bytes_per_s;
-      o["nvlink_bytes_per_s"] = g.nvlink_bytes_per_s;
-      o["source"] = g.source;
-      arr.push_back(o);
-    }
+    for (const auto& entry : gpus) arr.push_back(to_json(entry.second));
     fmt::print("{}\n", arr.dump(2));
     return;
   }

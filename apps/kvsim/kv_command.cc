@@ -13,6 +13,7 @@
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
 #include "apps/kvsim/commands.h"
+#include "apps/kvsim/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"
@@ -32,8 +33,7 @@ struct KvOptions {
   std::optional<double> weights_gb;
   std::optional<int> kv_heads;
   std::string kv_dtype;
-  bool json = false;
-  std::string plot;
+  JsonPlotOptions out;
 };
 
 std::string gb_gib(int64_t bytes) { return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes)); }
@@ -64,22 +64,6 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows) {
   }
 }
 
-void print_json(const std::vector<KvRow>& rows) {
-  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (const KvRow& r : rows) {
-    nlohmann::ordered_json o;
-    o["seq_len"] = r.seq_len;
-    o["batch"] = r.batch;
-    o["kv_bytes_per_request"] = r.kv_bytes_per_request;
-    o["kv_bytes_total"] = r.kv_bytes_total;
-    o["remaining_bytes"] = r.remaining_bytes ? nlohmann::ordered_json(*r.remaining_bytes)
-                                             : nlohmann::ordered_json(nullptr);
-    o["risk"] = std::string(risk_name(r.risk));
-    arr.push_back(o);
-  }
-  fmt::print("{}\n", arr.dump(2));
-}
-
 // The GQA variant of the figure: the model's own KV heads when it is GQA, else the divisor of
 // its query heads nearest heads/4 (a common group size); 0 when no divisor lies strictly between
 // MQA (1) and MHA (heads).
@@ -106,8 +90,7 @@ nlohmann::ordered_json kv_plot_data(const KvQuery& q, const KvOptions& o) {
   d["kv_dtype"] = std::string(dtype_name(q.model.kv_dtype));
   d["batch"] = q.batch;
   d["gpu"] = o.gpu;
-  d["capacity_bytes"] = q.capacity_bytes ? nlohmann::ordered_json(*q.capacity_bytes)
-                                         : nlohmann::ordered_json(nullptr);
+  d["capacity_bytes"] = or_null(q.capacity_bytes);
   d["weights_bytes"] = q.weights_bytes;
   d["seq_lens"] = seqs;
   nlohmann::ordered_json variants = nlohmann::ordered_json::array();
@@ -129,7 +112,7 @@ nlohmann::ordered_json kv_plot_data(const KvQuery& q, const KvOptions& o) {
 }
 
 void run_kv(const KvOptions& o) {
-  if (!o.plot.empty()) check_figure_name(o.plot);
+  o.out.check();
   const Catalog& catalog = Catalog::builtin();
   KvQuery q;
   q.model = catalog.model(o.model);
@@ -147,12 +130,12 @@ void run_kv(const KvOptions& o) {
   if (o.capacity_gb) q.capacity_bytes = gb_to_bytes(*o.capacity_gb);
   q.weights_bytes = o.weights_gb ? gb_to_bytes(*o.weights_gb) : q.model.weights_bytes();
   const auto rows = kv_table(q);
-  if (o.json) {
-    print_json(rows);
+  if (o.out.json) {
+    fmt::print("{}\n", to_json_array(rows).dump(2));
   } else {
     print_human(q, rows);
   }
-  if (!o.plot.empty()) plot_data("kv", kv_plot_data(q, o), o.plot, o.json);
+  o.out.plot_if_asked("kv", [&] { return kv_plot_data(q, o); });
 }
 
 }  // namespace
@@ -178,10 +161,8 @@ void add_kv_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV element type")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8"}));
-  cmd->add_flag("--json", o->json, "one JSON array, exact integer bytes");
-  cmd->add_option("--plot", o->plot,
-                  "also draw KV bytes against sequence length for MHA/GQA/MQA into FILE "
-                  "(.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
+  add_json_plot_options(*cmd, o->out, "one JSON array, exact integer bytes",
+                        "KV bytes against sequence length for MHA/GQA/MQA");
   cmd->callback([o] { run_kv(*o); });
 }
 

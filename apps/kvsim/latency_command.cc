@@ -10,6 +10,7 @@
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
 #include "apps/kvsim/commands.h"
+#include "apps/kvsim/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"
@@ -30,52 +31,8 @@ struct LatencyOptions {
   int tp = 1;
   std::string profile;
   bool verbose = false;
-  bool json = false;
-  std::string plot;
+  JsonPlotOptions out;
 };
-
-nlohmann::ordered_json ops_json(const IterationCost& c) {
-  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (const OpCost& o : c.ops) {
-    nlohmann::ordered_json j;
-    j["name"] = std::string(o.name);
-    j["class"] = std::string(op_class_name(o.op_class));
-    j["flops"] = o.flops;
-    j["bytes"] = o.bytes;
-    j["compute_s"] = o.compute_s;
-    j["memory_s"] = o.memory_s;
-    j["overhead_s"] = o.overhead_s;
-    j["seconds"] = o.seconds;
-    j["bound"] = std::string(bound_name(o.bound));
-    arr.push_back(j);
-  }
-  return arr;
-}
-
-nlohmann::ordered_json row_json(const SequenceLatency& s, bool verbose) {
-  nlohmann::ordered_json o;
-  o["seq_len"] = s.seq_len;
-  o["batch"] = s.batch;
-  o["prefill_s"] = s.prefill_s;
-  o["prefill_lower_bound_s"] = s.prefill_lower_bound_s;
-  o["ttft_s"] = s.ttft_s;
-  o["ttft_lower_bound_s"] = s.ttft_lower_bound_s;
-  o["decode_step_s"] = s.decode_step_s;
-  o["decode_step_lower_bound_s"] = s.decode_step_lower_bound_s;
-  o["decode_tokens_per_s"] = s.decode_tokens_per_s;
-  o["decode_tokens_per_s_upper_bound"] = s.decode_tokens_per_s_upper_bound;
-  o["prefill_flops"] = s.prefill.flops;
-  o["prefill_bytes"] = s.prefill.bytes;
-  o["decode_flops"] = s.decode.flops;
-  o["decode_bytes"] = s.decode.bytes;
-  if (verbose) {
-    o["prefill_ops"] = ops_json(s.prefill);
-    o["prefill_bound_ops"] = ops_json(s.prefill_bound);
-    o["decode_ops"] = ops_json(s.decode);
-    o["decode_bound_ops"] = ops_json(s.decode_bound);
-  }
-  return o;
-}
 
 std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
 
@@ -131,7 +88,7 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
 }
 
 void run_latency(const LatencyOptions& o) {
-  if (!o.plot.empty()) check_figure_name(o.plot);
+  o.out.check();
   const Catalog& catalog = Catalog::builtin();
   ModelSpec model = catalog.model(o.model);
   if (o.kv_heads) {
@@ -151,14 +108,12 @@ void run_latency(const LatencyOptions& o) {
   const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.tp);
   std::vector<SequenceLatency> rows;
   for (int64_t s : o.seqs) rows.push_back(sequence_latency(lm, s, o.batch, o.block_size));
-  if (o.json) {
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const SequenceLatency& s : rows) arr.push_back(row_json(s, o.verbose));
-    fmt::print("{}\n", arr.dump(2));
+  if (o.out.json) {
+    fmt::print("{}\n", to_json_array(rows, o.verbose).dump(2));
   } else {
     print_human(lm, o, rows);
   }
-  if (!o.plot.empty()) {
+  o.out.plot_if_asked("latency", [&] {
     nlohmann::ordered_json d;
     d["kind"] = "latency";
     d["kvsim_version"] = kvsim_version();
@@ -170,11 +125,9 @@ void run_latency(const LatencyOptions& o) {
     d["block_size"] = o.block_size;
     d["tp"] = o.tp;
     d["profile"] = lm.profile().name;
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const SequenceLatency& s : rows) arr.push_back(row_json(s, false));
-    d["rows"] = arr;
-    plot_data("latency", d, o.plot, o.json);
-  }
+    d["rows"] = to_json_array(rows, false);
+    return d;
+  });
 }
 
 }  // namespace
@@ -205,10 +158,8 @@ void add_latency_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--profile", o->profile, "latency profile YAML (default: built-in defaults)");
   cmd->add_flag("--verbose", o->verbose, "per-operation breakdown");
-  cmd->add_flag("--json", o->json, "one JSON array, an object per sequence length");
-  cmd->add_option("--plot", o->plot,
-                  "also draw prefill and decode time against the bound by sequence length into "
-                  "FILE (.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
+  add_json_plot_options(*cmd, o->out, "one JSON array, an object per sequence length",
+                        "prefill and decode time against the bound by sequence length");
   cmd->callback([o] { run_latency(*o); });
 }
 

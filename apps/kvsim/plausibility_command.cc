@@ -10,6 +10,7 @@
 #include "models/catalog.h"
 #include "models/latency/plausibility.h"
 #include "apps/kvsim/commands.h"
+#include "apps/kvsim/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"
@@ -20,8 +21,7 @@ namespace {
 
 struct PlausibilityOptions {
   std::string file;
-  bool json = false;
-  std::string plot;
+  JsonPlotOptions out;
 };
 
 // A time in ms or a throughput in tokens/s, as the claim's kind reads best.
@@ -48,66 +48,35 @@ std::string arithmetic(const ClaimCheck& r) {
       r.implied_flops_per_s / r.peak_flops * 100);
 }
 
-void plot_claims(const PlausibilityOptions& o, const std::vector<ClaimCheck>& checks) {
+// The claim's KV heads, or its model's when the claim leaves them out.
+int kv_heads(const Claim& c, const Catalog& catalog) {
+  return c.kv_heads > 0 ? c.kv_heads : catalog.model(c.model).kv_heads;
+}
+
+nlohmann::ordered_json claims_json(const std::vector<ClaimCheck>& checks, const Catalog& catalog) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const ClaimCheck& r : checks) arr.push_back(to_json(r, kv_heads(r.claim, catalog)));
+  return arr;
+}
+
+// What the figure needs of each claim: the --json fields it draws.
+nlohmann::ordered_json plot_data_of(const PlausibilityOptions& o,
+                                    const nlohmann::ordered_json& claims) {
   nlohmann::ordered_json d;
   d["kind"] = "plausibility";
   d["kvsim_version"] = kvsim_version();
   d["file"] = std::filesystem::path(o.file).filename().string();
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-  for (const ClaimCheck& r : checks) {
-    nlohmann::ordered_json j;
-    j["line"] = r.claim.line;
-    j["label"] = r.claim.label;
-    j["metric"] = r.claim.metric;
-    j["unit"] = r.claim.throughput ? "tokens/s" : "s";
-    j["claimed"] = r.claim.claimed;
-    j["lower_bound"] = r.lower_bound;
-    j["estimate"] = r.estimate;
-    j["verdict"] = std::string(verdict_name(r.verdict));
-    arr.push_back(j);
+  for (const auto& c : claims) {
+    arr.push_back(pick(c, {"line", "label", "metric", "unit", "claimed", "lower_bound", "estimate",
+                           "verdict"}));
   }
   d["claims"] = arr;
-  plot_data("plausibility", d, o.plot, o.json);
+  return d;
 }
 
-void run_plausibility(const PlausibilityOptions& o) {
-  if (!o.plot.empty()) check_figure_name(o.plot);
-  const Catalog& catalog = Catalog::builtin();
-  const std::vector<Claim> claims = read_claims(o.file, catalog);
-  std::vector<ClaimCheck> checks;
-  for (const Claim& c : claims) checks.push_back(check_claim(c, catalog));
-  if (o.json) {
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const ClaimCheck& r : checks) {
-      const Claim& c = r.claim;
-      nlohmann::ordered_json j;
-      j["line"] = c.line;
-      j["label"] = c.label;
-      j["model"] = c.model;
-      j["gpu"] = c.gpu;
-      j["attention"] = std::string(attention_kind_name(c.attention));
-      j["kv_heads"] = c.kv_heads > 0 ? c.kv_heads : catalog.model(c.model).kv_heads;
-      j["block_size"] = c.block_tokens;
-      j["seq_len"] = c.seq_len;
-      j["batch"] = c.batch;
-      j["metric"] = c.metric;
-      j["unit"] = c.throughput ? "tokens/s" : "s";
-      j["claimed"] = c.claimed;
-      j["lower_bound"] = r.lower_bound;
-      j["estimate"] = r.estimate;
-      j["bound_fraction"] = r.bound_fraction;
-      j["verdict"] = std::string(verdict_name(r.verdict));
-      j["flops"] = r.flops;
-      j["bytes"] = r.bytes;
-      j["compute_floor_s"] = r.compute_floor_s;
-      j["memory_floor_s"] = r.memory_floor_s;
-      j["implied_flops_per_s"] = r.implied_flops_per_s;
-      arr.push_back(j);
-    }
-    fmt::print("{}\n", arr.dump(2));
-    if (!o.plot.empty()) plot_claims(o, checks);
-    return;
-  }
+void print_human(const PlausibilityOptions& o, const std::vector<ClaimCheck>& checks,
+                 const Catalog& catalog) {
   fmt::print(
       "{}: {} claims. bound = fastest the GPU's peaks allow (efficiency 1.0, no "
       "overheads); estimate = kvsim with its default profile\n",
@@ -120,15 +89,28 @@ void run_plausibility(const PlausibilityOptions& o) {
                "needs % of bound", "verdict"});
   for (const ClaimCheck& r : checks) {
     const Claim& c = r.claim;
-    t.add_row({std::to_string(c.line), c.label,
-               std::to_string(c.kv_heads > 0 ? c.kv_heads : catalog.model(c.model).kv_heads),
+    t.add_row({std::to_string(c.line), c.label, std::to_string(kv_heads(c, catalog)),
                with_commas(c.seq_len), c.metric, figure(c, c.claimed), figure(c, r.lower_bound),
                figure(c, r.estimate), fmt::format("{:.0f}%", r.bound_fraction * 100),
                std::string(verdict_name(r.verdict))});
   }
   fmt::print("{}\narithmetic:\n", t.render());
   for (const ClaimCheck& r : checks) fmt::print("  {}\n", arithmetic(r));
-  if (!o.plot.empty()) plot_claims(o, checks);
+}
+
+void run_plausibility(const PlausibilityOptions& o) {
+  o.out.check();
+  const Catalog& catalog = Catalog::builtin();
+  const std::vector<Claim> claims = read_claims(o.file, catalog);
+  std::vector<ClaimCheck> checks;
+  for (const Claim& c : claims) checks.push_back(check_claim(c, catalog));
+  const nlohmann::ordered_json all = claims_json(checks, catalog);
+  if (o.out.json) {
+    fmt::print("{}\n", all.dump(2));
+  } else {
+    print_human(o, checks, catalog);
+  }
+  o.out.plot_if_asked("plausibility", [&] { return plot_data_of(o, all); });
 }
 
 }  // namespace
@@ -139,10 +121,8 @@ void add_plausibility_command(CLI::App& app) {
       "plausibility",
       "Check published latency claims against physical bounds and kvsim's estimate");
   cmd->add_option("claims", o->file, "CSV of claims (see docs/latency.md)")->required();
-  cmd->add_flag("--json", o->json, "one JSON array, an object per claim");
-  cmd->add_option("--plot", o->plot,
-                  "also draw each claim against kvsim's estimate and the physical bound into "
-                  "FILE (.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
+  add_json_plot_options(*cmd, o->out, "one JSON array, an object per claim",
+                        "each claim against kvsim's estimate and the physical bound");
   cmd->callback([o] { run_plausibility(*o); });
 }
 

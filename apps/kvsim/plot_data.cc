@@ -1,5 +1,7 @@
 #include "apps/kvsim/plot_data.h"
 
+#include <CLI/CLI.hpp>
+
 #include <filesystem>
 #include <vector>
 
@@ -26,6 +28,23 @@ void plot_data(const std::string& kind, const nlohmann::ordered_json& data,
   std::vector<std::string> args = {"--kind", kind, "--data", json_path, "-o", figure};
   if (quiet) args.push_back("--quiet");
   run_data_script(kPlotScript, args);
+}
+
+void JsonPlotOptions::check() const {
+  if (!plot.empty()) check_figure_name(plot);
+}
+
+void JsonPlotOptions::plot_if_asked(const std::string& kind,
+                                    const std::function<nlohmann::ordered_json()>& data) const {
+  if (!plot.empty()) plot_data(kind, data(), plot, json);
+}
+
+void add_json_plot_options(CLI::App& cmd, JsonPlotOptions& o, const std::string& json_help,
+                           const std::string& plot_what) {
+  cmd.add_flag("--json", o.json, json_help);
+  cmd.add_option("--plot", o.plot,
+                 "also draw " + plot_what +
+                     " into FILE (.png/.svg/.pdf; data beside it as .json; needs matplotlib)");
 }
 
 }  // namespace kvsim::cli
