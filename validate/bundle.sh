@@ -42,7 +42,10 @@ args=(-DCMAKE_BUILD_TYPE=Release -DKVSIM_WITH_MPI=OFF -DKVSIM_BUILD_BENCH=OFF
       -DKVSIM_BUILD_TESTS=ON
       # RUNPATH (not RPATH) $ORIGIN/../lib on every binary, in the build tree already.
       -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON "-DCMAKE_INSTALL_RPATH=\$ORIGIN/../lib"
-      -DCMAKE_EXE_LINKER_FLAGS=-Wl,--enable-new-dtags)
+      -DCMAKE_EXE_LINKER_FLAGS=-Wl,--enable-new-dtags
+      # No fallback to this source tree: the binaries find data in <exe>/../share/kvsim only
+      # (or $KVSIM_DATA_DIR), so a file missing from the bundle fails here, not on the node.
+      -DKVSIM_SOURCE_DATA_DIR=/nonexistent/kvsim-bundle-has-no-source-tree)
 if [[ $REDUCED -eq 1 ]]; then
   BUILD=${KVSIM_BUNDLE_BUILD:-$ROOT/build-bundle-reduced}
   args+=(-DKVSIM_WITH_CUDA=OFF -DKVSIM_BUILD_TESTS=OFF)
