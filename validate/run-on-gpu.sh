@@ -304,7 +304,9 @@ step cpu-measure 60 "$C/measure.log" "$BIN" measure --grid "$GRIDS/cpu-tiny.yaml
 log "done in $((SECONDS - START))s"
 [[ ${#FAILED[@]} -gt 0 ]] && log "failed steps: ${FAILED[*]}"
 pack
-log "wrote $OUT/kvsim-gpu-results.tar.gz ($(du -h "$OUT/kvsim-gpu-results.tar.gz" | cut -f1)) and $OUT/summary.txt"
+# After the last pack, so stdout only: the archive's progress.log ends with the line above.
+printf '[run-on-gpu %4ds] wrote %s (%s bytes) and %s\n' $((SECONDS - START)) \
+  "$OUT/kvsim-gpu-results.tar.gz" "$(stat -c %s "$OUT/kvsim-gpu-results.tar.gz")" "$OUT/summary.txt"
 [[ ${#FAILED[@]} -gt 0 ]] && exit 1
 [[ $DEVICE -eq 1 ]] || exit 4
 exit 0
