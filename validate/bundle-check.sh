@@ -52,5 +52,5 @@ for f in "$B"/lib/*.so*; do
     [[ $need =~ $ALLOWED || -e $B/lib/$need ]] || problem "lib/$(basename "$f") needs $need, which is neither in lib/ nor an allowed system library"
   done < <(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 done
-[[ $bad -eq 0 ]] && echo "bundle-check: ok: ${#bins[@]} binaries, $(ls "$B"/lib 2>/dev/null | wc -l) bundled libraries, nothing outside the bundle but the C runtime and the driver"
+[[ $bad -eq 0 ]] && echo "bundle-check: ok: ${#bins[@]} binaries, $(find "$B/lib" -maxdepth 1 -name '*.so*' | wc -l) bundled libraries, nothing outside the bundle but the C runtime and the driver"
 exit $bad

@@ -3,6 +3,7 @@
 # on a bare GPU node (CUDA driver, no kvsim libraries, no network, no apt):
 #   DIR/bin/      kvsim-validate, kvsim_kernels_tests, kvsim (stripped; RUNPATH $ORIGIN/../lib)
 #   DIR/lib/      every shared library they load that is not the C/C++ runtime or the driver
+#   DIR/lib/compat/  this machine's libstdc++ and libgcc_s, for a node whose own are too old
 #   DIR/share/kvsim/  the catalogs and profiles (models/catalog), scenarios, validate/grids
 #   DIR/run-on-gpu.sh, DIR/bundle-check.sh, DIR/MANIFEST.txt, DIR/SHA256SUMS
 # CUDA: the runtime linked statically, kernels for sm_80 and sm_90 (SASS + PTX), cuBLAS and
@@ -102,7 +103,13 @@ for f in "$DIR"/bin/*; do
     [[ -e $DIR/lib/$lib ]] || install -m 644 "$(readlink -f "$path")" "$DIR/lib/$lib"
   done < <(env -i PATH=/usr/bin:/bin ldd "$f" | grep ' => ')
 done
-[[ -n $(ls -A "$DIR/lib") ]] && strip --strip-unneeded "$DIR"/lib/*
+# lib/compat/: this machine's C++ runtime, NOT on the RUNPATH. run-on-gpu.sh puts it on
+# LD_LIBRARY_PATH only when the node's libstdc++ is older than the binaries need.
+mkdir -p "$DIR/lib/compat"
+while read -r lib _ path _; do
+  [[ $lib == libstdc++.so.* || $lib == libgcc_s.so.* ]] && install -m 644 "$(readlink -f "$path")" "$DIR/lib/compat/$lib"
+done < <(env -i PATH=/usr/bin:/bin ldd "$DIR/bin/kvsim-validate" | grep ' => ')
+strip --strip-unneeded "$DIR"/lib/*.so* "$DIR"/lib/compat/*
 
 # Data: what data_dir() looks for next to the binaries (<exe>/../share/kvsim), and the grids.
 cp -r "$ROOT/models/catalog" "$DIR/share/kvsim/models/"
@@ -114,7 +121,7 @@ install -m 755 "$ROOT/validate/run-on-gpu.sh" "$ROOT/validate/bundle-check.sh" "
 # The newest symbol versions the binaries and libraries ask of glibc and libstdc++: the node's
 # must be at least these (run-on-gpu.sh compares).
 max_version() {  # PREFIX: the highest PREFIX_x.y.z among the bundle's dynamic symbol references
-  objdump -T "$DIR"/bin/* "$DIR"/lib/* 2>/dev/null | grep -o "$1_[0-9][0-9.]*" | sed "s/^$1_//" |
+  objdump -T "$DIR"/bin/* "$DIR"/lib/*.so* 2>/dev/null | grep -o "$1_[0-9][0-9.]*" | sed "s/^$1_//" |
     sort -t. -k1,1n -k2,2n -k3,3n | tail -n 1
 }
 commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
@@ -137,7 +144,8 @@ libstdcxx_built=$(readlink -f "$(g++ -print-file-name=libstdc++.so.6 2>/dev/null
   echo "glibc_required: $(max_version GLIBC) (built with $glibc_built)"
   echo "libstdcxx_required: GLIBCXX_$(max_version GLIBCXX), CXXABI_$(max_version CXXABI) (built with libstdc++.so.$libstdcxx_built)"
   echo "binaries: $(cd "$DIR/bin" && ls | tr '\n' ' ')"
-  echo "libraries: $(cd "$DIR/lib" && ls | tr '\n' ' ')"
+  echo "libraries: $(cd "$DIR/lib" && ls -p | grep -v / | tr '\n' ' ')"
+  echo "compat: lib/compat/ ($(cd "$DIR/lib/compat" && ls | tr '\n' ' ')) is this machine's C++ runtime, used by run-on-gpu.sh only if the node's libstdc++ lacks libstdcxx_required"
 } >"$DIR/MANIFEST.txt"
 (cd "$DIR" && find . -type f ! -name SHA256SUMS | sort | xargs sha256sum >SHA256SUMS)
 

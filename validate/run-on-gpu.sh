@@ -186,6 +186,15 @@ else
 fi
 if [[ $MODE == bundle ]]; then
   cp "$BUNDLE/MANIFEST.txt" "$R/bundle-MANIFEST.txt"
+  # A node whose libstdc++ is older than the binaries need: use the bundle's own (lib/compat/).
+  if ! "$BIN" --version >/dev/null 2>"$R/version-check.txt"; then
+    if grep -qE "GLIBCXX|CXXABI" "$R/version-check.txt" && [[ -d $BUNDLE/lib/compat ]]; then
+      export LD_LIBRARY_PATH=$BUNDLE/lib/compat${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      log "the node's libstdc++ is too old ($(head -n 1 "$R/version-check.txt")); using the bundle's lib/compat/"
+    else
+      log "kvsim-validate does not start here: $(head -n 3 "$R/version-check.txt")"
+    fi
+  fi
   step bundle-check 30 "$R/bundle-check.txt" "$BUNDLE/bundle-check.sh" "$BUNDLE"
 else
   for tool in nvcc cmake; do

@@ -79,7 +79,7 @@ size=$(du -sb "$C" | awk '{print $1}')
 [[ $size -lt $((48 * 1024 * 1024)) ]] && ok "bundle size $size bytes < 48 MiB" || bad "bundle size $size bytes >= 48 MiB"
 
 # The checker can fail: a copy without one of its bundled libraries must be refused.
-victim=$(ls "$C/lib" | head -n 1)
+victim=$(cd "$C/lib" && ls -p | grep -v / | head -n 1)
 if [[ -n $victim ]]; then
   cp -a "$C" "$W/planted"
   rm "$W/planted/lib/$victim"
