@@ -20,14 +20,19 @@ bad=0
 problem() { echo "bundle-check: $*"; bad=1; }
 
 shopt -s nullglob
+# readelf (binutils) may be missing on a bare node: then only ldd's view is checked, and said so.
+HAVE_READELF=1
+command -v readelf >/dev/null || { HAVE_READELF=0; echo "bundle-check: readelf not found: RUNPATH and lib/ NEEDED entries not checked (ldd only)"; }
 bins=("$B"/bin/*)
 [[ ${#bins[@]} -gt 0 ]] || problem "no binaries in $B/bin"
 for f in "${bins[@]}"; do
   [[ -f $f && -x $f ]] || continue
   name=${f#"$B"/}
-  runpath=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
-  [[ $runpath == '$ORIGIN/../lib' ]] || problem "$name: RUNPATH is '${runpath}', want '\$ORIGIN/../lib'"
-  readelf -d "$f" 2>/dev/null | grep -q '(RPATH)' && problem "$name: has an old-style RPATH"
+  if [[ $HAVE_READELF -eq 1 ]]; then
+    runpath=$(readelf -d "$f" 2>/dev/null | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
+    [[ $runpath == '$ORIGIN/../lib' ]] || problem "$name: RUNPATH is '${runpath}', want '\$ORIGIN/../lib'"
+    readelf -d "$f" 2>/dev/null | grep -q '(RPATH)' && problem "$name: has an old-style RPATH"
+  fi
   out=$(env -i PATH=/usr/bin:/bin ldd "$f" 2>&1) || problem "$name: ldd failed: $out"
   while read -r line; do
     [[ -z $line ]] && continue
@@ -47,7 +52,7 @@ for f in "${bins[@]}"; do
   done <<<"$out"
 done
 for f in "$B"/lib/*.so*; do
-  [[ -f $f ]] || continue
+  [[ -f $f && $HAVE_READELF -eq 1 ]] || continue
   while read -r need; do
     [[ $need =~ $ALLOWED || -e $B/lib/$need ]] || problem "lib/$(basename "$f") needs $need, which is neither in lib/ nor an allowed system library"
   done < <(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
