@@ -209,16 +209,19 @@ else
 fi
 
 # ---- device -------------------------------------------------------------------------------------
-device_query() {
-  step "$1" 30 "$R/device.txt" "$BIN" device -o "$R/device.json"
-  local rc=$?
+device_query() {  # NAME: kvsim-validate device; exit 1 means "no usable GPU", not a failure
+  local t0=$SECONDS rc
+  log "$1: start (limit 30s, log device.txt)"
+  timeout --kill-after=5 30 "$BIN" device -o "$R/device.json" >"$R/device.txt" 2>&1
+  rc=$?
   DEVICE_LINE=$(head -n 1 "$R/device.txt")
-  if [[ $rc -eq 1 ]]; then  # the query worked and found no usable GPU
-    unfail "$1" "no device"
-    NODEV="no device"
-  elif [[ $rc -ne 0 ]]; then
-    NODEV="the device query failed (exit $rc)"
-  fi
+  case $rc in
+    0) log "$1: ok"; record "$1" ok $((SECONDS - t0)) ;;
+    1) log "$1: no usable GPU"; record "$1" "no device" $((SECONDS - t0)); NODEV="no device" ;;
+    *) log "$1: FAILED (exit $rc)"; sed 's/^/    /' "$R/device.txt" | tail -n 15 | tee -a "$R/progress.log"
+       record "$1" "FAILED (exit $rc)" $((SECONDS - t0)); FAILED+=("$1")
+       NODEV="the device query failed (exit $rc)" ;;
+  esac
   return $rc
 }
 device_query device && DEVICE=1
