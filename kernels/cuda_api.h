@@ -40,6 +40,9 @@ struct DeviceInfo {
 // Never throws: a machine without a usable GPU gets available == false and the reason.
 // Creates the CUDA context on device 0 when one is present.
 DeviceInfo probe_device();
+// The cuBLAS library's version, e.g. "13.0.2", or "unavailable: <status>" when it cannot be used
+// (the bundle build loads it at run time: kernels/cublas_dlopen.cc). Never throws; needs no device.
+std::string cublas_version();
 
 struct MemInfo {
   int64_t free_bytes = 0;

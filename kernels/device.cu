@@ -65,6 +65,16 @@ DeviceInfo probe_device() {
   return info;
 }
 
+std::string cublas_version() {
+  int v[3] = {0, 0, 0};
+  const libraryPropertyType props[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
+  for (int i = 0; i < 3; ++i) {
+    const cublasStatus_t st = cublasGetProperty(props[i], &v[i]);
+    if (st != CUBLAS_STATUS_SUCCESS) return std::string("unavailable: ") + cublasGetStatusString(st);
+  }
+  return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
+}
+
 MemInfo mem_get_info() {
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));

@@ -50,6 +50,14 @@ struct CompareOptions {
 // Predicts the test split; writes compare.csv and compare.json; returns the overall MAPE.
 double run_compare(const CompareOptions& o);
 
+struct DeviceQueryOptions {
+  bool json = false;              // print the JSON instead of one line
+  std::filesystem::path out;      // also write the JSON here ("" = no file)
+};
+// Probes CUDA device 0 and cuBLAS; prints one line (or the JSON). Returns 0 when a CUDA device is
+// usable, 1 when not (no device, no driver, or a build without CUDA: the reason is printed).
+int run_device_query(const DeviceQueryOptions& o);
+
 // The GPU spec a measure run is relative to, as recorded in its manifest.json.
 GpuSpec manifest_gpu(const std::filesystem::path& dir);
 

@@ -2,8 +2,9 @@
 // latency model's profile and reports the simulator's error on held-out shapes.
 //   measure --grid G.yaml --backend cpu|cuda -o DIR   memprobe --backend cpu|cuda -o DIR
 //   calibrate DIR -o profile.yaml                     compare DIR --profile profile.yaml
-// Exit codes: 0 ok, 1 a correctness check failed, 2 bad input, 3 internal invariant, 4 other
-// (CUDA errors included).
+//   device [--json] [-o FILE]
+// Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
+// 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -43,6 +44,12 @@ void add_commands(CLI::App& app, int& exit_code) {
   c->add_option("-o,--out", co->profile, "profile YAML to write")->required();
   c->add_flag("--quiet", co->quiet, "no table");
   c->callback([co] { run_calibrate(*co); });
+
+  auto dq = std::make_shared<DeviceQueryOptions>();
+  CLI::App* d = app.add_subcommand("device", "is a CUDA device usable here (exit 0) or not (exit 1), and cuBLAS");
+  d->add_flag("--json", dq->json, "print the JSON record");
+  d->add_option("-o,--out", dq->out, "also write the JSON record to this file");
+  d->callback([dq, &exit_code] { exit_code = run_device_query(*dq); });
 
   auto xo = std::make_shared<CompareOptions>();
   CLI::App* x = app.add_subcommand("compare", "predict the held-out measurements; MAPE per kernel class");
