@@ -22,6 +22,7 @@ void add_plot_command(CLI::App& app);          // `plot`
 void add_report_command(CLI::App& app);        // `report`
 void add_sweep_command(CLI::App& app);         // `sweep`
 void add_merge_command(CLI::App& app);         // `merge`
+void add_list_command(CLI::App& app);          // `list`: every registry's names, descriptions, keys
 
 // Runs scripts/<script> from data_dir() with Python ($KVSIM_PYTHON, else /usr/bin/python3, else
 // python3 on PATH) and `args`; throws InputError when it exits nonzero (it prints why).
