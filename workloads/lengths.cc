@@ -38,7 +38,7 @@ LengthDist parse_at_depth(const ConfigNode& n, int depth) {
   }
   const auto& entry = registry.choose(n);
   n.allow(entry.keys);  // a typo's did-you-mean sees every key of the type
-  return entry.make(n, depth);
+  return entry.make.parse(n, depth);
 }
 
 const Bounds kCount{.min = 1, .max = kMaxTokens};
@@ -122,11 +122,16 @@ LengthDist LengthDist::mixture(std::vector<double> weights, std::vector<LengthDi
 LengthDist LengthDist::parse(const ConfigNode& node) { return parse_at_depth(node, 0); }
 
 void register_length_dists(LengthDistRegistry& r) {
-  r.add({"fixed", "always the same length", {"value"}, parse_fixed});
-  r.add({"uniform", "integer uniform in [min, max], unbiased", {"min", "max"}, parse_uniform});
+  r.add({"fixed", "always the same length", {"value"}, {"{type: fixed, value: 7}", parse_fixed}});
+  r.add({"uniform", "integer uniform in [min, max], unbiased", {"min", "max"},
+         {"{type: uniform, min: 10, max: 20}", parse_uniform}});
   r.add({"lognormal", "exp(mu + sigma*Z) rounded, clipped to [min, max]",
-         {"median", "mean", "sigma", "min", "max"}, parse_lognormal});
-  r.add({"mixture", "picks a component by weight, samples it", {"components"}, parse_mixture});
+         {"median", "mean", "sigma", "min", "max"},
+         {"{type: lognormal, median: 100, sigma: 1, max: 4096}", parse_lognormal}});
+  r.add({"mixture", "picks a component by weight, samples it", {"components"},
+         {"{type: mixture, components: [{weight: 3, type: fixed, value: 5}, "
+          "{weight: 1, type: uniform, min: 100, max: 200}]}",
+          parse_mixture}});
 }
 
 const LengthDistRegistry& length_dist_registry() {

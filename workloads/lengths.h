@@ -51,7 +51,10 @@ class LengthDist {
 // The length distribution registry: a distribution node's `type:` names one of its entries.
 // `depth` counts the mixtures around the node (nesting is bounded). Adding a distribution takes
 // one add() in register_length_dists() (lengths.cc).
-using LengthDistFactory = std::function<LengthDist(const ConfigNode& node, int depth)>;
+struct LengthDistFactory {
+  std::string example;  // a small valid node, e.g. "{type: fixed, value: 7}" (docs, contract tests)
+  std::function<LengthDist(const ConfigNode& node, int depth)> parse;
+};
 using LengthDistRegistry = Registry<LengthDistFactory>;
 void register_length_dists(LengthDistRegistry& registry);  // fixed, uniform, lognormal, mixture
 const LengthDistRegistry& length_dist_registry();

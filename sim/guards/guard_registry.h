@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "core/registry.h"
 #include "models/memory/kv_capabilities.h"
@@ -14,6 +15,9 @@
 namespace kvsim {
 
 struct GuardFactory {
+  // The smallest valid configuration, e.g. "{type: max_inflight, max_inflight: 64}": the guard
+  // with its documented defaults (docs, contract tests).
+  std::string example;
   KvCapabilities needs;  // what the policy's KV store must provide
   std::function<std::unique_ptr<Guard>(const ConfigNode&, const ModelSpec&)> build;
 };

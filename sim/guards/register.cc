@@ -19,19 +19,19 @@ void register_guards(GuardRegistry& r) {
   r.add({"kv_guard", "seed A's guard: free memory (driver view) minus an estimate vs a margin",
          {"safety_margin_gb", "on_fail", "max_safe_len", "system_tokens", "num_layers", "num_heads",
           "head_dim", "dtype_bytes", "estimate_batch", "target", "max_gpu_memory_gb", "timeout_s"},
-         {{}, make_kv_guard}});
+         {"{type: kv_guard}", {}, make_kv_guard}});
   r.add({"reserve", "admit only if every admitted request's worst case fits in the KV budget",
          {"on_fail", "timeout_s"},
-         {{}, make_reserve_guard}});
+         {"{type: reserve}", {}, make_reserve_guard}});
   r.add({"watermark", "vLLM's free-block watermark (paged KV stores only)",
          {"watermark", "timeout_s"},
-         {KvCapability::kPaged, make_watermark_guard}});
+         {"{type: watermark}", KvCapability::kPaged, make_watermark_guard}});
   r.add({"max_model_len", "length limit: reject or truncate prompt + output over it",
          {"max_model_len", "on_fail"},
-         {{}, make_max_model_len_guard}});
+         {"{type: max_model_len}", {}, make_max_model_len_guard}});
   r.add({"max_inflight", "concurrency limit: at most N admitted requests at once",
          {"max_inflight", "on_fail", "timeout_s"},
-         {{}, make_max_inflight_guard}});
+         {"{type: max_inflight, max_inflight: 64}", {}, make_max_inflight_guard}});
 }
 
 const GuardRegistry& guard_registry() {

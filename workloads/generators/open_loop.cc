@@ -25,15 +25,17 @@ ArrivalProcess read_rate(const ConfigNode& n, ArrivalProcess::Type type) {
 void register_arrival_processes(ArrivalProcessRegistry& r) {
   using Type = ArrivalProcess::Type;
   r.add({"poisson", "exponential gaps at `rate` per second", {"rate"},
-         [](const ConfigNode& n) { return read_rate(n, Type::kPoisson); }});
+         {"{type: poisson, rate: 2}",
+          [](const ConfigNode& n) { return read_rate(n, Type::kPoisson); }}});
   r.add({"gamma", "Gamma gaps with coefficient of variation `cv` (> 1: bursty)", {"rate", "cv"},
-         [](const ConfigNode& n) {
-           ArrivalProcess a = read_rate(n, Type::kGamma);
-           a.cv = n.get<double>("cv", {.min = 0, .max = 100, .min_exclusive = true});
-           return a;
-         }});
+         {"{type: gamma, rate: 2, cv: 4}", [](const ConfigNode& n) {
+            ArrivalProcess a = read_rate(n, Type::kGamma);
+            a.cv = n.get<double>("cv", {.min = 0, .max = 100, .min_exclusive = true});
+            return a;
+          }}});
   r.add({"fixed", "exactly k/rate seconds, k = 1, 2, ...", {"rate"},
-         [](const ConfigNode& n) { return read_rate(n, Type::kFixed); }});
+         {"{type: fixed, rate: 2}",
+          [](const ConfigNode& n) { return read_rate(n, Type::kFixed); }}});
 }
 
 const ArrivalProcessRegistry& arrival_process_registry() {
@@ -52,7 +54,7 @@ ArrivalProcess ArrivalProcess::parse(const ConfigNode& n) {
   }
   const auto& entry = registry.choose(n);
   n.allow(entry.keys);
-  return entry.make(n);
+  return entry.make.parse(n);
 }
 
 Burst Burst::parse(const ConfigNode& n) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "workloads/lengths.h"
@@ -29,7 +30,10 @@ struct ArrivalProcess {
 // The arrival process registry: `arrivals: {type: ...}` names one of its entries. Adding a
 // process takes one add() in register_arrival_processes() (open_loop.cc) and its gap sampler
 // in OpenLoopSource::next_base_time().
-using ArrivalProcessFactory = std::function<ArrivalProcess(const ConfigNode& node)>;
+struct ArrivalProcessFactory {
+  std::string example;  // a small valid node, e.g. "{type: poisson, rate: 2}" (docs, contract tests)
+  std::function<ArrivalProcess(const ConfigNode& node)> parse;
+};
 using ArrivalProcessRegistry = Registry<ArrivalProcessFactory>;
 void register_arrival_processes(ArrivalProcessRegistry& registry);  // poisson, gamma, fixed
 const ArrivalProcessRegistry& arrival_process_registry();
