@@ -101,22 +101,11 @@ void register_backends(BackendRegistry& r) {
 }
 
 const BackendRegistry& backend_registry() {
-  static const BackendRegistry registry = [] {
-    BackendRegistry r("backend");
-    register_backends(r);
-    return r;
-  }();
+  static const BackendRegistry registry = BackendRegistry::filled("backend", register_backends);
   return registry;
 }
 
-std::string backend_names() {
-  const auto names = backend_registry().names();
-  std::string list;
-  for (size_t i = 0; i < names.size(); ++i) {
-    list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  }
-  return list;
-}
+std::string backend_names() { return or_list(backend_registry().names()); }
 
 const BackendRegistry::Entry& find_backend(const std::string& name) {
   if (const auto* e = backend_registry().find(name)) return *e;

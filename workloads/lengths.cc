@@ -135,11 +135,8 @@ void register_length_dists(LengthDistRegistry& r) {
 }
 
 const LengthDistRegistry& length_dist_registry() {
-  static const LengthDistRegistry registry = [] {
-    LengthDistRegistry r("length distribution");
-    register_length_dists(r);
-    return r;
-  }();
+  static const LengthDistRegistry registry =
+      LengthDistRegistry::filled("length distribution", register_length_dists);
   return registry;
 }
 

@@ -21,7 +21,8 @@ Common parse_common(const ConfigNode& n) {
   Common c;
   c.prompt_tokens = LengthDist::parse(n.child("prompt_tokens"));
   c.output_tokens = LengthDist::parse(n.child("output_tokens"));
-  if (auto d = n.get_optional<double>("duration_s", {.min = 0, .max = 1e9, .min_exclusive = true})) {
+  const Bounds positive_s{.min = 0, .max = 1e9, .min_exclusive = true};
+  if (auto d = n.get_optional<double>("duration_s", positive_s)) {
     c.duration = seconds_to_sim(*d);
   }
   c.max_requests = n.get_optional<int64_t>("max_requests", {.min = 1, .max = 1e12});
@@ -101,16 +102,6 @@ Workload make_trace(const ConfigNode& n, uint64_t) {
   return w;
 }
 
-// "give exactly one of arrivals:, clients: or trace:".
-std::string one_of_kinds(const WorkloadKindRegistry& registry) {
-  const auto names = registry.names();
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i] + ":";
-  }
-  return out;
-}
-
 }  // namespace
 
 void register_workload_kinds(WorkloadKindRegistry& r) {
@@ -129,17 +120,14 @@ void register_workload_kinds(WorkloadKindRegistry& r) {
 }
 
 const WorkloadKindRegistry& workload_kind_registry() {
-  static const WorkloadKindRegistry registry = [] {
-    WorkloadKindRegistry r("workload kind");
-    register_workload_kinds(r);
-    return r;
-  }();
+  static const WorkloadKindRegistry registry =
+      WorkloadKindRegistry::filled("workload kind", register_workload_kinds);
   return registry;
 }
 
 Workload make_workload(const ConfigNode& n, uint64_t seed) {
   const WorkloadKindRegistry& registry = workload_kind_registry();
-  if (!n.is_map()) n.fail_expected("a workload map with " + one_of_kinds(registry));
+  if (!n.is_map()) n.fail_expected("a workload map with " + or_list(registry.names(), ":"));
   n.allow(registry.names());
   const WorkloadKindRegistry::Entry* kind = nullptr;
   int kinds = 0;
@@ -148,7 +136,7 @@ Workload make_workload(const ConfigNode& n, uint64_t seed) {
     kind = &e;
     ++kinds;
   }
-  if (kinds != 1) n.fail("give exactly one of " + one_of_kinds(registry));
+  if (kinds != 1) n.fail("give exactly one of " + or_list(registry.names(), ":"));
   n.allow(kind->keys);
   Workload w = kind->make(n, seed);
   n.reject_unknown_keys();

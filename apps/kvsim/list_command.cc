@@ -65,7 +65,9 @@ const std::vector<Concept>& concepts() {
              [](const KvStoreFactory& f) { return kv_capability_list(f.provides); });
        }},
       {"workloads",
-       [] { return listing(workload_kind_registry(), "the one key given under workload:", "keys"); }},
+       [] {
+         return listing(workload_kind_registry(), "the one key given under workload:", "keys");
+       }},
       {"arrivals",
        [] { return listing(arrival_process_registry(), "workload.arrivals.type", "keys"); }},
       {"lengths",

@@ -24,7 +24,9 @@ class KvCapabilities {
   constexpr KvCapabilities operator|(KvCapabilities o) const { return from_bits(bits_ | o.bits_); }
   constexpr bool has(KvCapability c) const { return (bits_ & static_cast<uint32_t>(c)) != 0; }
   // Whether every capability of `needed` is here.
-  constexpr bool covers(KvCapabilities needed) const { return (bits_ & needed.bits_) == needed.bits_; }
+  constexpr bool covers(KvCapabilities needed) const {
+    return (bits_ & needed.bits_) == needed.bits_;
+  }
   constexpr bool empty() const { return bits_ == 0; }
   constexpr bool operator==(const KvCapabilities&) const = default;
 

@@ -65,14 +65,15 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
 std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec& model,
                                          const KvBudget& budget) {
   ContiguousStoreOptions o;
-  o.reserve = node.get_enum<ReservePolicy>("reserve",
-                                           {{"max_len", ReservePolicy::kMaxLen},
-                                            {"prompt_plus_max_new", ReservePolicy::kPromptPlusMaxNew},
-                                            {"pow2", ReservePolicy::kPow2},
-                                            {"exact", ReservePolicy::kExact}},
-                                           ReservePolicy::kMaxLen);
-  o.fit = node.get_enum<FitPolicy>("fit", {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}},
-                                   FitPolicy::kFirst);
+  o.reserve = node.get_enum<ReservePolicy>(
+      "reserve",
+      {{"max_len", ReservePolicy::kMaxLen},
+       {"prompt_plus_max_new", ReservePolicy::kPromptPlusMaxNew},
+       {"pow2", ReservePolicy::kPow2},
+       {"exact", ReservePolicy::kExact}},
+      ReservePolicy::kMaxLen);
+  o.fit = node.get_enum<FitPolicy>(
+      "fit", {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}}, FitPolicy::kFirst);
   const int64_t default_len = model.max_position > 0 ? model.max_position : 2048;
   o.max_len = node.get<int64_t>("max_len", default_len, {.min = 1, .max = 1LL << 40});
   o.arena_bytes = kv_bytes_from_utilization(node, budget, "contiguous KV arena");
@@ -118,11 +119,7 @@ void register_kv_stores(KvStoreRegistry& r) {
 }
 
 const KvStoreRegistry& kv_store_registry() {
-  static const KvStoreRegistry registry = [] {
-    KvStoreRegistry r("KV store");
-    register_kv_stores(r);
-    return r;
-  }();
+  static const KvStoreRegistry registry = KvStoreRegistry::filled("KV store", register_kv_stores);
   return registry;
 }
 

@@ -35,11 +35,7 @@ void register_guards(GuardRegistry& r) {
 }
 
 const GuardRegistry& guard_registry() {
-  static const GuardRegistry registry = [] {
-    GuardRegistry r("guard");
-    register_guards(r);
-    return r;
-  }();
+  static const GuardRegistry registry = GuardRegistry::filled("guard", register_guards);
   return registry;
 }
 

@@ -168,7 +168,9 @@ PreparedScenario prepare_scenario(const Scenario& s, const RunOptions&) {
   PreparedScenario prepared;
   prepared.scenario_ = &s;
   const ConfigNode policies = s.root.child("policies");
-  if (!policies.is_sequence() || policies.size() == 0) policies.fail_expected("a non-empty list of policies");
+  if (!policies.is_sequence() || policies.size() == 0) {
+    policies.fail_expected("a non-empty list of policies");
+  }
   for (size_t i = 0; i < policies.size(); ++i) {
     prepared.policies_.push_back(prepare_policy(s, policies.at(i)));
   }

@@ -43,7 +43,8 @@ std::string csv_field(const std::string& s) {
 
 // What every shard writes identically: enough to check that folders belong together and to
 // name every point without re-reading the scenario.
-nlohmann::ordered_json sweep_index(const SweepPlan& plan, const std::map<size_t, std::string>& hashes) {
+nlohmann::ordered_json sweep_index(const SweepPlan& plan,
+                                   const std::map<size_t, std::string>& hashes) {
   nlohmann::ordered_json j;
   j["kvsim_version"] = kvsim_version();
   j["scenario_source"] = plan.source;

@@ -77,7 +77,8 @@ TEST_CASE("every registered guard builds from its defaults and admits a tiny req
   }
 }
 
-TEST_CASE("every guard's KV needs are checked against every registered store", "[contract][guards]") {
+TEST_CASE("every guard's KV needs are checked against every registered store",
+          "[contract][guards]") {
   const ModelSpec model = Catalog::builtin().model("llama-3-8b");
   for (const auto& guard : guard_registry().entries()) {
     for (const auto& store : kv_store_registry().entries()) {
@@ -86,8 +87,9 @@ TEST_CASE("every guard's KV needs are checked against every registered store", "
       if (store.make.provides.covers(guard.make.needs)) {
         CHECK(make_guards(list, model, store.name).size() == 1);
       } else {
-        CHECK_THROWS_WITH(make_guards(list, model, store.name),
-                          Catch::Matchers::Contains("this policy's engine.kv.type is " + store.name));
+        CHECK_THROWS_WITH(
+            make_guards(list, model, store.name),
+            Catch::Matchers::Contains("this policy's engine.kv.type is " + store.name));
       }
     }
   }

@@ -39,11 +39,8 @@ void register_arrival_processes(ArrivalProcessRegistry& r) {
 }
 
 const ArrivalProcessRegistry& arrival_process_registry() {
-  static const ArrivalProcessRegistry registry = [] {
-    ArrivalProcessRegistry r("arrival process");
-    register_arrival_processes(r);
-    return r;
-  }();
+  static const ArrivalProcessRegistry registry =
+      ArrivalProcessRegistry::filled("arrival process", register_arrival_processes);
   return registry;
 }
 

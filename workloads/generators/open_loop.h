@@ -31,7 +31,7 @@ struct ArrivalProcess {
 // process takes one add() in register_arrival_processes() (open_loop.cc) and its gap sampler
 // in OpenLoopSource::next_base_time().
 struct ArrivalProcessFactory {
-  std::string example;  // a small valid node, e.g. "{type: poisson, rate: 2}" (docs, contract tests)
+  std::string example;  // a small valid node: "{type: poisson, rate: 2}" (docs, contract tests)
   std::function<ArrivalProcess(const ConfigNode& node)> parse;
 };
 using ArrivalProcessRegistry = Registry<ArrivalProcessFactory>;

@@ -47,7 +47,8 @@ TraceFormatRegistry::Entry csv_format(std::string name, std::string description,
   f.sample = std::move(sample);
   f.bad_row = std::move(bad_row);
   f.recognises = [layout](std::string_view line) {
-    return !is_json_record(line) && header_has(trim(line), {layout.time, layout.prompt, layout.output});
+    return !is_json_record(line) &&
+           header_has(trim(line), {layout.time, layout.prompt, layout.output});
   };
   f.open = [name, layout](std::unique_ptr<LineReader> lines, std::string first_line) {
     return make_csv_parser(name, layout, std::move(lines), std::move(first_line));
@@ -97,11 +98,8 @@ void register_trace_formats(TraceFormatRegistry& r) {
 }
 
 const TraceFormatRegistry& trace_format_registry() {
-  static const TraceFormatRegistry registry = [] {
-    TraceFormatRegistry r("trace format");
-    register_trace_formats(r);
-    return r;
-  }();
+  static const TraceFormatRegistry registry =
+      TraceFormatRegistry::filled("trace format", register_trace_formats);
   return registry;
 }
 

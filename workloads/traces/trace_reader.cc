@@ -24,12 +24,8 @@ using FormatEntry = TraceFormatRegistry::Entry;
 
 const FormatEntry& format_from_name(const std::string& name) {
   if (const auto* e = trace_format_registry().find(name)) return *e;
-  std::string list;
-  const auto choices = trace_format_choices();
-  for (size_t i = 0; i < choices.size(); ++i) {
-    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-  }
-  throw InputError(fmt::format("unknown trace format '{}', expected {}", name, list));
+  throw InputError(
+      fmt::format("unknown trace format '{}', expected {}", name, or_list(trace_format_choices())));
 }
 
 // Line 1 of the file, skipping blank lines; throws on an empty file.
