@@ -186,8 +186,15 @@ void ConfigNode::fail_expected(const std::string& what) const {
 }
 
 bool ConfigNode::has(const std::string& key) const {
-  state_->known_keys.insert(key);
-  return state_->node.IsMap() && state_->node[key].IsDefined();
+  if (!state_->node.IsMap()) return false;
+  for (const auto& kv : state_->node) {
+    if (kv.first.Scalar() == key) return true;
+  }
+  return false;
+}
+
+void ConfigNode::allow(const std::vector<std::string>& keys) const {
+  state_->known_keys.insert(keys.begin(), keys.end());
 }
 
 size_t ConfigNode::size() const { return state_->node.size(); }

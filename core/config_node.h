@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kvsim {
@@ -38,7 +39,9 @@ class ConfigNode {
   bool is_sequence() const;
   bool is_scalar() const;
   bool is_null() const;
-  bool has(const std::string& key) const;  // records `key` as known
+  // Whether this map has `key`. Pure: it does not count as reading the key (declare keys that no
+  // accessor reads with allow()).
+  bool has(const std::string& key) const;
   size_t size() const;                      // elements of a sequence, keys of a map
 
   // Required map child; a missing key is an error at this map's position.
@@ -46,6 +49,10 @@ class ConfigNode {
   std::optional<ConfigNode> optional_child(const std::string& key) const;
   ConfigNode at(size_t index) const;  // Requires: is_sequence(), index < size()
   std::vector<std::string> keys() const;
+  // Declares keys this map accepts besides those its accessors read (keys read elsewhere, e.g. from
+  // the raw tree, and the full key list of a registry entry so that a typo's did-you-mean sees
+  // every key of the type). Allowed keys are never "unknown".
+  void allow(const std::vector<std::string>& keys) const;
 
   // Scalar accessors. T is one of bool, int, int64_t, double, std::string. Numbers must be finite
   // and inside `bounds`.
@@ -60,12 +67,40 @@ class ConfigNode {
     auto c = optional_child(key);
     return c && !c->is_null() ? c->as<T>(bounds) : fallback;
   }
+  // The value when the key is present (an error when it is present but not a T); nullopt when
+  // absent. The key counts as read either way.
+  template <class T>
+  std::optional<T> get_optional(const std::string& key, Bounds bounds = {}) const {
+    auto c = optional_child(key);
+    if (!c) return std::nullopt;
+    return c->as<T>(bounds);
+  }
   // A string that must be one of `choices`; `fallback` when the key is absent (required if none).
   std::string get_enum(const std::string& key, std::initializer_list<std::string_view> choices,
                        std::optional<std::string> fallback = std::nullopt) const;
   // The same with a list made at run time (a Registry's names).
   std::string get_enum(const std::string& key, const std::vector<std::string>& choices,
                        std::optional<std::string> fallback = std::nullopt) const;
+
+  // Typed: the value of the choice named, e.g.
+  //   c.get_enum<OnFail>("on_fail", {{"reject", OnFail::kReject}, {"queue", OnFail::kQueue}},
+  //                      OnFail::kReject)
+  // Same messages as the string form (choices in the order given, did-you-mean).
+  template <class E>
+  E get_enum(const std::string& key, std::initializer_list<std::pair<std::string_view, E>> choices,
+             std::optional<E> fallback = std::nullopt) const {
+    if (fallback) {
+      auto c = optional_child(key);
+      if (!c || c->is_null()) return *fallback;
+    }
+    std::vector<std::string> names;
+    for (const auto& choice : choices) names.emplace_back(choice.first);
+    const std::string got = get_enum(key, names);
+    for (const auto& choice : choices) {
+      if (choice.first == got) return choice.second;
+    }
+    return choices.begin()->second;  // unreachable: get_enum accepted only listed names
+  }
 
   // Throws for the first key of this map (and of every child reached through child()/at())
   // that no accessor asked for.

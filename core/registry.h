@@ -32,6 +32,17 @@ class Registry {
   // `concept_name` names the concept in messages, e.g. "guard", "KV store".
   explicit Registry(std::string concept_name) : concept_(std::move(concept_name)) {}
 
+  // A registry filled by a concept's register function, for its accessor:
+  //   const GuardRegistry& guard_registry() {
+  //     static const GuardRegistry r = GuardRegistry::filled("guard", register_guards);
+  //     return r;
+  //   }
+  static Registry filled(std::string concept_name, void (*register_all)(Registry&)) {
+    Registry r(std::move(concept_name));
+    register_all(r);
+    return r;
+  }
+
   // Adds an entry. A duplicate or empty name is a programming error (std::logic_error).
   void add(Entry entry) {
     if (entry.name.empty()) throw std::logic_error(concept_ + " registered with an empty name");
@@ -68,5 +79,16 @@ class Registry {
   std::string concept_;
   std::vector<Entry> entries_;
 };
+
+// "a, b or c" (each name followed by `suffix`), for messages and help texts.
+inline std::string or_list(const std::vector<std::string>& names, std::string_view suffix = "") {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
+    out += names[i];
+    out += suffix;
+  }
+  return out;
+}
 
 }  // namespace kvsim

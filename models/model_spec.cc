@@ -69,16 +69,16 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   m.experts_per_token = n.get<int>("experts_per_token", 1, {.min = 1, .max = m.num_experts});
   m.qkv_bias = n.get<bool>("qkv_bias", false);
   m.tied_embeddings = n.get<bool>("tied_embeddings", false);
-  if (n.has("sliding_window")) m.sliding_window = n.get<int>("sliding_window", {.min = 1});
+  if (auto w = n.get_optional<int>("sliding_window", {.min = 1})) m.sliding_window = *w;
   auto dtype_of = [&](const char* key, DType fallback) {
-    if (!n.has(key)) return fallback;
+    if (!n.optional_child(key)) return fallback;
     const std::string v = n.get_enum(key, {"fp32", "fp16", "bf16", "fp8", "int8"});
     return parse_dtype(v);
   };
   m.weight_dtype = dtype_of("weight_dtype", DType::kFp16);
   m.kv_dtype = dtype_of("kv_dtype", DType::kFp16);
-  if (n.has("weights_gb")) {
-    m.weights_bytes_override = gb_to_bytes(n.get<double>("weights_gb", {.min = 0, .max = 1e6}));
+  if (auto gb = n.get_optional<double>("weights_gb", {.min = 0, .max = 1e6})) {
+    m.weights_bytes_override = gb_to_bytes(*gb);
   }
   n.get<std::string>("notes", "");  // free text, allowed anywhere in a spec
   return m;

@@ -85,17 +85,40 @@ double percentile(std::vector<double> samples, double p) {
   return samples[lo] + (samples[hi] - samples[lo]) * (pos - static_cast<double>(lo));
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name == "cpu") return make_cpu_backend();
-  if (name == "cuda") {
+void register_backends(BackendRegistry& r) {
+  r.add({"cpu", "the float CPU references (kernels/cpu_ref), timed with std::chrono", {},
+         {.needs_device = false, .built = true, .build = make_cpu_backend}});
 #ifdef KVSIM_HAVE_CUDA
-    return make_cuda_backend();
+  r.add({"cuda", "the CUDA kernels (kernels/*.cu), timed with CUDA events", {},
+         {.needs_device = true, .built = true, .build = make_cuda_backend}});
 #else
-    throw InputError("--backend cuda: this kvsim-validate was built without CUDA "
-                     "(configure with nvcc on PATH and -DKVSIM_WITH_CUDA=ON)");
+  r.add({"cuda", "the CUDA kernels (kernels/*.cu), timed with CUDA events", {},
+         {.needs_device = true, .built = false, .build = []() -> std::unique_ptr<Backend> {
+            throw InputError("--backend cuda: this kvsim-validate was built without CUDA "
+                             "(configure with nvcc on PATH and -DKVSIM_WITH_CUDA=ON)");
+          }}});
 #endif
+}
+
+const BackendRegistry& backend_registry() {
+  static const BackendRegistry registry = BackendRegistry::filled("backend", register_backends);
+  return registry;
+}
+
+std::string backend_names() { return or_list(backend_registry().names()); }
+
+const BackendRegistry::Entry& find_backend(const std::string& name) {
+  if (const auto* e = backend_registry().find(name)) return *e;
+  std::string hint;
+  if (auto near = nearest_name(name, backend_registry().names())) {
+    hint = fmt::format("; did you mean '{}'?", *near);
   }
-  throw InputError(fmt::format("unknown backend \"{}\"; expected cpu or cuda", name));
+  throw InputError(
+      fmt::format("unknown backend \"{}\"; expected {}{}", name, backend_names(), hint));
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  return find_backend(name).make.build();
 }
 
 }  // namespace kvsim::validate

@@ -6,11 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "kernels/cpu_ref/tolerance.h"
 #include "validate/grid.h"
 #include "validate/kernel_case.h"
@@ -48,9 +50,27 @@ class Backend {
   virtual std::vector<double> time(const KernelCase& c, const TimingOptions& t, uint64_t seed) = 0;
 };
 
-// "cpu" or "cuda". Throws InputError when the CUDA backend was not built or no device is usable
-// (the message says which and why).
+// The backend registry: `--backend NAME` names one of its entries. Every backend is registered
+// whether or not this binary can run it (so `cuda` is a known name in a CPU-only build and its
+// factory says why it cannot run). Adding a backend takes one add() in register_backends()
+// (backend.cc).
+struct BackendFactory {
+  bool needs_device = false;  // needs an accelerator (its contract test is tagged [gpu])
+  bool built = true;          // compiled into this binary
+  std::function<std::unique_ptr<Backend>()> build;
+};
+using BackendRegistry = Registry<BackendFactory>;
+void register_backends(BackendRegistry& registry);  // cpu, cuda
+const BackendRegistry& backend_registry();
+
+// A registered backend by name. Throws InputError for an unknown name (with the registered names
+// and a did-you-mean hint), and when the CUDA backend was not built or no device is usable (the
+// message says which and why).
 std::unique_ptr<Backend> make_backend(const std::string& name);
+// The entry named `name`; InputError (registered names, did-you-mean) when there is none.
+const BackendRegistry::Entry& find_backend(const std::string& name);
+// "cpu or cuda": the registered names, for help texts and messages.
+std::string backend_names();
 std::unique_ptr<Backend> make_cpu_backend();
 #ifdef KVSIM_HAVE_CUDA
 std::unique_ptr<Backend> make_cuda_backend();  // validate/cuda_backend.cc

@@ -14,6 +14,7 @@
 #include "models/catalog.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "validate/backend.h"
 #include "validate/commands.h"
 #ifdef KVSIM_HAVE_CUDA
 #include "kernels/cuda_api.h"
@@ -163,7 +164,10 @@ void run_memprobe(const MemprobeOptions& o) {
                pats.empty() ? 0 : pats[0].tensors, (o.out_dir / "memprobe.json").string());
     return;
   }
-  if (o.backend != "cuda") throw InputError(fmt::format("unknown backend \"{}\"; expected cpu or cuda", o.backend));
+  if (o.backend != "cuda") {
+    find_backend(o.backend);  // throws for an unknown name
+    throw InputError(fmt::format("memprobe: backend \"{}\" has no memory probe", o.backend));
+  }
 #ifdef KVSIM_HAVE_CUDA
   const std::string csv = cuda_probe(model, pats, j);
   write_file_atomic(o.out_dir / "memprobe.csv", csv);

@@ -32,32 +32,42 @@ LengthDist parse_mixture(const ConfigNode& n, int depth) {
 
 LengthDist parse_at_depth(const ConfigNode& n, int depth) {
   if (n.is_scalar()) return LengthDist::fixed(n.as<int64_t>({.min = 1, .max = kMaxTokens}));
-  if (!n.is_map()) n.fail_expected("a length distribution {type: fixed|uniform|lognormal|mixture}");
-  const std::string type = n.get_enum("type", {"fixed", "uniform", "lognormal", "mixture"});
-  const Bounds count{.min = 1, .max = kMaxTokens};
-  if (type == "fixed") return LengthDist::fixed(n.get<int64_t>("value", count));
-  if (type == "uniform") {
-    const int64_t lo = n.get<int64_t>("min", count);
-    const int64_t hi = n.get<int64_t>("max", {.min = static_cast<double>(lo), .max = kMaxTokens});
-    return LengthDist::uniform(lo, hi);
+  const LengthDistRegistry& registry = length_dist_registry();
+  if (!n.is_map()) {
+    n.fail_expected("a length distribution {type: " + registry_choices(registry) + "}");
   }
-  if (type == "lognormal") {
-    const double sigma = n.get<double>("sigma", {.min = 0, .max = 10});
-    double mu = 0;
-    if (n.has("median") == n.has("mean")) n.fail("lognormal: give exactly one of median or mean");
-    if (n.has("median")) {
-      mu = std::log(n.get<double>("median", {.min = 0, .max = kMaxTokens, .min_exclusive = true}));
-    } else {
-      // E[X] = exp(mu + sigma^2 / 2).
-      mu = std::log(n.get<double>("mean", {.min = 0, .max = kMaxTokens, .min_exclusive = true})) -
-           0.5 * sigma * sigma;
-    }
-    const int64_t lo = n.get<int64_t>("min", 1, count);
-    const int64_t hi = n.get<int64_t>("max", static_cast<int64_t>(kMaxTokens),
-                                      {.min = static_cast<double>(lo), .max = kMaxTokens});
-    return LengthDist::lognormal(mu, sigma, lo, hi);
+  const auto& entry = registry.choose(n);
+  n.allow(entry.keys);  // a typo's did-you-mean sees every key of the type
+  return entry.make.parse(n, depth);
+}
+
+const Bounds kCount{.min = 1, .max = kMaxTokens};
+
+LengthDist parse_fixed(const ConfigNode& n, int) {
+  return LengthDist::fixed(n.get<int64_t>("value", kCount));
+}
+
+LengthDist parse_uniform(const ConfigNode& n, int) {
+  const int64_t lo = n.get<int64_t>("min", kCount);
+  const int64_t hi = n.get<int64_t>("max", {.min = static_cast<double>(lo), .max = kMaxTokens});
+  return LengthDist::uniform(lo, hi);
+}
+
+LengthDist parse_lognormal(const ConfigNode& n, int) {
+  const double sigma = n.get<double>("sigma", {.min = 0, .max = 10});
+  if (n.has("median") == n.has("mean")) n.fail("lognormal: give exactly one of median or mean");
+  const Bounds positive{.min = 0, .max = kMaxTokens, .min_exclusive = true};
+  double mu = 0;
+  if (auto median = n.get_optional<double>("median", positive)) {
+    mu = std::log(*median);
+  } else {
+    // E[X] = exp(mu + sigma^2 / 2).
+    mu = std::log(n.get<double>("mean", positive)) - 0.5 * sigma * sigma;
   }
-  return parse_mixture(n, depth);
+  const int64_t lo = n.get<int64_t>("min", 1, kCount);
+  const int64_t hi = n.get<int64_t>("max", static_cast<int64_t>(kMaxTokens),
+                                    {.min = static_cast<double>(lo), .max = kMaxTokens});
+  return LengthDist::lognormal(mu, sigma, lo, hi);
 }
 
 }  // namespace
@@ -110,6 +120,25 @@ LengthDist LengthDist::mixture(std::vector<double> weights, std::vector<LengthDi
 }
 
 LengthDist LengthDist::parse(const ConfigNode& node) { return parse_at_depth(node, 0); }
+
+void register_length_dists(LengthDistRegistry& r) {
+  r.add({"fixed", "always the same length", {"value"}, {"{type: fixed, value: 7}", parse_fixed}});
+  r.add({"uniform", "integer uniform in [min, max], unbiased", {"min", "max"},
+         {"{type: uniform, min: 10, max: 20}", parse_uniform}});
+  r.add({"lognormal", "exp(mu + sigma*Z) rounded, clipped to [min, max]",
+         {"median", "mean", "sigma", "min", "max"},
+         {"{type: lognormal, median: 100, sigma: 1, max: 4096}", parse_lognormal}});
+  r.add({"mixture", "picks a component by weight, samples it", {"components"},
+         {"{type: mixture, components: [{weight: 3, type: fixed, value: 5}, "
+          "{weight: 1, type: uniform, min: 100, max: 200}]}",
+          parse_mixture}});
+}
+
+const LengthDistRegistry& length_dist_registry() {
+  static const LengthDistRegistry registry =
+      LengthDistRegistry::filled("length distribution", register_length_dists);
+  return registry;
+}
 
 int64_t LengthDist::sample(Rng& rng) const {
   switch (type_) {

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "core/registry.h"
 #include "workloads/random.h"
 
 namespace kvsim {
@@ -45,5 +47,24 @@ class LengthDist {
   std::vector<double> cumulative_;  // mixture: normalised cumulative weights
   std::vector<LengthDist> components_;
 };
+
+// The length distribution registry: a distribution node's `type:` names one of its entries.
+// `depth` counts the mixtures around the node (nesting is bounded). Adding a distribution takes
+// one add() in register_length_dists() (lengths.cc).
+struct LengthDistFactory {
+  std::string example;  // a small valid node, e.g. "{type: fixed, value: 7}" (docs, contract tests)
+  std::function<LengthDist(const ConfigNode& node, int depth)> parse;
+};
+using LengthDistRegistry = Registry<LengthDistFactory>;
+void register_length_dists(LengthDistRegistry& registry);  // fixed, uniform, lognormal, mixture
+const LengthDistRegistry& length_dist_registry();
+
+// "a|b|c": a registry's names, as the schema hints in messages show them.
+template <class F>
+std::string registry_choices(const Registry<F>& registry) {
+  std::string out;
+  for (const auto& name : registry.names()) out += (out.empty() ? "" : "|") + name;
+  return out;
+}
 
 }  // namespace kvsim

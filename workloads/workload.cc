@@ -17,18 +17,15 @@ struct Common {
   std::vector<Burst> bursts;
 };
 
-Common parse_common(const ConfigNode& n, bool need_lengths) {
+Common parse_common(const ConfigNode& n) {
   Common c;
-  if (need_lengths || n.has("prompt_tokens")) {
-    c.prompt_tokens = LengthDist::parse(n.child("prompt_tokens"));
-    c.output_tokens = LengthDist::parse(n.child("output_tokens"));
+  c.prompt_tokens = LengthDist::parse(n.child("prompt_tokens"));
+  c.output_tokens = LengthDist::parse(n.child("output_tokens"));
+  const Bounds positive_s{.min = 0, .max = 1e9, .min_exclusive = true};
+  if (auto d = n.get_optional<double>("duration_s", positive_s)) {
+    c.duration = seconds_to_sim(*d);
   }
-  if (n.has("duration_s")) {
-    c.duration =
-        seconds_to_sim(n.get<double>("duration_s", {.min = 0, .max = 1e9, .min_exclusive = true}));
-  }
-  if (n.has("max_requests"))
-    c.max_requests = n.get<int64_t>("max_requests", {.min = 1, .max = 1e12});
+  c.max_requests = n.get_optional<int64_t>("max_requests", {.min = 1, .max = 1e12});
   if (auto b = n.optional_child("bursts")) {
     if (!b->is_sequence()) b->fail_expected("a list of bursts");
     for (size_t i = 0; i < b->size(); ++i) {
@@ -46,7 +43,7 @@ Common parse_common(const ConfigNode& n, bool need_lengths) {
 Workload make_open_loop(const ConfigNode& n, uint64_t seed) {
   OpenLoopParams p;
   p.arrivals = ArrivalProcess::parse(n.child("arrivals"));
-  Common c = parse_common(n, true);
+  Common c = parse_common(n);
   if (!c.duration && !c.max_requests) {
     n.fail("open-loop arrivals need duration_s or max_requests (or both), or they never end");
   }
@@ -68,9 +65,10 @@ Workload make_closed_loop(const ConfigNode& n, uint64_t seed) {
   ClosedLoopParams p;
   p.count = cl.get<int>("count", {.min = 1, .max = 1e6});
   p.think = seconds_to_sim(cl.get<double>("think_s", 0.0, {.min = 0, .max = 1e9}));
-  p.exponential_think = cl.get_enum("think", {"fixed", "exponential"}, "fixed") == "exponential";
+  p.exponential_think =
+      cl.get_enum<bool>("think", {{"fixed", false}, {"exponential", true}}, false);
   p.stagger = seconds_to_sim(cl.get<double>("stagger_s", 0.0, {.min = 0, .max = 1e9}));
-  Common c = parse_common(n, true);
+  Common c = parse_common(n);
   if (!c.duration && !c.max_requests) {
     n.fail("closed-loop clients need duration_s or max_requests (or both), or they never end");
   }
@@ -94,22 +92,53 @@ Workload make_closed_loop(const ConfigNode& n, uint64_t seed) {
   return w;
 }
 
+Workload make_trace(const ConfigNode& n, uint64_t) {
+  TraceOptions o = parse_trace_options(n.child("trace"));
+  n.reject_unknown_keys();  // before opening the file, as for the other kinds' keys
+  Workload w;
+  w.kind = Workload::Kind::kTrace;
+  w.trace_counters = o.counters;
+  w.source = open_trace(o);
+  return w;
+}
+
 }  // namespace
 
+void register_workload_kinds(WorkloadKindRegistry& r) {
+  const std::vector<std::string> common = {"prompt_tokens", "output_tokens", "duration_s",
+                                           "max_requests", "bursts"};
+  auto with = [&](std::string key) {
+    std::vector<std::string> keys{std::move(key)};
+    keys.insert(keys.end(), common.begin(), common.end());
+    return keys;
+  };
+  r.add({"arrivals", "open loop: arrivals that do not wait for the server", with("arrivals"),
+         make_open_loop});
+  r.add({"clients", "closed loop: clients that send again after each reply", with("clients"),
+         make_closed_loop});
+  r.add({"trace", "a replayed trace file (docs/workloads.md's formats)", {"trace"}, make_trace});
+}
+
+const WorkloadKindRegistry& workload_kind_registry() {
+  static const WorkloadKindRegistry registry =
+      WorkloadKindRegistry::filled("workload kind", register_workload_kinds);
+  return registry;
+}
+
 Workload make_workload(const ConfigNode& n, uint64_t seed) {
-  if (!n.is_map()) n.fail_expected("a workload map with arrivals:, clients: or trace:");
-  const int kinds = int{n.has("arrivals")} + int{n.has("clients")} + int{n.has("trace")};
-  if (kinds != 1) n.fail("give exactly one of arrivals:, clients: or trace:");
-  Workload w;
-  if (n.has("trace")) {
-    TraceOptions o = parse_trace_options(n.child("trace"));
-    n.reject_unknown_keys();
-    w.kind = Workload::Kind::kTrace;
-    w.trace_counters = o.counters;
-    w.source = open_trace(o);
-    return w;
+  const WorkloadKindRegistry& registry = workload_kind_registry();
+  if (!n.is_map()) n.fail_expected("a workload map with " + or_list(registry.names(), ":"));
+  n.allow(registry.names());
+  const WorkloadKindRegistry::Entry* kind = nullptr;
+  int kinds = 0;
+  for (const auto& e : registry.entries()) {
+    if (!n.has(e.name)) continue;
+    kind = &e;
+    ++kinds;
   }
-  w = n.has("arrivals") ? make_open_loop(n, seed) : make_closed_loop(n, seed);
+  if (kinds != 1) n.fail("give exactly one of " + or_list(registry.names(), ":"));
+  n.allow(kind->keys);
+  Workload w = kind->make(n, seed);
   n.reject_unknown_keys();
   return w;
 }

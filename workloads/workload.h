@@ -8,8 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
+#include "core/registry.h"
 #include "workloads/generators/closed_loop.h"
 #include "workloads/request_spec.h"
 #include "workloads/traces/trace_reader.h"
@@ -33,5 +35,12 @@ struct Workload {
 // ConfigError (file:line:col) for a bad node and InputError for an unreadable trace. Unknown
 // keys under `workload_node` are errors.
 Workload make_workload(const ConfigNode& workload_node, uint64_t seed);
+
+// The workload kinds, chosen by which one key of `workload:` is present (arrivals, clients or
+// trace); an entry's keys are the `workload:` keys that kind accepts.
+using WorkloadKindFactory = std::function<Workload(const ConfigNode& workload_node, uint64_t seed)>;
+using WorkloadKindRegistry = Registry<WorkloadKindFactory>;
+void register_workload_kinds(WorkloadKindRegistry& registry);
+const WorkloadKindRegistry& workload_kind_registry();
 
 }  // namespace kvsim

@@ -13,6 +13,7 @@
 #include "core/data_path.h"
 #include "apps/cli_main.h"
 #include "core/errors.h"
+#include "validate/backend.h"
 #include "validate/commands.h"
 
 namespace {
@@ -23,7 +24,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   auto mo = std::make_shared<MeasureOptions>();
   CLI::App* m = app.add_subcommand("measure", "check and time every case of a grid");
   m->add_option("--grid", mo->grid, "grid YAML (validate/grids/*.yaml)")->required()->check(CLI::ExistingFile);
-  m->add_option("--backend", mo->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  m->add_option("--backend", mo->backend, backend_names())->check(CLI::IsMember(backend_registry().names()))->capture_default_str();
   m->add_option("-o,--out", mo->out_dir, "output folder")->required();
   m->add_option("--gpu", mo->gpu, "catalog GPU whose peaks the profile is relative to (default: matched from the device name)");
   m->add_flag("--quiet", mo->quiet, "no per-case progress");
@@ -31,7 +32,7 @@ void add_commands(CLI::App& app, int& exit_code) {
 
   auto po = std::make_shared<MemprobeOptions>();
   CLI::App* p = app.add_subcommand("memprobe", "usable device memory and KV allocate/free patterns");
-  p->add_option("--backend", po->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  p->add_option("--backend", po->backend, backend_names())->check(CLI::IsMember(backend_registry().names()))->capture_default_str();
   p->add_option("-o,--out", po->out_dir, "output folder")->required();
   p->add_option("--model", po->model, "catalog model whose K/V tensors are allocated")->capture_default_str();
   p->add_option("--tokens", po->tokens, "KV tokens per pattern, comma-separated")

@@ -16,7 +16,7 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("scenario", *path, "scenario YAML file")->required();
   cmd->callback([path] {
     const Scenario s = load_scenario_file(*path, Catalog::builtin());
-    run_scenario(s, RunOptions{.validate_only = true});
+    prepare_scenario(s, RunOptions{});  // every error a run would find, without simulating
     const auto lints = lint_scenario(s);
     for (const auto& l : lints) fmt::print(stderr, "warning: {}\n", l);
     fmt::print("{}: ok (scenario '{}', model {}, gpu {}, {} warning{})\n", *path, s.name,

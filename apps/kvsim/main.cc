@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   kvsim::cli::add_report_command(app);
   kvsim::cli::add_sweep_command(app);
   kvsim::cli::add_merge_command(app);
+  kvsim::cli::add_list_command(app);
 
   return kvsim::parse_and_report(app, argc, argv, "kvsim");
 }

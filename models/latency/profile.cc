@@ -196,7 +196,7 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
     if (!classes->is_map()) classes->fail_expected("a map from class name to parameters");
     for (size_t i = 0; i < kNumOpClasses; ++i) {
       const std::string key(kClassNames[i]);
-      if (classes->has(key)) read_class(classes->child(key), p.classes[i]);
+      if (auto c = classes->optional_child(key)) read_class(*c, p.classes[i]);
     }
   }
   if (auto c = root.optional_child("curves")) {

@@ -1,4 +1,5 @@
-// make_kv_store(): a `kv:` YAML node -> a KvStore, sized from the budget.
+// make_kv_store(): a `kv:` YAML node -> a KvStore, sized from the budget, through the KV store
+// registry (kv_store_registry.h).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include "models/memory/caching_allocator_store.h"
 #include "models/memory/contiguous_store.h"
 #include "models/memory/kv_store.h"
+#include "models/memory/kv_store_registry.h"
 #include "models/memory/paged_store.h"
 #include "models/model_spec.h"
 #include "core/config_node.h"
@@ -16,11 +18,6 @@
 namespace kvsim {
 
 namespace {
-
-// Marks every key of a type as known, so a typo gets a "did you mean" among all of them.
-void know(const ConfigNode& node, std::initializer_list<const char*> keys) {
-  for (const char* k : keys) (void)node.has(k);
-}
 
 // vLLM: KV bytes = total x gpu_memory_utilization - everything that is not KV.
 int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget,
@@ -40,7 +37,6 @@ int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget
 
 std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& model,
                                     const KvBudget& budget) {
-  know(node, {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching"});
   PagedStoreOptions o;
   o.block_tokens = node.get<int64_t>("block_size", 16, {.min = 1, .max = 1 << 20});
   o.enable_prefix_caching = node.get<bool>("enable_prefix_caching", false);
@@ -48,8 +44,8 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
     node.child("num_blocks").fail("give num_blocks or gpu_memory_utilization, not both");
   }
-  if (node.has("num_blocks")) {
-    o.num_blocks = node.get<int64_t>("num_blocks", {.min = 1, .max = (1LL << 31) - 1});
+  if (auto blocks = node.get_optional<int64_t>("num_blocks", {.min = 1, .max = (1LL << 31) - 1})) {
+    o.num_blocks = *blocks;
     const auto bytes = checked_mul(o.num_blocks, block_bytes);
     const int64_t room = budget.capacity_bytes - budget.non_kv_bytes();
     if (!bytes || *bytes > room) {
@@ -68,16 +64,16 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
 
 std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec& model,
                                          const KvBudget& budget) {
-  know(node, {"reserve", "fit", "max_len", "gpu_memory_utilization"});
   ContiguousStoreOptions o;
-  const std::string reserve =
-      node.get_enum("reserve", {"max_len", "prompt_plus_max_new", "pow2", "exact"}, "max_len");
-  o.reserve = reserve == "max_len"               ? ReservePolicy::kMaxLen
-              : reserve == "prompt_plus_max_new" ? ReservePolicy::kPromptPlusMaxNew
-              : reserve == "pow2"                ? ReservePolicy::kPow2
-                                                 : ReservePolicy::kExact;
-  o.fit = node.get_enum("fit", {"first", "best"}, "first") == "first" ? FitPolicy::kFirst
-                                                                       : FitPolicy::kBest;
+  o.reserve = node.get_enum<ReservePolicy>(
+      "reserve",
+      {{"max_len", ReservePolicy::kMaxLen},
+       {"prompt_plus_max_new", ReservePolicy::kPromptPlusMaxNew},
+       {"pow2", ReservePolicy::kPow2},
+       {"exact", ReservePolicy::kExact}},
+      ReservePolicy::kMaxLen);
+  o.fit = node.get_enum<FitPolicy>(
+      "fit", {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}}, FitPolicy::kFirst);
   const int64_t default_len = model.max_position > 0 ? model.max_position : 2048;
   o.max_len = node.get<int64_t>("max_len", default_len, {.min = 1, .max = 1LL << 40});
   o.arena_bytes = kv_bytes_from_utilization(node, budget, "contiguous KV arena");
@@ -86,17 +82,17 @@ std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec
 
 std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& model,
                                       const KvBudget& budget) {
-  know(node, {"growth", "chunk_tokens", "max_split_size_mb"});
   CachingStoreOptions o;
-  const std::string growth = node.get_enum("growth", {"preallocate", "concat", "chunked"}, "concat");
-  o.growth = growth == "preallocate" ? GrowthPolicy::kPreallocate
-             : growth == "concat"    ? GrowthPolicy::kConcat
-                                     : GrowthPolicy::kChunked;
+  o.growth = node.get_enum<GrowthPolicy>("growth",
+                                         {{"preallocate", GrowthPolicy::kPreallocate},
+                                          {"concat", GrowthPolicy::kConcat},
+                                          {"chunked", GrowthPolicy::kChunked}},
+                                         GrowthPolicy::kConcat);
   o.chunk_tokens = node.get<int64_t>("chunk_tokens", 256, {.min = 1, .max = 1 << 24});
-  if (node.has("max_split_size_mb")) {
-    // PyTorch refuses max_split_size_mb <= 20 (kLargeBuffer).
-    const double mb = node.get<double>("max_split_size_mb", {.min = 20, .max = 1e9, .min_exclusive = true});
-    o.max_split_size_bytes = static_cast<int64_t>(std::llround(mb * static_cast<double>(kMiB)));
+  // PyTorch refuses max_split_size_mb <= 20 (kLargeBuffer).
+  if (auto mb = node.get_optional<double>("max_split_size_mb",
+                                          {.min = 20, .max = 1e9, .min_exclusive = true})) {
+    o.max_split_size_bytes = static_cast<int64_t>(std::llround(*mb * static_cast<double>(kMiB)));
   }
   o.device_limit_bytes = budget.device_bytes_for_torch();
   if (o.device_limit_bytes <= 0) {
@@ -110,19 +106,30 @@ std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& m
 
 }  // namespace
 
+void register_kv_stores(KvStoreRegistry& r) {
+  r.add({"paged", "vLLM's block pool: fixed-size blocks, allocated on demand",
+         {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching"},
+         {KvCapability::kPaged | KvCapability::kDeferredGrowth, make_paged}});
+  r.add({"contiguous", "one contiguous region per request in a preallocated arena (Orca-style)",
+         {"reserve", "fit", "max_len", "gpu_memory_utilization"},
+         {{}, make_contiguous}});
+  r.add({"caching_allocator", "KV tensors through PyTorch's caching allocator (HF-style)",
+         {"growth", "chunk_tokens", "max_split_size_mb"},
+         {KvCapability::kCachingAllocator, make_caching}});
+}
+
+const KvStoreRegistry& kv_store_registry() {
+  static const KvStoreRegistry registry = KvStoreRegistry::filled("KV store", register_kv_stores);
+  return registry;
+}
+
 std::unique_ptr<KvStore> make_kv_store(const ConfigNode& kv_node, const ModelSpec& model,
                                        const GpuSpec& gpu, const KvBudget& budget) {
   (void)gpu;  // the budget already carries the GPU's capacity and context reserve
   if (!kv_node.is_map()) kv_node.fail_expected("a map with a 'type' key");
-  const std::string type = kv_node.get_enum("type", {"paged", "contiguous", "caching_allocator"});
-  std::unique_ptr<KvStore> store;
-  if (type == "paged") {
-    store = make_paged(kv_node, model, budget);
-  } else if (type == "contiguous") {
-    store = make_contiguous(kv_node, model, budget);
-  } else {
-    store = make_caching(kv_node, model, budget);
-  }
+  const auto& entry = kv_store_registry().choose(kv_node);
+  kv_node.allow(entry.keys);  // a typo's did-you-mean sees every key of the type
+  std::unique_ptr<KvStore> store = entry.make.build(kv_node, model, budget);
   kv_node.reject_unknown_keys();
   return store;
 }

@@ -12,8 +12,8 @@ Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
   if (!root.is_map()) root.fail_expected("a scenario (a YAML map)");
   // Declare every top-level key first, so a typo is reported as a typo ("did you mean
   // 'model'?") rather than as the required key it shadows being missing.
-  for (const char* key : {"name", "description", "seed", "model", "gpu"}) root.has(key);
-  for (const auto& section : kScenarioSections) root.has(section);
+  root.allow({"name", "description", "seed", "model", "gpu"});
+  root.allow(kScenarioSections);
   root.reject_unknown_keys();
   Scenario s{.root = root};
   s.name = root.get<std::string>("name");

@@ -53,7 +53,10 @@ class Guard {
   virtual void on_restart() {}
 };
 
-// Builds a policy's `guards:` list ([] or absent = no guard). Throws ConfigError.
-std::vector<std::unique_ptr<Guard>> make_guards(const ConfigNode& list, const ModelSpec& model);
+// Builds a policy's `guards:` list ([] or absent = no guard) through the guard registry
+// (guard_registry.h). `kv_type` is the policy's engine.kv.type: a guard needing a capability its
+// store lacks is a ConfigError at the guard's `type:`. Throws ConfigError.
+std::vector<std::unique_ptr<Guard>> make_guards(const ConfigNode& list, const ModelSpec& model,
+                                                const std::string& kv_type);
 
 }  // namespace kvsim

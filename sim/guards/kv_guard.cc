@@ -26,19 +26,26 @@ class KvGuard final : public Guard {
         head_dim_(c.get<int64_t>("head_dim", 128, {.min = 1, .max = 4096})),
         dtype_bytes_(c.get<int64_t>("dtype_bytes", 2, {.min = 1, .max = 8})),
         margin_bytes_(gib_to_bytes(c.get<double>("safety_margin_gb", 8.0, {.min = 0, .max = 1e6}))),
-        on_fail_(c.get_enum("on_fail", {"reject", "truncate", "queue"}, "reject")),
+        on_fail_(c.get_enum<OnFail>("on_fail",
+                                    {{"reject", OnFail::kReject},
+                                     {"truncate", OnFail::kTruncate},
+                                     {"queue", OnFail::kQueue}},
+                                    OnFail::kReject)),
         system_tokens_(c.get<int64_t>("system_tokens", 128, {.min = 0, .max = 1e9})),
-        estimate_batch_(c.get_enum("estimate_batch", {"request", "inflight"}, "request")),
-        target_(c.get_enum("target", {"prompt", "prompt_plus_output"}, "prompt")),
+        estimate_batch_(c.get_enum<Batch>(
+            "estimate_batch", {{"request", Batch::kRequest}, {"inflight", Batch::kInflight}},
+            Batch::kRequest)),
+        target_(c.get_enum<Target>(
+            "target", {{"prompt", Target::kPrompt}, {"prompt_plus_output", Target::kPromptPlusOutput}},
+            Target::kPrompt)),
         timeout_(read_timeout(c)) {
     // The seed's max_gpu_memory_gb is stored but never used by its check; accept it for fidelity.
     c.get<double>("max_gpu_memory_gb", 80.0, {.min = 0, .max = 1e6});
-    if (c.has("max_safe_len")) {
-      const ConfigNode m = c.child("max_safe_len");
-      if (m.is_scalar() && m.as<std::string>() == "adaptive") {
+    if (const auto m = c.optional_child("max_safe_len")) {
+      if (m->is_scalar() && m->as<std::string>() == "adaptive") {
         adaptive_ = true;
       } else {
-        max_safe_len_ = m.as<int64_t>({.min = 1, .max = 1e12});
+        max_safe_len_ = m->as<int64_t>({.min = 1, .max = 1e12});
       }
     }
   }
@@ -46,8 +53,8 @@ class KvGuard final : public Guard {
   std::string_view type() const override { return "kv_guard"; }
 
   Decision check(const RequestState& r, const GuardContext& ctx) override {
-    const int64_t batch = estimate_batch_ == "inflight" ? ctx.inflight + 1 : 1;
-    const int64_t target = target_ == "prompt" ? r.prompt_tokens : r.max_total_tokens();
+    const int64_t batch = estimate_batch_ == Batch::kInflight ? ctx.inflight + 1 : 1;
+    const int64_t target = target_ == Target::kPrompt ? r.prompt_tokens : r.max_total_tokens();
     const int64_t per_token = 2 * dtype_bytes_ * layers_ * heads_ * head_dim_;
     const int64_t estimate = per_token * batch * target;
     const int64_t free = ctx.memory.driver_free_bytes;
@@ -55,9 +62,9 @@ class KvGuard final : public Guard {
     Decision d;
     d.reason = fmt::format("kv_guard: free {:.2f} GiB - estimate {:.2f} GiB < margin {:.2f} GiB",
                            to_gib(free), to_gib(estimate), to_gib(margin_bytes_));
-    if (on_fail_ == "reject") {
+    if (on_fail_ == OnFail::kReject) {
       d.action = Decision::Action::kReject;
-    } else if (on_fail_ == "queue") {
+    } else if (on_fail_ == OnFail::kQueue) {
       d.action = Decision::Action::kQueue;
       d.timeout = timeout_;
     } else {
@@ -78,10 +85,15 @@ class KvGuard final : public Guard {
   bool rechecks_each_iteration() const override { return true; }
 
  private:
+  enum class OnFail { kReject, kTruncate, kQueue };
+  enum class Batch { kRequest, kInflight };  // estimate for this request alone, or all in flight
+  enum class Target { kPrompt, kPromptPlusOutput };
+
   int64_t layers_, heads_, head_dim_, dtype_bytes_, margin_bytes_;
-  std::string on_fail_;
+  OnFail on_fail_;
   int64_t system_tokens_;
-  std::string estimate_batch_, target_;
+  Batch estimate_batch_;
+  Target target_;
   SimTime timeout_;
   int64_t max_safe_len_ = 16384;
   bool adaptive_ = false;

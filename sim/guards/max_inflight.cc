@@ -12,14 +12,14 @@ class MaxInflightGuard final : public Guard {
  public:
   explicit MaxInflightGuard(const ConfigNode& c)
       : limit_(c.get<int64_t>("max_inflight", {.min = 1, .max = 1e9})),
-        on_fail_(c.get_enum("on_fail", {"queue", "reject"}, "queue")),
+        queue_(c.get_enum<bool>("on_fail", {{"queue", true}, {"reject", false}}, true)),
         timeout_(read_timeout(c)) {}
   std::string_view type() const override { return "max_inflight"; }
 
   Decision check(const RequestState&, const GuardContext& ctx) override {
     if (ctx.inflight < limit_) return Decision::admit();
     Decision d;
-    d.action = on_fail_ == "queue" ? Decision::Action::kQueue : Decision::Action::kReject;
+    d.action = queue_ ? Decision::Action::kQueue : Decision::Action::kReject;
     d.timeout = timeout_;
     d.reason = fmt::format("max_inflight: {} requests in flight", ctx.inflight);
     return d;
@@ -27,7 +27,7 @@ class MaxInflightGuard final : public Guard {
 
  private:
   int64_t limit_;
-  std::string on_fail_;
+  bool queue_;  // on_fail: queue (else reject)
   SimTime timeout_;
 };
 

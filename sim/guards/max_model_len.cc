@@ -13,7 +13,7 @@ class MaxModelLenGuard final : public Guard {
  public:
   MaxModelLenGuard(const ConfigNode& c, const ModelSpec& model)
       : max_len_(c.get<int64_t>("max_model_len", model.max_position, {.min = 1, .max = 1e12})),
-        on_fail_(c.get_enum("on_fail", {"reject", "truncate"}, "reject")) {}
+        truncate_(c.get_enum<bool>("on_fail", {{"reject", false}, {"truncate", true}}, false)) {}
   std::string_view type() const override { return "max_model_len"; }
 
   Decision check(const RequestState& r, const GuardContext&) override {
@@ -22,7 +22,7 @@ class MaxModelLenGuard final : public Guard {
     const int64_t keep = max_len_ - r.spec.output_tokens;
     d.reason = fmt::format("max_model_len: {} + {} tokens > {}", r.prompt_tokens,
                            r.spec.output_tokens, max_len_);
-    if (on_fail_ == "truncate" && keep >= 1) {
+    if (truncate_ && keep >= 1) {
       d.action = Decision::Action::kTruncate;
       d.new_prompt_tokens = keep;
     } else {
@@ -34,7 +34,7 @@ class MaxModelLenGuard final : public Guard {
 
  private:
   int64_t max_len_;
-  std::string on_fail_;
+  bool truncate_;  // on_fail: truncate (else reject)
 };
 
 }  // namespace

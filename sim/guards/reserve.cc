@@ -17,7 +17,7 @@ namespace {
 class ReserveGuard final : public Guard {
  public:
   explicit ReserveGuard(const ConfigNode& c)
-      : queue_(c.get_enum("on_fail", {"queue", "reject"}, "queue") == "queue"),
+      : queue_(c.get_enum<bool>("on_fail", {{"queue", true}, {"reject", false}}, true)),
         timeout_(read_timeout(c)) {}
   std::string_view type() const override { return "reserve"; }
 

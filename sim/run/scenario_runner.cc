@@ -11,6 +11,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
+#include "core/check.h"
 #include "core/data_path.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
@@ -39,6 +40,7 @@ uint64_t fnv1a(const std::string& s) {
 // Read from the raw tree so the merged copy, not the original, is what gets its keys checked.
 ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
   YAML::Node merged(YAML::NodeType::Map);
+  policy.allow({"engine"});  // read here, from the raw tree
   if (root.has("engine")) {
     const YAML::Node& base = root.yaml()["engine"];
     if (!base.IsMap() && !base.IsNull()) root.child("engine").fail_expected("a map of engine settings");
@@ -52,37 +54,63 @@ ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
   return ConfigNode::wrap(merged, root.source(), "engine");
 }
 
-// Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
-// (both null) they are not produced.
-PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunOptions& o,
-                         AtomicFile* requests_file, AtomicFile* timeseries_file,
-                         std::optional<TraceCounters>& trace) {
-  const std::string name = policy.get<std::string>("name");
+}  // namespace
+
+// One policy, ready to run: built by prepare_scenario(), used up by simulate().
+struct PreparedPolicy {
+  std::string name;
+  EngineConfig engine;
+  std::unique_ptr<GpuMemoryPool> pool;
+  std::unique_ptr<LatencyModel> latency;
+  std::vector<std::unique_ptr<Guard>> guards;
+  Workload workload;
+};
+
+PreparedScenario::PreparedScenario() = default;
+PreparedScenario::PreparedScenario(PreparedScenario&&) noexcept = default;
+PreparedScenario& PreparedScenario::operator=(PreparedScenario&&) noexcept = default;
+PreparedScenario::~PreparedScenario() = default;
+
+namespace {
+
+std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNode& policy) {
+  auto p = std::make_unique<PreparedPolicy>();
+  p->name = policy.get<std::string>("name");
   const ConfigNode engine_node = policy_engine(s.root, policy);
-  const EngineConfig engine = parse_engine_config(engine_node);
-  const ConfigNode kv_node = engine_node.has("kv") ? engine_node.child("kv")
-                                                   : ConfigNode::parse_string("{type: paged}", "default kv");
-  GpuMemoryPool pool(s.model, s.gpu, kv_node,
-                     PoolOptions{.workspace_bytes = engine.workspace_bytes,
-                                 .attention = engine.attention,
-                                 .profile_batched_tokens = engine.max_num_batched_tokens,
-                                 .profile_num_seqs = engine.max_num_seqs});
+  p->engine = parse_engine_config(engine_node);
+  const EngineConfig& engine = p->engine;
+  const ConfigNode kv_node = engine_node.optional_child("kv").value_or(
+      ConfigNode::parse_string("{type: paged}", "default kv"));
+  p->pool = std::make_unique<GpuMemoryPool>(
+      s.model, s.gpu, kv_node,
+      PoolOptions{.workspace_bytes = engine.workspace_bytes,
+                  .attention = engine.attention,
+                  .profile_batched_tokens = engine.max_num_batched_tokens,
+                  .profile_num_seqs = engine.max_num_seqs});
   engine_node.reject_unknown_keys();
   const Profile profile =
       engine.profile_path.empty() ? default_profile(s.gpu) : load_profile(engine.profile_path);
-  const LatencyModel latency(s.model, s.gpu, profile, engine.attention, engine.tensor_parallel);
-  auto guards = make_guards(policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")),
-                            s.model);
+  p->latency = std::make_unique<LatencyModel>(s.model, s.gpu, profile, engine.attention,
+                                              engine.tensor_parallel);
+  p->guards = make_guards(
+      policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), s.model,
+      kv_node.get<std::string>("type"));
+  p->workload = make_workload(s.root.child("workload"), s.seed);
+  return p;
+}
 
+// Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
+// (both null) they are not produced.
+PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
+                         AtomicFile* timeseries_file, std::optional<TraceCounters>& trace) {
   EventQueue events(EventQueue::Limits{.max_events = o.max_events,
                                        .max_time = seconds_to_sim(o.max_sim_time_s)});
-  Recorder recorder(name);
+  Recorder recorder(p.name);
   recorder.stream_to(requests_file, timeseries_file);
-  Replica replica(events, pool, latency, engine, std::move(guards), recorder);
+  Replica replica(events, *p.pool, *p.latency, p.engine, std::move(p.guards), recorder);
   replica.set_check_invariants(o.check_invariants);
 
-  Workload w = make_workload(s.root.child("workload"), s.seed);
-  if (o.validate_only) return PolicySummary{};
+  Workload& w = p.workload;
   std::function<void()> pump = [&] {
     if (!w.source) return;
     if (auto next = w.source->next()) {
@@ -124,45 +152,58 @@ PolicySummary run_policy(const Scenario& s, const ConfigNode& policy, const RunO
   return recorder.finish(events.now());
 }
 
-}  // namespace
-
-std::string scenario_hash(const YAML::Node& tree) {
+std::string emit(const YAML::Node& tree) {
   YAML::Emitter emitter;
   emitter << tree;
-  return fmt::format("{:016x}", fnv1a(emitter.c_str()));
+  return emitter.c_str();
 }
 
-RunResult run_scenario(const Scenario& s, const RunOptions& o) {
-  RunResult result;
+std::string hash_text(const std::string& text) { return fmt::format("{:016x}", fnv1a(text)); }
+
+}  // namespace
+
+std::string scenario_hash(const YAML::Node& tree) { return hash_text(emit(tree)); }
+
+PreparedScenario prepare_scenario(const Scenario& s, const RunOptions&) {
+  PreparedScenario prepared;
+  prepared.scenario_ = &s;
   const ConfigNode policies = s.root.child("policies");
-  if (!policies.is_sequence() || policies.size() == 0) policies.fail_expected("a non-empty list of policies");
+  if (!policies.is_sequence() || policies.size() == 0) {
+    policies.fail_expected("a non-empty list of policies");
+  }
+  for (size_t i = 0; i < policies.size(); ++i) {
+    prepared.policies_.push_back(prepare_policy(s, policies.at(i)));
+  }
+  s.root.child("workload");
+  s.root.reject_unknown_keys();
+  prepared.resolved_ = emit(s.root.yaml());
+  prepared.hash_ = hash_text(prepared.resolved_);
+  return prepared;
+}
+
+RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
+  const Scenario& s = prepared.scenario();
+  RunResult result;
+  result.scenario_hash = prepared.hash();
   namespace fs = std::filesystem;
   const fs::path dir = o.out_dir;
   // The per-request and timeseries rows stream to temporary files as requests finish (policies
   // run one after another, so the bytes and row order are those of one buffer); they take their
   // final names below, with the other files, only when the whole run succeeded.
   std::unique_ptr<AtomicFile> requests_file, timeseries_file;
-  if (!o.out_dir.empty() && !o.validate_only) {
+  if (!o.out_dir.empty()) {
     requests_file = std::make_unique<AtomicFile>(dir / "requests.csv");
     timeseries_file = std::make_unique<AtomicFile>(dir / "timeseries.csv");
     requests_file->append(Recorder::request_header());
     timeseries_file->append(Recorder::timeseries_header());
   }
-  for (size_t i = 0; i < policies.size(); ++i) {
-    const ConfigNode p = policies.at(i);
-    p.has("guards");
-    result.policies.push_back(run_policy(s, p, o, requests_file.get(), timeseries_file.get(),
-                                         result.trace));
+  for (auto& policy : prepared.policies_) {
+    KVSIM_CHECK(policy != nullptr, "simulate: a prepared scenario runs once");
+    result.policies.push_back(
+        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace));
+    policy.reset();  // frees its pool before the next policy runs
   }
-  s.root.child("workload");
-  s.root.has("sweep");
-  s.root.reject_unknown_keys();
-
-  YAML::Emitter emitter;
-  emitter << s.root.yaml();
-  const std::string resolved = emitter.c_str();
-  result.scenario_hash = fmt::format("{:016x}", fnv1a(resolved));
-  if (o.out_dir.empty() || o.validate_only) return result;
+  if (o.out_dir.empty()) return result;
 
   nlohmann::ordered_json manifest;
   manifest["kvsim_version"] = kvsim_version();
@@ -172,7 +213,7 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   manifest["seed"] = s.seed;
   manifest["model"] = s.model.name;
   manifest["gpu"] = s.gpu.name;
-  manifest["resolved_scenario"] = resolved;
+  manifest["resolved_scenario"] = prepared.resolved_text();
   manifest["files"] = {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"};
   requests_file->commit();
   timeseries_file->commit();
@@ -191,6 +232,11 @@ RunResult run_scenario(const Scenario& s, const RunOptions& o) {
   write_file_atomic(dir / "summary.json", summary.dump(2) + "\n");
   write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n");  // last: marks completion
   return result;
+}
+
+RunResult run_scenario(const Scenario& s, const RunOptions& o) {
+  PreparedScenario prepared = prepare_scenario(s, o);
+  return simulate(prepared, o);
 }
 
 }  // namespace kvsim

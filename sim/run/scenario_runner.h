@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,10 +22,6 @@ struct RunOptions {
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
   double sample_interval_s = 1.0;      // timeseries period
-  // Set up everything a run would (each policy's engine, memory pool, profile and guards, the
-  // workload with its trace's header) and stop before the first event: what `kvsim check` does,
-  // so it finds every error a run would find before simulating. Nothing is written.
-  bool validate_only = false;
 };
 
 struct RunResult {
@@ -38,7 +35,43 @@ struct RunResult {
 // FNV-1a of a scenario tree's YAML text: the `scenario_hash` of manifest.json and summary.json.
 std::string scenario_hash(const YAML::Node& tree);
 
-// Throws ConfigError for a bad scenario section, InputError for unreadable inputs or limits hit.
+struct PreparedPolicy;  // scenario_runner.cc
+
+// Everything a run sets up before its first event: per policy the engine, the memory pool (KV
+// store sized from the budget, profile run), the latency profile, the guards and the workload
+// (a trace opened and its header checked); the scenario's keys all checked; its hash. Refers to
+// the scenario, which must outlive it. Move-only.
+class PreparedScenario {
+ public:
+  PreparedScenario(PreparedScenario&&) noexcept;
+  PreparedScenario& operator=(PreparedScenario&&) noexcept;
+  ~PreparedScenario();
+
+  const Scenario& scenario() const { return *scenario_; }
+  const std::string& hash() const { return hash_; }
+  const std::string& resolved_text() const { return resolved_; }  // the hashed YAML text
+
+ private:
+  friend PreparedScenario prepare_scenario(const Scenario&, const RunOptions&);
+  friend RunResult simulate(PreparedScenario&, const RunOptions&);
+  PreparedScenario();
+
+  const Scenario* scenario_ = nullptr;
+  std::string resolved_;
+  std::string hash_;
+  std::vector<std::unique_ptr<PreparedPolicy>> policies_;
+};
+
+// Sets up the run; what `kvsim check` does, so it finds every error a run would find, before
+// simulating. Writes nothing. Throws ConfigError for a bad scenario section, InputError for
+// unreadable inputs.
+PreparedScenario prepare_scenario(const Scenario& scenario, const RunOptions& options);
+
+// Runs every policy of `prepared` (each once: a prepared scenario is used up) and writes the
+// results to options.out_dir (nothing when empty). Throws InputError for limits hit.
+RunResult simulate(PreparedScenario& prepared, const RunOptions& options);
+
+// prepare_scenario() then simulate().
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 
 }  // namespace kvsim

@@ -19,24 +19,28 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
   c.batch_size = e.get<int64_t>("batch_size", c.batch_size, {.min = 1, .max = 1e6});
-  const std::string pre = e.get_enum("preemption", {"recompute", "swap", "off"}, "recompute");
-  c.preemption = pre == "swap"  ? EngineConfig::Preemption::kSwap
-                 : pre == "off" ? EngineConfig::Preemption::kOff
-                                : EngineConfig::Preemption::kRecompute;
+  using Preemption = EngineConfig::Preemption;
+  c.preemption = e.get_enum<Preemption>("preemption",
+                                        {{"recompute", Preemption::kRecompute},
+                                         {"swap", Preemption::kSwap},
+                                         {"off", Preemption::kOff}},
+                                        Preemption::kRecompute);
   c.swap_space_bytes = gib_to_bytes(e.get<double>("swap_space_gb", 4.0, {.min = 0, .max = 1e6}));
-  c.on_oom = e.get_enum("on_oom", {"crash", "abort_request"}, "crash") == "crash"
-                 ? EngineConfig::OnOom::kCrash
-                 : EngineConfig::OnOom::kAbortRequest;
+  using OnOom = EngineConfig::OnOom;
+  c.on_oom = e.get_enum<OnOom>(
+      "on_oom", {{"crash", OnOom::kCrash}, {"abort_request", OnOom::kAbortRequest}}, OnOom::kCrash);
   c.restart = seconds_to_sim(e.get<double>("restart_s", 90.0, {.min = 0, .max = 1e7}));
-  c.attention = parse_attention_kind(e.get_enum("attention", {"flash", "native"}, "flash"));
+  c.attention = e.get_enum<AttentionKind>(
+      "attention", {{"flash", AttentionKind::kFlash}, {"native", AttentionKind::kNative}},
+      AttentionKind::kFlash);
   c.tensor_parallel = e.get<int>("tensor_parallel", 1, {.min = 1, .max = 64});
   c.workspace_bytes = gib_to_bytes(e.get<double>("workspace_gb", 0.5, {.min = 0, .max = 1e6}));
-  if (e.has("profile")) {
-    std::filesystem::path p = e.get<std::string>("profile");
+  if (auto profile = e.get_optional<std::string>("profile")) {
+    std::filesystem::path p = *profile;
     if (p.is_relative()) p = std::filesystem::path(e.source()).parent_path() / p;
     c.profile_path = p.string();
   }
-  e.has("kv");  // read by the memory pool
+  e.allow({"kv"});  // read by the memory pool
   return c;
 }
 

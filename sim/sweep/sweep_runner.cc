@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -42,7 +43,8 @@ std::string csv_field(const std::string& s) {
 
 // What every shard writes identically: enough to check that folders belong together and to
 // name every point without re-reading the scenario.
-nlohmann::ordered_json sweep_index(const SweepPlan& plan) {
+nlohmann::ordered_json sweep_index(const SweepPlan& plan,
+                                   const std::map<size_t, std::string>& hashes) {
   nlohmann::ordered_json j;
   j["kvsim_version"] = kvsim_version();
   j["scenario_source"] = plan.source;
@@ -52,7 +54,7 @@ nlohmann::ordered_json sweep_index(const SweepPlan& plan) {
     points.push_back({{"index", p.index},
                       {"name", p.name},
                       {"values", p.values},
-                      {"scenario_hash", scenario_hash(p.tree)}});
+                      {"scenario_hash", hashes.at(p.index)}});
   }
   j["points"] = std::move(points);
   return j;
@@ -157,8 +159,10 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       mine.push_back(&p);
   }
   report.points_mine = mine.size();
+  std::map<size_t, std::string> hashes;  // each point's scenario_hash, computed once
+  for (const SweepPoint& p : plan.points) hashes[p.index] = scenario_hash(p.tree);
   fs::create_directories(o.out_dir / "points");
-  write_file_atomic(o.out_dir / "sweep.json", sweep_index(plan).dump(2) + "\n");
+  write_file_atomic(o.out_dir / "sweep.json", sweep_index(plan, hashes).dump(2) + "\n");
 
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -174,7 +178,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       const SweepPoint& p = *mine[i];
       const fs::path dir = o.out_dir / "points" / p.name;
       try {
-        if (point_complete(dir, scenario_hash(p.tree))) {
+        if (point_complete(dir, hashes.at(p.index))) {
           ++skipped;
         } else {
           const Scenario s = load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);

@@ -86,3 +86,16 @@ TEST_CASE("the shipped scenarios all pass kvsim check", "[cli][scenarios]") {
     CHECK(r.exit_code == 0);
   }
 }
+
+TEST_CASE("kvsim check refuses a guard whose policy's KV store lacks a capability it needs",
+          "[cli][bad-input]") {
+  // The watermark guard needs a paged store (core/registry.h entries carry the capabilities).
+  // Fails if make_guards() stops checking them: check would then print "ok" with exit code 0.
+  const fs::path f =
+      fs::path(KVSIM_TEST_DATA) / "bad" / "run" / "watermark-on-caching-allocator.yaml";
+  auto r = run_cli("check '" + f.string() + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("watermark-on-caching-allocator.yaml:16:60: policies[1].guards[1].type: "
+                             "the watermark guard needs a paged KV store; this policy's "
+                             "engine.kv.type is caching_allocator"));
+}

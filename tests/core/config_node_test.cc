@@ -64,3 +64,25 @@ TEST_CASE("alias bombs are bounded", "[config]") {
   }
   CHECK_THROWS_WITH(ConfigNode::parse_string(bomb, "bomb.yaml"), Contains("alias bomb"));
 }
+
+TEST_CASE("has() is pure; allow() declares keys; get_optional and typed get_enum read", "[config]") {
+  // Fails if has() records the key again (the unknown-key error would vanish) or allow() stops
+  // declaring keys (the allowed key would be reported unknown).
+  auto root = ConfigNode::parse_string("a: 1\nb: 2\nmode: fast\n", "k.yaml");
+  CHECK(root.has("a"));
+  CHECK_FALSE(root.has("zzz"));
+  CHECK(root.get_optional<int>("a") == 1);
+  CHECK_FALSE(root.get_optional<int>("c").has_value());
+  enum class Mode { kFast, kSlow };
+  CHECK(root.get_enum<Mode>("mode", {{"fast", Mode::kFast}, {"slow", Mode::kSlow}}) == Mode::kFast);
+  CHECK(root.get_enum<Mode>("other", {{"fast", Mode::kFast}, {"slow", Mode::kSlow}}, Mode::kSlow) ==
+        Mode::kSlow);
+  CHECK_THROWS_WITH(root.reject_unknown_keys(), Contains("k.yaml:2:1: unknown key 'b'"));
+  root.allow({"b"});
+  CHECK_NOTHROW(root.reject_unknown_keys());
+
+  auto bad = ConfigNode::parse_string("mode: fats\n", "e.yaml");
+  CHECK_THROWS_WITH(bad.get_enum<Mode>("mode", {{"fast", Mode::kFast}, {"slow", Mode::kSlow}}),
+                    "e.yaml:1:7: mode: expected one of fast, slow, got \"fats\"; did you mean "
+                    "'fast'?");
+}

@@ -87,3 +87,18 @@ TEST_CASE("watermark admits what keeps free blocks above the mark, rejects the i
   auto never = run_yaml(scenario("[{type: watermark, watermark: 0.99}]", 4096, 1, "{type: paged}")).policies[0];
   CHECK(count(never, Outcome::kRejectedTooLong) == 1);
 }
+
+TEST_CASE("a watermark guard on a store without blocks is a config error at its type",
+          "[guards][config]") {
+  // It used to admit everything silently on a non-paged store. Fails if make_guards() stops
+  // checking the guard registry's needs against the KV store registry's capabilities.
+  for (const char* kv : {"{type: caching_allocator, growth: preallocate}", "{type: contiguous}"}) {
+    INFO("kv " << kv);
+    const std::string kv_type = std::string(kv).substr(7, std::string(kv).find_first_of(",}") - 7);
+    CHECK_THROWS_WITH(run_yaml(scenario("[{type: watermark}]", 128, 1, kv)),
+                      Catch::Matchers::Contains(
+                          "test.yaml:11:38: policies[0].guards[0].type: the watermark guard needs a paged KV "
+                          "store; this policy's engine.kv.type is " + kv_type));
+  }
+  CHECK_NOTHROW(run_yaml(scenario("[{type: watermark}]", 128, 1, "{type: paged}")));
+}

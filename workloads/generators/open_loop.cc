@@ -11,18 +11,47 @@ namespace kvsim {
 namespace {
 // Sub-stream numbers for derive_seed(): fixed forever, or the same seed gives other traffic.
 constexpr uint64_t kArrivalStream = 1, kPromptStream = 2, kOutputStream = 3, kBurstStream = 100;
+
+// An arrival process of `type` at the node's `rate`.
+ArrivalProcess read_rate(const ConfigNode& n, ArrivalProcess::Type type) {
+  ArrivalProcess a;
+  a.type = type;
+  a.rate_per_s = n.get<double>("rate", {.min = 0, .max = 1e9, .min_exclusive = true});
+  return a;
+}
+
 }  // namespace
 
+void register_arrival_processes(ArrivalProcessRegistry& r) {
+  using Type = ArrivalProcess::Type;
+  r.add({"poisson", "exponential gaps at `rate` per second", {"rate"},
+         {"{type: poisson, rate: 2}",
+          [](const ConfigNode& n) { return read_rate(n, Type::kPoisson); }}});
+  r.add({"gamma", "Gamma gaps with coefficient of variation `cv` (> 1: bursty)", {"rate", "cv"},
+         {"{type: gamma, rate: 2, cv: 4}", [](const ConfigNode& n) {
+            ArrivalProcess a = read_rate(n, Type::kGamma);
+            a.cv = n.get<double>("cv", {.min = 0, .max = 100, .min_exclusive = true});
+            return a;
+          }}});
+  r.add({"fixed", "exactly k/rate seconds, k = 1, 2, ...", {"rate"},
+         {"{type: fixed, rate: 2}",
+          [](const ConfigNode& n) { return read_rate(n, Type::kFixed); }}});
+}
+
+const ArrivalProcessRegistry& arrival_process_registry() {
+  static const ArrivalProcessRegistry registry =
+      ArrivalProcessRegistry::filled("arrival process", register_arrival_processes);
+  return registry;
+}
+
 ArrivalProcess ArrivalProcess::parse(const ConfigNode& n) {
-  if (!n.is_map()) n.fail_expected("arrivals {type: poisson|gamma|fixed, rate: R}");
-  ArrivalProcess a;
-  const std::string type = n.get_enum("type", {"poisson", "gamma", "fixed"});
-  a.type = type == "poisson" ? Type::kPoisson : type == "gamma" ? Type::kGamma : Type::kFixed;
-  a.rate_per_s = n.get<double>("rate", {.min = 0, .max = 1e9, .min_exclusive = true});
-  if (a.type == Type::kGamma) {
-    a.cv = n.get<double>("cv", {.min = 0, .max = 100, .min_exclusive = true});
+  const ArrivalProcessRegistry& registry = arrival_process_registry();
+  if (!n.is_map()) {
+    n.fail_expected("arrivals {type: " + registry_choices(registry) + ", rate: R}");
   }
-  return a;
+  const auto& entry = registry.choose(n);
+  n.allow(entry.keys);
+  return entry.make.parse(n);
 }
 
 Burst Burst::parse(const ConfigNode& n) {

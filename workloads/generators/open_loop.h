@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "workloads/lengths.h"
@@ -21,9 +23,20 @@ struct ArrivalProcess {
   Type type = Type::kPoisson;
   double rate_per_s = 1.0;
   double cv = 1.0;  // gamma: coefficient of variation of the gaps (1 = Poisson, > 1 bursty)
-  // Reads {type: poisson|gamma|fixed, rate: R[, cv: C]}.
+  // Reads {type: poisson|gamma|fixed, rate: R[, cv: C]} through the arrival process registry.
   static ArrivalProcess parse(const ConfigNode& node);
 };
+
+// The arrival process registry: `arrivals: {type: ...}` names one of its entries. Adding a
+// process takes one add() in register_arrival_processes() (open_loop.cc) and its gap sampler
+// in OpenLoopSource::next_base_time().
+struct ArrivalProcessFactory {
+  std::string example;  // a small valid node: "{type: poisson, rate: 2}" (docs, contract tests)
+  std::function<ArrivalProcess(const ConfigNode& node)> parse;
+};
+using ArrivalProcessRegistry = Registry<ArrivalProcessFactory>;
+void register_arrival_processes(ArrivalProcessRegistry& registry);  // poisson, gamma, fixed
+const ArrivalProcessRegistry& arrival_process_registry();
 
 // `count` requests at `at`, spread evenly over [at, at + over) (all at `at` when over is 0).
 struct Burst {

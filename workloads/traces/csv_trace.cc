@@ -16,29 +16,6 @@ namespace {
 using trace_detail::quote;
 using trace_detail::trim;
 
-struct CsvLayout {
-  const char* time;
-  const char* prompt;
-  const char* output;
-  bool datetime;  // the time is a calendar date-time (Azure), not a number of seconds
-};
-
-CsvLayout layout_of(TraceFormat f) {
-  switch (f) {
-    case TraceFormat::kNormalized:
-      return {"arrival_s", "prompt_tokens", "output_tokens", false};
-    case TraceFormat::kAzure:
-      return {"TIMESTAMP", "ContextTokens", "GeneratedTokens", true};
-    case TraceFormat::kBurstGpt:
-      return {"Timestamp", "Request tokens", "Response tokens", false};
-    case TraceFormat::kVidur:
-      return {"arrived_at", "num_prefill_tokens", "num_decode_tokens", false};
-    case TraceFormat::kMooncake:
-      break;
-  }
-  return {"", "", "", false};
-}
-
 bool iequal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return (x | 0x20) == (y | 0x20);
@@ -87,8 +64,9 @@ size_t split_csv(std::string_view line, std::vector<std::string_view>& out) {
 
 class CsvRowParser final : public RowParser {
  public:
-  CsvRowParser(TraceFormat format, std::unique_ptr<LineReader> lines, std::string header)
-      : format_(format), layout_(layout_of(format)), lines_(std::move(lines)) {
+  CsvRowParser(std::string format, const CsvLayout& layout, std::unique_ptr<LineReader> lines,
+               std::string header)
+      : format_(std::move(format)), layout_(layout), lines_(std::move(lines)) {
     std::vector<std::string_view> names(256);
     n_fields_ = split_csv(header, names);
     names.resize(std::min<size_t>(n_fields_, names.size()));
@@ -98,7 +76,7 @@ class CsvRowParser final : public RowParser {
       }
       throw InputError(fmt::format(
           "{}:1: expected the {} trace header with columns {},{},{}, got '{}' (no column '{}')",
-          lines_->path(), format_name(format_), layout_.time, layout_.prompt, layout_.output,
+          lines_->path(), format_, layout_.time, layout_.prompt, layout_.output,
           quote(header), want));
     };
     time_col_ = find(layout_.time);
@@ -160,7 +138,7 @@ class CsvRowParser final : public RowParser {
     return *v;
   }
 
-  TraceFormat format_;
+  std::string format_;
   CsvLayout layout_;
   std::unique_ptr<LineReader> lines_;
   size_t n_fields_ = 0;
@@ -171,22 +149,6 @@ class CsvRowParser final : public RowParser {
 
 }  // namespace
 
-const char* format_name(TraceFormat f) {
-  switch (f) {
-    case TraceFormat::kNormalized:
-      return "normalized";
-    case TraceFormat::kAzure:
-      return "azure";
-    case TraceFormat::kMooncake:
-      return "mooncake";
-    case TraceFormat::kBurstGpt:
-      return "burstgpt";
-    case TraceFormat::kVidur:
-      return "vidur";
-  }
-  return "?";
-}
-
 std::string row_error(const LineReader& lines, std::string_view what, std::string_view got,
                       std::string_view got_prefix) {
   return fmt::format("{}:{}: {}{}, got {}'{}'", lines.path(), lines.line_number(),
@@ -194,9 +156,11 @@ std::string row_error(const LineReader& lines, std::string_view what, std::strin
                      what, got_prefix, quote(got));
 }
 
-std::unique_ptr<RowParser> make_csv_parser(TraceFormat format, std::unique_ptr<LineReader> lines,
+std::unique_ptr<RowParser> make_csv_parser(std::string format, const CsvLayout& layout,
+                                           std::unique_ptr<LineReader> lines,
                                            std::string first_line) {
-  return std::make_unique<CsvRowParser>(format, std::move(lines), std::move(first_line));
+  return std::make_unique<CsvRowParser>(std::move(format), layout, std::move(lines),
+                                        std::move(first_line));
 }
 
 }  // namespace kvsim

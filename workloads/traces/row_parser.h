@@ -30,9 +30,13 @@ struct RawRow {
   std::string_view time_text;  // the time field as written, valid until the next call
 };
 
-enum class TraceFormat { kNormalized, kAzure, kMooncake, kBurstGpt, kVidur };
-
-const char* format_name(TraceFormat f);
+// Where a CSV format keeps its fields (columns found by name, case-insensitively).
+struct CsvLayout {
+  const char* time;
+  const char* prompt;
+  const char* output;
+  bool datetime;  // the time is a calendar date-time (Azure), not a number of seconds
+};
 
 class RowParser {
  public:
@@ -46,8 +50,9 @@ class RowParser {
 };
 
 // `first_line` is line 1 already read from `lines` (a CSV header, or Mooncake's first record).
-// Throws InputError when a CSV header lacks the format's columns.
-std::unique_ptr<RowParser> make_csv_parser(TraceFormat format, std::unique_ptr<LineReader> lines,
+// Throws InputError when a CSV header lacks the format's columns; `format` names it there.
+std::unique_ptr<RowParser> make_csv_parser(std::string format, const CsvLayout& layout,
+                                           std::unique_ptr<LineReader> lines,
                                            std::string first_line);
 std::unique_ptr<RowParser> make_mooncake_parser(std::unique_ptr<LineReader> lines,
                                                 std::string first_line);

@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "workloads/traces/field_parse.h"
 #include "workloads/traces/row_parser.h"
+#include "workloads/traces/trace_formats.h"
 
 namespace kvsim {
 
@@ -19,51 +20,12 @@ namespace {
 using trace_detail::quote;
 using trace_detail::trim;
 
-bool header_has(std::string_view header, std::initializer_list<std::string_view> names) {
-  // Case-insensitive match of every name against the comma-separated header columns.
-  for (std::string_view want : names) {
-    bool found = false;
-    size_t pos = 0;
-    while (!found && pos <= header.size()) {
-      size_t comma = header.find(',', pos);
-      if (comma == std::string_view::npos) comma = header.size();
-      std::string_view col = trim(header.substr(pos, comma - pos));
-      if (!col.empty() && col.front() == '"' && col.size() >= 2)
-        col = col.substr(1, col.size() - 2);
-      found = col.size() == want.size() &&
-              std::equal(col.begin(), col.end(), want.begin(),
-                         [](char a, char b) { return (a | 0x20) == (b | 0x20); });
-      pos = comma + 1;
-    }
-    if (!found) return false;
-  }
-  return true;
-}
+using FormatEntry = TraceFormatRegistry::Entry;
 
-std::optional<TraceFormat> classify(std::string_view first_line) {
-  std::string_view s = trim(first_line);
-  if (!s.empty() && s.front() == '{') return TraceFormat::kMooncake;
-  if (header_has(s, {"arrival_s", "prompt_tokens", "output_tokens"})) {
-    return TraceFormat::kNormalized;
-  }
-  if (header_has(s, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"})) return TraceFormat::kAzure;
-  if (header_has(s, {"Timestamp", "Request tokens", "Response tokens"})) {
-    return TraceFormat::kBurstGpt;
-  }
-  if (header_has(s, {"arrived_at", "num_prefill_tokens", "num_decode_tokens"})) {
-    return TraceFormat::kVidur;
-  }
-  return std::nullopt;
-}
-
-TraceFormat format_from_name(const std::string& name) {
-  for (auto f : {TraceFormat::kNormalized, TraceFormat::kAzure, TraceFormat::kMooncake,
-                 TraceFormat::kBurstGpt, TraceFormat::kVidur}) {
-    if (name == format_name(f)) return f;
-  }
-  throw InputError(fmt::format(
-      "unknown trace format '{}', expected auto, normalized, azure, mooncake, burstgpt or vidur",
-      name));
+const FormatEntry& format_from_name(const std::string& name) {
+  if (const auto* e = trace_format_registry().find(name)) return *e;
+  throw InputError(
+      fmt::format("unknown trace format '{}', expected {}", name, or_list(trace_format_choices())));
 }
 
 // Line 1 of the file, skipping blank lines; throws on an empty file.
@@ -80,23 +42,25 @@ std::string first_line(LineReader& lines) {
   return std::string(line);
 }
 
-TraceFormat detect(const std::string& path, std::string_view line) {
-  auto f = classify(line);
-  if (!f) {
-    throw InputError(fmt::format(
-        "{}:1: expected a trace header (normalized: arrival_s,prompt_tokens,output_tokens; azure: "
-        "TIMESTAMP,ContextTokens,GeneratedTokens; burstgpt: Timestamp,...,Request "
-        "tokens,Response tokens,...; vidur: arrived_at,num_prefill_tokens,num_decode_tokens) or "
-        "a Mooncake JSON record, got '{}'",
-        path, quote(line)));
+const FormatEntry& detect(const std::string& path, std::string_view line) {
+  if (const auto* e = recognise_trace_format(line)) return *e;
+  std::string csv, other;  // what each format recognises, from the registry
+  for (const auto& e : trace_format_registry().entries()) {
+    std::string& list = e.make.csv ? csv : other;
+    if (e.make.csv) {
+      list += fmt::format("{}{}: {}", list.empty() ? "" : "; ", e.name, e.make.header);
+    } else {
+      list += fmt::format("{}{}", list.empty() ? "" : " or ", e.make.header);
+    }
   }
-  return *f;
+  throw InputError(fmt::format("{}:1: expected a trace header ({}) or {}, got '{}'", path, csv,
+                               other, quote(line)));
 }
 
 class TraceSource final : public WorkloadSource {
  public:
-  TraceSource(const TraceOptions& o, TraceFormat format, std::unique_ptr<RowParser> parser)
-      : format_(format), options_(o), parser_(std::move(parser)), counters_(o.counters) {
+  TraceSource(const TraceOptions& o, bool has_header, std::unique_ptr<RowParser> parser)
+      : has_header_(has_header), options_(o), parser_(std::move(parser)), counters_(o.counters) {
     window_start_ns_ = seconds_to_sim(o.window_start_s);
     if (o.window_end_s) window_end_ns_ = seconds_to_sim(*o.window_end_s);
   }
@@ -134,7 +98,7 @@ class TraceSource final : public WorkloadSource {
         if (counters_->rows_read == 0) {
           throw InputError(
               fmt::format("{}: trace has no rows{}", options_.path,
-                          format_ == TraceFormat::kMooncake ? "" : " after the header"));
+                          has_header_ ? " after the header" : ""));
         }
         return false;
       }
@@ -190,7 +154,7 @@ class TraceSource final : public WorkloadSource {
   }
 
  private:
-  TraceFormat format_;
+  bool has_header_;
   TraceOptions options_;
   std::unique_ptr<RowParser> parser_;
   std::shared_ptr<TraceCounters> counters_;
@@ -221,19 +185,17 @@ std::unique_ptr<WorkloadSource> open_trace(const TraceOptions& options) {
   check_options(options);
   auto lines = std::make_unique<LineReader>(options.path);
   std::string line = first_line(*lines);
-  const TraceFormat format =
+  const FormatEntry& format =
       options.format == "auto" ? detect(options.path, line) : format_from_name(options.format);
   *options.counters = TraceCounters{};
-  std::unique_ptr<RowParser> parser =
-      format == TraceFormat::kMooncake ? make_mooncake_parser(std::move(lines), std::move(line))
-                                       : make_csv_parser(format, std::move(lines), std::move(line));
-  return std::make_unique<TraceSource>(options, format, std::move(parser));
+  std::unique_ptr<RowParser> parser = format.make.open(std::move(lines), std::move(line));
+  return std::make_unique<TraceSource>(options, format.make.csv, std::move(parser));
 }
 
 std::string detect_trace_format(const std::string& path) {
   LineReader lines(path);
   std::string line = first_line(lines);
-  return format_name(detect(path, line));
+  return detect(path, line).name;
 }
 
 TraceOptions parse_trace_options(const ConfigNode& node) {
@@ -245,8 +207,7 @@ TraceOptions parse_trace_options(const ConfigNode& node) {
     if (!base.empty()) p = base / p;
   }
   o.path = p.lexically_normal().string();
-  o.format = node.get_enum(
-      "format", {"auto", "normalized", "azure", "mooncake", "burstgpt", "vidur"}, "auto");
+  o.format = node.get_enum("format", trace_format_choices(), "auto");
   if (auto w = node.optional_child("window_s")) {
     if (!w->is_sequence() || w->size() != 2) w->fail_expected("[start_s, end_s]");
     o.window_start_s = w->at(0).as<double>({.min = 0});
@@ -256,16 +217,12 @@ TraceOptions parse_trace_options(const ConfigNode& node) {
   }
   o.time_scale = node.get<double>("time_scale", 1.0, {.min = 0, .max = 1e9, .min_exclusive = true});
   const Bounds positive{.min = 1, .max = 9e15};
-  if (node.has("max_requests")) o.max_requests = node.get<int64_t>("max_requests", positive);
-  if (node.has("max_prompt_tokens")) {
-    o.max_prompt_tokens = node.get<int64_t>("max_prompt_tokens", positive);
-  }
-  if (node.has("max_output_tokens")) {
-    o.max_output_tokens = node.get<int64_t>("max_output_tokens", positive);
-  }
-  o.on_bad_row = node.get_enum("on_bad_row", {"error", "skip"}, "error") == "skip"
-                     ? BadRowPolicy::kSkip
-                     : BadRowPolicy::kError;
+  o.max_requests = node.get_optional<int64_t>("max_requests", positive);
+  o.max_prompt_tokens = node.get_optional<int64_t>("max_prompt_tokens", positive);
+  o.max_output_tokens = node.get_optional<int64_t>("max_output_tokens", positive);
+  o.on_bad_row = node.get_enum<BadRowPolicy>(
+      "on_bad_row", {{"error", BadRowPolicy::kError}, {"skip", BadRowPolicy::kSkip}},
+      BadRowPolicy::kError);
   // Checked here, where the scenario's line and column are known; the reader's own open error
   // stays for a file that vanishes between loading and replay.
   std::error_code ec;
