@@ -69,12 +69,16 @@ def build(d, version):
         kind, figures = kvsim_plot.render(d, tmp, "png")
         figs = [figure_html(p) for p in figures]
     manifest = kvsim_plot.read_json(os.path.join(d, "manifest.json")) or {}
+    sweep = kvsim_plot.read_json(os.path.join(d, "sweep.json"))
+    # A sweep folder has no manifest of its own: its sweep.json records the version and the hash
+    # of the scenario as given (each point's hash is listed below).
+    origin = sweep if kind == "sweep" and sweep else manifest
     name = manifest.get("scenario_name") or os.path.basename(os.path.abspath(d))
     parts = [f"<h1>kvsim {html.escape(kind)} report: {html.escape(name)}</h1>",
              "<p>" + " · ".join(html.escape(x) for x in [
                  f"rendered by kvsim {version}",
-                 f"data from kvsim {manifest.get('kvsim_version', '?')}",
-                 f"scenario_hash {manifest.get('scenario_hash', 'none')}",
+                 f"data from kvsim {origin.get('kvsim_version', '?')}",
+                 f"scenario_hash {origin.get('scenario_hash', 'none')}",
                  f"folder {os.path.basename(os.path.abspath(d))}"]) + "</p>"]
     if manifest.get("scenario_name"):
         parts.append(f"<p>model {html.escape(str(manifest.get('model')))}, gpu "
@@ -88,7 +92,6 @@ def build(d, version):
     scenario = manifest.get("resolved_scenario")
     if scenario:
         parts.append(f"<h2>Scenario (resolved)</h2><pre>{html.escape(scenario)}</pre>")
-    sweep = kvsim_plot.read_json(os.path.join(d, "sweep.json"))
     if sweep:
         parts.append("<h2>Sweep points</h2><pre>" + html.escape("\n".join(
             f"{p.get('index')}: {p.get('name')} scenario_hash {p.get('scenario_hash')}"

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "models/catalog.h"
@@ -26,7 +27,7 @@ struct LatencyOptions {
   std::string attention = "flash";
   std::vector<int64_t> seqs = {4096, 16384, 32768};
   std::optional<int> kv_heads;
-  int64_t batch = 1;
+  std::vector<int64_t> batches = {1};
   int block_size = 0;
   int tp = 1;
   std::string profile;
@@ -53,13 +54,20 @@ void print_breakdown(const char* title, const IterationCost& est, const Iteratio
   fmt::print("{}", t.render());
 }
 
+// "1" for one batch size, "1, 8" for several.
+std::string batch_list(const std::vector<int64_t>& batches) {
+  return fmt::format("{}", fmt::join(batches, ", "));
+}
+
 void print_human(const LatencyModel& lm, const LatencyOptions& o,
                  const std::vector<SequenceLatency>& rows) {
   const ModelSpec& m = lm.model();
   const GpuSpec& g = lm.gpu();
+  // One batch size keeps the one-row-per-seq_len table; several add a batch column.
+  const bool many = o.batches.size() > 1;
   fmt::print("model {} ({}: {} layers, {} query / {} KV heads, head dim {}, {}), batch {}\n",
              m.name, m.attention_kind(), m.layers, m.heads, m.kv_heads, m.head_dim,
-             dtype_name(m.weight_dtype), o.batch);
+             dtype_name(m.weight_dtype), batch_list(o.batches));
   fmt::print(
       "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}, attention {}, "
       "KV {}\n",
@@ -68,19 +76,25 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
       o.block_size > 0 ? fmt::format("paged ({}-token blocks)", o.block_size) : "contiguous");
   fmt::print("profile {} ({})\n", lm.profile().name, lm.profile().source);
   fmt::print("bound = the same operations at peak FLOP/s and bandwidth, no overheads\n\n");
-  TextTable t({"seq_len", "prefill ms", "bound", "TTFT ms", "bound", "decode ms/token", "bound",
-               "decode tok/s", "max tok/s"});
+  std::vector<std::string> head = {"seq_len", "prefill ms", "bound", "TTFT ms", "bound",
+                                   "decode ms/token", "bound", "decode tok/s", "max tok/s"};
+  if (many) head.insert(head.begin() + 1, "batch");
+  TextTable t(head);
   for (const SequenceLatency& s : rows) {
-    t.add_row({with_commas(s.seq_len), ms(s.prefill_s), ms(s.prefill_lower_bound_s), ms(s.ttft_s),
-               ms(s.ttft_lower_bound_s), fmt::format("{:.2f}", s.decode_step_s * 1e3),
-               fmt::format("{:.2f}", s.decode_step_lower_bound_s * 1e3),
-               fmt::format("{:.1f}", s.decode_tokens_per_s),
-               fmt::format("{:.1f}", s.decode_tokens_per_s_upper_bound)});
+    std::vector<std::string> row = {
+        with_commas(s.seq_len), ms(s.prefill_s), ms(s.prefill_lower_bound_s), ms(s.ttft_s),
+        ms(s.ttft_lower_bound_s), fmt::format("{:.2f}", s.decode_step_s * 1e3),
+        fmt::format("{:.2f}", s.decode_step_lower_bound_s * 1e3),
+        fmt::format("{:.1f}", s.decode_tokens_per_s),
+        fmt::format("{:.1f}", s.decode_tokens_per_s_upper_bound)};
+    if (many) row.insert(row.begin() + 1, with_commas(s.batch));
+    t.add_row(row);
   }
   fmt::print("{}", t.render());
   if (!o.verbose) return;
   for (const SequenceLatency& s : rows) {
-    fmt::print("\nseq_len {}:", with_commas(s.seq_len));
+    fmt::print("\nseq_len {}{}:", with_commas(s.seq_len),
+               many ? fmt::format(", batch {}", s.batch) : std::string());
     print_breakdown("prefill", s.prefill, s.prefill_bound);
     print_breakdown(fmt::format("decode step (context {})", s.seq_len + 1).c_str(), s.decode,
                     s.decode_bound);
@@ -107,7 +121,9 @@ void run_latency(const LatencyOptions& o) {
   }
   const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.tp);
   std::vector<SequenceLatency> rows;
-  for (int64_t s : o.seqs) rows.push_back(sequence_latency(lm, s, o.batch, o.block_size));
+  for (int64_t s : o.seqs) {
+    for (int64_t b : o.batches) rows.push_back(sequence_latency(lm, s, b, o.block_size));
+  }
   if (o.out.json) {
     fmt::print("{}\n", to_json_array(rows, o.verbose).dump(2));
   } else {
@@ -121,7 +137,12 @@ void run_latency(const LatencyOptions& o) {
     d["kv_heads"] = model.kv_heads;
     d["gpu"] = gpu.name;
     d["attention"] = std::string(attention_kind_name(lm.attention()));
-    d["batch"] = o.batch;
+    // A number for one batch size (as before), a list for several.
+    if (o.batches.size() == 1) {
+      d["batch"] = o.batches.front();
+    } else {
+      d["batch"] = o.batches;
+    }
     d["block_size"] = o.block_size;
     d["tp"] = o.tp;
     d["profile"] = lm.profile().name;
@@ -147,7 +168,10 @@ void add_latency_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--kv-heads", o->kv_heads, "override the model's KV heads (GQA/MQA what-if)")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--batch", o->batch, "identical requests processed together")
+  cmd->add_option("--batch", o->batches,
+                  "identical requests processed together; a comma-separated list gives a row per "
+                  "(seq_len, batch)")
+      ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "paged KV block size in tokens (0: contiguous)")
@@ -158,7 +182,7 @@ void add_latency_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--profile", o->profile, "latency profile YAML (default: built-in defaults)");
   cmd->add_flag("--verbose", o->verbose, "per-operation breakdown");
-  add_json_plot_options(*cmd, o->out, "one JSON array, an object per sequence length",
+  add_json_plot_options(*cmd, o->out, "one JSON array, an object per (sequence length, batch)",
                         "prefill and decode time against the bound by sequence length");
   cmd->callback([o] { run_latency(*o); });
 }

@@ -57,6 +57,8 @@ def render_kv(plt, w, data, source):
 
 
 def render_latency(plt, w, data, source):
+    if isinstance(data["batch"], list):  # `--batch 1,8`: a line per batch size
+        return render_latency_batches(plt, w, data, source)
     rows = data["rows"]
     seqs = [r["seq_len"] for r in rows]
     fig, grid, lax = panels(plt, 2, 1, 1.5, 0.3, sharex=True)
@@ -85,6 +87,41 @@ def render_latency(plt, w, data, source):
            "lower bound (the same operations at peak FLOP/s and bandwidth, no overheads), by "
            f"sequence length; profile {data.get('profile', '?')}. Data from `kvsim latency "
            "--plot`.", [source])
+
+
+def render_latency_batches(plt, w, data, source):
+    """The latency figure for several batch sizes: per panel, a solid line per batch size (the
+    estimate) and a dotted one of the same colour (its physical lower bound)."""
+    rows, batches = data["rows"], data["batch"]
+    seqs = list(dict.fromkeys(r["seq_len"] for r in rows))
+    fig, grid, lax = panels(plt, 2, 1, 1.5, 0.3, sharex=True)
+    for ax, key, scale, unit, title in [
+            (grid[0][0], "prefill", 1.0, "s", "prefill"),
+            (grid[1][0], "decode_step", 1e3, "ms per token", "decode step")]:
+        for i, b in enumerate(batches):
+            mine = [r for r in rows if r["batch"] == b]
+            xs = [r["seq_len"] for r in mine]
+            style = line_style(i)
+            ax.plot(xs, [r[f"{key}_s"] * scale for r in mine], color=style["color"],
+                    marker="o", markersize=2.5, label=f"batch {b}")
+            ax.plot(xs, [r[f"{key}_lower_bound_s"] * scale for r in mine], color=style["color"],
+                    linestyle=":", linewidth=0.8)
+        if key == "prefill":
+            plain_log_y(ax)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_ylabel(f"{title} ({unit})")
+        ax.set_title(title, loc="left", fontsize=6)
+        seq_axis(ax, seqs)
+    grid[0][0].set_xlabel("")
+    batch_text = ", ".join(str(b) for b in batches)
+    fig.suptitle(f"{data['model']} on {data['gpu']}, {data['attention']} attention, batch "
+                 f"{batch_text}, TP {data['tp']}", fontsize=7, x=0.02, ha="left")
+    legend_in(lax, [grid[0][0]], min(len(batches), 4))
+    w.save(fig, w.name, "kvsim's prefill time and decode time per token (solid, one colour per "
+           f"batch size: {batch_text}) against the physical lower bound (dotted, same colour: the "
+           "same operations at peak FLOP/s and bandwidth, no overheads), by sequence length; "
+           f"profile {data.get('profile', '?')}. Data from `kvsim latency --plot`.", [source])
 
 
 VERDICT_STYLE = {"plausible": ("#009E73", "o"), "optimistic": ("#E69F00", "D"),

@@ -92,6 +92,7 @@ SweepPlan expand_sweep(const ConfigNode& root) {
   SweepPlan plan;
   plan.source = root.source();
   YAML::Node base = YAML::Clone(root.yaml());
+  plan.scenario = YAML::Clone(base);
   if (!root.has("sweep")) {
     plan.points.push_back(SweepPoint{.index = 0, .values = {}, .name = "0-base", .tree = base});
     return plan;
@@ -101,6 +102,7 @@ SweepPlan expand_sweep(const ConfigNode& root) {
   size_t total = 1;
   for (const Axis& a : axes) {
     for (const auto& k : a.keys) plan.keys.push_back(k);
+    plan.axes.push_back(a.keys);
     if (total > kMaxSweepPoints / a.count) {
       root.child("sweep").fail(fmt::format("more than {} points", kMaxSweepPoints));
     }

@@ -25,6 +25,10 @@ struct SweepPoint {
 struct SweepPlan {
   std::string source;             // the scenario file, for messages and relative paths
   std::vector<std::string> keys;  // swept key paths, grid keys first, then zip keys
+  // The axes of the product, each the keys that advance together: one per grid key, then all
+  // the zip keys as one. Flattened, they are `keys`.
+  std::vector<std::vector<std::string>> axes;
+  YAML::Node scenario;  // the scenario as given (--set applied, `sweep:` block included)
   std::vector<SweepPoint> points;
 };
 

@@ -42,13 +42,16 @@ std::string csv_field(const std::string& s) {
 }
 
 // What every shard writes identically: enough to check that folders belong together and to
-// name every point without re-reading the scenario.
+// name every point without re-reading the scenario; the version and the hash of the scenario as
+// given head the report, and `axes` tells the plots which keys move together (a zip is one axis).
 nlohmann::ordered_json sweep_index(const SweepPlan& plan,
                                    const std::map<size_t, std::string>& hashes) {
   nlohmann::ordered_json j;
   j["kvsim_version"] = kvsim_version();
   j["scenario_source"] = plan.source;
+  j["scenario_hash"] = scenario_hash(plan.scenario);
   j["keys"] = plan.keys;
+  j["axes"] = plan.axes;
   nlohmann::ordered_json points = nlohmann::ordered_json::array();
   for (const SweepPoint& p : plan.points) {
     points.push_back({{"index", p.index},

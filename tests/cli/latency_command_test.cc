@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_cli.h"
@@ -73,6 +74,43 @@ TEST_CASE("kvsim latency --json prints an object per sequence length", "[cli][la
   CHECK(j[1]["prefill_lower_bound_s"].get<double>() > 0.9);
   // Deterministic: byte-identical on a second run.
   CHECK(run_cli("latency --seq 4096,16384,32768 --json").out == r.out);
+}
+
+// `--batch 1,8` is the two single-batch runs side by side: each (seq_len, batch) row equals the
+// row `--batch B` alone prints, and the table gains a batch column.
+TEST_CASE("kvsim latency --batch takes a list: one row per (seq_len, batch)", "[cli][latency]") {
+  auto r = run_cli("latency --seq 4096,16384 --batch 1,8 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 4);
+  const auto human = run_cli("latency --seq 4096,16384 --batch 1,8");
+  REQUIRE(human.exit_code == 0);
+  CHECK_THAT(human.out, Contains("), batch 1, 8\n"));
+  CHECK_THAT(human.out, Contains("seq_len  batch  prefill ms"));
+  size_t i = 0;
+  for (int64_t seq : {4096, 16384}) {
+    for (int64_t batch : {1, 8}) {
+      INFO("seq " << seq << " batch " << batch);
+      const auto& row = j[i++];
+      CHECK(row["seq_len"] == seq);
+      CHECK(row["batch"] == batch);
+      const auto one = run_cli(fmt::format("latency --seq {} --batch {} --json", seq, batch));
+      REQUIRE(one.exit_code == 0);
+      CHECK(row == nlohmann::json::parse(one.out)[0]);  // the same numbers, exactly
+      // ... and the table prints that decode time (ms per token, 2 decimals).
+      CHECK_THAT(human.out, Contains(fmt::format(
+                                "{:.2f}", row["decode_step_s"].get<double>() * 1e3)));
+    }
+  }
+  // Eight sequences per decode step: the step is slower, the throughput higher.
+  CHECK(j[1]["decode_step_s"].get<double>() > j[0]["decode_step_s"].get<double>());
+  CHECK(j[1]["decode_tokens_per_s"].get<double>() > j[0]["decode_tokens_per_s"].get<double>());
+  // One batch size: the table keeps its one-row-per-seq_len shape, no batch column.
+  const auto single = run_cli("latency --seq 4096 --batch 8");
+  REQUIRE(single.exit_code == 0);
+  CHECK_THAT(single.out, Contains("), batch 8\n"));
+  CHECK_THAT(single.out, Contains("seq_len  prefill ms"));
+  CHECK(run_cli("latency --batch 1,0").exit_code == 2);
 }
 
 TEST_CASE("kvsim latency --verbose prints the per-operation breakdown", "[cli][latency]") {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/cli/figure_checks.h"
 #include "tests/cli/run_cli.h"
 
@@ -165,6 +167,66 @@ TEST_CASE("plot renders a two-key sweep as heatmaps and a one-key sweep as lines
   check_figures(kData + "/sweep1", figs, "none");
 }
 
+TEST_CASE("plot adds a TTFT p99 figure, and SLO attainment only when summary.csv has it") {
+  REQUIRE_MATPLOTLIB();
+  const std::string tmp = make_temp_dir("kvsim-plot-slo");
+  render(kData + "/sweep", tmp + "/grid");
+  CHECK(fs::exists(tmp + "/grid/sweep_ttft_p99_s.png"));
+  CHECK_FALSE(fs::exists(tmp + "/grid/sweep_slo_attainment.png"));  // no such column there
+  render(kData + "/sweep_zip", tmp + "/zip");
+  CHECK(fs::exists(tmp + "/zip/sweep_slo_attainment.png"));
+  fs::remove_all(tmp);
+}
+
+// A zip: sweep's keys advance together: one axis, so a line figure (550 px high: one panel and
+// the legend row), not a heat map of a mostly empty key-by-key grid (one panel per policy).
+TEST_CASE("plot draws a zip: sweep as one axis: lines over the value tuples, not heat maps") {
+  REQUIRE_MATPLOTLIB();
+  const std::vector<std::string> figs = {"sweep_availability", "sweep_oom_events",
+                                         "sweep_e2e_p99_s",    "sweep_tokens_dropped",
+                                         "sweep_ttft_p99_s",   "sweep_slo_attainment"};
+  check_figures(kData + "/sweep_zip", figs, "points 00000000000000c1");
+  const std::string tmp = make_temp_dir("kvsim-plot-zip");
+  render(kData + "/sweep_zip", tmp);
+  for (const std::string& n : figs) {
+    INFO(n);
+    CHECK(png_size(read_text(tmp + "/" + n + ".png")).height == 550);
+    const std::string caption = read_text(tmp + "/" + n + ".txt");
+    CHECK(caption.find("against the zipped keys (workload.rate, seed, advancing together), one "
+                       "line per policy.") != std::string::npos);
+    CHECK(caption.find("one panel per policy") == std::string::npos);
+  }
+  // The same two keys as a grid are two axes: heat maps, a panel per policy.
+  render(kData + "/sweep", tmp + "/grid");
+  CHECK(png_size(read_text(tmp + "/grid/sweep_availability.png")).height > 600);  // 2 panels
+  CHECK(read_text(tmp + "/grid/sweep_availability.txt").find("one panel per policy") !=
+        std::string::npos);
+  fs::remove_all(tmp);
+}
+
+TEST_CASE("plot gives a constant heat-map panel a finite colour scale around its value") {
+  REQUIRE_MATPLOTLIB();
+  const std::string tmp = make_temp_dir("kvsim-plot-const");
+  const auto r = run_cli("plot '" + kData + "/sweep_const' -o '" + tmp + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());  // no matplotlib warning
+  // kv-guard's values are the same at every point; no-guard's vary and keep the usual scale.
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"sweep_availability", "kv-guard is 100 at every point (colour scale 90 to 110)."},
+      {"sweep_oom_events", "kv-guard is 0 at every point (colour scale -1 to 1)."},
+      {"sweep_ttft_p99_s", "kv-guard is 1.5 at every point (colour scale 1.35 to 1.65)."},
+      {"sweep_slo_attainment", "kv-guard is 100 at every point (colour scale 90 to 110)."}};
+  for (const auto& [name, text] : want) {
+    INFO(name);
+    const std::string caption = read_text(tmp + "/" + name + ".txt");
+    CHECK(caption.find(text) != std::string::npos);
+    CHECK(caption.find("no-guard is") == std::string::npos);
+    CHECK(not_blank(tmp + "/" + name + ".png"));
+  }
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("plot renders a calibration folder: predicted against measured, and a roofline") {
   REQUIRE_MATPLOTLIB();
   check_figures(kData + "/validate", {"calibration", "roofline"}, "none");
@@ -202,6 +264,35 @@ TEST_CASE("report writes one self-contained HTML page with every figure, identic
   CHECK(html.find("rendered by kvsim 0.") != std::string::npos);
   CHECK(html.find(manifest_hash(tiny_run())) != std::string::npos);
   CHECK(html.find("<td>no-guard</td>") != std::string::npos);  // the summary table
+  fs::remove_all(tmp);
+}
+
+// A real (two-point, zip) sweep of the tiny scenario: its report's header names the kvsim that
+// wrote the data and the sweep's scenario hash, both from sweep.json (a sweep folder has no
+// manifest.json of its own), instead of "kvsim ?" and "scenario_hash none".
+TEST_CASE("report of a sweep folder: header with the data's kvsim version and scenario hash") {
+  REQUIRE_MATPLOTLIB();
+  const std::string tmp = make_temp_dir("kvsim-report-sweep");
+  const auto s = run_cli("sweep '" + kData + "/tiny-run.yaml' -o '" + tmp + "/sweep' --jobs 2 "
+                         "--set 'workload.duration_s=20' "
+                         "--set 'sweep={zip: {seed: [7, 8], workload.clients.count: [4, 6]}}'");
+  INFO(s.err);
+  REQUIRE(s.exit_code == 0);
+  const auto index = nlohmann::json::parse(read_text(tmp + "/sweep/sweep.json"));
+  const std::string version = index.at("kvsim_version");
+  const std::string hash = index.at("scenario_hash");
+  CHECK(version.rfind("0.", 0) == 0);
+  CHECK(hash.size() == 16);
+  CHECK(index.at("axes") == nlohmann::json::parse(R"([["seed", "workload.clients.count"]])"));
+  const auto r = run_cli("report '" + tmp + "/sweep' -o '" + tmp + "/report.html'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = read_text(tmp + "/report.html");
+  CHECK(html.find("rendered by kvsim " + version + " · data from kvsim " + version +
+                  " · scenario_hash " + hash + " · ") != std::string::npos);
+  CHECK(html.find("kvsim ?") == std::string::npos);
+  CHECK(html.find("scenario_hash none") == std::string::npos);
+  CHECK(html.find("against the zipped keys (seed, workload.clients.count") != std::string::npos);
   fs::remove_all(tmp);
 }
 

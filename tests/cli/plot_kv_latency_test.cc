@@ -88,6 +88,14 @@ TEST_CASE("latency --plot draws estimate and bound for prefill and decode by seq
   }
 }
 
+TEST_CASE("latency --batch 1,8 --plot draws a line per batch size") {
+  REQUIRE_MATPLOTLIB();
+  const auto d = plot_twice("latency --seq 1024,4096 --batch 1,8", "latency_batches");
+  CHECK(d["batch"] == nlohmann::json::parse("[1, 8]"));  // one batch size stays a number
+  REQUIRE(d["rows"].size() == 4);
+  CHECK(d["rows"][1]["batch"] == 8);
+}
+
 TEST_CASE("plausibility --plot draws every claim against kvsim's estimate and the bound") {
   REQUIRE_MATPLOTLIB();
   const std::string claims = std::string(KVSIM_SOURCE_DIR) + "/scenarios/claims/seed-b.csv";

@@ -33,6 +33,13 @@ TEST_CASE("kvsim sweep: --jobs 1 and --jobs 2 write identical summary.csv", "[cl
   CHECK(csv.rfind("point,policies.1.guards.0.safety_margin_gb,engine.kv.block_size,policy,", 0) ==
         0);
   CHECK_THAT(csv, Contains("\n11,6,128,kv-guard,400,"));
+  // sweep.json: the version, the hash of the scenario as given and the axes (grid keys: one each).
+  const std::string index = read_text(a + "/sweep.json");
+  CHECK_THAT(index, Contains("\"kvsim_version\": \"0."));
+  CHECK_THAT(index, Contains("\"scenario_hash\": \""));
+  CHECK_THAT(index, Contains("\"axes\": [\n    [\n      \"policies.1.guards.0.safety_margin_gb\"\n"
+                             "    ],\n    [\n      \"engine.kv.block_size\"\n    ]\n  ]"));
+  CHECK(index == read_text(b + "/sweep.json"));
   // Every point folder is an ordinary run folder.
   CHECK(fs::exists(a + "/points/00-safety_margin_gb=0_block_size=16/manifest.json"));
   CHECK(fs::exists(a + "/points/11-safety_margin_gb=6_block_size=128/requests.csv"));
