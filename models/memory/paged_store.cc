@@ -119,7 +119,7 @@ void PagedStore::unref(int32_t b) {
 // Slack of a request's last block: reservation up to max_total, internal beyond it.
 void PagedStore::add_slack(const Req& r, int sign) {
   const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
-  const int64_t reservation = std::max<int64_t>(0, std::min(cap, r.max_total) - r.tokens);
+  const int64_t reservation = reservation_tokens(r.tokens, cap, r.max_total);
   const int64_t internal = cap - r.tokens - reservation;
   reservation_tokens_ += sign * reservation;
   internal_tokens_ += sign * internal;
@@ -305,16 +305,16 @@ int64_t PagedStore::tokens_until_growth_allocates(RequestId request) const {
   return static_cast<int64_t>(r->blocks.size()) * block_tokens_ - r->tokens;
 }
 
-int64_t PagedStore::deferrable_tokens(RequestId request) const {
+int64_t PagedStore::room(RequestId request) const {
   const Req* r = find(request);
   KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
   const int64_t cap = static_cast<int64_t>(r->blocks.size()) * block_tokens_;
-  return std::max<int64_t>(0, std::min(cap, r->max_total) - r->tokens);
+  return reservation_tokens(r->tokens, cap, r->max_total);
 }
 
-void PagedStore::add_deferred(int64_t tokens) {
-  // Each deferred token is one of some request's reservation tokens becoming live (see
-  // deferrable_tokens): the same change grow_req would make, summed.
+void PagedStore::add(int64_t tokens) {
+  // Each deferred token is one of some request's reservation tokens becoming live (see room()):
+  // the same change grow_req would make, summed.
   KVSIM_CHECK(tokens >= 0 && tokens <= reservation_tokens_, "deferring {} tokens with {} reserved",
               tokens, reservation_tokens_);
   live_tokens_ += tokens;
@@ -322,7 +322,7 @@ void PagedStore::add_deferred(int64_t tokens) {
   deferred_tokens_ += tokens;
 }
 
-void PagedStore::settle_deferred(RequestId request, int64_t tokens) {
+void PagedStore::settle(RequestId request, int64_t tokens) {
   Req* r = find(request);
   KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
   const int64_t cap = static_cast<int64_t>(r->blocks.size()) * block_tokens_;
@@ -330,7 +330,7 @@ void PagedStore::settle_deferred(RequestId request, int64_t tokens) {
                   r->tokens + tokens <= std::min(cap, r->max_total),
               "request {}: settling {} deferred tokens ({} outstanding) onto {} of {}", request,
               tokens, deferred_tokens_, r->tokens, std::min(cap, r->max_total));
-  // live and reservation already moved in add_deferred; the request's own figures catch up.
+  // live and reservation already moved in add(); the request's own figures catch up.
   r->tokens += tokens;
   if (records_) blk(r->blocks.back()).filled += static_cast<int32_t>(tokens);
   deferred_tokens_ -= tokens;
@@ -343,11 +343,9 @@ const std::vector<int32_t>& PagedStore::block_table(RequestId request) const {
 }
 
 KvUsage PagedStore::usage() const {
-  KvUsage u;
-  u.live_bytes = live_tokens_ * bytes_per_token_;
-  u.reservation_bytes = reservation_tokens_ * bytes_per_token_;
-  u.internal_bytes = internal_tokens_ * bytes_per_token_;
-  u.held_bytes = (num_blocks_ - free_count_) * block_bytes_;
+  // internal = held - live - reservation = internal_tokens_ (check_invariants checks the sum).
+  KvUsage u = held_usage(live_tokens_, reservation_tokens_, bytes_per_token_,
+                         (num_blocks_ - free_count_) * block_bytes_);
   u.capacity_bytes = num_blocks_ * block_bytes_;
   u.free_bytes = free_count_ * block_bytes_;
   u.external_bytes = 0;  // every free block serves any request
@@ -381,7 +379,7 @@ void PagedStore::check_invariants() const {
       }
     }
     const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
-    const int64_t res = std::max<int64_t>(0, std::min(cap, r.max_total) - r.tokens);
+    const int64_t res = reservation_tokens(r.tokens, cap, r.max_total);
     reservation += res;
     internal += cap - r.tokens - res;
     KVSIM_CHECK(cap - r.tokens < block_tokens_, "request {} wastes a whole block", id);

@@ -31,8 +31,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
       config_(config),
       guards_(std::move(guards)),
       recorder_(recorder),
-      preallocated_(pool.kv().torch_allocator() == nullptr),
-      defer_(pool.kv().supports_deferred_growth()) {}
+      preallocated_(pool.kv().preallocated()),
+      deferral_(pool.kv().deferred_growth()) {}
 
 GuardContext Replica::guard_context(const MemorySnapshot& snap) const {
   const KvUsage u = pool_.kv().usage();
@@ -160,7 +160,8 @@ void Replica::start_iteration() {
     it.clear();
   }
   BatchShape shape;
-  shape.block_tokens = static_cast<int>(std::max<int64_t>(0, pool_.kv().block_tokens()));
+  const PagedBlocks* paged = pool_.kv().paged();
+  shape.block_tokens = paged != nullptr ? static_cast<int>(paged->block_tokens()) : 0;
   std::vector<BatchChunk>& chunks = chunk_scratch_;
   chunks.clear();
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
@@ -252,9 +253,9 @@ bool Replica::grow_decodes(Iteration& it) {
     while (true) {
       AllocResult a = ensure_kv(id, target);
       if (a) {
-        if (defer_) {
+        if (deferral_ != nullptr) {
           r.kv_tokens = pool_.kv().tokens(id);
-          r.kv_room = pool_.kv().deferrable_tokens(id);
+          r.kv_room = deferral_->room(id);
         }
         it.decode.push_back(rp);
         it.decode_context += r.context_tokens();
@@ -277,14 +278,14 @@ bool Replica::grow_decodes(Iteration& it) {
 
 void Replica::report_deferred() {
   if (unreported_deferred_ == 0) return;
-  pool_.kv().add_deferred(unreported_deferred_);
+  deferral_->add(unreported_deferred_);
   unreported_deferred_ = 0;
 }
 
 void Replica::settle_kv(RequestState& r) {
   report_deferred();  // the store's totals first, so any snapshot it takes is whole
   if (r.kv_deferred == 0) return;
-  pool_.kv().settle_deferred(r.spec.id, r.kv_deferred);
+  deferral_->settle(r.spec.id, r.kv_deferred);
   r.kv_deferred = 0;
 }
 
@@ -530,10 +531,10 @@ void Replica::check() const {
     KVSIM_CHECK(pool_.kv().holds(id), "running request {} holds no KV", id);
     if (r->kv_tokens > 0) {  // the engine's view of deferred growth matches the store
       KVSIM_CHECK(r->kv_deferred == 0 && pool_.kv().tokens(id) == r->kv_tokens &&
-                      pool_.kv().deferrable_tokens(id) == r->kv_room,
+                      deferral_->room(id) == r->kv_room,
                   "request {}: engine sees {} KV tokens (+{} room, {} unsettled), store {} (+{})",
                   id, r->kv_tokens, r->kv_room, r->kv_deferred, pool_.kv().tokens(id),
-                  pool_.kv().deferrable_tokens(id));
+                  deferral_->room(id));
     }
   }
   for (int64_t id : waiting_) {

@@ -112,7 +112,7 @@ class Replica {
   bool preallocated_ = false;
   // The store takes deferred growth: a decoding sequence that stays inside its last block costs
   // no store call. unreported_deferred_ counts such tokens not yet passed to add_deferred().
-  bool defer_ = false;
+  DeferredGrowth* deferral_ = nullptr;
   int64_t unreported_deferred_ = 0;
 
   // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its

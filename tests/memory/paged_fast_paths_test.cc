@@ -93,7 +93,8 @@ TEST_CASE("deferred decode growth gives the figures of growing token by token", 
   INFO("seed " << seed << " prefix " << prefix);
   std::mt19937_64 g(seed);
   PagedStore eager = make_block16_store(400, prefix), lazy = make_block16_store(400, prefix);
-  REQUIRE(lazy.supports_deferred_growth());
+  DeferredGrowth* deferral = lazy.deferred_growth();
+  REQUIRE(deferral == &lazy);
   struct Seq {
     int64_t id, tokens, deferred;
   };
@@ -111,32 +112,33 @@ TEST_CASE("deferred decode growth gives the figures of growing token by token", 
       REQUIRE(eager.grow(s.id, s.tokens));
       // The engine's rule: defer while the store says there is room; else settle and grow.
       const int64_t held = lazy.tokens(s.id) + s.deferred;
-      if (s.tokens - held <= lazy.deferrable_tokens(s.id) - s.deferred) {
+      if (s.tokens - held <= deferral->room(s.id) - s.deferred) {
         ++s.deferred;
         ++batch;
       } else {
-        lazy.add_deferred(batch);
+        deferral->add(batch);
         batch = 0;
-        lazy.settle_deferred(s.id, s.deferred);
+        deferral->settle(s.id, s.deferred);
         s.deferred = 0;
         REQUIRE(lazy.grow(s.id, s.tokens));
       }
     }
-    lazy.add_deferred(batch);
+    deferral->add(batch);
     same_usage(eager.usage(), lazy.usage());
     CHECK(eager.free_blocks() == lazy.free_blocks());
     if (step % 10 == 9) {  // settle everything, then the full checks hold
       for (Seq& s : seqs) {
-        lazy.settle_deferred(s.id, s.deferred);
+        deferral->settle(s.id, s.deferred);
         s.deferred = 0;
         CHECK(lazy.tokens(s.id) == eager.tokens(s.id));
       }
+      CHECK(deferral->outstanding() == 0);
       lazy.check_invariants();
       same_usage(eager.usage(), lazy.usage());
     }
   }
   for (Seq& s : seqs) {
-    lazy.settle_deferred(s.id, s.deferred);
+    deferral->settle(s.id, s.deferred);
     lazy.release(s.id);
     eager.release(s.id);
   }
