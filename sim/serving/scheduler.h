@@ -24,6 +24,8 @@ struct BatchLimits {
   int64_t max_num_batched_tokens = 16384;  // tokens per iteration (one longer whole prompt runs alone)
   bool chunked_prefill = false;            // split prompts to fill the token budget
   int64_t batch_size = 8;                  // static batching: requests per fixed batch
+
+  bool operator==(const BatchLimits&) const = default;
 };
 
 // One iteration's plan: the prefill chunks and the decoding sequences.
