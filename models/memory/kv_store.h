@@ -27,6 +27,8 @@ namespace kvsim {
 
 class ConfigNode;
 class CachingAllocator;
+class DeferredGrowth;  // kv_capabilities.h
+class PagedBlocks;     // kv_capabilities.h
 struct ModelSpec;
 struct GpuSpec;
 
@@ -104,43 +106,8 @@ struct KvBudget {
   }
 };
 
-// Capability view of a paged store (KvStore::paged()): its blocks, for a vLLM-style watermark
-// guard, the latency model's block size and prefix-cache figures.
-class PagedBlocks {
- public:
-  virtual int64_t free_blocks() const = 0;
-  virtual int64_t total_blocks() const = 0;
-  virtual int64_t block_tokens() const = 0;
-  virtual int64_t prefix_hit_blocks() const = 0;  // blocks shared through the prefix cache so far
-
- protected:
-  ~PagedBlocks() = default;
-};
-
-// Capability view of a store that takes deferred growth (KvStore::deferred_growth()), the
-// engine's decode fast path. A held request may gain up to room(request) tokens without a store
-// call each: they fall inside the space it already holds and within its max_total_tokens, so each
-// only turns a reservation token into a live one. The caller
-//   1. reports the sum of such tokens over all requests with add() (usage() counts them at once);
-//   2. hands a request's share over with settle() BEFORE any other call about that request
-//      (grow, tokens, release, room, ...), and after add() has covered it;
-//   3. settles everything before check_invariants(), which requires outstanding() == 0.
-// The store KVSIM_CHECKs what it can see: add() never exceeds the reservation, settle() never
-// exceeds what add() reported nor the request's room. sim/serving/kv_ledger.h is the engine's
-// side, through which every call about a request settles first.
-class DeferredGrowth {
- public:
-  virtual int64_t room(RequestId request) const = 0;  // Requires: held, nothing unsettled
-  virtual void add(int64_t tokens) = 0;
-  virtual void settle(RequestId request, int64_t tokens) = 0;
-  virtual int64_t outstanding() const = 0;  // tokens added and not yet settled
-
- protected:
-  ~DeferredGrowth() = default;
-};
-
 // The operations every store has. What only some stores have is a capability view: a pointer to
-// a narrow interface, or nullptr when the store has no such capability.
+// a narrow interface (kv_capabilities.h), or nullptr when the store has no such capability.
 class KvStore {
  public:
   virtual ~KvStore() = default;

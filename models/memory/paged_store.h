@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/memory/id_index.h"
+#include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/store_accounts.h"
 

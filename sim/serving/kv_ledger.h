@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "models/memory/gpu_memory_pool.h"
+#include "models/memory/kv_capabilities.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/check.h"
+#include "models/memory/kv_capabilities.h"
 
 namespace kvsim {
 

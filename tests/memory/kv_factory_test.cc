@@ -3,6 +3,7 @@
 
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
+#include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
 #include "core/config_node.h"
 #include "core/errors.h"
