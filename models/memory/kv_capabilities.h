@@ -24,21 +24,22 @@ class PagedBlocks {
 };
 
 // Capability view of a store that takes deferred growth (KvStore::deferred_growth()), the
-// engine's decode fast path. A held request may gain up to room(request) tokens without a store
-// call each: they fall inside the space it already holds and within its max_total_tokens, so each
-// only turns a reservation token into a live one. The caller
+// engine's decode fast path. open(request) opens the request's deferral window and returns its
+// room: the tokens it may gain without a store call each (they fall inside the space it already
+// holds and within its max_total_tokens, so each only turns a reservation token into a live one).
+// The caller
 //   1. reports the sum of such tokens over all requests with add() (usage() counts them at once);
-//   2. hands a request's share over with settle() BEFORE any other call about that request
-//      (grow, tokens, release, room, ...), and after add() has covered it;
+//   2. closes a request's window with settle(request, tokens), handing its share over, before any
+//      other call about that request (grow, tokens, release, ...), and after add() has covered it;
 //   3. settles everything before check_invariants(), which requires outstanding() == 0.
-// The store KVSIM_CHECKs what it can see: add() never exceeds the reservation, settle() never
-// exceeds what add() reported nor the request's room. sim/serving/kv_ledger.h is the engine's
-// side, through which every call about a request settles first.
+// The store KVSIM_CHECKs the order: any other call about a request whose window is open is an
+// InvariantError, as are settling a closed window, settling more than its room or more than add()
+// reported, and adding more than the reservation. sim/serving/kv_ledger.h is the engine's side.
 class DeferredGrowth {
  public:
-  virtual int64_t room(RequestId request) const = 0;  // Requires: held, nothing unsettled
+  virtual int64_t open(RequestId request) = 0;  // Requires: held, window closed. Returns the room.
   virtual void add(int64_t tokens) = 0;
-  virtual void settle(RequestId request, int64_t tokens) = 0;
+  virtual void settle(RequestId request, int64_t tokens) = 0;  // Requires: window open
   virtual int64_t outstanding() const = 0;  // tokens added and not yet settled
 
  protected:

@@ -52,7 +52,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t prefix_hit_blocks() const override { return prefix_hits_; }
 
   // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
-  int64_t room(RequestId request) const override;
+  int64_t open(RequestId request) override;
   void add(int64_t tokens) override;
   void settle(RequestId request, int64_t tokens) override;
   int64_t outstanding() const override { return deferred_tokens_; }
@@ -66,8 +66,14 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     std::vector<int32_t> blocks;
     int64_t tokens = 0;
     int64_t max_total = 0;
-    RequestId id = -1;  // -1: a free slot
+    RequestId id = -1;   // -1: a free slot
+    int64_t window = -1;  // room of its open deferral window; -1: closed
   };
+  // The slot of held `request`, KVSIM_CHECKed held and with no deferral window open (`op` names
+  // the call for the message).
+  Req& held(RequestId request, const char* op);
+  const Req& held(RequestId request, const char* op) const;
+  static void check_held(const Req* r, RequestId request, const char* op);
   // The request's slot; nullptr when it holds no KV.
   Req* find(RequestId request) {
     const int32_t s = index_.find(request);

@@ -9,7 +9,7 @@ AllocResult KvLedger::grow_decode(RequestState& r, int64_t target) {
   AllocResult a = pool_.ensure_kv(id, target);
   if (a && deferral_ != nullptr) {
     r.kv_tokens = pool_.kv().tokens(id);
-    r.kv_room = deferral_->room(id);
+    r.kv_room = deferral_->open(id);
   }
   return a;
 }
@@ -22,9 +22,13 @@ void KvLedger::report() {
 
 void KvLedger::settle(RequestState& r) {
   report();  // the store's totals first, so any snapshot it takes is whole
-  if (r.kv_deferred == 0) return;
+  if (r.kv_tokens == 0) return;  // no window open
   deferral_->settle(r.spec.id, r.kv_deferred);
+  KVSIM_CHECK(pool_.kv().tokens(r.spec.id) == r.kv_tokens,
+              "request {}: the engine counted {} KV tokens, the store holds {}", r.spec.id,
+              r.kv_tokens, pool_.kv().tokens(r.spec.id));
   r.kv_deferred = 0;
+  forget(r);
 }
 
 int64_t KvLedger::release(RequestState& r) {
@@ -41,17 +45,6 @@ void KvLedger::release_if_held(RequestState& r) {
     pool_.release_kv(r.spec.id);
   }
   forget(r);
-}
-
-void KvLedger::check(const RequestState& r) const {
-  const int64_t id = r.spec.id;
-  if (r.kv_tokens == 0) return;  // no open window
-  const KvStore& kv = pool_.kv();
-  KVSIM_CHECK(deferral_ != nullptr && r.kv_deferred == 0 && kv.tokens(id) == r.kv_tokens &&
-                  deferral_->room(id) == r.kv_room,
-              "request {}: engine sees {} KV tokens (+{} room, {} unsettled), store {} (+{})", id,
-              r.kv_tokens, r.kv_room, r.kv_deferred, kv.tokens(id),
-              deferral_ != nullptr ? deferral_->room(id) : 0);
 }
 
 }  // namespace kvsim

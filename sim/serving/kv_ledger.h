@@ -1,12 +1,14 @@
 // KvLedger: the engine's side of a request's KV. Every KV call the engine makes about a request
-// goes through it, so the deferred-growth ordering rule (DeferredGrowth in kv_store.h: a
-// request's deferred tokens are settled, after the store has been told their sum, before any
-// other call about it) holds by construction rather than by each call site's care.
+// goes through it, so the deferred-growth ordering rule (DeferredGrowth in kv_capabilities.h: a
+// request's deferral window is settled, after the store has been told the deferred sum, before
+// any other call about it) holds by construction rather than by each call site's care; the store
+// KVSIM_CHECKs it.
 //
-// The decode fast path: a decoding request whose next token stays inside the space it already
-// holds costs no store call; the ledger counts it in RequestState (kv_tokens, kv_room,
-// kv_deferred) and in one sum reported to the store once per plan. Stores without deferred growth
-// never open a window (kv_tokens stays 0), so every token takes the slow path (grow_to_at_least).
+// The decode fast path: a decoding request whose next token stays inside its open window costs
+// no store call; the ledger counts it in RequestState (kv_tokens, kv_room, kv_deferred) and in
+// one sum reported to the store once per plan. The engine's view of a window is open exactly
+// while kv_tokens > 0, as the store's. Stores without deferred growth never open a window, so
+// every token takes the slow path (grow_to_at_least).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +38,7 @@ class KvLedger {
     return true;
   }
   // The slow path, after settle(r): grows r's KV to `target` and, with deferred growth, opens its
-  // next window from the store's figures.
+  // next window.
   AllocResult grow_decode(RequestState& r, int64_t target);
   // Grows `r` to `tokens` unless it already holds that many (a prefill chunk; a plan cut short
   // by an aborted request may already have grown it: growth is idempotent per target).
@@ -46,17 +48,15 @@ class KvLedger {
 
   // Reports the tokens deferred so far to the store (its totals then count them).
   void report();
-  // Reports, then hands r's deferred tokens to the store. Before any other store call about r.
+  // Reports, then closes r's window (if open), handing its deferred tokens to the store. Before
+  // any other store call about r.
   void settle(RequestState& r);
-  // Forgets the engine's view of r's KV: its allocation changed outside the decode path.
+  // Forgets the engine's view of r's KV (no window open): a new allocation (admission, swap-in).
   static void forget(RequestState& r) { r.kv_tokens = r.kv_room = 0; }
   // Settles and frees r's KV; returns the tokens it held. Requires: r holds KV.
   int64_t release(RequestState& r);
   // The same when r holds KV; forgets the view either way.
   void release_if_held(RequestState& r);
-
-  // KVSIM_CHECK: r's open window agrees with the store. Requires: r settled (kv_deferred == 0).
-  void check(const RequestState& r) const;
 
  private:
   GpuMemoryPool& pool_;

@@ -34,9 +34,9 @@ struct RequestState {
   SimTime first_token_at = -1;
   SimTime finished_at = -1;
   std::optional<EventId> guard_timeout;  // the pending guard-queue timeout, if any
-  // The engine's view of the request's KV while decoding, for deferred growth
-  // (DeferredGrowth::room). Valid while kv_tokens > 0; zeroed whenever the store's
-  // allocation changes outside the decode path (admission, swap-in, preemption, release).
+  // The engine's view of the request's deferral window while decoding (DeferredGrowth, through
+  // KvLedger): open while kv_tokens > 0; zeroed when the window is settled (before any other
+  // store call about the request) and on a new allocation (admission, swap-in).
   int64_t kv_tokens = 0;    // tokens held, deferred ones included
   int64_t kv_room = 0;      // more tokens it may gain by deferral (0: the next goes to the store)
   int64_t kv_deferred = 0;  // tokens gained by deferral and not yet settled with the store

@@ -207,7 +207,8 @@ void RunQueues::check() const {
     KVSIM_CHECK(f != requests_.end() && &f->second == r && r->phase == Phase::kRunning,
                 "running request {} is not in flight as running", id);
     KVSIM_CHECK(pool_.kv().holds(id), "running request {} holds no KV", id);
-    ledger_.check(*r);  // the engine's view of deferred growth matches the store
+    KVSIM_CHECK(r->kv_tokens == 0 && r->kv_deferred == 0,
+                "running request {} has a deferral window open at a check", id);
   }
   for (int64_t id : waiting_) {
     KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);

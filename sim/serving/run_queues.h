@@ -57,8 +57,8 @@ class RunQueues final : public PlanSteps {
   int64_t size() const {
     return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size());
   }
-  // KVSIM_CHECK: running requests are in flight as running and hold KV (their windows agree with
-  // the store); waiting ones hold none. Requires: running requests settled.
+  // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
+  // Requires: running requests settled (no window open).
   void check() const;
 
  private:
