@@ -42,8 +42,7 @@ int64_t CachingAllocatorStore::capacity_for(int64_t tokens, int64_t max_total) c
 
 void CachingAllocatorStore::account(const Req& r, int sign) {
   held_bytes_ += sign * r.held;
-  live_tokens_ += sign * r.tokens;
-  reservation_tokens_ += sign * std::max<int64_t>(0, std::min(r.capacity, r.max_total) - r.tokens);
+  sums_.account(r.tokens, r.capacity, r.max_total, sign);
 }
 
 AllocResult CachingAllocatorStore::allocate(RequestId request, int64_t prompt_tokens,
@@ -74,9 +73,7 @@ AllocResult CachingAllocatorStore::allocate(RequestId request, int64_t prompt_to
 }
 
 AllocResult CachingAllocatorStore::grow(RequestId request, int64_t new_total_tokens) {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "grow of request {} that holds no KV", request);
-  Req& r = it->second;
+  Req& r = held_request(requests_, request, "grow");
   KVSIM_CHECK(new_total_tokens > r.tokens, "request {}: grow to {} from {}", request,
               new_total_tokens, r.tokens);
   account(r, -1);
@@ -115,31 +112,23 @@ AllocResult CachingAllocatorStore::grow(RequestId request, int64_t new_total_tok
 }
 
 void CachingAllocatorStore::release(RequestId request) {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "release of request {} that holds no KV", request);
-  account(it->second, -1);
-  for (CaBlockId b : it->second.blocks) alloc_.free(b);
-  requests_.erase(it);
+  const Req& r = held_request(requests_, request, "release");
+  account(r, -1);
+  for (CaBlockId b : r.blocks) alloc_.free(b);
+  requests_.erase(request);
 }
 
 int64_t CachingAllocatorStore::tokens(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return it->second.tokens;
+  return held_request(requests_, request, "tokens").tokens;
 }
 
 int64_t CachingAllocatorStore::tokens_until_growth_allocates(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return it->second.capacity - it->second.tokens;
+  const Req& r = held_request(requests_, request, "tokens_until_growth_allocates");
+  return r.capacity - r.tokens;
 }
 
 KvUsage CachingAllocatorStore::usage() const {
-  KvUsage u;
-  u.live_bytes = live_tokens_ * bytes_per_token_;
-  u.reservation_bytes = reservation_tokens_ * bytes_per_token_;
-  u.held_bytes = held_bytes_;
-  u.internal_bytes = held_bytes_ - u.live_bytes - u.reservation_bytes;
+  KvUsage u = held_usage(sums_.live, sums_.reservation, bytes_per_token_, held_bytes_);
   u.free_bytes = alloc_.cached_bytes();
   u.capacity_bytes = held_bytes_ + u.free_bytes;
   if (!requests_.empty()) u.external_bytes = alloc_.cached_bytes_unusable_for(last_request_bytes_);
@@ -149,7 +138,8 @@ KvUsage CachingAllocatorStore::usage() const {
 
 void CachingAllocatorStore::check_invariants() const {
   alloc_.check_invariants();
-  int64_t held = 0, live = 0, reservation = 0;
+  int64_t held = 0;
+  TokenSums sums;
   for (const auto& [id, r] : requests_) {
     KVSIM_CHECK(static_cast<int>(r.blocks.size()) == tensors_, "request {} has {} tensors", id,
                 r.blocks.size());
@@ -163,10 +153,9 @@ void CachingAllocatorStore::check_invariants() const {
     }
     KVSIM_CHECK(h == r.held, "request {} holds {} bytes, tracked {}", id, h, r.held);
     held += h;
-    live += r.tokens;
-    reservation += std::max<int64_t>(0, std::min(r.capacity, r.max_total) - r.tokens);
+    sums.account(r.tokens, r.capacity, r.max_total, +1);
   }
-  KVSIM_CHECK(held == held_bytes_ && live == live_tokens_ && reservation == reservation_tokens_,
+  KVSIM_CHECK(held == held_bytes_ && sums == sums_,
               "caching store sums disagree with the tracked ones");
   KVSIM_CHECK(held_bytes_ <= alloc_.stats().allocated_bytes, "KV holds {} > allocated {}",
               held_bytes_, alloc_.stats().allocated_bytes);

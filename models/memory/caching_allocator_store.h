@@ -17,6 +17,7 @@
 
 #include "models/memory/caching_allocator.h"
 #include "models/memory/kv_store.h"
+#include "models/memory/store_accounts.h"
 
 namespace kvsim {
 
@@ -38,6 +39,7 @@ class CachingAllocatorStore final : public KvStore {
 
   std::string_view type() const override { return "caching_allocator"; }
   int64_t kv_bytes_per_token() const override { return bytes_per_token_; }
+  bool preallocated() const override { return false; }
   AllocResult allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                        const PrefixHashes& prefix = {}) override;
   AllocResult grow(RequestId request, int64_t new_total_tokens) override;
@@ -46,8 +48,8 @@ class CachingAllocatorStore final : public KvStore {
   int64_t tokens(RequestId request) const override;
   int64_t tokens_until_growth_allocates(RequestId request) const override;
   KvUsage usage() const override;
-  CachingAllocator* torch_allocator() override { return &alloc_; }
-  const CachingAllocator* torch_allocator() const override { return &alloc_; }
+  CachingAllocator* caching_allocator() override { return &alloc_; }
+  const CachingAllocator* caching_allocator() const override { return &alloc_; }
   void check_invariants() const override;
 
   int tensors_per_request() const { return tensors_; }
@@ -71,8 +73,7 @@ class CachingAllocatorStore final : public KvStore {
   int64_t chunk_tokens_;
   CachingAllocator alloc_;
   int64_t held_bytes_ = 0;
-  int64_t live_tokens_ = 0;
-  int64_t reservation_tokens_ = 0;
+  TokenSums sums_;  // live and reservation tokens
   int64_t last_request_bytes_ = 0;
   std::unordered_map<RequestId, Req> requests_;
 };

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "core/check.h"
+#include "models/memory/store_accounts.h"
 
 namespace kvsim {
 
@@ -115,10 +116,8 @@ AllocResult ContiguousStore::fail(int64_t wanted) const {
 }
 
 void ContiguousStore::account(const Req& r, int sign) {
-  live_tokens_ += sign * r.tokens;
+  sums_.account(r.tokens, r.reserved_tokens, r.max_total, sign);
   reserved_tokens_ += sign * r.reserved_tokens;
-  reservation_tokens_ +=
-      sign * std::max<int64_t>(0, std::min(r.reserved_tokens, r.max_total) - r.tokens);
 }
 
 AllocResult ContiguousStore::allocate(RequestId request, int64_t prompt_tokens,
@@ -142,9 +141,7 @@ AllocResult ContiguousStore::allocate(RequestId request, int64_t prompt_tokens,
 }
 
 AllocResult ContiguousStore::grow(RequestId request, int64_t new_total_tokens) {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "grow of request {} that holds no KV", request);
-  Req& r = it->second;
+  Req& r = held_request(requests_, request, "grow");
   KVSIM_CHECK(new_total_tokens > r.tokens, "request {}: grow to {} from {}", request,
               new_total_tokens, r.tokens);
   Req next = r;
@@ -175,31 +172,24 @@ AllocResult ContiguousStore::grow(RequestId request, int64_t new_total_tokens) {
 }
 
 void ContiguousStore::release(RequestId request) {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "release of request {} that holds no KV", request);
-  account(it->second, -1);
-  give_back(it->second.addr, it->second.reserved_tokens * bytes_per_token_);
-  requests_.erase(it);
+  const Req& r = held_request(requests_, request, "release");
+  account(r, -1);
+  give_back(r.addr, r.reserved_tokens * bytes_per_token_);
+  requests_.erase(request);
 }
 
 int64_t ContiguousStore::tokens(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return it->second.tokens;
+  return held_request(requests_, request, "tokens").tokens;
 }
 
 int64_t ContiguousStore::tokens_until_growth_allocates(RequestId request) const {
-  auto it = requests_.find(request);
-  KVSIM_CHECK(it != requests_.end(), "request {} holds no KV", request);
-  return it->second.reserved_tokens - it->second.tokens;
+  const Req& r = held_request(requests_, request, "tokens_until_growth_allocates");
+  return r.reserved_tokens - r.tokens;
 }
 
 KvUsage ContiguousStore::usage() const {
-  KvUsage u;
-  u.live_bytes = live_tokens_ * bytes_per_token_;
-  u.reservation_bytes = reservation_tokens_ * bytes_per_token_;
-  u.held_bytes = reserved_tokens_ * bytes_per_token_;
-  u.internal_bytes = u.held_bytes - u.live_bytes - u.reservation_bytes;
+  KvUsage u = held_usage(sums_.live, sums_.reservation, bytes_per_token_,
+                         reserved_tokens_ * bytes_per_token_);
   u.capacity_bytes = arena_bytes_;
   u.free_bytes = free_bytes_;
   // Holes too small for the most recent request size: free but unusable for it.
@@ -215,15 +205,15 @@ KvUsage ContiguousStore::usage() const {
 void ContiguousStore::check_invariants() const {
   // Regions and holes tile the arena exactly, without overlap; holes are merged.
   std::map<int64_t, int64_t> pieces = holes_;
-  int64_t live = 0, reserved = 0, reservation = 0;
+  TokenSums sums;
+  int64_t reserved = 0;
   for (const auto& [id, r] : requests_) {
     KVSIM_CHECK(r.tokens >= 1 && r.tokens <= r.reserved_tokens, "request {}: {} tokens in {}", id,
                 r.tokens, r.reserved_tokens);
     KVSIM_CHECK(pieces.emplace(r.addr, r.reserved_tokens * bytes_per_token_).second,
                 "request {} shares address {}", id, r.addr);
-    live += r.tokens;
+    sums.account(r.tokens, r.reserved_tokens, r.max_total, +1);
     reserved += r.reserved_tokens;
-    reservation += std::max<int64_t>(0, std::min(r.reserved_tokens, r.max_total) - r.tokens);
   }
   int64_t at = 0;
   bool prev_hole = false;
@@ -242,8 +232,7 @@ void ContiguousStore::check_invariants() const {
     free += bytes;
   }
   KVSIM_CHECK(free == free_bytes_, "free {} != tracked {}", free, free_bytes_);
-  KVSIM_CHECK(live == live_tokens_ && reserved == reserved_tokens_ &&
-                  reservation == reservation_tokens_,
+  KVSIM_CHECK(sums == sums_ && reserved == reserved_tokens_,
               "token sums disagree with the tracked ones");
 }
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "models/memory/kv_store.h"
+#include "models/memory/store_accounts.h"
 
 namespace kvsim {
 
@@ -37,6 +38,7 @@ class ContiguousStore final : public KvStore {
 
   std::string_view type() const override { return "contiguous"; }
   int64_t kv_bytes_per_token() const override { return bytes_per_token_; }
+  bool preallocated() const override { return true; }
   AllocResult allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                        const PrefixHashes& prefix = {}) override;
   // Grows in place while the region has room; past it, extends in place into an adjacent hole
@@ -77,9 +79,8 @@ class ContiguousStore final : public KvStore {
   std::map<int64_t, int64_t> holes_;              // addr -> bytes, address order
   std::set<std::pair<int64_t, int64_t>> by_size_;  // (bytes, addr), for best fit
   int64_t free_bytes_ = 0;
-  int64_t live_tokens_ = 0;
+  TokenSums sums_;                  // live and reservation tokens
   int64_t reserved_tokens_ = 0;     // sum of reserved_tokens
-  int64_t reservation_tokens_ = 0;  // sum of min(reserved, max_total) - tokens
   int64_t last_request_bytes_ = 0;  // for the external-fragmentation figure
   std::unordered_map<RequestId, Req> requests_;
 };

@@ -77,7 +77,7 @@ AllocResult GpuMemoryPool::reserve_activations(int64_t bytes) {
               "activations reserved twice without a release");
   KVSIM_CHECK(bytes >= 0, "negative activation bytes {}", bytes);
   if (bytes == 0) return AllocResult::success();
-  if (CachingAllocator* a = store_->torch_allocator()) {
+  if (CachingAllocator* a = store_->caching_allocator()) {
     AllocResult r = a->malloc(bytes, &activation_block_);
     if (!r) {
       activation_block_ = -1;
@@ -118,7 +118,7 @@ AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunk
 
 void GpuMemoryPool::release_activations() {
   if (activation_block_ >= 0) {
-    store_->torch_allocator()->free(activation_block_);
+    store_->caching_allocator()->free(activation_block_);
     activation_block_ = -1;
   }
   activation_bytes_ = 0;
@@ -138,7 +138,7 @@ MemorySnapshot GpuMemoryPool::snapshot() const {
   s.kv_reservation_bytes = u.reservation_bytes;
   s.kv_external_bytes = u.external_bytes;
   int64_t torch_reserved = 0;
-  if (const CachingAllocator* a = store_->torch_allocator()) {
+  if (const CachingAllocator* a = store_->caching_allocator()) {
     const CachingAllocatorStats& st = a->stats();
     s.allocator_cache_bytes = st.reserved_bytes - st.allocated_bytes;
     s.torch_allocated_bytes = budget_.weights_bytes + st.allocated_bytes;
@@ -160,7 +160,7 @@ void GpuMemoryPool::check_invariants() const {
   store_->check_invariants();
   const MemorySnapshot s = snapshot();
   s.check();
-  if (const CachingAllocator* a = store_->torch_allocator()) {
+  if (const CachingAllocator* a = store_->caching_allocator()) {
     KVSIM_CHECK(a->stats().allocated_bytes == s.kv_live_bytes + s.kv_waste_bytes + activation_bytes_,
                 "allocator allocated {} != KV held {} + activations {}", a->stats().allocated_bytes,
                 s.kv_live_bytes + s.kv_waste_bytes, activation_bytes_);
@@ -176,7 +176,7 @@ void GpuMemoryPool::restart() {
               store_->usage().requests);
   release_activations();
   activation_cached_bytes_ = 0;
-  if (CachingAllocator* a = store_->torch_allocator()) a->empty_cache();
+  if (CachingAllocator* a = store_->caching_allocator()) a->empty_cache();
 }
 
 }  // namespace kvsim

@@ -1,19 +1,31 @@
-// What a KV store can do beyond the KvStore basics, as static metadata on its registry entry
-// (models/memory/kv_store_registry.h). Components that need a capability say so in their own
-// registry entry (a guard's `needs`), and a scenario that pairs them with a store lacking it is a
-// ConfigError before anything runs.
+// What a KV store can do beyond the KvStore basics, in two forms that must agree:
+//  - as static metadata, a KvCapabilities set on the store's registry entry
+//    (models/memory/kv_store_registry.h): components that need a capability say so in their own
+//    registry entry (a guard's `needs`), and a scenario that pairs them with a store lacking it is
+//    a ConfigError before anything runs;
+//  - at run time, as capability views (KvStore::paged(), KvStore::deferred_growth(),
+//    KvStore::caching_allocator()): narrow interfaces for what only some stores have, so KvStore
+//    itself carries no store-specific method, no sentinel value and no type test. A store that has
+//    a capability implements the interface and returns itself from the view; the others return
+//    nullptr. capabilities_of() reads the views back as a set, and the KV store contract suite
+//    (tests/contract/) checks that it equals the registry's metadata for every store.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "models/memory/kv_store.h"
+
 namespace kvsim {
 
+
 enum class KvCapability : uint32_t {
-  kPaged = 1u << 0,             // fixed-size blocks: free_blocks(), total_blocks(), block_tokens()
-  kDeferredGrowth = 1u << 1,    // decode growth inside the last block without a call per token
-  kCachingAllocator = 1u << 2,  // allocates through a torch caching allocator (torch_allocator())
+  kPaged = 1u << 0,             // fixed-size blocks: the paged() view (PagedBlocks)
+  kDeferredGrowth = 1u << 1,    // the deferred_growth() view (DeferredGrowth): decode growth
+                                //   inside held space without a store call per token
+  kCachingAllocator = 1u << 2,  // the caching_allocator() view: allocates through torch's
+                                //   caching allocator
 };
 
 // A set of KvCapability.
@@ -66,6 +78,52 @@ inline std::string kv_capability_list(KvCapabilities caps) {
     out += kv_capability_name(c);
   }
   return out.empty() ? "none" : out;
+}
+
+// Capability view of a paged store (KvStore::paged()): its blocks, for a vLLM-style watermark
+// guard, the latency model's block size and prefix-cache figures.
+class PagedBlocks {
+ public:
+  virtual int64_t free_blocks() const = 0;
+  virtual int64_t total_blocks() const = 0;
+  virtual int64_t block_tokens() const = 0;
+  virtual int64_t prefix_hit_blocks() const = 0;  // blocks shared through the prefix cache so far
+
+ protected:
+  ~PagedBlocks() = default;
+};
+
+// Capability view of a store that takes deferred growth (KvStore::deferred_growth()), the
+// engine's decode fast path. open(request) opens the request's deferral window and returns its
+// room: the tokens it may gain without a store call each (they fall inside the space it already
+// holds and within its max_total_tokens, so each only turns a reservation token into a live one).
+// The caller
+//   1. reports the sum of such tokens over all requests with add() (usage() counts them at once);
+//   2. closes a request's window with settle(request, tokens), handing its share over, before any
+//      other call about that request (grow, tokens, release, ...), and after add() has covered it;
+//   3. settles everything before check_invariants(), which requires outstanding() == 0.
+// The store KVSIM_CHECKs the order: any other call about a request whose window is open is an
+// InvariantError, as are settling a closed window, settling more than its room or more than add()
+// reported, and adding more than the reservation. sim/serving/kv_ledger.h is the engine's side.
+class DeferredGrowth {
+ public:
+  virtual int64_t open(RequestId request) = 0;  // Requires: held, window closed. Returns the room.
+  virtual void add(int64_t tokens) = 0;
+  virtual void settle(RequestId request, int64_t tokens) = 0;  // Requires: window open
+  virtual int64_t outstanding() const = 0;  // tokens added and not yet settled
+
+ protected:
+  ~DeferredGrowth() = default;
+};
+
+// The capabilities a built store really has, read from its views (non-const: the deferred-growth
+// view is a mutable protocol).
+inline KvCapabilities capabilities_of(KvStore& store) {
+  KvCapabilities caps;
+  if (store.paged() != nullptr) caps = caps | KvCapability::kPaged;
+  if (store.deferred_growth() != nullptr) caps = caps | KvCapability::kDeferredGrowth;
+  if (store.caching_allocator() != nullptr) caps = caps | KvCapability::kCachingAllocator;
+  return caps;
 }
 
 }  // namespace kvsim

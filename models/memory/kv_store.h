@@ -27,6 +27,8 @@ namespace kvsim {
 
 class ConfigNode;
 class CachingAllocator;
+class DeferredGrowth;  // kv_capabilities.h
+class PagedBlocks;     // kv_capabilities.h
 struct ModelSpec;
 struct GpuSpec;
 
@@ -104,6 +106,8 @@ struct KvBudget {
   }
 };
 
+// The operations every store has. What only some stores have is a capability view: a pointer to
+// a narrow interface (kv_capabilities.h), or nullptr when the store has no such capability.
 class KvStore {
  public:
   virtual ~KvStore() = default;
@@ -111,6 +115,10 @@ class KvStore {
   // "paged", "contiguous" or "caching_allocator".
   virtual std::string_view type() const = 0;
   virtual int64_t kv_bytes_per_token() const = 0;
+  // Whether the KV space is allocated up front (paged blocks, a contiguous arena): a shortage
+  // there means wait or preempt. Otherwise (the caching allocator) every allocation is a live
+  // cudaMalloc and a shortage is an OOM.
+  virtual bool preallocated() const = 0;
 
   // Admits `request` holding `prompt_tokens` tokens now and at most `max_total_tokens` ever.
   // Requires: request not held; 1 <= prompt_tokens <= max_total_tokens.
@@ -126,17 +134,6 @@ class KvStore {
     if (this->tokens(request) >= tokens) return AllocResult::success();
     return grow(request, tokens);
   }
-  // Deferred growth, the engine's decode fast path (paged; the other stores keep these defaults
-  // and the engine calls grow_to_at_least() for every token). A request may gain up to
-  // deferrable_tokens() tokens without a call each: they fall in the room of its last block and
-  // within its max_total_tokens, so each only turns a reservation token into a live one. The
-  // engine reports their sum over requests with add_deferred(), which usage() counts at once, and
-  // hands a request's share over with settle_deferred() before any other call about that request
-  // (grow, tokens, release, ...). check_invariants() requires none outstanding.
-  virtual bool supports_deferred_growth() const { return false; }
-  virtual int64_t deferrable_tokens(RequestId /*request*/) const { return 0; }
-  virtual void add_deferred(int64_t /*tokens*/) {}
-  virtual void settle_deferred(RequestId /*request*/, int64_t /*tokens*/) {}
 
   // Frees everything the request holds. Requires: request held.
   virtual void release(RequestId request) = 0;
@@ -151,19 +148,20 @@ class KvStore {
   // Usage and waste now (O(1) for paged; O(holes) for the arena and the allocator).
   virtual KvUsage usage() const = 0;
 
-  // Paged stores only (-1 otherwise): for a vLLM-style watermark guard.
-  virtual int64_t free_blocks() const { return -1; }
-  virtual int64_t total_blocks() const { return -1; }
-  virtual int64_t block_tokens() const { return -1; }
-
-  // The torch caching allocator the store allocates through, or nullptr when the KV space is
-  // preallocated (paged, contiguous). GpuMemoryPool routes activations through it when present.
-  virtual CachingAllocator* torch_allocator() { return nullptr; }
-  virtual const CachingAllocator* torch_allocator() const { return nullptr; }
-
   // KVSIM_CHECK every internal invariant (no leaked block, no double owner, counts add up).
   // O(size of the store); for tests and the engine's checking mode.
   virtual void check_invariants() const = 0;
+
+  // Capability views (nullptr: the store has no such capability).
+  // Blocks of a paged store.
+  virtual const PagedBlocks* paged() const { return nullptr; }
+  // The deferred-growth protocol (paged); without it the engine calls grow_to_at_least() for
+  // every token.
+  virtual DeferredGrowth* deferred_growth() { return nullptr; }
+  // The torch caching allocator the store allocates through; GpuMemoryPool routes activations
+  // through it when present.
+  virtual CachingAllocator* caching_allocator() { return nullptr; }
+  virtual const CachingAllocator* caching_allocator() const { return nullptr; }
 };
 
 // Builds a store from a `kv:` node: `type: paged|contiguous|caching_allocator` plus that type's

@@ -119,7 +119,7 @@ void PagedStore::unref(int32_t b) {
 // Slack of a request's last block: reservation up to max_total, internal beyond it.
 void PagedStore::add_slack(const Req& r, int sign) {
   const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
-  const int64_t reservation = std::max<int64_t>(0, std::min(cap, r.max_total) - r.tokens);
+  const int64_t reservation = reservation_tokens(r.tokens, cap, r.max_total);
   const int64_t internal = cap - r.tokens - reservation;
   reservation_tokens_ += sign * reservation;
   internal_tokens_ += sign * internal;
@@ -167,6 +167,7 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   }
   Req& r = slots_[static_cast<size_t>(slot)];
   r.id = request;
+  r.window = -1;
   r.tokens = prompt_tokens;
   r.max_total = max_total_tokens;
   r.blocks.clear();
@@ -212,19 +213,35 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   return AllocResult::success();
 }
 
-AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
+void PagedStore::check_held(const Req* r, RequestId request, const char* op) {
+  KVSIM_CHECK(r != nullptr, "{}: request {} holds no KV", op, request);
+  KVSIM_CHECK(r->window < 0, "{}: request {} has its deferral window open (settle first)", op,
+              request);
+}
+
+PagedStore::Req& PagedStore::held(RequestId request, const char* op) {
   Req* r = find(request);
-  KVSIM_CHECK(r != nullptr, "grow of request {} that holds no KV", request);
-  KVSIM_CHECK(new_total_tokens > r->tokens, "request {}: grow to {} from {}", request,
-              new_total_tokens, r->tokens);
-  return grow_req(*r, new_total_tokens);
+  check_held(r, request, op);
+  return *r;
+}
+
+const PagedStore::Req& PagedStore::held(RequestId request, const char* op) const {
+  const Req* r = find(request);
+  check_held(r, request, op);
+  return *r;
+}
+
+AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
+  Req& r = held(request, "grow");
+  KVSIM_CHECK(new_total_tokens > r.tokens, "request {}: grow to {} from {}", request,
+              new_total_tokens, r.tokens);
+  return grow_req(r, new_total_tokens);
 }
 
 AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
-  Req* r = find(request);
-  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
-  if (r->tokens >= tokens) return AllocResult::success();
-  return grow_req(*r, tokens);
+  Req& r = held(request, "grow_to_at_least");
+  if (r.tokens >= tokens) return AllocResult::success();
+  return grow_req(r, tokens);
 }
 
 AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
@@ -276,6 +293,8 @@ void PagedStore::release(RequestId request) {
   const int32_t slot = index_.find(request);
   KVSIM_CHECK(slot != IdIndex::kNone, "release of request {} that holds no KV", request);
   Req& r = slots_[static_cast<size_t>(slot)];
+  KVSIM_CHECK(r.window < 0, "release: request {} has its deferral window open (settle first)",
+              request);
   add_slack(r, -1);
   // Tail first, so the blocks with the longest prefixes are evicted first (vLLM v1).
   if (records_) {
@@ -289,32 +308,28 @@ void PagedStore::release(RequestId request) {
   }
   r.blocks.clear();  // keeps its capacity for the slot's next request
   r.id = -1;
+  r.window = -1;
   index_.erase(request);
   free_slots_.push_back(slot);
 }
 
-int64_t PagedStore::tokens(RequestId request) const {
-  const Req* r = find(request);
-  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
-  return r->tokens;
-}
+int64_t PagedStore::tokens(RequestId request) const { return held(request, "tokens").tokens; }
 
 int64_t PagedStore::tokens_until_growth_allocates(RequestId request) const {
-  const Req* r = find(request);
-  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
-  return static_cast<int64_t>(r->blocks.size()) * block_tokens_ - r->tokens;
+  const Req& r = held(request, "tokens_until_growth_allocates");
+  return static_cast<int64_t>(r.blocks.size()) * block_tokens_ - r.tokens;
 }
 
-int64_t PagedStore::deferrable_tokens(RequestId request) const {
-  const Req* r = find(request);
-  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
-  const int64_t cap = static_cast<int64_t>(r->blocks.size()) * block_tokens_;
-  return std::max<int64_t>(0, std::min(cap, r->max_total) - r->tokens);
+int64_t PagedStore::open(RequestId request) {
+  Req& r = held(request, "open");
+  const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
+  r.window = reservation_tokens(r.tokens, cap, r.max_total);
+  return r.window;
 }
 
-void PagedStore::add_deferred(int64_t tokens) {
-  // Each deferred token is one of some request's reservation tokens becoming live (see
-  // deferrable_tokens): the same change grow_req would make, summed.
+void PagedStore::add(int64_t tokens) {
+  // Each deferred token is one of some request's reservation tokens becoming live (see room()):
+  // the same change grow_req would make, summed.
   KVSIM_CHECK(tokens >= 0 && tokens <= reservation_tokens_, "deferring {} tokens with {} reserved",
               tokens, reservation_tokens_);
   live_tokens_ += tokens;
@@ -322,32 +337,28 @@ void PagedStore::add_deferred(int64_t tokens) {
   deferred_tokens_ += tokens;
 }
 
-void PagedStore::settle_deferred(RequestId request, int64_t tokens) {
+void PagedStore::settle(RequestId request, int64_t tokens) {
   Req* r = find(request);
   KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
-  const int64_t cap = static_cast<int64_t>(r->blocks.size()) * block_tokens_;
-  KVSIM_CHECK(tokens >= 0 && tokens <= deferred_tokens_ &&
-                  r->tokens + tokens <= std::min(cap, r->max_total),
-              "request {}: settling {} deferred tokens ({} outstanding) onto {} of {}", request,
-              tokens, deferred_tokens_, r->tokens, std::min(cap, r->max_total));
-  // live and reservation already moved in add_deferred; the request's own figures catch up.
+  KVSIM_CHECK(r->window >= 0, "request {}: settling a deferral window that is not open", request);
+  KVSIM_CHECK(tokens >= 0 && tokens <= deferred_tokens_ && tokens <= r->window,
+              "request {}: settling {} deferred tokens ({} outstanding) in a window of {}", request,
+              tokens, deferred_tokens_, r->window);
+  r->window = -1;
+  // live and reservation already moved in add(); the request's own figures catch up.
   r->tokens += tokens;
   if (records_) blk(r->blocks.back()).filled += static_cast<int32_t>(tokens);
   deferred_tokens_ -= tokens;
 }
 
 const std::vector<int32_t>& PagedStore::block_table(RequestId request) const {
-  const Req* r = find(request);
-  KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
-  return r->blocks;
+  return held(request, "block_table").blocks;
 }
 
 KvUsage PagedStore::usage() const {
-  KvUsage u;
-  u.live_bytes = live_tokens_ * bytes_per_token_;
-  u.reservation_bytes = reservation_tokens_ * bytes_per_token_;
-  u.internal_bytes = internal_tokens_ * bytes_per_token_;
-  u.held_bytes = (num_blocks_ - free_count_) * block_bytes_;
+  // internal = held - live - reservation = internal_tokens_ (check_invariants checks the sum).
+  KvUsage u = held_usage(live_tokens_, reservation_tokens_, bytes_per_token_,
+                         (num_blocks_ - free_count_) * block_bytes_);
   u.capacity_bytes = num_blocks_ * block_bytes_;
   u.free_bytes = free_count_ * block_bytes_;
   u.external_bytes = 0;  // every free block serves any request
@@ -381,7 +392,7 @@ void PagedStore::check_invariants() const {
       }
     }
     const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
-    const int64_t res = std::max<int64_t>(0, std::min(cap, r.max_total) - r.tokens);
+    const int64_t res = reservation_tokens(r.tokens, cap, r.max_total);
     reservation += res;
     internal += cap - r.tokens - res;
     KVSIM_CHECK(cap - r.tokens < block_tokens_, "request {} wastes a whole block", id);

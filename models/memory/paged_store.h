@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "models/memory/id_index.h"
+#include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
+#include "models/memory/store_accounts.h"
 
 namespace kvsim {
 
@@ -22,13 +24,14 @@ struct PagedStoreOptions {
   bool enable_prefix_caching = false;
 };
 
-class PagedStore final : public KvStore {
+class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrowth {
  public:
   // Requires: block_tokens >= 1, num_blocks >= 1, kv_bytes_per_token >= 1.
   PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options);
 
   std::string_view type() const override { return "paged"; }
   int64_t kv_bytes_per_token() const override { return bytes_per_token_; }
+  bool preallocated() const override { return true; }
   AllocResult allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                        const PrefixHashes& prefix = {}) override;
   AllocResult grow(RequestId request, int64_t new_total_tokens) override;
@@ -37,18 +40,24 @@ class PagedStore final : public KvStore {
   bool holds(RequestId request) const override { return index_.find(request) != IdIndex::kNone; }
   int64_t tokens(RequestId request) const override;
   int64_t tokens_until_growth_allocates(RequestId request) const override;
-  bool supports_deferred_growth() const override { return true; }
-  int64_t deferrable_tokens(RequestId request) const override;
-  void add_deferred(int64_t tokens) override;
-  void settle_deferred(RequestId request, int64_t tokens) override;
   KvUsage usage() const override;
+  void check_invariants() const override;
+  const PagedBlocks* paged() const override { return this; }
+  DeferredGrowth* deferred_growth() override { return this; }
+
+  // PagedBlocks
   int64_t free_blocks() const override { return free_count_; }
   int64_t total_blocks() const override { return num_blocks_; }
   int64_t block_tokens() const override { return block_tokens_; }
-  void check_invariants() const override;
+  int64_t prefix_hit_blocks() const override { return prefix_hits_; }
+
+  // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
+  int64_t open(RequestId request) override;
+  void add(int64_t tokens) override;
+  void settle(RequestId request, int64_t tokens) override;
+  int64_t outstanding() const override { return deferred_tokens_; }
 
   int64_t block_bytes() const { return block_bytes_; }
-  int64_t prefix_hit_blocks() const { return prefix_hits_; }  // blocks shared so far
   // Blocks a request holds (shared ones included), in order. Requires: holds(request).
   const std::vector<int32_t>& block_table(RequestId request) const;
 
@@ -57,8 +66,14 @@ class PagedStore final : public KvStore {
     std::vector<int32_t> blocks;
     int64_t tokens = 0;
     int64_t max_total = 0;
-    RequestId id = -1;  // -1: a free slot
+    RequestId id = -1;   // -1: a free slot
+    int64_t window = -1;  // room of its open deferral window; -1: closed
   };
+  // The slot of held `request`, KVSIM_CHECKed held and with no deferral window open (`op` names
+  // the call for the message).
+  Req& held(RequestId request, const char* op);
+  const Req& held(RequestId request, const char* op) const;
+  static void check_held(const Req* r, RequestId request, const char* op);
   // The request's slot; nullptr when it holds no KV.
   Req* find(RequestId request) {
     const int32_t s = index_.find(request);
@@ -109,7 +124,7 @@ class PagedStore final : public KvStore {
   int64_t reservation_tokens_ = 0;  // slack in last blocks a request may still fill
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
   int64_t prefix_hits_ = 0;
-  int64_t deferred_tokens_ = 0;     // reported by add_deferred(), not yet settled per request
+  int64_t deferred_tokens_ = 0;     // reported by add(), not yet settled per request
   std::unordered_map<uint64_t, int32_t> by_key_;
   // Requests holding KV: dense slots (freed slots are reused with their block vectors' capacity,
   // so steady-state growth does not allocate) found through a small hash index.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/gpu_spec.h"
+#include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/memory_snapshot.h"
 #include "models/model_spec.h"

@@ -56,7 +56,10 @@ class ReserveGuard final : public Guard {
  private:
   static int64_t worst_case_bytes(const RequestState& r, const KvStore& kv) {
     int64_t tokens = r.max_total_tokens();
-    if (kv.block_tokens() > 0) tokens = (tokens + kv.block_tokens() - 1) / kv.block_tokens() * kv.block_tokens();
+    if (const PagedBlocks* paged = kv.paged()) {  // whole blocks
+      const int64_t bt = paged->block_tokens();
+      tokens = (tokens + bt - 1) / bt * bt;
+    }
     // Saturates: a request too long for any GPU must be rejected, not overflow on the way.
     return checked_mul(tokens, kv.kv_bytes_per_token()).value_or(std::numeric_limits<int64_t>::max());
   }

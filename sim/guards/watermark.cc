@@ -17,15 +17,16 @@ class WatermarkGuard final : public Guard {
   std::string_view type() const override { return "watermark"; }
 
   Decision check(const RequestState& r, const GuardContext& ctx) override {
-    const int64_t bt = ctx.kv.block_tokens();
-    if (bt <= 0) return Decision::admit();  // not a paged store: nothing to watch
+    const PagedBlocks* paged = ctx.kv.paged();
+    if (paged == nullptr) return Decision::admit();  // not a paged store: nothing to watch
+    const int64_t bt = paged->block_tokens();
     const int64_t need = (r.prompt_tokens + bt - 1) / bt;
-    const auto mark = static_cast<int64_t>(watermark_ * static_cast<double>(ctx.kv.total_blocks()));
+    const auto mark = static_cast<int64_t>(watermark_ * static_cast<double>(paged->total_blocks()));
     Decision d;
-    if (ctx.kv.total_blocks() - need < mark) {
+    if (paged->total_blocks() - need < mark) {
       d.action = Decision::Action::kRejectTooLong;
       d.reason = fmt::format("watermark: {} blocks can never fit above the watermark", need);
-    } else if (ctx.kv.free_blocks() - need < mark) {
+    } else if (paged->free_blocks() - need < mark) {
       d.action = Decision::Action::kQueue;
       d.timeout = timeout_;
       d.reason = "watermark: not enough free blocks now";

@@ -4,6 +4,7 @@
 
 #include "core/config_node.h"
 #include "core/units.h"
+#include "sim/serving/scheduler.h"
 
 namespace kvsim {
 
@@ -11,9 +12,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   EngineConfig c;
   if (e.is_null()) return c;
   if (!e.is_map()) e.fail_expected("an engine section (a map)");
-  c.scheduler = e.get_enum("scheduler", {"continuous", "static"}, "continuous") == "static"
-                    ? EngineConfig::Scheduler::kStatic
-                    : EngineConfig::Scheduler::kContinuous;
+  c.scheduler = scheduler_registry().choose(e, "scheduler", "continuous").name;
   c.max_num_seqs = e.get<int64_t>("max_num_seqs", c.max_num_seqs, {.min = 1, .max = 1e7});
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});

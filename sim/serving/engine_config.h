@@ -12,11 +12,10 @@ namespace kvsim {
 class ConfigNode;
 
 struct EngineConfig {
-  enum class Scheduler { kContinuous, kStatic };
   enum class Preemption { kRecompute, kSwap, kOff };
   enum class OnOom { kCrash, kAbortRequest };
 
-  Scheduler scheduler = Scheduler::kContinuous;
+  std::string scheduler = "continuous";  // a name in scheduler_registry()
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 16384;
   bool chunked_prefill = false;

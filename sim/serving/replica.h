@@ -1,13 +1,16 @@
-// One GPU replica serving requests: guards at admission, a continuous (iteration-level) or
-// static batching scheduler, KV growth through the memory pool every iteration, preemption on
-// block shortage, and OOM handling (crash and restart, or abort the request). One forward pass is
-// one event; its duration comes from the latency model.
+// One GPU replica serving requests: its lifecycle (arrival, one forward pass per event, the end
+// of the run), OOM handling (crash and restart, or abort the request) and outcomes. The jobs it
+// delegates, each to its own part:
+//   AdmissionQueue  guards at admission, their queue and its timeouts
+//   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
+//   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
+//   KvLedger        every KV call about a request, with the deferred decode growth protocol
+// One forward pass is one event; its duration comes from the latency model.
 #pragma once
 
-#include <deque>
 #include <functional>
-#include <unordered_map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "models/latency/latency_model.h"
@@ -15,16 +18,25 @@
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
 #include "sim/metrics/recorder.h"
+#include "sim/serving/admission_queue.h"
 #include "sim/serving/engine_config.h"
+#include "sim/serving/kv_ledger.h"
 #include "sim/serving/request_state.h"
+#include "sim/serving/run_queues.h"
+#include "sim/serving/scheduler.h"
 
 namespace kvsim {
 
 class Replica {
  public:
-  // Collaborators are borrowed; they must outlive the replica.
+  // Collaborators are borrowed; they must outlive the replica. The scheduler is the one
+  // config.scheduler names in scheduler_registry().
   Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
           EngineConfig config, std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder);
+  // The same with a given scheduler (tests wrap the registered ones).
+  Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
+          EngineConfig config, std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder,
+          std::unique_ptr<Scheduler> scheduler);
 
   // A request arrives now (events.now()).
   void arrive(const RequestSpec& spec);
@@ -39,101 +51,50 @@ class Replica {
   // run the event queue dry first, so this only checks that nothing is left.
   void finish();
 
-  int64_t inflight() const { return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size()); }
+  int64_t inflight() const { return queues_.size(); }
   bool idle() const { return requests_.empty(); }
+  const BatchLimits& limits() const { return limits_; }
 
  private:
-  struct Iteration {
-    std::vector<int64_t> prefill_ids;
-    std::vector<int64_t> prefill_chunks;
-    // Decoding sequences, by address: no lookup per sequence. Safe because a running request
-    // stays in requests_ until end_iteration (finish_request checks it).
-    std::vector<RequestState*> decode;
-    int64_t decode_context = 0;  // sum of the decoding sequences' context tokens
-    // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
-    // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running_.
-    int64_t running_prefills = -1;
-    double extra_seconds = 0;  // swap traffic over PCIe
-    // Empties the iteration, keeping the vectors' capacity (no allocation per iteration).
-    void clear() {
-      prefill_ids.clear();
-      prefill_chunks.clear();
-      decode.clear();
-      decode_context = 0;
-      running_prefills = -1;
-      extra_seconds = 0;
-    }
-  };
-
-  GuardContext guard_context(const MemorySnapshot& snap) const;
-  // Runs the guards for the head of the guard queue, admitting while they allow.
-  void run_guard_queue();
-  // Applies the guards to one request; returns false if it must stay queued.
-  bool try_admit(RequestState& r);
-  void schedule_timeout(RequestState& r, SimTime timeout);
-
   void kick();  // starts an iteration if none is running and there is work
   void start_iteration();
-  bool plan_continuous(Iteration& it);
-  bool plan_static(Iteration& it);
-  // Grows every decoding request by one token, preempting on shortage. False on OOM.
-  bool grow_decodes(Iteration& it);
-  bool admit_prefills(Iteration& it);
-  // Grows `id`'s KV to `tokens` unless it already holds that many.
-  AllocResult ensure_kv(int64_t id, int64_t tokens);
-  // Deferred decode growth (KvStore::deferrable_tokens): report the tokens deferred so far to
-  // the store; settle one request's deferred tokens before any other store call about it; forget
-  // the engine's view of a request's KV when its allocation changes elsewhere.
-  void report_deferred();
-  void settle_kv(RequestState& r);
-  static void forget_kv(RequestState& r) { r.kv_tokens = r.kv_room = 0; }
+  // Plans into planning_, breaking waits in which requests hold memory but none can run. False
+  // when nothing is to run (idle, or an OOM ended the plan).
+  bool plan();
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
+  void run_admission();  // the guard queue moves, unless the replica is down
 
-  void preempt(int64_t id, Iteration& it);
-  bool try_swap_in(Iteration& it);
   void oom(int64_t culprit, const AllocResult& why);
   void restart_done();
 
   void finish_request(int64_t id, Outcome outcome);
-  void release_memory(RequestState& r);
   void check() const;
 
   EventQueue& events_;
   GpuMemoryPool& pool_;
   const LatencyModel& latency_;
   EngineConfig config_;
-  std::vector<std::unique_ptr<Guard>> guards_;
+  BatchLimits limits_;
+  std::unique_ptr<Scheduler> scheduler_;
   Recorder& recorder_;
   std::function<void(const RequestState&)> on_finished_;
   bool check_ = false;
-  // KV space allocated up front (paged blocks, a contiguous arena): a shortage there means wait
-  // or preempt. KV through the caching allocator is a live cudaMalloc: a shortage is an OOM.
-  bool preallocated_ = false;
-  // The store takes deferred growth: a decoding sequence that stays inside its last block costs
-  // no store call. unreported_deferred_ counts such tokens not yet passed to add_deferred().
-  bool defer_ = false;
-  int64_t unreported_deferred_ = 0;
 
   // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its
-  // elements never move (node-based), so running_ and the iterations hold their addresses and the
-  // per-iteration work does no lookup.
+  // elements never move (node-based), so the queues and the iterations hold their addresses and
+  // the per-iteration work does no lookup.
   std::unordered_map<int64_t, RequestState> requests_;
-  std::deque<int64_t> guard_queue_;
-  std::deque<int64_t> waiting_;
-  // Admission order: the newest is preempted first. Elements of requests_.
-  std::vector<RequestState*> running_;
+  KvLedger ledger_;
+  RunQueues queues_;
+  AdmissionQueue admission_;
   // The iteration being planned and the one in flight (at most one: busy_); reused, so their
   // vectors keep their capacity.
-  Iteration planning_;
-  Iteration in_flight_;
-  std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
+  IterationPlan planning_;
+  IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
-  std::deque<int64_t> swapped_;
-  int64_t swap_used_bytes_ = 0;
   bool busy_ = false;
   bool down_ = false;
-  SimTime down_until_ = 0;
 };
 
 }  // namespace kvsim

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "core/sim_time.h"
+#include "sim/engine/event_queue.h"
 #include "sim/serving/outcome.h"
 #include "workloads/request_spec.h"
 
@@ -12,7 +14,7 @@ namespace kvsim {
 enum class Phase {
   kGuardQueue,  // held by a guard (queue action), not yet admitted
   kWaiting,     // admitted, waiting for (re)prefill
-  kRunning,     // in the running batch: prefilling (chunked) or decoding
+  kRunning,     // in the running batch: prefilling (chunked) or decoding (see decoding())
   kSwapped,     // preempted by swap: KV in host memory
   kDone,
 };
@@ -23,7 +25,6 @@ struct RequestState {
   int64_t generated = 0;          // output tokens produced so far
   int64_t prefilled = 0;          // tokens of the current (re)prefill whose KV is computed
   int64_t prefill_target = 0;     // tokens the current (re)prefill covers: prompt + generated
-  bool decoding = false;          // prefill done; each iteration adds one token
   int64_t swapped_tokens = 0;     // KV tokens held in host memory while swapped
   Phase phase = Phase::kGuardQueue;
   Outcome outcome = Outcome::kNone;
@@ -32,11 +33,10 @@ struct RequestState {
   int preemptions = 0;
   SimTime first_token_at = -1;
   SimTime finished_at = -1;
-  uint64_t guard_timeout_event = 0;
-  bool has_timeout = false;
-  // The engine's view of the request's KV while decoding, for deferred growth
-  // (KvStore::deferrable_tokens). Valid while kv_tokens > 0; zeroed whenever the store's
-  // allocation changes outside the decode path (admission, swap-in, preemption, release).
+  std::optional<EventId> guard_timeout;  // the pending guard-queue timeout, if any
+  // The engine's view of the request's deferral window while decoding (DeferredGrowth, through
+  // KvLedger): open while kv_tokens > 0; zeroed when the window is settled (before any other
+  // store call about the request) and on a new allocation (admission, swap-in).
   int64_t kv_tokens = 0;    // tokens held, deferred ones included
   int64_t kv_room = 0;      // more tokens it may gain by deferral (0: the next goes to the store)
   int64_t kv_deferred = 0;  // tokens gained by deferral and not yet settled with the store
@@ -44,6 +44,8 @@ struct RequestState {
   // Tokens whose KV must exist for the next step: the whole prompt plus what was generated.
   int64_t context_tokens() const { return prompt_tokens + generated; }
   int64_t max_total_tokens() const { return prompt_tokens + spec.output_tokens; }
+  // Running with its (re)prefill done: each iteration adds one token.
+  bool decoding() const { return phase == Phase::kRunning && prefilled >= prefill_target; }
 };
 
 }  // namespace kvsim

@@ -3,6 +3,7 @@
 
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
+#include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
 #include "core/config_node.h"
 #include "core/errors.h"
@@ -31,24 +32,35 @@ TEST_CASE("paged store is sized vLLM-style from gpu_memory_utilization", "[memor
   // 80 GiB x 0.9 = 72 GiB; minus 20 GiB of non-KV = 52 GiB; 2 MiB blocks -> 26,624.
   auto s = build("{type: paged}", budget());
   CHECK(s->type() == "paged");
-  CHECK(s->block_tokens() == 16);
-  CHECK(s->total_blocks() == 26'624);
+  REQUIRE(s->paged() != nullptr);
+  CHECK(s->paged()->block_tokens() == 16);
+  CHECK(s->paged()->total_blocks() == 26'624);
+  CHECK(s->preallocated());
+  CHECK(s->deferred_growth() != nullptr);
+  CHECK(s->caching_allocator() == nullptr);
   auto half = build("{type: paged, gpu_memory_utilization: 0.5, block_size: 32}", budget());
-  CHECK(half->total_blocks() == (40 - 20) * 1024 / 4);
+  CHECK(half->paged()->total_blocks() == (40 - 20) * 1024 / 4);
   auto fixed = build("{type: paged, num_blocks: 100}", budget());
-  CHECK(fixed->total_blocks() == 100);
+  CHECK(fixed->paged()->total_blocks() == 100);
 }
 
 TEST_CASE("contiguous and caching stores read their parameters", "[memory][config]") {
   auto c = build("{type: contiguous, reserve: pow2, fit: best}", budget());
   CHECK(c->type() == "contiguous");
   CHECK(c->usage().capacity_bytes == int64_t{52} << 30);
+  CHECK(c->preallocated());
+  CHECK(c->paged() == nullptr);
+  CHECK(c->deferred_growth() == nullptr);
+  CHECK(c->caching_allocator() == nullptr);
   auto a = build("{type: caching_allocator, growth: chunked, chunk_tokens: 128}", budget());
   CHECK(a->type() == "caching_allocator");
   REQUIRE(a->allocate(1, 100, 1000));
   CHECK(a->tokens_until_growth_allocates(1) == 28);
-  REQUIRE(a->torch_allocator() != nullptr);
-  CHECK(a->torch_allocator()->device_limit_bytes() == int64_t{62} << 30);
+  CHECK(!a->preallocated());
+  CHECK(a->paged() == nullptr);
+  CHECK(a->deferred_growth() == nullptr);
+  REQUIRE(a->caching_allocator() != nullptr);
+  CHECK(a->caching_allocator()->device_limit_bytes() == int64_t{62} << 30);
 }
 
 TEST_CASE("bad kv nodes are ConfigErrors with file:line:col", "[memory][config]") {

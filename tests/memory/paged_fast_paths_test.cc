@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/errors.h"
 #include "models/memory/id_index.h"
 #include "models/memory/paged_store.h"
 
@@ -93,53 +94,86 @@ TEST_CASE("deferred decode growth gives the figures of growing token by token", 
   INFO("seed " << seed << " prefix " << prefix);
   std::mt19937_64 g(seed);
   PagedStore eager = make_block16_store(400, prefix), lazy = make_block16_store(400, prefix);
-  REQUIRE(lazy.supports_deferred_growth());
+  DeferredGrowth* deferral = lazy.deferred_growth();
+  REQUIRE(deferral == &lazy);
+  // One deferral window per sequence, as the engine keeps them (sim/serving/kv_ledger.h).
   struct Seq {
-    int64_t id, tokens, deferred;
+    int64_t id, tokens, deferred = 0, opened_at = 0, room = 0;
+    bool open = false;
   };
   std::vector<Seq> seqs;
   for (int64_t id = 0; id < 12; ++id) {
     const int64_t prompt = 1 + static_cast<int64_t>(g() % 60);
     REQUIRE(eager.allocate(id, prompt, prompt + 200));
     REQUIRE(lazy.allocate(id, prompt, prompt + 200));
-    seqs.push_back({id, prompt, 0});
+    seqs.push_back({.id = id, .tokens = prompt});
   }
+  auto settle = [&](Seq& s) {
+    if (!s.open) return;
+    deferral->settle(s.id, s.deferred);
+    s.deferred = 0;
+    s.open = false;
+  };
   for (int step = 0; step < 150; ++step) {
     int64_t batch = 0;
     for (Seq& s : seqs) {  // one decode step each, as the engine does
       ++s.tokens;
       REQUIRE(eager.grow(s.id, s.tokens));
-      // The engine's rule: defer while the store says there is room; else settle and grow.
-      const int64_t held = lazy.tokens(s.id) + s.deferred;
-      if (s.tokens - held <= lazy.deferrable_tokens(s.id) - s.deferred) {
+      // The engine's rule: defer while the open window has room; else settle, grow and reopen.
+      if (s.open && s.tokens - s.opened_at <= s.room) {
         ++s.deferred;
         ++batch;
       } else {
-        lazy.add_deferred(batch);
+        deferral->add(batch);
         batch = 0;
-        lazy.settle_deferred(s.id, s.deferred);
-        s.deferred = 0;
+        settle(s);
         REQUIRE(lazy.grow(s.id, s.tokens));
+        s.opened_at = lazy.tokens(s.id);
+        s.room = deferral->open(s.id);
+        s.open = true;
       }
     }
-    lazy.add_deferred(batch);
+    deferral->add(batch);
     same_usage(eager.usage(), lazy.usage());
     CHECK(eager.free_blocks() == lazy.free_blocks());
     if (step % 10 == 9) {  // settle everything, then the full checks hold
       for (Seq& s : seqs) {
-        lazy.settle_deferred(s.id, s.deferred);
-        s.deferred = 0;
+        settle(s);
         CHECK(lazy.tokens(s.id) == eager.tokens(s.id));
       }
+      CHECK(deferral->outstanding() == 0);
       lazy.check_invariants();
       same_usage(eager.usage(), lazy.usage());
     }
   }
   for (Seq& s : seqs) {
-    lazy.settle_deferred(s.id, s.deferred);
+    settle(s);
     lazy.release(s.id);
     eager.release(s.id);
   }
   same_usage(eager.usage(), lazy.usage());
   lazy.check_invariants();
+}
+
+TEST_CASE("a deferral window must be settled before any other call about its request",
+          "[memory][paged]") {
+  PagedStore s = make_block16_store(40, false);
+  DeferredGrowth& d = *s.deferred_growth();
+  REQUIRE(s.allocate(1, 10, 100));
+  REQUIRE(s.allocate(2, 10, 100));
+  CHECK(d.open(1) == 6);  // the slack of its one block
+  d.add(3);
+  CHECK_THROWS_AS(s.tokens(1), InvariantError);
+  CHECK_THROWS_AS(s.grow(1, 20), InvariantError);
+  CHECK_THROWS_AS(s.release(1), InvariantError);
+  CHECK_THROWS_AS(d.open(1), InvariantError);
+  CHECK_THROWS_AS(d.settle(2, 0), InvariantError);  // request 2 has no window open
+  CHECK_THROWS_AS(d.settle(1, 7), InvariantError);  // more than its room
+  CHECK(s.tokens(2) == 10);                          // other requests are unaffected
+  d.settle(1, 3);
+  CHECK(s.tokens(1) == 13);
+  CHECK(d.outstanding() == 0);
+  s.check_invariants();
+  s.release(1);
+  s.release(2);
 }

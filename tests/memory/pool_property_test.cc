@@ -38,9 +38,9 @@ void check_against(const GpuMemoryPool& pool, const std::map<RequestId, RefReque
   } else {
     REQUIRE(u.live_bytes == tokens * s.kv_bytes_per_token());
   }
-  if (s.block_tokens() > 0) {  // paged: waste per request below one block
+  if (const PagedBlocks* paged = s.paged()) {  // paged: waste per request below one block
     REQUIRE(u.held_bytes - u.live_bytes <
-            std::max<int64_t>(1, u.requests) * s.block_tokens() * s.kv_bytes_per_token());
+            std::max<int64_t>(1, u.requests) * paged->block_tokens() * s.kv_bytes_per_token());
   }
   const MemorySnapshot snap = pool.snapshot();
   REQUIRE(snap.category_sum() == snap.capacity_bytes);
@@ -112,5 +112,7 @@ TEST_CASE("random KV streams keep every pool invariant", "[memory][property]") {
   check_against(*pool, ref, shared);
   const KvUsage end = pool->kv().usage();
   REQUIRE(end.held_bytes == 0);  // no leak
-  if (pool->kv().total_blocks() > 0) REQUIRE(pool->kv().free_blocks() == pool->kv().total_blocks());
+  if (const PagedBlocks* paged = pool->kv().paged()) {
+    REQUIRE(paged->free_blocks() == paged->total_blocks());
+  }
 }

@@ -1,0 +1,120 @@
+#include "sim/serving/admission_queue.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace kvsim {
+
+namespace {
+
+std::shared_ptr<spdlog::logger> admission_log() {
+  auto l = spdlog::get("engine");
+  return l ? l : spdlog::default_logger();
+}
+
+}  // namespace
+
+AdmissionQueue::AdmissionQueue(EventQueue& events, GpuMemoryPool& pool,
+                               std::vector<std::unique_ptr<Guard>> guards,
+                               std::unordered_map<int64_t, RequestState>& requests, Hooks hooks)
+    : events_(events),
+      pool_(pool),
+      guards_(std::move(guards)),
+      requests_(requests),
+      hooks_(std::move(hooks)) {}
+
+GuardContext AdmissionQueue::guard_context(const MemorySnapshot& snap) const {
+  const KvUsage u = pool_.kv().usage();
+  return GuardContext{.now = events_.now(),
+                      .memory = snap,
+                      .kv = pool_.kv(),
+                      .inflight = hooks_.inflight(),
+                      .kv_budget_bytes = u.capacity_bytes > 0 ? u.capacity_bytes
+                                                              : pool_.budget().device_bytes_for_torch()};
+}
+
+bool AdmissionQueue::arrive(RequestState& r) {
+  if (!queue_.empty()) {  // first come, first served: no overtaking the queue
+    queue_.push_back(r.spec.id);
+    return false;
+  }
+  return try_admit(r);
+}
+
+bool AdmissionQueue::try_admit(RequestState& r) {
+  const int64_t id = r.spec.id;
+  if (!guards_.empty()) {
+    const MemorySnapshot snap = pool_.snapshot();
+    const GuardContext ctx = guard_context(snap);
+    for (size_t i = 0; i < guards_.size(); ++i) {
+      const Decision d = guards_[i]->check(r, ctx);
+      using A = Decision::Action;
+      if (d.action == A::kAdmit) continue;
+      admission_log()->debug("t={} req={} {}", events_.now(), id, d.reason);
+      if (d.action == A::kTruncate) {
+        r.tokens_dropped += r.prompt_tokens - d.new_prompt_tokens;
+        r.prompt_tokens = d.new_prompt_tokens;
+        r.truncated = true;
+        continue;
+      }
+      if (d.action == A::kQueue) {
+        // Guards that already admitted (and reserved) let go: the request is re-checked whole.
+        for (size_t j = 0; j < i; ++j) guards_[j]->on_release(r);
+        if (r.phase != Phase::kGuardQueue ||
+            std::find(queue_.begin(), queue_.end(), id) == queue_.end()) {
+          r.phase = Phase::kGuardQueue;
+          queue_.push_back(id);
+          if (d.timeout >= 0) schedule_timeout(r, d.timeout);
+        }
+        return false;
+      }
+      hooks_.finish(id, d.action == A::kReject ? Outcome::kRejected : Outcome::kRejectedTooLong);
+      return false;
+    }
+  }
+  if (auto it = std::find(queue_.begin(), queue_.end(), id); it != queue_.end()) queue_.erase(it);
+  if (r.guard_timeout) events_.cancel(*r.guard_timeout);
+  r.guard_timeout.reset();
+  hooks_.admitted(r);
+  return true;
+}
+
+void AdmissionQueue::schedule_timeout(RequestState& r, SimTime timeout) {
+  const int64_t id = r.spec.id;
+  r.guard_timeout = events_.schedule(timeout, [this, id] {
+    auto it = requests_.find(id);
+    if (it == requests_.end() || it->second.phase != Phase::kGuardQueue) return;
+    it->second.guard_timeout.reset();
+    hooks_.finish(id, Outcome::kTimedOut);
+    hooks_.timed_out();
+  });
+}
+
+void AdmissionQueue::run() {
+  while (!queue_.empty()) {
+    const int64_t id = queue_.front();
+    RequestState& r = requests_.at(id);
+    const size_t before = queue_.size();
+    const bool admitted = try_admit(r);
+    if (!admitted && queue_.size() == before && !queue_.empty() && queue_.front() == id) {
+      break;  // still refused: the head blocks the queue
+    }
+  }
+}
+
+void AdmissionQueue::on_finish(RequestState& r) {
+  for (auto& g : guards_) g->on_release(r);
+  if (r.phase == Phase::kGuardQueue) {
+    if (auto it = std::find(queue_.begin(), queue_.end(), r.spec.id); it != queue_.end()) {
+      queue_.erase(it);
+    }
+  }
+  if (r.guard_timeout) events_.cancel(*r.guard_timeout);
+}
+
+void AdmissionQueue::on_restart() {
+  for (auto& g : guards_) g->on_restart();
+}
+
+}  // namespace kvsim

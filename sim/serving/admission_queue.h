@@ -1,0 +1,66 @@
+// AdmissionQueue: a replica's guards and the queue of requests they hold back (the guards'
+// `queue` action), with the timeouts of queued requests. A request that passes every guard
+// (possibly truncated) goes on to the replica's run queues through Hooks::admitted; one a guard
+// rejects, or whose timeout fires, ends through Hooks::finish. First come, first served: the head
+// of the queue blocks the ones behind it.
+//
+// Known behaviour kept as it is (its fix comes with its own golden change): a request that
+// arrives while the queue is non-empty is appended without a guard check and without a timeout.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "models/memory/gpu_memory_pool.h"
+#include "sim/engine/event_queue.h"
+#include "sim/guards/guard.h"
+#include "sim/serving/outcome.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+class AdmissionQueue {
+ public:
+  struct Hooks {
+    std::function<void(RequestState& r)> admitted;           // passed every guard
+    std::function<void(int64_t id, Outcome outcome)> finish;  // rejected, or timed out
+    std::function<void()> timed_out;  // after a timeout ended a request: the queue may move
+    std::function<int64_t()> inflight;  // admitted and not finished (for the guards)
+  };
+  // Collaborators are borrowed; they must outlive the queue. `requests` holds every request in
+  // flight (timeouts look their request up there).
+  AdmissionQueue(EventQueue& events, GpuMemoryPool& pool, std::vector<std::unique_ptr<Guard>> guards,
+                 std::unordered_map<int64_t, RequestState>& requests, Hooks hooks);
+
+  // A request arrived (phase kGuardQueue). Checked by the guards at once when the queue is
+  // empty; true when admitted.
+  bool arrive(RequestState& r);
+  // Admits from the head of the queue while the guards allow.
+  void run();
+  // `r` is finishing, whatever its phase: the guards release what they reserved for it, it leaves
+  // the queue, and its timeout is cancelled.
+  void on_finish(RequestState& r);
+  // The replica restarted: the guards forget every reservation.
+  void on_restart();
+
+  int64_t size() const { return static_cast<int64_t>(queue_.size()); }
+
+ private:
+  GuardContext guard_context(const MemorySnapshot& snap) const;
+  // Applies the guards to one request; false if it stays queued (or was rejected).
+  bool try_admit(RequestState& r);
+  void schedule_timeout(RequestState& r, SimTime timeout);
+
+  EventQueue& events_;
+  GpuMemoryPool& pool_;
+  std::vector<std::unique_ptr<Guard>> guards_;
+  std::unordered_map<int64_t, RequestState>& requests_;
+  Hooks hooks_;
+  std::deque<int64_t> queue_;
+};
+
+}  // namespace kvsim

@@ -1,0 +1,67 @@
+// KvLedger: the engine's side of a request's KV. Every KV call the engine makes about a request
+// goes through it, so the deferred-growth ordering rule (DeferredGrowth in kv_capabilities.h: a
+// request's deferral window is settled, after the store has been told the deferred sum, before
+// any other call about it) holds by construction rather than by each call site's care; the store
+// KVSIM_CHECKs it.
+//
+// The decode fast path: a decoding request whose next token stays inside its open window costs
+// no store call; the ledger counts it in RequestState (kv_tokens, kv_room, kv_deferred) and in
+// one sum reported to the store once per plan. The engine's view of a window is open exactly
+// while kv_tokens > 0, as the store's. Stores without deferred growth never open a window, so
+// every token takes the slow path (grow_to_at_least).
+#pragma once
+
+#include <cstdint>
+
+#include "models/memory/gpu_memory_pool.h"
+#include "models/memory/kv_capabilities.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+class KvLedger {
+ public:
+  // The pool is borrowed; it must outlive the ledger.
+  explicit KvLedger(GpuMemoryPool& pool) : pool_(pool), deferral_(pool.kv().deferred_growth()) {}
+
+  // The decode fast path: when `r` can reach `target` tokens inside its open window, records the
+  // growth (no store call) and returns true. Requires: r running and decoding.
+  bool defer(RequestState& r, int64_t target) {
+    if (target > r.kv_tokens && target - r.kv_tokens > r.kv_room) return false;
+    if (target > r.kv_tokens) {
+      const int64_t d = target - r.kv_tokens;
+      r.kv_tokens = target;
+      r.kv_room -= d;
+      r.kv_deferred += d;
+      unreported_ += d;
+    }
+    return true;
+  }
+  // The slow path, after settle(r): grows r's KV to `target` and, with deferred growth, opens its
+  // next window.
+  AllocResult grow_decode(RequestState& r, int64_t target);
+  // Grows `r` to `tokens` unless it already holds that many (a prefill chunk; a plan cut short
+  // by an aborted request may already have grown it: growth is idempotent per target).
+  AllocResult ensure(const RequestState& r, int64_t tokens) {
+    return pool_.ensure_kv(r.spec.id, tokens);
+  }
+
+  // Reports the tokens deferred so far to the store (its totals then count them).
+  void report();
+  // Reports, then closes r's window (if open), handing its deferred tokens to the store. Before
+  // any other store call about r.
+  void settle(RequestState& r);
+  // Forgets the engine's view of r's KV (no window open): a new allocation (admission, swap-in).
+  static void forget(RequestState& r) { r.kv_tokens = r.kv_room = 0; }
+  // Settles and frees r's KV; returns the tokens it held. Requires: r holds KV.
+  int64_t release(RequestState& r);
+  // The same when r holds KV; forgets the view either way.
+  void release_if_held(RequestState& r);
+
+ private:
+  GpuMemoryPool& pool_;
+  DeferredGrowth* deferral_;  // nullptr: the store takes no deferred growth
+  int64_t unreported_ = 0;    // deferred tokens not yet passed to DeferredGrowth::add()
+};
+
+}  // namespace kvsim

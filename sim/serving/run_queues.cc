@@ -1,0 +1,218 @@
+#include "sim/serving/run_queues.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace kvsim {
+
+namespace {
+
+template <class C, class V>
+void erase_from(C& c, const V& v) {
+  if (auto it = std::find(c.begin(), c.end(), v); it != c.end()) c.erase(it);
+}
+
+}  // namespace
+
+RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMemoryPool& pool,
+                     KvLedger& ledger, Recorder& recorder, const EngineConfig& config, Hooks hooks)
+    : requests_(requests),
+      pool_(pool),
+      ledger_(ledger),
+      recorder_(recorder),
+      preemption_(config.preemption),
+      swap_space_bytes_(config.swap_space_bytes),
+      preallocated_(pool.kv().preallocated()),
+      hooks_(std::move(hooks)) {}
+
+bool RunQueues::all_running_decode() const {
+  return std::all_of(running_.begin(), running_.end(),
+                     [](const RequestState* r) { return r->decoding(); });
+}
+
+void RunQueues::admit(RequestState& r) {
+  r.phase = Phase::kWaiting;
+  waiting_.push_back(r.spec.id);
+}
+
+void RunQueues::remove(RequestState& r) {
+  switch (r.phase) {
+    case Phase::kWaiting: erase_from(waiting_, r.spec.id); break;
+    case Phase::kRunning: erase_from(running_, &r); break;
+    case Phase::kSwapped:
+      swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+      erase_from(swapped_, r.spec.id);
+      break;
+    case Phase::kGuardQueue:
+    case Phase::kDone: break;
+  }
+}
+
+void RunQueues::unswap_oldest() {
+  const int64_t id = swapped_.front();
+  RequestState& r = requests_.at(id);
+  swapped_.pop_front();
+  swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+  r.phase = Phase::kWaiting;
+  waiting_.push_front(id);
+}
+
+bool RunQueues::grow_decodes(IterationPlan& it) {
+  // A copy: preemption removes requests from running_ during the walk. Preempted ones stay in
+  // requests_ (so the addresses stay valid); their phase tells them apart. Only an OOM removes
+  // requests, and it ends the walk.
+  order_scratch_.assign(running_.begin(), running_.end());
+  int64_t prefilling = 0;
+  for (RequestState* rp : order_scratch_) {
+    RequestState& r = *rp;
+    if (r.phase != Phase::kRunning) continue;
+    if (!r.decoding()) {
+      ++prefilling;
+      continue;
+    }
+    const int64_t target = r.prompt_tokens + r.generated;
+    // The usual step stays inside the last block: no store call (deferred growth), and the
+    // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).
+    if (ledger_.defer(r, target)) {
+      it.decode.push_back(rp);
+      it.decode_context += r.context_tokens();
+      continue;
+    }
+    ledger_.settle(r);
+    while (true) {
+      AllocResult a = ledger_.grow_decode(r, target);
+      if (a) {
+        it.decode.push_back(rp);
+        it.decode_context += r.context_tokens();
+        break;
+      }
+      if (!can_preempt()) {
+        hooks_.oom(r.spec.id, a);
+        return false;
+      }
+      RequestState* victim = running_.back();
+      preempt(*victim, it);
+      if (victim == rp) break;
+    }
+  }
+  it.running_prefills = prefilling;
+  ledger_.report();
+  return true;
+}
+
+bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
+  int64_t budget = limits.max_num_batched_tokens - static_cast<int64_t>(it.decode.size());
+  const bool chunked = limits.chunked_prefill;
+  // Unfinished chunked prefills of running requests go first.
+  // Only prefilling running requests matter here; with none (the usual case of a full decode
+  // batch) the walk is skipped.
+  if (it.running_prefills != 0) order_scratch_.assign(running_.begin(), running_.end());
+  else order_scratch_.clear();
+  for (RequestState* rp : order_scratch_) {
+    RequestState& r = *rp;
+    const int64_t id = r.spec.id;
+    if (r.decoding() || r.prefilled >= r.prefill_target || budget <= 0) continue;
+    if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
+    const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
+    if (AllocResult a = ledger_.ensure(r, r.prefilled + chunk); !a) {
+      if (preallocated_) break;
+      hooks_.oom(id, a);
+      return false;
+    }
+    it.prefill_ids.push_back(id);
+    it.prefill_chunks.push_back(chunk);
+    budget -= chunk;
+  }
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < limits.max_num_seqs) {
+    const int64_t id = waiting_.front();
+    RequestState& r = requests_.at(id);
+    const int64_t target = r.context_tokens();
+    // Without chunking a prompt runs whole; one longer than the budget runs alone.
+    if (!chunked && target > budget && !it.prefill_ids.empty()) break;
+    const int64_t chunk = chunked ? std::min(target, budget) : target;
+    const PrefixHashes prefix{.hashes = r.spec.prefix_hashes, .block_tokens = r.spec.hash_block_tokens};
+    AllocResult a = pool_.allocate_kv(id, chunk, std::max(r.max_total_tokens(), target), prefix);
+    if (!a) {
+      if (!preallocated_) {
+        hooks_.oom(id, a);
+        return false;
+      }
+      if (running_.empty() && it.prefill_ids.empty() && swapped_.empty()) {
+        hooks_.finish(id, Outcome::kRejectedTooLong);  // an empty pool cannot hold it
+        continue;
+      }
+      break;  // wait for blocks to free up
+    }
+    waiting_.pop_front();
+    KvLedger::forget(r);
+    r.phase = Phase::kRunning;
+    r.prefill_target = target;
+    r.prefilled = 0;
+    running_.push_back(&r);
+    it.prefill_ids.push_back(id);
+    it.prefill_chunks.push_back(chunk);
+    budget -= chunk;
+  }
+  return true;
+}
+
+void RunQueues::preempt(RequestState& r, IterationPlan& it) {
+  const int64_t id = r.spec.id;
+  recorder_.on_preemption();
+  ++r.preemptions;
+  erase_from(running_, &r);
+  if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
+    it.decode.erase(d);
+    it.decode_context -= r.context_tokens();
+  }
+  const int64_t tokens = ledger_.release(r);
+  const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();
+  r.prefilled = 0;
+  if (preemption_ == EngineConfig::Preemption::kSwap &&
+      swap_used_bytes_ + bytes <= swap_space_bytes_ && r.generated > 0) {
+    swap_used_bytes_ += bytes;
+    r.swapped_tokens = tokens;
+    r.phase = Phase::kSwapped;
+    swapped_.push_back(id);
+    it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
+    return;
+  }
+  r.phase = Phase::kWaiting;  // recompute: prefill again over prompt + generated
+  waiting_.push_front(id);
+}
+
+void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
+  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) < limits.max_num_seqs) {
+    const int64_t id = swapped_.front();
+    RequestState& r = requests_.at(id);
+    if (!pool_.allocate_kv(id, r.swapped_tokens, std::max(r.max_total_tokens(), r.swapped_tokens))) break;
+    const int64_t bytes = r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+    swap_used_bytes_ -= bytes;
+    it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
+    swapped_.pop_front();
+    KvLedger::forget(r);
+    r.phase = Phase::kRunning;
+    r.prefill_target = r.swapped_tokens;
+    r.prefilled = r.swapped_tokens;  // decoding at once
+    running_.push_back(&r);
+  }
+}
+
+void RunQueues::check() const {
+  for (const RequestState* r : running_) {
+    const int64_t id = r->spec.id;
+    auto f = requests_.find(id);
+    KVSIM_CHECK(f != requests_.end() && &f->second == r && r->phase == Phase::kRunning,
+                "running request {} is not in flight as running", id);
+    KVSIM_CHECK(pool_.kv().holds(id), "running request {} holds no KV", id);
+    KVSIM_CHECK(r->kv_tokens == 0 && r->kv_deferred == 0,
+                "running request {} has a deferral window open at a check", id);
+  }
+  for (int64_t id : waiting_) {
+    KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);
+  }
+}
+
+}  // namespace kvsim

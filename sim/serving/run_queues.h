@@ -1,0 +1,83 @@
+// RunQueues: the admitted requests of a replica (waiting, running, swapped) and the plan steps a
+// Scheduler composes into an iteration: swap in, grow the decodes (the decode fast path through
+// KvLedger), admit prefills, and preemption (recompute, or swap to host memory) when KV blocks run
+// short. What it cannot decide itself, an OOM or a request that can never fit, it hands to the
+// replica through Hooks, which owns outcomes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "models/memory/gpu_memory_pool.h"
+#include "sim/metrics/recorder.h"
+#include "sim/serving/engine_config.h"
+#include "sim/serving/kv_ledger.h"
+#include "sim/serving/outcome.h"
+#include "sim/serving/scheduler.h"
+
+namespace kvsim {
+
+class RunQueues final : public PlanSteps {
+ public:
+  struct Hooks {
+    std::function<void(int64_t culprit, const AllocResult& why)> oom;  // crash or abort
+    std::function<void(int64_t id, Outcome outcome)> finish;          // ends a request
+  };
+  // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
+  // flight; the queues hold its elements by id or address.
+  RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMemoryPool& pool,
+            KvLedger& ledger, Recorder& recorder, const EngineConfig& config, Hooks hooks);
+
+  // PlanSteps
+  bool has_running() const override { return !running_.empty(); }
+  bool has_swapped() const override { return !swapped_.empty(); }
+  bool all_running_decode() const override;
+  void swap_in(IterationPlan& it, const BatchLimits& limits) override;
+  bool grow_decodes(IterationPlan& it) override;
+  bool admit_prefills(IterationPlan& it, const BatchLimits& limits) override;
+
+  // A request passed the guards: it waits for its prefill.
+  void admit(RequestState& r);
+  // Takes a request out of whichever queue its phase names (it is finishing).
+  void remove(RequestState& r);
+  // Preempts `r` (running): its KV is freed, and it is swapped out or waits to recompute.
+  void preempt(RequestState& r, IterationPlan& it);
+  // Whether a KV shortage may be met by preempting (preallocated KV, preemption on).
+  bool can_preempt() const { return preallocated_ && preemption_ != EngineConfig::Preemption::kOff; }
+  // The oldest swapped request comes back as a recompute (waiting at the front).
+  void unswap_oldest();
+
+  // Admission order: the newest is preempted first. Elements of the requests map.
+  const std::vector<RequestState*>& running() const { return running_; }
+  int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
+  int64_t size() const {
+    return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size());
+  }
+  // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
+  // Requires: running requests settled (no window open).
+  void check() const;
+
+ private:
+  std::unordered_map<int64_t, RequestState>& requests_;
+  GpuMemoryPool& pool_;
+  KvLedger& ledger_;
+  Recorder& recorder_;
+  EngineConfig::Preemption preemption_;
+  int64_t swap_space_bytes_;
+  // KV space allocated up front (paged blocks, a contiguous arena): a shortage there means wait
+  // or preempt. KV through the caching allocator is a live cudaMalloc: a shortage is an OOM.
+  bool preallocated_;
+  Hooks hooks_;
+
+  std::deque<int64_t> waiting_;
+  std::vector<RequestState*> running_;
+  std::deque<int64_t> swapped_;
+  int64_t swap_used_bytes_ = 0;
+  std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
+};
+
+}  // namespace kvsim

@@ -1,0 +1,91 @@
+// Scheduler: decides what one iteration of a replica runs (which requests prefill, and how much,
+// beside the decoding ones), within limits passed in with every plan; it never edits the engine's
+// configuration. A scheduler only composes PlanSteps; the replica's RunQueues carries each step
+// out (KV growth, preemption, swap, OOM). Implementations are chosen by the engine's
+// `scheduler:` key through a Registry<SchedulerFactory> (register_schedulers.cc):
+//   continuous  iteration-level batching (Orca, vLLM); chunked prefill is one of its limits
+//   static      fixed batches of batch_size requests, prefilled whole, run until all finish
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/registry.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+// What one iteration may hold. A scheduler plans within them; it may derive narrower ones (the
+// static scheduler's batch) but never changes the caller's.
+struct BatchLimits {
+  int64_t max_num_seqs = 256;              // sequences running at once
+  int64_t max_num_batched_tokens = 16384;  // tokens per iteration (one longer whole prompt runs alone)
+  bool chunked_prefill = false;            // split prompts to fill the token budget
+  int64_t batch_size = 8;                  // static batching: requests per fixed batch
+
+  bool operator==(const BatchLimits&) const = default;
+};
+
+// One iteration's plan: the prefill chunks and the decoding sequences.
+struct IterationPlan {
+  std::vector<int64_t> prefill_ids;
+  std::vector<int64_t> prefill_chunks;
+  // Decoding sequences, by address: no lookup per sequence. Safe because a running request
+  // stays in the replica's requests until end_iteration (finish_request checks it).
+  std::vector<RequestState*> decode;
+  int64_t decode_context = 0;  // sum of the decoding sequences' context tokens
+  // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
+  // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running.
+  int64_t running_prefills = -1;
+  double extra_seconds = 0;  // swap traffic over PCIe
+
+  bool empty() const { return prefill_ids.empty() && decode.empty(); }
+  // Empties the plan, keeping the vectors' capacity (no allocation per iteration).
+  void clear() {
+    prefill_ids.clear();
+    prefill_chunks.clear();
+    decode.clear();
+    decode_context = 0;
+    running_prefills = -1;
+    extra_seconds = 0;
+  }
+};
+
+// The steps a scheduler composes into a plan. Each returns false when an OOM ended the plan (the
+// replica has already handled it: crash or abort).
+class PlanSteps {
+ public:
+  virtual bool has_running() const = 0;
+  virtual bool has_swapped() const = 0;
+  virtual bool all_running_decode() const = 0;  // every running request has finished its prefill
+  // Brings swapped requests back while `limits.max_num_seqs` allows and their KV fits.
+  virtual void swap_in(IterationPlan& it, const BatchLimits& limits) = 0;
+  // Grows every decoding request by one token, preempting on a shortage.
+  virtual bool grow_decodes(IterationPlan& it) = 0;
+  // Continues running prefills, then admits waiting requests, within `limits`.
+  virtual bool admit_prefills(IterationPlan& it, const BatchLimits& limits) = 0;
+
+ protected:
+  ~PlanSteps() = default;
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  // Plans one iteration into `it` (empty on entry). False when an OOM ended the plan.
+  virtual bool plan(IterationPlan& it, const BatchLimits& limits, PlanSteps& steps) const = 0;
+};
+
+using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;
+
+// Adds "continuous" and "static" (in that order: the order the `scheduler:` choices are listed).
+void register_schedulers(Registry<SchedulerFactory>& registry);
+// The registry filled by register_schedulers(), built on first use.
+const Registry<SchedulerFactory>& scheduler_registry();
+
+std::unique_ptr<Scheduler> make_continuous_scheduler();
+std::unique_ptr<Scheduler> make_static_scheduler();
+
+}  // namespace kvsim
