@@ -23,6 +23,16 @@ struct ConfigNode::State {
   std::set<std::string> known_keys;
   std::map<std::string, std::shared_ptr<State>> map_children;
   std::map<size_t, std::shared_ptr<State>> seq_children;
+  // Merged maps only: where each key was written (its entry's own map may be another section),
+  // and the value as written there, which keeps its marks (the merged map holds copies).
+  struct Origin {
+    YAML::Node value;
+    std::string source;
+    std::string parent_path;
+    int line = 0;
+    int column = 0;
+  };
+  std::map<std::string, Origin> key_origins;
 };
 
 namespace {
@@ -111,6 +121,16 @@ std::shared_ptr<ConfigNode::State> make_state(YAML::Node node, const std::string
   return s;
 }
 
+// Where the key `key_node` of the map `s` was written, and the key path of the map holding it.
+ConfigNode::State::Origin origin_of(const ConfigNode::State& s, const YAML::Node& key_node) {
+  if (auto it = s.key_origins.find(key_node.Scalar()); it != s.key_origins.end()) return it->second;
+  return {YAML::Node(), s.source, s.path, key_node.Mark().line + 1, key_node.Mark().column + 1};
+}
+
+std::string join_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
 }  // namespace
 
 std::optional<std::string> nearest_name(const std::string& word,
@@ -165,6 +185,33 @@ ConfigNode ConfigNode::wrap(YAML::Node node, const std::string& source, const st
   return ConfigNode(make_state(node, source, path, 1, 1));
 }
 
+ConfigNode ConfigNode::merge(const std::vector<ConfigNode>& layers, const ConfigNode& fallback) {
+  const State& at = layers.empty() ? *fallback.state_ : *layers.back().state_;
+  auto s = std::make_shared<State>();
+  s->node = YAML::Node(YAML::NodeType::Map);
+  s->source = at.source;
+  s->path = at.path;
+  s->line = at.line;
+  s->column = at.column;
+  for (const ConfigNode& layer : layers) {
+    if (!layer.is_map()) continue;
+    for (const auto& kv : layer.state_->node) {
+      // The map holds copies (YAML::Clone drops marks; sharing the node itself would rewire the
+      // original tree's memory, which other threads of a sweep may be reading); children are
+      // read from the original, through the origin.
+      const std::string key = kv.first.Scalar();
+      s->node[key] = YAML::Clone(kv.second);
+      State::Origin o = origin_of(*layer.state_, kv.first);
+      o.value.reset(kv.second);
+      // Not assignment: assigning to a YAML::Node that holds a node rewrites that node (here the
+      // earlier layer's entry, in the scenario's own tree) instead of rebinding the handle.
+      s->key_origins.erase(key);
+      s->key_origins.emplace(key, std::move(o));
+    }
+  }
+  return ConfigNode(s);
+}
+
 bool ConfigNode::is_map() const { return state_->node.IsMap(); }
 bool ConfigNode::is_sequence() const { return state_->node.IsSequence(); }
 bool ConfigNode::is_scalar() const { return state_->node.IsScalar(); }
@@ -172,6 +219,7 @@ bool ConfigNode::is_null() const { return state_->node.IsNull(); }
 const std::string& ConfigNode::path() const { return state_->path; }
 const std::string& ConfigNode::source() const { return state_->source; }
 const YAML::Node& ConfigNode::yaml() const { return state_->node; }
+int ConfigNode::line() const { return state_->line; }
 std::string ConfigNode::where() const {
   return position(state_->source, state_->line, state_->column);
 }
@@ -211,13 +259,19 @@ std::optional<ConfigNode> ConfigNode::optional_child(const std::string& key) con
   if (auto it = state_->map_children.find(key); it != state_->map_children.end()) {
     return ConfigNode(it->second);
   }
+  auto c = peek(key);
+  if (c) state_->map_children.emplace(key, c->state_);
+  return c;
+}
+
+std::optional<ConfigNode> ConfigNode::peek(const std::string& key) const {
+  if (!is_map()) return std::nullopt;
   for (const auto& kv : state_->node) {
     if (kv.first.Scalar() != key) continue;
-    std::string p = state_->path.empty() ? key : state_->path + "." + key;
-    auto s = make_state(kv.second, state_->source, p, kv.first.Mark().line + 1,
-                        kv.first.Mark().column + 1);
-    state_->map_children.emplace(key, s);
-    return ConfigNode(s);
+    const State::Origin o = origin_of(*state_, kv.first);
+    const bool merged = state_->key_origins.count(key) > 0;
+    return ConfigNode(make_state(merged ? o.value : kv.second, o.source,
+                                 join_path(o.parent_path, key), o.line, o.column));
   }
   return std::nullopt;
 }
@@ -338,9 +392,9 @@ void ConfigNode::reject_unknown_keys() const {
       if (state_->known_keys.count(key)) continue;
       std::string hint;
       if (auto near = nearest_name(key, known)) hint = fmt::format("; did you mean '{}'?", *near);
-      std::string where_key = position(state_->source, kv.first.Mark().line + 1,
-                                       kv.first.Mark().column + 1);
-      std::string prefix = state_->path.empty() ? "" : state_->path + ": ";
+      const State::Origin o = origin_of(*state_, kv.first);
+      std::string where_key = position(o.source, o.line, o.column);
+      std::string prefix = o.parent_path.empty() ? "" : o.parent_path + ": ";
       throw ConfigError(fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, key, hint));
     }
   }

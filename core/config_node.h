@@ -34,6 +34,12 @@ class ConfigNode {
   // Wraps an already-parsed node (e.g. one patched by --set, or a merged section); `path` is the
   // key path its messages start from.
   static ConfigNode wrap(YAML::Node node, const std::string& source, const std::string& path = "");
+  // A map of the entries of `layers` (maps or nulls), a later layer's key replacing an earlier
+  // one's (a policy's `engine:` over the scenario's). Nothing is copied: every entry keeps the
+  // position and key path it was written at ("policies[1].engine.kv"), so its errors, unknown
+  // keys included, name the place the user wrote it. The map itself takes the last layer's
+  // position and path, or `fallback`'s when there is no layer.
+  static ConfigNode merge(const std::vector<ConfigNode>& layers, const ConfigNode& fallback);
 
   bool is_map() const;
   bool is_sequence() const;
@@ -47,6 +53,9 @@ class ConfigNode {
   // Required map child; a missing key is an error at this map's position.
   ConfigNode child(const std::string& key) const;
   std::optional<ConfigNode> optional_child(const std::string& key) const;
+  // The same, but pure like has(): the key is not read, and the child is not one that
+  // reject_unknown_keys() walks (for a section read as a whole elsewhere, e.g. through merge()).
+  std::optional<ConfigNode> peek(const std::string& key) const;
   ConfigNode at(size_t index) const;  // Requires: is_sequence(), index < size()
   std::vector<std::string> keys() const;
   // Declares keys this map accepts besides those its accessors read (keys read elsewhere, e.g. from
@@ -108,6 +117,7 @@ class ConfigNode {
 
   // "file:line:col" of this node (1-based).
   std::string where() const;
+  int line() const;  // 1-based; 0 when unknown
   // Dotted key path, e.g. "policies[1].guards[0]"; empty at the root.
   const std::string& path() const;
   const std::string& source() const;

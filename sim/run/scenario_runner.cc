@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
@@ -37,21 +38,31 @@ uint64_t fnv1a(const std::string& s) {
 }
 
 // A policy's engine: the scenario's `engine:` with the policy's own `engine:` keys on top.
-// Read from the raw tree so the merged copy, not the original, is what gets its keys checked.
+// Both are read through the merged map only (peek), so it, not the originals, gets its keys
+// checked; each key keeps the position and path where it was written.
 ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
-  YAML::Node merged(YAML::NodeType::Map);
-  policy.allow({"engine"});  // read here, from the raw tree
-  if (root.has("engine")) {
-    const YAML::Node& base = root.yaml()["engine"];
-    if (!base.IsMap() && !base.IsNull()) root.child("engine").fail_expected("a map of engine settings");
-    if (base.IsMap()) merged = YAML::Clone(base);
+  policy.allow({"engine"});  // read here, through the merged map
+  std::vector<ConfigNode> layers;
+  if (auto base = root.peek("engine")) {
+    if (!base->is_map() && !base->is_null()) base->fail_expected("a map of engine settings");
+    layers.push_back(*base);
   }
-  if (policy.has("engine")) {
-    const YAML::Node& over = policy.yaml()["engine"];
-    if (!over.IsMap()) policy.child("engine").fail_expected("a map of engine settings");
-    for (const auto& kv : over) merged[kv.first.Scalar()] = kv.second;
+  if (auto over = policy.peek("engine")) {
+    if (!over->is_map()) over->fail_expected("a map of engine settings");
+    layers.push_back(*over);
   }
-  return ConfigNode::wrap(merged, root.source(), "engine");
+  return ConfigNode::merge(layers, policy);
+}
+
+// Policy names label the rows of requests.csv and the summaries, so they must differ. Checks
+// policies[i]'s name against those before it (`seen`: name -> the first one's node).
+void check_unique_name(const ConfigNode& policy, std::map<std::string, ConfigNode>& seen) {
+  const ConfigNode name = policy.child("name");
+  const std::string text = name.as<std::string>();
+  if (auto it = seen.find(text); it != seen.end()) {
+    name.fail(fmt::format("duplicate policy name '{}' (first at line {})", text, it->second.line()));
+  }
+  seen.emplace(text, name);
 }
 
 }  // namespace
@@ -171,7 +182,9 @@ PreparedScenario prepare_scenario(const Scenario& s, const RunOptions&) {
   if (!policies.is_sequence() || policies.size() == 0) {
     policies.fail_expected("a non-empty list of policies");
   }
+  std::map<std::string, ConfigNode> names;
   for (size_t i = 0; i < policies.size(); ++i) {
+    check_unique_name(policies.at(i), names);
     prepared.policies_.push_back(prepare_policy(s, policies.at(i)));
   }
   s.root.child("workload");

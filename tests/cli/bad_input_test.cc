@@ -257,3 +257,25 @@ TEST_CASE("a huge model just inside the KV bound runs and billion-token requests
                     "needs more than 1e18 bytes of KV; lower max_position or the model's size");
   fs::remove_all(tmp);
 }
+
+TEST_CASE("kvsim check and kvsim run report an engine or policy error with the same line",
+          "[cli][bad-input]") {
+  // Issue 14 items 5 and 6: errors inside the scenario's `engine:` / `engine.kv:` and inside a
+  // policy's `engine:` override name the line and column written (the merge used to lose them:
+  // 1:1, or no position at all), and a second policy with a name already used is refused.
+  const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "run";
+  for (const char* name : {"engine-scalar", "engine-kv-unknown-key", "policy-engine-scalar",
+                           "policy-engine-kv-unknown-key", "policy-engine-unknown-key",
+                           "duplicate-policy-name"}) {
+    INFO("file " << name);
+    const fs::path f = dir / (std::string(name) + ".yaml");
+    const std::string expected =
+        trim(read_text((dir / (std::string(name) + ".expected")).string()));
+    const auto check = run_cli("check '" + f.string() + "'", dir.string());
+    const auto run = run_cli("run --no-output '" + f.string() + "'", dir.string());
+    check_clean_error(check, expected);
+    check_clean_error(run, expected);
+    CHECK(check.err == run.err);
+    CHECK_THAT(expected, !Contains(":1:1:"));
+  }
+}

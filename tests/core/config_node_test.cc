@@ -86,3 +86,54 @@ TEST_CASE("has() is pure; allow() declares keys; get_optional and typed get_enum
                     "e.yaml:1:7: mode: expected one of fast, slow, got \"fats\"; did you mean "
                     "'fast'?");
 }
+
+TEST_CASE("merged maps keep every entry's own position and key path", "[config]") {
+  // A scenario's engine with one policy's engine on top (issue 14 item 5): errors and unknown
+  // keys name the line, column and key path where the user wrote the entry.
+  auto root = ConfigNode::parse_string(
+      "engine:\n"
+      "  max_num_seqs: -3\n"
+      "  kv: {type: paged, block_size: 16}\n"
+      "  workspace_gb: 1\n"
+      "policies:\n"
+      "  - name: a\n"
+      "    engine: {kv: {type: paged, block_sise: 16}, swap_space_gb: x, prefil: 1}\n",
+      "m.yaml");
+  const ConfigNode policy = root.child("policies").at(0);
+  auto base = root.peek("engine");
+  auto over = policy.peek("engine");
+  REQUIRE(base);
+  REQUIRE(over);
+  const ConfigNode merged = ConfigNode::merge({*base, *over}, policy);
+  CHECK(merged.where() == "m.yaml:7:13");
+  CHECK(merged.path() == "policies[0].engine");
+  CHECK_THROWS_WITH(merged.get<int64_t>("max_num_seqs", {.min = 1}),
+                    "m.yaml:2:17: engine.max_num_seqs: expected an integer >= 1, got \"-3\"");
+  CHECK_THROWS_WITH(merged.get<double>("swap_space_gb"),
+                    "m.yaml:7:64: policies[0].engine.swap_space_gb: expected a number, got \"x\"");
+  CHECK(merged.get<double>("workspace_gb") == 1.0);
+  const ConfigNode kv = merged.child("kv");  // the policy's, replacing the scenario's whole
+  CHECK(kv.path() == "policies[0].engine.kv");
+  CHECK(kv.get<std::string>("type") == "paged");
+  CHECK_THROWS_WITH(merged.reject_unknown_keys(),
+                    "m.yaml:7:67: policies[0].engine: unknown key 'prefil'");
+  merged.allow({"prefil", "max_num_seqs", "swap_space_gb"});
+  CHECK_THROWS_WITH(merged.reject_unknown_keys(),
+                    "m.yaml:7:32: policies[0].engine.kv: unknown key 'block_sise'");
+  // peek() neither reads the key nor makes the child one the original checks.
+  root.allow({"policies"});
+  policy.allow({"name", "engine"});
+  CHECK_THROWS_WITH(root.reject_unknown_keys(), "m.yaml:1:1: unknown key 'engine'");
+  root.allow({"engine"});
+  CHECK_NOTHROW(root.reject_unknown_keys());
+}
+
+TEST_CASE("a merge of no maps is an empty map at the fallback's position", "[config]") {
+  auto root = ConfigNode::parse_string("policies:\n  - {name: a}\n", "e.yaml");
+  const ConfigNode policy = root.child("policies").at(0);
+  const ConfigNode merged = ConfigNode::merge({}, policy);
+  CHECK(merged.is_map());
+  CHECK(merged.size() == 0);
+  CHECK(merged.where() == "e.yaml:2:5");
+  CHECK(merged.line() == 2);
+}
