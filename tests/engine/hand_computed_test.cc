@@ -193,10 +193,12 @@ TEST_CASE("requests that arrive at the same instant are planned together", "[eng
   fs::remove(trace);
 }
 
-// Issue 14 item 3. One request (arriving at 0, 200 + 20 tokens): duration_s runs from the first
-// arrival to the last outcome, so it is that request's end-to-end time, and goodput is its 20
-// tokens over it; the sampler, whatever its period, changes neither (nor any other summary
-// figure: summary.json is the same byte for byte at 0.1, 1 and 7 s).
+// Issue 14 item 3. One request of 200 + 20 tokens, arriving at 1 s (fixed rate 1/s): duration_s
+// runs from the first arrival to the last outcome, so it is that request's end-to-end time
+// (0.219 s here), and goodput is its 20 tokens over it (91 tok/s); the sampler, whatever its
+// period, changes neither, nor any other summary figure: summary.json is the same byte for byte
+// at 0.1, 1 and 7 s. (Before the fix the run ended at the first sample after the request: 1.3,
+// 2 and 7 s.)
 TEST_CASE("no summary figure depends on the sample interval", "[engine][golden]") {
   namespace fs = std::filesystem;
   const Scenario s = load_scenario(ConfigNode::parse_string(R"(
