@@ -8,6 +8,18 @@
 namespace kvsim {
 
 EventId EventQueue::schedule_at(SimTime at, std::function<void()> fn) {
+  return push(at, Kind::kNormal, std::move(fn));
+}
+
+EventId EventQueue::schedule_late(SimTime delay, std::function<void()> fn) {
+  return push(now_ + delay, Kind::kLate, std::move(fn));
+}
+
+EventId EventQueue::schedule_background(SimTime delay, std::function<void()> fn) {
+  return push(now_ + delay, Kind::kBackground, std::move(fn));
+}
+
+EventId EventQueue::push(SimTime at, Kind kind, std::function<void()> fn) {
   KVSIM_CHECK(at >= now_, "event scheduled in the past: at={} now={}", at, now_);
   uint32_t slot;
   if (!free_slots_.empty()) {
@@ -18,9 +30,10 @@ EventId EventQueue::schedule_at(SimTime at, std::function<void()> fn) {
     slots_.emplace_back();
   }
   slots_[slot].fn = std::move(fn);
+  slots_[slot].background = kind == Kind::kBackground;
   const EventId id = (EventId{slots_[slot].generation} << 32) | slot;
-  heap_.push(Entry{at, next_seq_++, id});
-  ++live_;
+  heap_.push(Entry{at, kind == Kind::kLate, next_seq_++, id});
+  if (kind != Kind::kBackground) ++live_;
   return id;
 }
 
@@ -36,7 +49,7 @@ void EventQueue::cancel(EventId id) {
   slots_[slot].fn = nullptr;
   ++slots_[slot].generation;
   free_slots_.push_back(slot);
-  --live_;
+  if (!slots_[slot].background) --live_;
 }
 
 void EventQueue::drop_cancelled() {
@@ -71,7 +84,7 @@ bool EventQueue::step() {
   slots_[slot].fn = nullptr;
   ++slots_[slot].generation;
   free_slots_.push_back(slot);
-  --live_;
+  if (!slots_[slot].background) --live_;
   fn();
   return true;
 }

@@ -1,5 +1,8 @@
-// The discrete-event core: a clock and a priority queue of callbacks. Events pop by (time, seq):
-// equal times keep the order they were scheduled in, so a run is a pure function of its inputs.
+// The discrete-event core: a clock and a priority queue of callbacks. Events pop by (time, class,
+// seq): at equal times every normal event runs before every late one (schedule_late), and within a
+// class they keep the order they were scheduled in, so a run is a pure function of its inputs.
+// Background events (schedule_background: a sampler) run in time order like the others but do not
+// keep the queue alive: run() stops, and the clock stays, when only background events are left.
 // Cancellation is lazy (flagged, skipped when popped). Limits turn a runaway scenario into a
 // clear error instead of a hang.
 #pragma once
@@ -29,10 +32,18 @@ class EventQueue {
   // Schedules `fn` at absolute time `at`. Requires: at >= now().
   EventId schedule_at(SimTime at, std::function<void()> fn);
   EventId schedule(SimTime delay, std::function<void()> fn) { return schedule_at(now_ + delay, std::move(fn)); }
+  // Schedules `fn` after every normal event already due, or later scheduled, at now() + delay:
+  // work that must see everything that happens at one instant (an iteration planned at t sees
+  // every arrival at t). Late events at one time keep their order.
+  EventId schedule_late(SimTime delay, std::function<void()> fn);
+  // Schedules an event that does not count in empty(): run() ends when only these are left, so
+  // they never move the end of a run.
+  EventId schedule_background(SimTime delay, std::function<void()> fn);
   // Cancels a pending event; cancelling a fired or unknown id is a no-op.
   void cancel(EventId id);
 
   SimTime now() const { return now_; }
+  // No live event other than background ones.
   bool empty() const { return live_ == 0; }
   // Time of the next live event, or max() when none.
   SimTime next_time();
@@ -40,7 +51,7 @@ class EventQueue {
 
   // Pops and runs one live event; false when none is left. Throws InputError when a limit is hit.
   bool step();
-  // Runs events while the next one is at or before `end`.
+  // Runs events while a non-background one is pending and the next one is at or before `end`.
   void run_until(SimTime end);
   void run() { run_until(std::numeric_limits<SimTime>::max()); }
 
@@ -49,12 +60,19 @@ class EventQueue {
   void advance_to(SimTime t);
 
  private:
+  enum class Kind : uint8_t { kNormal, kLate, kBackground };
   struct Entry {
     SimTime at;
+    bool late;
     uint64_t seq;
     EventId id;
-    bool operator>(const Entry& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    bool operator>(const Entry& o) const {
+      if (at != o.at) return at > o.at;
+      if (late != o.late) return late;
+      return seq > o.seq;
+    }
   };
+  EventId push(SimTime at, Kind kind, std::function<void()> fn);
   void drop_cancelled();
 
   Limits limits_;
@@ -68,6 +86,7 @@ class EventQueue {
   struct Slot {
     std::function<void()> fn;
     uint32_t generation = 0;
+    bool background = false;  // not counted in live_
   };
   bool is_live(EventId id) const;
   std::vector<Slot> slots_;

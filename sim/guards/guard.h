@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,10 @@ class Guard {
   virtual std::string_view type() const = 0;
   // Decides for `r`, whose prompt may already have been truncated by an earlier guard.
   virtual Decision check(const RequestState& r, const GuardContext& ctx) = 0;
+  // How long a request this guard queues may wait (-1 = forever); nullopt when the guard never
+  // queues (on_fail other than queue). A request arriving behind a non-empty guard queue is not
+  // checked until it reaches the head, so it waits with the policy's shortest such timeout.
+  virtual std::optional<SimTime> queue_timeout() const { return std::nullopt; }
   // Whether a queued request is re-checked each iteration (else only when memory is released).
   virtual bool rechecks_each_iteration() const { return true; }
   // The request finished or was dropped after this guard admitted it (reservations end here).

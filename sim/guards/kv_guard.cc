@@ -51,6 +51,9 @@ class KvGuard final : public Guard {
   }
 
   std::string_view type() const override { return "kv_guard"; }
+  std::optional<SimTime> queue_timeout() const override {
+    return on_fail_ == OnFail::kQueue ? std::optional<SimTime>(timeout_) : std::nullopt;
+  }
 
   Decision check(const RequestState& r, const GuardContext& ctx) override {
     const int64_t batch = estimate_batch_ == Batch::kInflight ? ctx.inflight + 1 : 1;

@@ -15,6 +15,9 @@ class MaxInflightGuard final : public Guard {
         queue_(c.get_enum<bool>("on_fail", {{"queue", true}, {"reject", false}}, true)),
         timeout_(read_timeout(c)) {}
   std::string_view type() const override { return "max_inflight"; }
+  std::optional<SimTime> queue_timeout() const override {
+    return queue_ ? std::optional<SimTime>(timeout_) : std::nullopt;
+  }
 
   Decision check(const RequestState&, const GuardContext& ctx) override {
     if (ctx.inflight < limit_) return Decision::admit();

@@ -20,6 +20,9 @@ class ReserveGuard final : public Guard {
       : queue_(c.get_enum<bool>("on_fail", {{"queue", true}, {"reject", false}}, true)),
         timeout_(read_timeout(c)) {}
   std::string_view type() const override { return "reserve"; }
+  std::optional<SimTime> queue_timeout() const override {
+    return queue_ ? std::optional<SimTime>(timeout_) : std::nullopt;
+  }
 
   Decision check(const RequestState& r, const GuardContext& ctx) override {
     const int64_t need = worst_case_bytes(r, ctx.kv);

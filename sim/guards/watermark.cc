@@ -15,6 +15,7 @@ class WatermarkGuard final : public Guard {
   explicit WatermarkGuard(const ConfigNode& c)
       : watermark_(c.get<double>("watermark", 0.01, {.min = 0, .max = 1})), timeout_(read_timeout(c)) {}
   std::string_view type() const override { return "watermark"; }
+  std::optional<SimTime> queue_timeout() const override { return timeout_; }
 
   Decision check(const RequestState& r, const GuardContext& ctx) override {
     const PagedBlocks* paged = ctx.kv.paged();

@@ -47,6 +47,7 @@ std::string Recorder::timeseries_header() {
 void Recorder::on_outcome(const RequestState& r) {
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
   ++summary_.outcomes[outcome_index(r.outcome)];
+  last_outcome_ = std::max(last_outcome_, r.finished_at);
   summary_.tokens_dropped += r.tokens_dropped;
   const bool served = r.outcome == Outcome::kCompleted || r.outcome == Outcome::kCompletedTruncated;
   std::string ttft = "", tpot = "", e2e = "";
@@ -73,19 +74,18 @@ void Recorder::on_outcome(const RequestState& r) {
   request_file_->append(line_);
 }
 
-void Recorder::on_memory(const MemorySnapshot& s) {
+void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
   const auto cats = s.categories();
   for (int c = 0; c < kMemCategoryCount; ++c) {
     summary_.peak_memory_bytes[c] = std::max(summary_.peak_memory_bytes[c], cats[c]);
   }
   summary_.peak_driver_used_bytes =
       std::max(summary_.peak_driver_used_bytes, s.capacity_bytes - s.driver_free_bytes);
+  kv_.hold(t, KvSample::from(s));
 }
 
 void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                          int64_t running) {
-  on_memory(s);
-  kv_.hold(t, KvSample::from(s));
   if (!timeseries_file_) return;
   std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
   for (int64_t b : s.categories()) row += fmt::format(",{}", b);
@@ -104,8 +104,9 @@ PolicySummary Recorder::finish(SimTime end) {
   const int64_t served = s.outcomes[outcome_index(Outcome::kCompleted)] +
                          s.outcomes[outcome_index(Outcome::kCompletedTruncated)];
   s.availability = s.requests_total ? static_cast<double>(served) / static_cast<double>(s.requests_total) : 1.0;
-  s.duration_s = sim_to_seconds(end);
-  s.goodput_tokens_per_s = end > 0 ? static_cast<double>(s.output_tokens_served) / s.duration_s : 0;
+  const SimTime span = s.requests_total > 0 ? std::max<SimTime>(0, last_outcome_ - first_arrival_) : 0;
+  s.duration_s = sim_to_seconds(span);
+  s.goodput_tokens_per_s = span > 0 ? static_cast<double>(s.output_tokens_served) / s.duration_s : 0;
   s.ttft = latency_stats(ttft_);
   s.tpot = latency_stats(tpot_);
   s.e2e = latency_stats(e2e_);

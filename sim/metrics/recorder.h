@@ -32,7 +32,7 @@ struct PolicySummary {
   int64_t iterations = 0;             // forward passes (benchmarks' rate; not in the result files)
   int64_t tokens_dropped = 0;
   int64_t output_tokens_served = 0;
-  double duration_s = 0;
+  double duration_s = 0;              // first arrival to last outcome (0 with no request)
   double goodput_tokens_per_s = 0;    // output tokens of completed requests / duration
   LatencyStats ttft, tpot, e2e;       // seconds, completed requests only
   std::array<int64_t, kMemCategoryCount> peak_memory_bytes{};
@@ -52,18 +52,23 @@ class Recorder {
     timeseries_file_ = timeseries;
   }
 
-  void on_arrival() { ++summary_.requests_total; }
+  void on_arrival(SimTime t) {
+    if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
+  }
   void on_outcome(const RequestState& r);
   void on_oom() { ++summary_.oom_events; }
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
   void on_iteration() { ++summary_.iterations; }
-  // Peaks: call after every change of memory state that matters (allocations, iterations).
-  void on_memory(const MemorySnapshot& s);
-  // A periodic sample: a timeseries row and a point of the time-weighted waste integral.
+  // The memory state from `t` on: peaks and a point of the time-weighted waste integral. Call
+  // after every change of memory state (iteration start and end, OOM, restart), so no summary
+  // figure depends on when the timeseries is sampled.
+  void on_state(SimTime t, const MemorySnapshot& s);
+  // A periodic sample: a timeseries row (and nothing else).
   void on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                  int64_t running);
 
+  // `end`: when the run's last event happened (closes the waste integral).
   PolicySummary finish(SimTime end);
 
   static std::string request_header();
@@ -74,6 +79,8 @@ class Recorder {
   PolicySummary summary_;
   std::vector<double> ttft_, tpot_, e2e_;
   KvWasteAccumulator kv_;
+  SimTime first_arrival_ = 0;
+  SimTime last_outcome_ = 0;
   AtomicFile* request_file_ = nullptr;
   AtomicFile* timeseries_file_ = nullptr;
   std::string line_;  // one streamed row (reused)

@@ -35,11 +35,22 @@ GuardContext AdmissionQueue::guard_context(const MemorySnapshot& snap) const {
 }
 
 bool AdmissionQueue::arrive(RequestState& r) {
+  r.queued_at = events_.now();
   if (!queue_.empty()) {  // first come, first served: no overtaking the queue
     queue_.push_back(r.spec.id);
+    if (const SimTime t = queue_behind_timeout(); t >= 0) schedule_timeout(r, t);
     return false;
   }
   return try_admit(r);
+}
+
+SimTime AdmissionQueue::queue_behind_timeout() const {
+  SimTime best = -1;
+  for (const auto& g : guards_) {
+    const std::optional<SimTime> t = g->queue_timeout();
+    if (t && *t >= 0 && (best < 0 || *t < best)) best = *t;
+  }
+  return best;
 }
 
 bool AdmissionQueue::try_admit(RequestState& r) {
@@ -65,8 +76,9 @@ bool AdmissionQueue::try_admit(RequestState& r) {
             std::find(queue_.begin(), queue_.end(), id) == queue_.end()) {
           r.phase = Phase::kGuardQueue;
           queue_.push_back(id);
-          if (d.timeout >= 0) schedule_timeout(r, d.timeout);
         }
+        // Queued on arrival, or behind others with no timeout: this guard's timeout applies.
+        if (d.timeout >= 0 && !r.guard_timeout) schedule_timeout(r, d.timeout);
         return false;
       }
       hooks_.finish(id, d.action == A::kReject ? Outcome::kRejected : Outcome::kRejectedTooLong);
@@ -82,7 +94,8 @@ bool AdmissionQueue::try_admit(RequestState& r) {
 
 void AdmissionQueue::schedule_timeout(RequestState& r, SimTime timeout) {
   const int64_t id = r.spec.id;
-  r.guard_timeout = events_.schedule(timeout, [this, id] {
+  const SimTime at = std::max(events_.now(), r.queued_at + timeout);
+  r.guard_timeout = events_.schedule_at(at, [this, id] {
     auto it = requests_.find(id);
     if (it == requests_.end() || it->second.phase != Phase::kGuardQueue) return;
     it->second.guard_timeout.reset();

@@ -4,8 +4,10 @@
 // rejects, or whose timeout fires, ends through Hooks::finish. First come, first served: the head
 // of the queue blocks the ones behind it.
 //
-// Known behaviour kept as it is (its fix comes with its own golden change): a request that
-// arrives while the queue is non-empty is appended without a guard check and without a timeout.
+// A request that arrives while the queue is non-empty queues behind it (no overtaking, as vLLM's
+// FCFS waiting queue) and is checked by the guards only when it reaches the head; its timeout runs
+// from its arrival, with the shortest timeout among the policy's queueing guards
+// (Guard::queue_timeout). Every queued request thus has its own timeout.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +55,11 @@ class AdmissionQueue {
   GuardContext guard_context(const MemorySnapshot& snap) const;
   // Applies the guards to one request; false if it stays queued (or was rejected).
   bool try_admit(RequestState& r);
+  // Starts r's timeout: it ends `timeout` after r entered the queue (at once if that is past).
   void schedule_timeout(RequestState& r, SimTime timeout);
+  // The timeout of a request queued behind others: the shortest finite one of the guards that
+  // queue (-1 when all of them wait forever, or none queues).
+  SimTime queue_behind_timeout() const;
 
   EventQueue& events_;
   GpuMemoryPool& pool_;

@@ -57,10 +57,11 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
+  recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
 void Replica::arrive(const RequestSpec& spec) {
-  recorder_.on_arrival();
+  recorder_.on_arrival(events_.now());
   RequestState& r = requests_[spec.id];
   r.spec = spec;
   r.prompt_tokens = spec.prompt_tokens;
@@ -76,8 +77,12 @@ void Replica::run_admission() {
 }
 
 void Replica::kick() {
-  if (busy_ || down_) return;
-  start_iteration();
+  if (busy_ || down_ || kick_pending_) return;
+  kick_pending_ = true;
+  events_.schedule_late(0, [this] {
+    kick_pending_ = false;
+    if (!busy_ && !down_) start_iteration();
+  });
 }
 
 bool Replica::plan() {
@@ -137,7 +142,7 @@ void Replica::start_iteration() {
     // The checks compare the store's per-request figures with its totals: settle first.
     for (RequestState* r : queues_.running()) ledger_.settle(*r);
   }
-  recorder_.on_memory(pool_.snapshot());
+  recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
   const double seconds = latency_.iteration(shape).seconds + it.extra_seconds;
   busy_ = true;
@@ -171,6 +176,7 @@ void Replica::end_iteration() {
   for (int64_t id : done) {
     finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
   }
+  recorder_.on_state(now, pool_.snapshot());
   kick();
 }
 
@@ -180,6 +186,7 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   engine_log()->info("t={} OOM on req={}: {}", events_.now(), culprit, why.message());
   if (config_.on_oom == EngineConfig::OnOom::kAbortRequest) {
     if (requests_.count(culprit)) finish_request(culprit, Outcome::kLostOom);
+    recorder_.on_state(events_.now(), pool_.snapshot());
     events_.schedule(0, [this] { kick(); });
     return;
   }
@@ -193,11 +200,13 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   down_ = true;
   busy_ = false;
   recorder_.on_restart();
+  recorder_.on_state(events_.now(), pool_.snapshot());
   events_.schedule(config_.restart, [this] { restart_done(); });
 }
 
 void Replica::restart_done() {
   down_ = false;
+  recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
   kick();
 }

@@ -56,7 +56,9 @@ class Replica {
   const BatchLimits& limits() const { return limits_; }
 
  private:
-  void kick();  // starts an iteration if none is running and there is work
+  // Asks for an iteration: one starts, if none is running and there is work, after every event
+  // due now (a late event), so the plan made at t sees every arrival and completion at t.
+  void kick();
   void start_iteration();
   // Plans into planning_, breaking waits in which requests hold memory but none can run. False
   // when nothing is to run (idle, or an OOM ended the plan).
@@ -95,6 +97,7 @@ class Replica {
   std::vector<BatchChunk> chunk_scratch_;
   bool busy_ = false;
   bool down_ = false;
+  bool kick_pending_ = false;  // a late kick is scheduled
 };
 
 }  // namespace kvsim

@@ -33,6 +33,7 @@ struct RequestState {
   int preemptions = 0;
   SimTime first_token_at = -1;
   SimTime finished_at = -1;
+  SimTime queued_at = -1;                // when it reached the guard queue (its arrival)
   std::optional<EventId> guard_timeout;  // the pending guard-queue timeout, if any
   // The engine's view of the request's deferral window while decoding (DeferredGrowth, through
   // KvLedger): open while kv_tokens > 0; zeroed when the window is settled (before any other

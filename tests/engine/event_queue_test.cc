@@ -1,6 +1,7 @@
 // The event core: ordering, tie-breaking, cancellation, limits.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 
 #include "core/errors.h"
@@ -19,6 +20,36 @@ TEST_CASE("events pop by time, equal times in schedule order", "[engine]") {
   CHECK(log == "abdc");
   CHECK(q.now() == 20);
   CHECK(q.events_processed() == 5);
+}
+
+TEST_CASE("late events run after every normal event at their time", "[engine]") {
+  EventQueue q;
+  std::string log;
+  q.schedule_at(10, [&] {
+    log += "a";
+    q.schedule_late(0, [&] { log += "L"; });
+    q.schedule(0, [&] { log += "c"; });  // normal, scheduled after the late one: still first
+  });
+  q.schedule_at(10, [&] { log += "b"; });
+  q.schedule_at(11, [&] { log += "e"; });
+  q.run();
+  CHECK(log == "abcLe");
+}
+
+TEST_CASE("background events never keep the queue alive nor move its end", "[engine]") {
+  EventQueue q;
+  int samples = 0;
+  std::function<void()> sampler = [&] {
+    ++samples;
+    q.schedule_background(3, sampler);
+  };
+  q.schedule_background(0, sampler);
+  q.schedule_at(7, [] {});
+  CHECK(!q.empty());
+  q.run();
+  CHECK(samples == 3);  // at 0, 3 and 6; the one at 9 stays pending
+  CHECK(q.now() == 7);
+  CHECK(q.empty());
 }
 
 TEST_CASE("cancelled events never run; stale ids cancel nothing", "[engine]") {
