@@ -17,6 +17,12 @@
 #include "validate/grid.h"
 #include "validate/kernel_case.h"
 
+#ifdef KVSIM_HAVE_CUDA
+namespace kvsim::kernels::cuda {
+struct DeviceInfo;
+}  // namespace kvsim::kernels::cuda
+#endif
+
 namespace kvsim::validate {
 
 // A case that cannot run on this backend (e.g. its workspace does not fit); measure records the
@@ -81,5 +87,11 @@ kernels::CheckReport check_case(Backend& backend, const KernelCase& c, uint64_t 
 
 // Median, and the p-th percentile (0..100, linear interpolation) of samples. Requires: non-empty.
 double percentile(std::vector<double> samples, double p);
+
+#ifdef KVSIM_HAVE_CUDA
+// A CUDA device's identity and peaks as JSON (cuda_backend.cc): the CUDA backend's device record
+// in manifests, and `kvsim-validate device`.
+nlohmann::ordered_json device_info_json(const kernels::cuda::DeviceInfo& info);
+#endif
 
 }  // namespace kvsim::validate

@@ -14,6 +14,21 @@
 
 namespace kvsim::validate {
 
+nlohmann::ordered_json device_info_json(const kernels::cuda::DeviceInfo& info) {
+  nlohmann::ordered_json j;
+  j["name"] = info.name;
+  j["compute_capability"] = fmt::format("{}.{}", info.cc_major, info.cc_minor);
+  j["sm_count"] = info.sm_count;
+  j["sm_clock_mhz"] = info.sm_clock_khz / 1000.0;
+  j["mem_clock_mhz"] = info.mem_clock_khz / 1000.0;
+  j["mem_bus_bits"] = info.mem_bus_bits;
+  j["total_bytes"] = info.total_bytes;
+  j["l2_bytes"] = info.l2_bytes;
+  j["driver_version"] = info.driver_version;
+  j["runtime_version"] = info.runtime_version;
+  return j;
+}
+
 namespace {
 
 namespace cu = kernels::cuda;
@@ -28,16 +43,7 @@ class CudaBackend : public Backend {
   nlohmann::ordered_json device_json() const override {
     nlohmann::ordered_json j;
     j["backend"] = "cuda";
-    j["name"] = info_.name;
-    j["compute_capability"] = fmt::format("{}.{}", info_.cc_major, info_.cc_minor);
-    j["sm_count"] = info_.sm_count;
-    j["sm_clock_mhz"] = info_.sm_clock_khz / 1000.0;
-    j["mem_clock_mhz"] = info_.mem_clock_khz / 1000.0;
-    j["mem_bus_bits"] = info_.mem_bus_bits;
-    j["total_bytes"] = info_.total_bytes;
-    j["l2_bytes"] = info_.l2_bytes;
-    j["driver_version"] = info_.driver_version;
-    j["runtime_version"] = info_.runtime_version;
+    j.update(device_info_json(info_));
     return j;
   }
 

@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/data_path.h"
+#include "validate/backend.h"
 #include "validate/commands.h"
 #ifdef KVSIM_HAVE_CUDA
 #include "kernels/cuda_api.h"
@@ -25,16 +26,7 @@ int run_device_query(const DeviceQueryOptions& o) {
   if (!info.available) {
     j["why_not"] = info.why_not;
   } else {
-    j["name"] = info.name;
-    j["compute_capability"] = fmt::format("{}.{}", info.cc_major, info.cc_minor);
-    j["sm_count"] = info.sm_count;
-    j["total_bytes"] = info.total_bytes;
-    j["l2_bytes"] = info.l2_bytes;
-    j["sm_clock_mhz"] = info.sm_clock_khz / 1000.0;
-    j["mem_clock_mhz"] = info.mem_clock_khz / 1000.0;
-    j["mem_bus_bits"] = info.mem_bus_bits;
-    j["driver_version"] = info.driver_version;
-    j["runtime_version"] = info.runtime_version;
+    j.update(device_info_json(info));
   }
   j["cublas"] = cu::cublas_version();
 #else

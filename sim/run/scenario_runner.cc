@@ -12,6 +12,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
+#include "core/fnv1a.h"
 #include "core/check.h"
 #include "core/data_path.h"
 #include "sim/engine/event_queue.h"
@@ -27,15 +28,6 @@ namespace {
 
 // How long a closed-loop client waits after an instant failure before sending again.
 constexpr SimTime kClientRetryBackoff = kNsPerSecond;
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // A policy's engine: the scenario's `engine:` with the policy's own `engine:` keys on top.
 // Both are read through the merged map only (peek), so it, not the originals, gets its keys
@@ -171,7 +163,13 @@ std::string emit(const YAML::Node& tree) {
   return emitter.c_str();
 }
 
-std::string hash_text(const std::string& text) { return fmt::format("{:016x}", fnv1a(text)); }
+// scenario_hash has always started from 1469598103934665603, a digit short of FNV's standard
+// offset basis. Kept, so every scenario_hash already written (manifests, sweep folders that
+// resume by it, figure captions) stays valid.
+constexpr uint64_t kScenarioHashBasis = 1469598103934665603ull;
+std::string hash_text(const std::string& text) {
+  return fmt::format("{:016x}", fnv1a64(text, kScenarioHashBasis));
+}
 
 }  // namespace
 

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/fnv1a.h"
 #include "tests/cli/run_cli.h"
 
 using kvsim::test::make_temp_dir;
@@ -43,21 +44,12 @@ bool updating() {
   return v != nullptr && std::string(v) == "1";
 }
 
-uint64_t fnv1a64(const std::string& bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 json digest(const fs::path& file) {
   const std::string text = read_text(file.string());
   int64_t rows = 0;
   for (char c : text) rows += c == '\n';
   return {{"lines", rows}, {"bytes", static_cast<int64_t>(text.size())},
-          {"fnv1a64", fmt::format("{:016x}", fnv1a64(text))}};
+          {"fnv1a64", fmt::format("{:016x}", kvsim::fnv1a64(text))}};
 }
 
 // Every difference between `want` and `got`, one line each, with its JSON path.
