@@ -79,3 +79,19 @@ TEST_CASE("limits stop runaway runs with a clear message", "[engine]") {
   t.schedule(0, tick);
   CHECK_THROWS_WITH(t.run(), Catch::Matchers::Contains("--max-sim-time"));
 }
+
+// advance_to is the clock move of a closed-form fast-forward (no user yet; kept for it, so
+// tested): it may move the clock up to the next event, never past it or back.
+TEST_CASE("advance_to moves the clock up to the next event, never past it or back", "[engine]") {
+  EventQueue q;
+  SimTime ran_at = -1;
+  q.schedule_at(100, [&] { ran_at = q.now(); });
+  q.advance_to(40);
+  CHECK(q.now() == 40);
+  q.advance_to(100);  // up to the next event's time is allowed
+  CHECK(q.now() == 100);
+  CHECK_THROWS_AS(q.advance_to(101), InvariantError);  // would skip the pending event
+  CHECK_THROWS_AS(q.advance_to(99), InvariantError);   // time never goes back
+  q.run();
+  CHECK(ran_at == 100);
+}
