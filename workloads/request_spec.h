@@ -19,6 +19,9 @@ struct RequestSpec {
   std::vector<uint64_t> prefix_hashes;
   int64_t hash_block_tokens = 0;
   int client = -1;  // closed-loop client that sent it, -1 for open-loop traffic
+  // Scheduling priority: lower values are served first, as in vLLM's `priority` scheduling
+  // policy. 0 unless the trace or workload gives one.
+  int64_t priority = 0;
 };
 
 // A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request
