@@ -41,6 +41,19 @@ int64_t ModelSpec::weights_bytes() const {
   return weights_bytes_override.value_or(param_count() * dtype_bytes(weight_dtype));
 }
 
+std::vector<std::string> ModelSpec::unmodelled_features() const {
+  std::vector<std::string> out;
+  if (sliding_window) {
+    // Without the window, every layer keeps and reads the whole context: KV use and decode
+    // attention time are upper bounds once sequences pass the window.
+    out.push_back(fmt::format(
+        "sliding-window attention ({} tokens) is not modelled: KV is held and read for the "
+        "whole context, so KV figures past {} tokens are upper bounds",
+        *sliding_window, *sliding_window));
+  }
+  return out;
+}
+
 std::string ModelSpec::attention_kind() const {
   if (kv_heads == heads) return "MHA";
   if (kv_heads == 1) return "MQA";

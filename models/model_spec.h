@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/dtype.h"
 
@@ -40,6 +41,9 @@ struct ModelSpec {
   int64_t active_param_count() const;
   // Weight bytes held on the GPU: the override if given, else params x bytes(weight_dtype).
   int64_t weights_bytes() const;
+  // Features of the model that kvsim does not model, one phrase each saying what that means for
+  // the figures (`kvsim check` prints them as lints). Empty when every feature is modelled.
+  std::vector<std::string> unmodelled_features() const;
   // "MHA", "GQA" or "MQA".
   std::string attention_kind() const;
 };

@@ -26,6 +26,8 @@ enum class KvCapability : uint32_t {
                                 //   inside held space without a store call per token
   kCachingAllocator = 1u << 2,  // the caching_allocator() view: allocates through torch's
                                 //   caching allocator
+  kPreallocatedPool = 1u << 3,  // KvStore::preallocated(): the KV space is taken up front, so
+                                //   the driver's free memory never sees KV use
 };
 
 // A set of KvCapability.
@@ -57,7 +59,8 @@ constexpr KvCapabilities operator|(KvCapability a, KvCapability b) {
 
 // Every capability, for loops and listings.
 inline constexpr KvCapability kAllKvCapabilities[] = {
-    KvCapability::kPaged, KvCapability::kDeferredGrowth, KvCapability::kCachingAllocator};
+    KvCapability::kPaged, KvCapability::kDeferredGrowth, KvCapability::kCachingAllocator,
+    KvCapability::kPreallocatedPool};
 
 // "paged", "deferred growth", "caching allocator".
 constexpr std::string_view kv_capability_name(KvCapability c) {
@@ -65,6 +68,7 @@ constexpr std::string_view kv_capability_name(KvCapability c) {
     case KvCapability::kPaged: return "paged";
     case KvCapability::kDeferredGrowth: return "deferred growth";
     case KvCapability::kCachingAllocator: return "caching allocator";
+    case KvCapability::kPreallocatedPool: return "preallocated pool";
   }
   return "?";
 }
@@ -123,6 +127,7 @@ inline KvCapabilities capabilities_of(KvStore& store) {
   if (store.paged() != nullptr) caps = caps | KvCapability::kPaged;
   if (store.deferred_growth() != nullptr) caps = caps | KvCapability::kDeferredGrowth;
   if (store.caching_allocator() != nullptr) caps = caps | KvCapability::kCachingAllocator;
+  if (store.preallocated()) caps = caps | KvCapability::kPreallocatedPool;
   return caps;
 }
 

@@ -109,10 +109,11 @@ std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& m
 void register_kv_stores(KvStoreRegistry& r) {
   r.add({"paged", "vLLM's block pool: fixed-size blocks, allocated on demand",
          {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching"},
-         {KvCapability::kPaged | KvCapability::kDeferredGrowth, make_paged}});
+         {KvCapability::kPaged | KvCapability::kDeferredGrowth | KvCapability::kPreallocatedPool,
+          make_paged}});
   r.add({"contiguous", "one contiguous region per request in a preallocated arena (Orca-style)",
          {"reserve", "fit", "max_len", "gpu_memory_utilization"},
-         {{}, make_contiguous}});
+         {KvCapability::kPreallocatedPool, make_contiguous}});
   r.add({"caching_allocator", "KV tensors through PyTorch's caching allocator (HF-style)",
          {"growth", "chunk_tokens", "max_split_size_mb"},
          {KvCapability::kCachingAllocator, make_caching}});

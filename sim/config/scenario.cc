@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include "models/catalog.h"
+#include "models/memory/kv_store_registry.h"
+#include "workloads/traces/trace_formats.h"
+#include "workloads/traces/trace_reader.h"
 #include "core/errors.h"
 #include "core/units.h"
 
@@ -77,6 +80,42 @@ int64_t max_tokens(const YAML::Node& spec) {
   return best;
 }
 
+// A policy's `engine.kv`: its own `engine:` override replaces the scenario's whole `kv:` (a
+// shallow merge, as the engine reads it); absent in both, the default store (paged).
+YAML::Node policy_kv(const YAML::Node& root, const YAML::Node& policy) {
+  const YAML::Node own = lookup(lookup(policy, "engine"), "kv");
+  return own.IsDefined() ? own : lookup(lookup(root, "engine"), "kv");
+}
+
+std::string kv_type(const YAML::Node& kv) {
+  const YAML::Node type = lookup(kv, "type");
+  return type.IsScalar() ? type.Scalar() : std::string("paged");
+}
+
+// Whether the workload's requests carry prefix-block hashes: only traces whose format has them
+// (named, or recognised from the first line as a run does). The run already checked the trace.
+bool workload_has_prefix_hashes(const YAML::Node& root, const std::string& source) {
+  const YAML::Node trace = lookup(lookup(root, "workload"), "trace");
+  if (!trace.IsDefined()) return false;  // generated traffic: no hashes
+  std::string format = "auto";
+  if (const YAML::Node f = lookup(trace, "format"); f.IsScalar()) format = f.Scalar();
+  if (format == "auto") {
+    const YAML::Node path = lookup(trace, "path");
+    if (!path.IsScalar()) return false;
+    std::filesystem::path p(path.Scalar());
+    if (p.is_relative()) p = std::filesystem::path(source).parent_path() / p;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec)) return false;  // the run reports it
+    try {
+      format = detect_trace_format(p.string());
+    } catch (const std::exception&) {
+      return false;  // unreadable: the run reports it
+    }
+  }
+  const auto* entry = trace_format_registry().find(format);
+  return entry != nullptr && entry->make.prefix_hashes;
+}
+
 }  // namespace
 
 std::vector<std::string> lint_scenario(const Scenario& s) {
@@ -105,11 +144,42 @@ std::vector<std::string> lint_scenario(const Scenario& s) {
         static_cast<double>(s.model.param_count()) / 1e9, longest, s.model.kv_bytes_per_token()));
   }
 
+  for (const std::string& feature : s.model.unmodelled_features()) {
+    out.push_back(fmt::format("{}: model '{}': {}", where(src, lookup(root, "model")),
+                              s.model.name, feature));
+  }
+
+  const bool has_hashes = workload_has_prefix_hashes(root, src);
   const YAML::Node policies = lookup(root, "policies");
   if (policies.IsSequence()) {
     for (size_t p = 0; p < policies.size(); ++p) {
+      const YAML::Node kv = policy_kv(root, policies[p]);
+      const YAML::Node prefix = lookup(kv, "enable_prefix_caching");
+      bool caching = false;
+      if (prefix.IsDefined() && YAML::convert<bool>::decode(prefix, caching) && caching &&
+          !has_hashes) {
+        out.push_back(fmt::format(
+            "{}: policies[{}]: prefix caching is on but the workload carries no prefix hashes "
+            "(only traces with prefix-block hashes do, e.g. format mooncake): no request can hit "
+            "the cache",
+            where(src, prefix), p));
+      }
+      const auto* store = kv_store_registry().find(kv_type(kv));
+      const bool preallocated =
+          store != nullptr && store->make.provides.has(KvCapability::kPreallocatedPool);
       const YAML::Node guards = lookup(policies[p], "guards");
       if (!guards.IsSequence()) continue;
+      for (size_t g = 0; g < guards.size(); ++g) {
+        const YAML::Node type = lookup(guards[g], "type");
+        if (!preallocated || !type.IsScalar() || type.Scalar() != "kv_guard") continue;
+        // The guard compares its estimate with the driver's free memory, which a preallocated KV
+        // pool has already taken: it sees only what lies outside the pool.
+        out.push_back(fmt::format(
+            "{}: policies[{}].guards[{}]: kv_guard on the {} store, which preallocates its KV "
+            "pool: the free memory it checks lies outside the pool, so it admits only prompts "
+            "that fit there, however empty the pool is",
+            where(src, guards[g]), p, g, kv_type(kv)));
+      }
       for (size_t g = 0; g < guards.size(); ++g) {
         const YAML::Node guard = guards[g];
         const YAML::Node type = lookup(guard, "type");

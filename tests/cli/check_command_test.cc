@@ -71,11 +71,27 @@ TEST_CASE("kvsim check prints seed B's and seed A's lints as warnings", "[cli]")
   CHECK_THAT(r.err, Contains("lints.yaml:6:33: engine.kv.block_size 24 is not a multiple of 16"));
   CHECK_THAT(r.err, Contains("MHA model 'seed-7b-mha'"));
   CHECK_THAT(r.err, Contains("32768-token prompts"));
-  CHECK_THAT(r.out, Contains("2 warnings"));
+  // Generated traffic carries no prefix hashes: the cache can never hit.
+  CHECK_THAT(r.err, Contains("lints.yaml:6:60: policies[0]: prefix caching is on but the workload "
+                             "carries no prefix hashes"));
+  // A paged pool is taken up front, so the kv_guard's free memory lies outside it.
+  CHECK_THAT(r.err, Contains("lints.yaml:14:14: policies[0].guards[0]: kv_guard on the paged store, "
+                             "which preallocates its KV pool"));
+  CHECK_THAT(r.out, Contains("4 warnings"));
   auto l3 = run_cli(std::string("check '") + KVSIM_TEST_DATA + "/scenarios/lints-llama3.yaml'");
   REQUIRE(l3.exit_code == 0);
   CHECK_THAT(l3.err, Contains("kv_guard assumes 32 layers x 32 KV heads x head dim 128 but model "
                               "'llama-3-8b' has 32 x 8 x 128: its estimate is off by 4.00x"));
+}
+
+TEST_CASE("kvsim check lints a model feature kvsim does not model, and only that", "[cli]") {
+  // Mistral-7B's 4,096-token sliding window. The same file's prefix caching on a Mooncake trace
+  // (hashes) and kv_guard on the caching allocator (no pool) are sound: exactly one warning.
+  auto r = run_cli(std::string("check '") + KVSIM_TEST_DATA + "/scenarios/lints-mistral.yaml'");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("lints-mistral.yaml:5:8: model 'mistral-7b': sliding-window attention "
+                             "(4096 tokens) is not modelled"));
+  CHECK_THAT(r.out, Contains("1 warning)"));
 }
 
 TEST_CASE("the shipped scenarios all pass kvsim check", "[cli][scenarios]") {

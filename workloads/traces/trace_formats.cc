@@ -80,6 +80,7 @@ void register_trace_formats(TraceFormatRegistry& r) {
         "{\"timestamp\": 500, \"input_length\": 100, \"output_length\": 20, \"hash_ids\": [1]}\n";
     f.bad_row = "{\"timestamp\": 900, \"input_length\": \"many\", \"output_length\": 5}\n";
     f.recognises = is_json_record;
+    f.prefix_hashes = true;
     f.open = make_mooncake_parser;
     r.add({"mooncake", "Mooncake's JSONL traces (ms timestamps, prefix-block hash_ids)",
            {"timestamp", "input_length", "output_length", "hash_ids"}, std::move(f)});

@@ -20,6 +20,7 @@ struct TraceFormatFactory {
   std::string header;   // what it recognises, as messages show it ("arrival_s,prompt_tokens,...")
   std::string sample;   // a small valid file of this format (two or more rows)
   std::string bad_row;  // a malformed row: sample + bad_row fails on the row's line
+  bool prefix_hashes = false;  // its rows carry prefix-block hashes (what prefix caching matches)
   // Whether `first_line` (trimmed, never blank) is this format's header or first record.
   std::function<bool(std::string_view first_line)> recognises;
   // The parser over `lines`, whose line 1 (`first_line`) was already read.
