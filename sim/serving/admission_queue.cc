@@ -25,13 +25,19 @@ AdmissionQueue::AdmissionQueue(EventQueue& events, GpuMemoryPool& pool,
       hooks_(std::move(hooks)) {}
 
 GuardContext AdmissionQueue::guard_context(const MemorySnapshot& snap) const {
-  const KvUsage u = pool_.kv().usage();
+  // What KV can ever use, a fixed figure: a preallocated pool's size; through the caching
+  // allocator, what torch may allocate less the activation peak the profile run found (an
+  // iteration needs it beside the KV). Not the allocator's current segments, which grow and
+  // shrink with use (a reserve guard read against them refused requests that fit).
+  const KvBudget& b = pool_.budget();
+  const int64_t budget = pool_.kv().preallocated()
+                             ? pool_.kv().usage().capacity_bytes
+                             : b.device_bytes_for_torch() - b.activation_peak_bytes;
   return GuardContext{.now = events_.now(),
                       .memory = snap,
                       .kv = pool_.kv(),
                       .inflight = hooks_.inflight(),
-                      .kv_budget_bytes = u.capacity_bytes > 0 ? u.capacity_bytes
-                                                              : pool_.budget().device_bytes_for_torch()};
+                      .kv_budget_bytes = budget};
 }
 
 bool AdmissionQueue::arrive(RequestState& r) {

@@ -102,3 +102,29 @@ TEST_CASE("a watermark guard on a store without blocks is a config error at its 
   }
   CHECK_NOTHROW(run_yaml(scenario("[{type: watermark}]", 128, 1, "{type: paged}")));
 }
+
+TEST_CASE("reserve on the caching allocator budgets what torch may ever hold, not its segments now",
+          "[guards]") {
+  // A 1,024-token request arrives at 1 ms and holds (1024 + 4) x 0.5 MiB = 514 MiB of KV segments;
+  // a 8,192-token one arrives at 2 ms and needs (8192 + 4) x 0.5 MiB = 4,098 MiB worst case.
+  // The budget is the A100-80GB's memory less context, 16 GB of weights, 0.5 GiB of workspace
+  // and the profiled activation peak: tens of GB, so both fit at once and both complete. Read
+  // against the allocator's segments of the moment (514 MiB plus its cache), the second looked
+  // larger than the server and was refused as too long.
+  const std::string yaml = R"(
+name: reserve-budget
+model: seed-7b-mha
+gpu: a100-sxm4-80gb
+engine: {kv: {type: caching_allocator, growth: preallocate}}
+workload:
+  arrivals: {type: fixed, rate: 1000}
+  max_requests: 1
+  prompt_tokens: 1024
+  output_tokens: 4
+  bursts: [{at_s: 0.002, count: 1, prompt_tokens: 8192, output_tokens: 4}]
+policies: [{name: p, guards: [{type: reserve}]}]
+)";
+  auto p = run_yaml(yaml).policies[0];
+  CHECK(count(p, Outcome::kRejectedTooLong) == 0);
+  CHECK(count(p, Outcome::kCompleted) == 2);
+}
