@@ -1,6 +1,7 @@
 // `kvsim run [SCENARIO.yaml]`: the main job. Replays the scenario's traffic under each of its
 // policies, prints the comparison, and writes the result folder. Without a file it runs the
-// embedded default, seed-a-guard.
+// embedded default, mixed-chat-docs (mixed short and long requests); seed A's story is
+// scenarios/seed-a-guard.yaml.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -40,7 +41,7 @@ Scenario load_with_sets(const std::string& file, const std::vector<std::string>&
 
 void run(RunArgs& a) {
   const std::string file =
-      a.scenario.empty() ? data_file("scenarios/seed-a-guard.yaml").string() : a.scenario;
+      a.scenario.empty() ? data_file("scenarios/mixed-chat-docs.yaml").string() : a.scenario;
   const Scenario s = load_with_sets(file, a.sets);
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
   const RunResult r = run_scenario(s, a.options);
@@ -63,7 +64,7 @@ void run(RunArgs& a) {
 
 void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
-  auto* cmd = app.add_subcommand("run", "run a scenario (default: the embedded seed-a-guard scenario)");
+  auto* cmd = app.add_subcommand("run", "run a scenario (default: the embedded mixed-chat-docs scenario)");
   cmd->add_option("scenario", a->scenario, "scenario YAML file");
   cmd->add_option("-o,--out", a->out_dir, "result folder (default: out/<scenario name>)");
   cmd->add_flag("--no-output", a->no_output, "print the comparison only, write no files");

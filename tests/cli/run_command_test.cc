@@ -13,23 +13,33 @@ using kvsim::test::run_cli;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-TEST_CASE("kvsim run with no arguments runs seed A's scenario", "[cli][e2e]") {
+TEST_CASE("kvsim run with no arguments shows OOM, truncation, rejection and a policy with none",
+          "[cli][e2e]") {
+  // The embedded default (scenarios/mixed-chat-docs.yaml): the story the product card names.
   const std::string dir = make_temp_dir("kvsim-run");
   auto r = run_cli("run -o '" + dir + "/out'");
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("no-guard"));
+  CHECK_THAT(r.out, Contains("mixed-chat-docs"));
   auto j = nlohmann::json::parse(read_text(dir + "/out/summary.json"));
   const auto& pols = j["policies"];
-  REQUIRE(pols.size() >= 4);
+  REQUIRE(pols.size() == 5);
   const auto& none = pols[0];
-  CHECK(none["name"] == "no-guard");
+  CHECK(none["name"] == "no-guard");  // OOM: crashes lose requests
   CHECK(none["oom_events"].get<int>() > 0);
   CHECK(none["outcomes"]["lost_oom"].get<int>() > 0);
-  const auto& reserve = pols[pols.size() - 1];
-  CHECK(reserve["name"] == "reserve");
-  CHECK(reserve["oom_events"] == 0);
-  CHECK(reserve["outcomes"]["lost_oom"] == 0);
-  CHECK(reserve["outcomes"]["completed"].get<int>() > 0);
+  const auto& truncate = pols[1];  // truncation, with tokens dropped
+  CHECK(truncate["name"] == "guard-truncate");
+  CHECK(truncate["outcomes"]["completed_truncated"].get<int>() > 0);
+  CHECK(truncate["tokens_dropped"].get<int64_t>() > 0);
+  const auto& reject = pols[2];  // rejection, and no crash
+  CHECK(reject["name"] == "guard-reject");
+  CHECK(reject["outcomes"]["rejected"].get<int>() > 0);
+  CHECK(reject["oom_events"] == 0);
+  const auto& paged = pols[4];  // none of the three, every request served, at a latency cost
+  CHECK(paged["name"] == "vllm-paged");
+  CHECK(paged["outcomes"]["completed"] == paged["requests_total"]);
+  CHECK(paged["oom_events"] == 0);
+  CHECK(paged["e2e_s"]["p99"].get<double>() > reject["e2e_s"]["p99"].get<double>());
   for (const auto& p : pols) {
     int64_t total = 0;
     for (const auto& [k, v] : p["outcomes"].items()) total += v.get<int64_t>();
