@@ -49,6 +49,39 @@ def table_html(path, max_rows=200):
             f'{"".join(body)}</tbody></table></div>{more}')
 
 
+def pct(v):
+    return "" if v is None else f"{100 * v:.1f}%"
+
+
+def slo_text(slo):
+    if not slo:
+        return "none"
+    bounds = [f"{k} <= {v:g}" for k, v in slo.items() if v is not None]
+    return ", ".join(bounds) or "no bound"
+
+
+def policies_html(summary):
+    """Per policy: the KV pool's occupancy and the SLO figures of summary.json (docs/metrics.md).
+    A run without `slo:` shows "none" and empty SLO cells."""
+    head = ["policy", "availability", "KV pool peak", "KV pool mean", "SLO",
+            "SLO attainment", "SLO goodput (req/s)", "SLO goodput (tok/s)"]
+    rows = []
+    for p in summary.get("policies", []):
+        def num(key, fmt):
+            v = p.get(key)
+            return "" if v is None else fmt.format(v)
+        rows.append([p.get("name", "?"), pct(p.get("availability")),
+                     pct(p.get("kv_pool_peak_occupancy")), pct(p.get("kv_pool_mean_occupancy")),
+                     slo_text(p.get("slo")), pct(p.get("slo_attainment")),
+                     num("slo_goodput_requests_per_s", "{:.3f}"),
+                     num("slo_goodput_tokens_per_s", "{:.1f}")])
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return (f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}'
+            f'</tbody></table></div>')
+
+
 def figure_html(png_path):
     with open(png_path, "rb") as f:
         data = base64.b64encode(f.read()).decode("ascii")
@@ -84,6 +117,9 @@ def build(d, version):
         parts.append(f"<p>model {html.escape(str(manifest.get('model')))}, gpu "
                      f"{html.escape(str(manifest.get('gpu')))}, seed "
                      f"{html.escape(str(manifest.get('seed')))}</p>")
+    summary = kvsim_plot.read_json(os.path.join(d, "summary.json"))
+    if kind == "run" and summary:
+        parts.append("<h2>KV pool and SLO</h2>" + policies_html(summary))
     for table in ("summary.csv", "compare.csv"):
         p = os.path.join(d, table)
         if os.path.isfile(p):

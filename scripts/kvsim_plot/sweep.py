@@ -7,8 +7,8 @@ import os
 from .inputs import InputProblem, num, policies_in_order, read_csv, read_json
 from .style import legend_in, line_style, panels
 
-# column, axis label, scale. A column the summary lacks (slo_attainment before kvsim writes it,
-# or an older folder) draws no figure.
+# column, axis label, scale. A column the summary lacks (an older folder) or leaves empty
+# (slo_attainment when the scenario has no `slo:`) draws no figure.
 SWEEP_METRICS = [
     ("availability", "availability (%)", 100.0),
     ("oom_events", "OOM events", 1.0),
@@ -143,7 +143,8 @@ def render(plt, w, d, opts):
     axes = sweep_axes(d, keys)
     policies = policies_in_order(rows)
     for metric, label, scale in SWEEP_METRICS:
-        if metric not in cols:
+        # A column with no number in it (slo_attainment of a run without `slo:`) draws nothing.
+        if metric not in cols or all(math.isnan(num(r[metric])) for r in rows):
             continue
         if len(axes) == 1:
             fig, caption = lines(plt, rows, axes[0], policies, metric, label, scale)

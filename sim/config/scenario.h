@@ -24,9 +24,10 @@ struct Scenario {
   ConfigNode root;  // the whole (patched) document, for the sections the engine reads
 };
 
-// Sections the engine, workload and policy code read from `root`. Listed here so the loader can
-// accept them at the top level.
-inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep"};
+// Sections the engine, workload, policy and metrics code read from `root`. Listed here so the
+// loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h).
+inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep",
+                                                           "slo"};
 
 // The most KV bytes one sequence of the model's max_position tokens may need (1 EB): keeps every
 // byte figure the engine derives from token counts far inside int64.

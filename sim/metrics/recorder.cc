@@ -44,6 +44,11 @@ std::string Recorder::timeseries_header() {
              "running\n";
 }
 
+int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
+  if (pool.kv().preallocated()) return pool.kv().usage().capacity_bytes;
+  return pool.budget().device_bytes_for_torch();
+}
+
 void Recorder::on_outcome(const RequestState& r) {
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
   ++summary_.outcomes[outcome_index(r.outcome)];
@@ -58,12 +63,18 @@ void Recorder::on_outcome(const RequestState& r) {
     e2e_.push_back(tend);
     ttft = fmt::format("{:.6f}", t1);
     e2e = fmt::format("{:.6f}", tend);
+    std::optional<double> per;
     if (r.generated > 1) {
-      const double per = (tend - t1) / static_cast<double>(r.generated - 1);
-      tpot_.push_back(per);
-      tpot = fmt::format("{:.6f}", per);
+      per = (tend - t1) / static_cast<double>(r.generated - 1);
+      tpot_.push_back(*per);
+      tpot = fmt::format("{:.6f}", *per);
     }
     summary_.output_tokens_served += r.generated;
+    // SLOs score full answers only: a truncated prompt was answered, but not as asked.
+    if (summary_.slo && r.outcome == Outcome::kCompleted && summary_.slo->met(t1, per, tend)) {
+      ++summary_.slo_met;
+      slo_tokens_ += r.generated;
+    }
   }
   if (!request_file_) return;
   line_.clear();
@@ -71,14 +82,40 @@ void Recorder::on_outcome(const RequestState& r) {
                  r.spec.id, sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens,
                  r.prompt_tokens, r.spec.output_tokens, r.generated, outcome_name(r.outcome),
                  ttft, tpot, e2e, r.preemptions, r.tokens_dropped);
+  write_row(r.spec.id);
+}
+
+void Recorder::write_row(int64_t id) {
+  if (id != next_row_id_) {
+    pending_rows_.emplace(id, line_);
+    return;
+  }
   request_file_->append(line_);
+  ++next_row_id_;
+  while (!pending_rows_.empty() && pending_rows_.begin()->first == next_row_id_) {
+    request_file_->append(pending_rows_.begin()->second);
+    pending_rows_.erase(pending_rows_.begin());
+    ++next_row_id_;
+  }
 }
 
 void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
   const auto cats = s.categories();
   for (int c = 0; c < kMemCategoryCount; ++c) {
-    summary_.peak_memory_bytes[c] = std::max(summary_.peak_memory_bytes[c], cats[c]);
+    summary_.category_peaks_bytes[c] = std::max(summary_.category_peaks_bytes[c], cats[c]);
   }
+  // Free, free KV blocks and cached allocator segments hold nothing: the rest is in use.
+  const int64_t in_use = s.capacity_bytes - s.free_bytes - s.kv_free_bytes - s.allocator_cache_bytes;
+  if (in_use > summary_.peak_in_use_bytes) {  // strict: the first instant of a tied peak
+    summary_.peak_in_use_bytes = in_use;
+    summary_.peak_snapshot_bytes = cats;
+    summary_.peak_snapshot_t_s = sim_to_seconds(t);
+  }
+  const int64_t held = s.kv_live_bytes + s.kv_waste_bytes;
+  held_byte_ns_ += static_cast<long double>(held_bytes_) * static_cast<long double>(t - held_since_);
+  held_since_ = t;
+  held_bytes_ = held;
+  peak_held_bytes_ = std::max(peak_held_bytes_, held);
   summary_.peak_driver_used_bytes =
       std::max(summary_.peak_driver_used_bytes, s.capacity_bytes - s.driver_free_bytes);
   kv_.hold(t, KvSample::from(s));
@@ -111,6 +148,27 @@ PolicySummary Recorder::finish(SimTime end) {
   s.tpot = latency_stats(tpot_);
   s.e2e = latency_stats(e2e_);
   if (!kv_.empty()) s.kv = kv_.summary(end);
+  // Occupancy. KV is held only between an arrival and its outcome, so the integral up to `end`
+  // is the integral over [first arrival, last outcome]: the mean is over duration_s.
+  if (s.kv_pool_bytes > 0) {
+    const long double held_byte_ns =
+        held_byte_ns_ + static_cast<long double>(held_bytes_) *
+                            static_cast<long double>(std::max<SimTime>(0, end - held_since_));
+    const auto pool = static_cast<long double>(s.kv_pool_bytes);
+    s.kv_pool_peak_occupancy = static_cast<double>(peak_held_bytes_ / pool);
+    s.kv_pool_mean_occupancy = span > 0 ? static_cast<double>(held_byte_ns / (pool * span)) : 0;
+  }
+  if (s.slo) {
+    s.slo_attainment = s.requests_total ? static_cast<double>(s.slo_met) /
+                                              static_cast<double>(s.requests_total)
+                                        : 1.0;
+    s.slo_goodput_requests_per_s = span > 0 ? static_cast<double>(s.slo_met) / s.duration_s : 0;
+    s.slo_goodput_tokens_per_s = span > 0 ? static_cast<double>(slo_tokens_) / s.duration_s : 0;
+  }
+  if (request_file_) {  // ids that never finished leave gaps; the rest still go in id order
+    for (const auto& [id, row] : pending_rows_) request_file_->append(row);
+    pending_rows_.clear();
+  }
   return s;
 }
 

@@ -1,15 +1,20 @@
-// Collects what one policy's run produced: an outcome per request, latencies, memory peaks by
-// category, time-weighted KV waste, and the rows of requests.csv and timeseries.csv.
+// Collects what one policy's run produced: an outcome per request, latencies, memory at the
+// moment of peak use and each category's own peak, KV pool occupancy, time-weighted KV waste,
+// SLO attainment, and the rows of requests.csv (in id order) and timeseries.csv.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
+#include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
+#include "sim/metrics/slo.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {
@@ -35,10 +40,34 @@ struct PolicySummary {
   double duration_s = 0;              // first arrival to last outcome (0 with no request)
   double goodput_tokens_per_s = 0;    // output tokens of completed requests / duration
   LatencyStats ttft, tpot, e2e;       // seconds, completed requests only
-  std::array<int64_t, kMemCategoryCount> peak_memory_bytes{};
   int64_t peak_driver_used_bytes = 0; // capacity - driver free: what nvidia-smi would show
   KvWasteSummary kv;                  // time-weighted fragmentation
+
+  // Memory peaks (docs/metrics.md). The snapshot is one instant, the first at which in-use
+  // bytes (capacity - free - kv_free - allocator_cache) were highest: its categories sum to
+  // capacity. Each category's own peak may come from a different instant: those do not.
+  std::array<int64_t, kMemCategoryCount> peak_snapshot_bytes{};
+  double peak_snapshot_t_s = 0;
+  int64_t peak_in_use_bytes = 0;
+  std::array<int64_t, kMemCategoryCount> category_peaks_bytes{};
+  // KV pool occupancy: KV bytes held for requests (live + waste) over kv_pool_bytes
+  // (kv_pool_capacity_bytes()); the peak, and the time-weighted mean over duration_s.
+  int64_t kv_pool_bytes = 0;
+  double kv_pool_peak_occupancy = 0;
+  double kv_pool_mean_occupancy = 0;
+
+  // SLO figures; all unset when the policy has no SLO (no `slo:` anywhere).
+  std::optional<SloBounds> slo;
+  int64_t slo_met = 0;                  // `completed` requests within every bound
+  double slo_attainment = 0;            // slo_met / requests_total (1 with no request)
+  double slo_goodput_requests_per_s = 0;  // slo_met / duration_s
+  double slo_goodput_tokens_per_s = 0;    // their output tokens / duration_s
 };
+
+// The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the
+// bytes of its blocks or arena. The caching allocator has no pool: the bytes it may hand out
+// beyond the weights (capacity - context - weights - workspace), the most KV it could ever hold.
+int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
 
 class Recorder {
  public:
@@ -51,6 +80,10 @@ class Recorder {
     request_file_ = requests;
     timeseries_file_ = timeseries;
   }
+  // The denominator of the KV pool occupancy figures (0: they stay 0).
+  void set_kv_pool_bytes(int64_t bytes) { summary_.kv_pool_bytes = bytes; }
+  // The bounds SLO attainment is scored against (nullopt: no SLO figures).
+  void set_slo(std::optional<SloBounds> slo) { summary_.slo = slo; }
 
   void on_arrival(SimTime t) {
     if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
@@ -68,7 +101,8 @@ class Recorder {
   void on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                  int64_t running);
 
-  // `end`: when the run's last event happened (closes the waste integral).
+  // `end`: when the run's last event happened (closes the waste integral). Writes the rows the
+  // id-order buffer still holds (ids never seen leave a gap).
   PolicySummary finish(SimTime end);
 
   static std::string request_header();
@@ -84,6 +118,17 @@ class Recorder {
   AtomicFile* request_file_ = nullptr;
   AtomicFile* timeseries_file_ = nullptr;
   std::string line_;  // one streamed row (reused)
+  // requests.csv in id order: ids are dense from 0 in issue order, so a row waits here only
+  // until every smaller id has finished (memory bounded by the out-of-order window).
+  int64_t next_row_id_ = 0;
+  std::map<int64_t, std::string> pending_rows_;
+  // KV held for requests (live + waste) over time, for the occupancy mean.
+  SimTime held_since_ = 0;
+  int64_t held_bytes_ = 0;
+  int64_t peak_held_bytes_ = 0;
+  int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
+  long double held_byte_ns_ = 0;  // ∫ held dt (1e11 B x 1e13 ns overflows int64)
+  void write_row(int64_t id);  // the row in line_
 };
 
 }  // namespace kvsim

@@ -12,6 +12,24 @@ nlohmann::ordered_json stats_json(const LatencyStats& s) {
   return {{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"mean", s.mean}, {"count", s.count}};
 }
 
+nlohmann::ordered_json categories_json(const std::array<int64_t, kMemCategoryCount>& bytes) {
+  nlohmann::ordered_json o;
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    o[std::string(mem_category_name(static_cast<MemCategory>(c)))] = bytes[c];
+  }
+  return o;
+}
+
+// A bound, or null when the SLO leaves that figure unbounded.
+nlohmann::ordered_json bound_json(const std::optional<double>& b) {
+  return b ? nlohmann::ordered_json(*b) : nlohmann::ordered_json(nullptr);
+}
+
+// "" for a figure of a policy without an SLO (an empty cell in summary.csv).
+std::string slo_cell(const PolicySummary& p, double v) {
+  return p.slo ? fmt::format("{:.6f}", v) : "";
+}
+
 }  // namespace
 
 nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) {
@@ -34,12 +52,29 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
     o["ttft_s"] = stats_json(p.ttft);
     o["tpot_s"] = stats_json(p.tpot);
     o["e2e_s"] = stats_json(p.e2e);
-    nlohmann::ordered_json peaks;
-    for (int c = 0; c < kMemCategoryCount; ++c) {
-      peaks[std::string(mem_category_name(static_cast<MemCategory>(c)))] = p.peak_memory_bytes[c];
-    }
-    o["peak_memory_bytes"] = peaks;
+    // Memory peaks, KV pool occupancy and SLO figures (issue 14 items 9 and 14).
+    o["peak_snapshot"] = {{"t_s", p.peak_snapshot_t_s},
+                          {"in_use_bytes", p.peak_in_use_bytes},
+                          {"bytes", categories_json(p.peak_snapshot_bytes)}};
+    o["category_peaks_bytes"] = categories_json(p.category_peaks_bytes);
     o["peak_driver_used_bytes"] = p.peak_driver_used_bytes;
+    o["kv_pool_bytes"] = p.kv_pool_bytes;
+    o["kv_pool_peak_occupancy"] = p.kv_pool_peak_occupancy;
+    o["kv_pool_mean_occupancy"] = p.kv_pool_mean_occupancy;
+    if (p.slo) {
+      o["slo"] = {{"ttft_s", bound_json(p.slo->ttft_s)},
+                  {"tpot_s", bound_json(p.slo->tpot_s)},
+                  {"e2e_s", bound_json(p.slo->e2e_s)}};
+      o["slo_met"] = p.slo_met;
+      o["slo_attainment"] = p.slo_attainment;
+      o["slo_goodput_requests_per_s"] = p.slo_goodput_requests_per_s;
+      o["slo_goodput_tokens_per_s"] = p.slo_goodput_tokens_per_s;
+    } else {
+      for (const char* k : {"slo", "slo_met", "slo_attainment", "slo_goodput_requests_per_s",
+                            "slo_goodput_tokens_per_s"}) {
+        o[k] = nullptr;
+      }
+    }
     o["fragmentation"] = {{"usage_efficiency", p.kv.usage_efficiency},
                           {"internal_fraction", p.kv.internal_fraction},
                           {"reservation_fraction", p.kv.reservation_fraction},
@@ -57,7 +92,9 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
   for (int c = 0; c < kMemCategoryCount; ++c) {
     out += fmt::format(",peak_{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
   }
-  out += ",usage_efficiency,internal_fraction,reservation_fraction,external_fraction\n";
+  out += ",usage_efficiency,internal_fraction,reservation_fraction,external_fraction";
+  out += ",peak_in_use_bytes,kv_pool_peak_occupancy,kv_pool_mean_occupancy";
+  out += ",slo_attainment,slo_goodput_requests_per_s,slo_goodput_tokens_per_s\n";
   for (const PolicySummary& p : policies) {
     out += fmt::format("{},{}", p.name, p.requests_total);
     for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", p.outcomes[outcome_index(oc)]);
@@ -66,9 +103,14 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
     for (const LatencyStats* s : {&p.ttft, &p.tpot, &p.e2e}) {
       out += fmt::format(",{:.6f},{:.6f},{:.6f}", s->p50, s->p90, s->p99);
     }
-    for (int64_t b : p.peak_memory_bytes) out += fmt::format(",{}", b);
-    out += fmt::format(",{:.6f},{:.6f},{:.6f},{:.6f}\n", p.kv.usage_efficiency, p.kv.internal_fraction,
+    for (int64_t b : p.category_peaks_bytes) out += fmt::format(",{}", b);
+    out += fmt::format(",{:.6f},{:.6f},{:.6f},{:.6f}", p.kv.usage_efficiency, p.kv.internal_fraction,
                        p.kv.reservation_fraction, p.kv.external_fraction);
+    out += fmt::format(",{},{:.6f},{:.6f}", p.peak_in_use_bytes, p.kv_pool_peak_occupancy,
+                       p.kv_pool_mean_occupancy);
+    out += fmt::format(",{},{},{}\n", slo_cell(p, p.slo_attainment),
+                       slo_cell(p, p.slo_goodput_requests_per_s),
+                       slo_cell(p, p.slo_goodput_tokens_per_s));
   }
   return out;
 }
@@ -76,7 +118,8 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
 std::string summary_table(const std::vector<PolicySummary>& policies) {
   cli::TextTable t({"policy", "requests", "completed", "truncated", "rejected", "too_long",
                     "timed_out", "lost_oom", "unavail", "avail", "OOMs", "preempt",
-                    "TTFT p99 (s)", "E2E p99 (s)", "peak used (GiB)"});
+                    "TTFT p99 (s)", "E2E p99 (s)", "driver peak (GiB)", "KV peak", "KV mean",
+                    "SLO"});
   for (const PolicySummary& p : policies) {
     auto n = [&](Outcome o) { return std::to_string(p.outcomes[outcome_index(o)]); };
     t.add_row({p.name, std::to_string(p.requests_total), n(Outcome::kCompleted),
@@ -85,7 +128,10 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
                fmt::format("{:.1f}%", 100 * p.availability), std::to_string(p.oom_events),
                std::to_string(p.preemptions), fmt::format("{:.3f}", p.ttft.p99),
                fmt::format("{:.3f}", p.e2e.p99),
-               fmt::format("{:.2f}", static_cast<double>(p.peak_driver_used_bytes) / (1 << 30))});
+               fmt::format("{:.2f}", static_cast<double>(p.peak_driver_used_bytes) / (1 << 30)),
+               fmt::format("{:.1f}%", 100 * p.kv_pool_peak_occupancy),
+               fmt::format("{:.1f}%", 100 * p.kv_pool_mean_occupancy),
+               p.slo ? fmt::format("{:.1f}%", 100 * p.slo_attainment) : "-"});
   }
   return t.render();
 }

@@ -17,6 +17,7 @@
 #include "core/data_path.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
+#include "sim/metrics/slo.h"
 #include "sim/metrics/summary_writer.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/replica.h"
@@ -67,6 +68,7 @@ struct PreparedPolicy {
   std::unique_ptr<LatencyModel> latency;
   std::vector<std::unique_ptr<Guard>> guards;
   Workload workload;
+  std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top
 };
 
 PreparedScenario::PreparedScenario() = default;
@@ -99,6 +101,7 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
       policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), s.model,
       kv_node.get<std::string>("type"));
   p->workload = make_workload(s.root.child("workload"), s.seed);
+  p->slo = policy_slo(s.root, policy);
   return p;
 }
 
@@ -110,6 +113,8 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
                                        .max_time = seconds_to_sim(o.max_sim_time_s)});
   Recorder recorder(p.name);
   recorder.stream_to(requests_file, timeseries_file);
+  recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*p.pool));
+  recorder.set_slo(p.slo);
   Replica replica(events, *p.pool, *p.latency, p.engine, std::move(p.guards), recorder);
   replica.set_check_invariants(o.check_invariants);
 

@@ -68,7 +68,7 @@ bool AdmissionQueue::try_admit(RequestState& r) {
       const Decision d = guards_[i]->check(r, ctx);
       using A = Decision::Action;
       if (d.action == A::kAdmit) continue;
-      admission_log()->debug("t={} req={} {}", events_.now(), id, d.reason);
+      admission_log()->debug("t={:.6f}s req={} {}", sim_to_seconds(events_.now()), id, d.reason);
       if (d.action == A::kTruncate) {
         r.tokens_dropped += r.prompt_tokens - d.new_prompt_tokens;
         r.prompt_tokens = d.new_prompt_tokens;

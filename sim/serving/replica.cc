@@ -183,7 +183,7 @@ void Replica::end_iteration() {
 void Replica::oom(int64_t culprit, const AllocResult& why) {
   recorder_.on_oom();
   pool_.release_activations();
-  engine_log()->info("t={} OOM on req={}: {}", events_.now(), culprit, why.message());
+  engine_log()->info("t={:.6f}s OOM on req={}: {}", sim_to_seconds(events_.now()), culprit, why.message());
   if (config_.on_oom == EngineConfig::OnOom::kAbortRequest) {
     if (requests_.count(culprit)) finish_request(culprit, Outcome::kLostOom);
     recorder_.on_state(events_.now(), pool_.snapshot());

@@ -264,6 +264,9 @@ TEST_CASE("report writes one self-contained HTML page with every figure, identic
   CHECK(html.find("rendered by kvsim 0.") != std::string::npos);
   CHECK(html.find(manifest_hash(tiny_run())) != std::string::npos);
   CHECK(html.find("<td>no-guard</td>") != std::string::npos);  // the summary table
+  // summary.json's KV pool occupancy and SLO figures, per policy (tiny-run.yaml's `slo:`).
+  CHECK(html.find("<h2>KV pool and SLO</h2>") != std::string::npos);
+  CHECK(html.find("<td>ttft_s &lt;= 30, tpot_s &lt;= 0.2</td>") != std::string::npos);
   fs::remove_all(tmp);
 }
 
