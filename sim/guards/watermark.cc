@@ -31,7 +31,7 @@ class WatermarkGuard final : public Guard {
     if (at_ == CheckAt::kSchedule) {
       if (c.has("timeout_s")) {
         c.child("timeout_s").fail(
-            "timeout_s applies only with check_at: arrival (the scheduler-side watermark holds "
+            "applies only with check_at: arrival (the scheduler-side watermark holds "
             "requests in the engine's waiting queue, not in a guard queue)");
       }
       timeout_ = -1;
