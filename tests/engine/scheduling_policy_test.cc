@@ -295,3 +295,8 @@ TEST_CASE("vllm_v0 decodes in the steps that admit no prompt", "[engine][schedul
   CHECK(r.summary.preemptions == 0);
   CHECK(completed(r) == 4);
 }
+
+TEST_CASE("an unknown scheduling_policy is a config error at the key", "[engine][scheduling][config]") {
+  CHECK_THROWS_WITH(parse_engine_config(ConfigNode::parse_string("{scheduling_policy: lifo}", "e.yaml")),
+                    Catch::Matchers::Contains("e.yaml:1:21: scheduling_policy"));
+}
