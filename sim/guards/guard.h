@@ -1,6 +1,8 @@
 // Admission guards: small policies consulted when a request arrives (and, for those that say so,
 // again every iteration while it waits in their queue). Composable: a policy lists several and
-// the first that does not admit decides.
+// the first that does not admit decides. A guard may also contribute a check the scheduler makes
+// itself, each time it is about to allocate KV for a waiting request (check_allocation: vLLM's
+// watermark is one).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,11 @@ struct Decision {
   static Decision admit() { return {}; }
 };
 
+// What a scheduler-side check answers, as vLLM V0's BlockSpaceManager.can_allocate does: allocate
+// now (kOk), not in this step (kLater: admission stops, the request keeps its place), or never
+// (kNever: even an empty KV store could not take it; it ends as rejected_too_long).
+enum class AllocFit { kOk, kLater, kNever };
+
 class Guard {
  public:
   virtual ~Guard() = default;
@@ -57,6 +64,13 @@ class Guard {
   virtual void on_release(const RequestState& /*r*/) {}
   // The replica crashed and restarted: forget every reservation.
   virtual void on_restart() {}
+  // The scheduler is about to allocate KV for `tokens` tokens of `r`, a waiting request (new, or
+  // preempted to recompute); `kv` is the store as this step's earlier allocations left it. Guards
+  // that act only at arrival keep the default.
+  virtual AllocFit check_allocation(const RequestState& /*r*/, int64_t /*tokens*/,
+                                    const KvStore& /*kv*/) const {
+    return AllocFit::kOk;
+  }
 };
 
 // Builds a policy's `guards:` list ([] or absent = no guard) through the guard registry

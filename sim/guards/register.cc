@@ -23,8 +23,10 @@ void register_guards(GuardRegistry& r) {
   r.add({"reserve", "admit only if every admitted request's worst case fits in the KV budget",
          {"on_fail", "timeout_s"},
          {"{type: reserve}", {}, make_reserve_guard}});
-  r.add({"watermark", "vLLM's free-block watermark (paged KV stores only)",
-         {"watermark", "timeout_s"},
+  r.add({"watermark",
+         "vLLM's free-block watermark, checked by the scheduler at allocation (paged KV stores "
+         "only)",
+         {"watermark", "check_at", "timeout_s"},
          {"{type: watermark}", KvCapability::kPaged, make_watermark_guard}});
   r.add({"max_model_len", "length limit: reject or truncate prompt + output over it",
          {"max_model_len", "on_fail"},

@@ -136,4 +136,11 @@ void AdmissionQueue::on_restart() {
   for (auto& g : guards_) g->on_restart();
 }
 
+AllocFit AdmissionQueue::check_allocation(const RequestState& r, int64_t tokens) const {
+  for (const auto& g : guards_) {
+    if (const AllocFit f = g->check_allocation(r, tokens, pool_.kv()); f != AllocFit::kOk) return f;
+  }
+  return AllocFit::kOk;
+}
+
 }  // namespace kvsim

@@ -48,6 +48,9 @@ class AdmissionQueue {
   void on_finish(RequestState& r);
   // The replica restarted: the guards forget every reservation.
   void on_restart();
+  // The guards' scheduler-side checks (Guard::check_allocation) on allocating `tokens` of KV for
+  // the waiting request `r` now: the first answer other than kOk, else kOk.
+  AllocFit check_allocation(const RequestState& r, int64_t tokens) const;
 
   int64_t size() const { return static_cast<int64_t>(queue_.size()); }
 

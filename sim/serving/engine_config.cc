@@ -18,6 +18,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
   c.batch_size = e.get<int64_t>("batch_size", c.batch_size, {.min = 1, .max = 1e6});
+  using Policy = EngineConfig::SchedulingPolicy;
+  c.scheduling_policy = e.get_enum<Policy>("scheduling_policy",
+                                           {{"fcfs", Policy::kFcfs},
+                                            {"priority", Policy::kPriority},
+                                            {"shortest_prompt_first", Policy::kShortestPromptFirst}},
+                                           Policy::kFcfs);
   using Preemption = EngineConfig::Preemption;
   c.preemption = e.get_enum<Preemption>("preemption",
                                         {{"recompute", Preemption::kRecompute},

@@ -14,12 +14,15 @@ class ConfigNode;
 struct EngineConfig {
   enum class Preemption { kRecompute, kSwap, kOff };
   enum class OnOom { kCrash, kAbortRequest };
+  // The waiting queue's order and the preemption victim (sim/serving/run_queues.h).
+  enum class SchedulingPolicy { kFcfs, kPriority, kShortestPromptFirst };
 
   std::string scheduler = "continuous";  // a name in scheduler_registry()
   int64_t max_num_seqs = 256;
   int64_t max_num_batched_tokens = 16384;
   bool chunked_prefill = false;
   int64_t batch_size = 8;  // static scheduler: requests per fixed batch
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
   Preemption preemption = Preemption::kRecompute;  // paged stores only
   int64_t swap_space_bytes = 4 * (int64_t{1} << 30);
   OnOom on_oom = OnOom::kCrash;

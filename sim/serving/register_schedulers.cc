@@ -13,6 +13,11 @@ void register_schedulers(Registry<SchedulerFactory>& registry) {
                 .description = "fixed batches of batch_size requests, run until all finish",
                 .keys = {"batch_size", "max_num_batched_tokens"},
                 .make = make_static_scheduler});
+  registry.add({.name = "vllm_v0",
+                .description = "vLLM V0's default step rule: a step that admits prompts runs "
+                               "prefills only (decodes stall); no chunked prefill",
+                .keys = {"max_num_seqs", "max_num_batched_tokens"},
+                .make = make_vllm_v0_scheduler});
 }
 
 const Registry<SchedulerFactory>& scheduler_registry() {

@@ -46,7 +46,11 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
       ledger_(pool),
       queues_(requests_, pool, ledger_, recorder, config_,
               {.oom = [this](int64_t id, const AllocResult& why) { oom(id, why); },
-               .finish = [this](int64_t id, Outcome o) { finish_request(id, o); }}),
+               .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
+               .check_allocation =
+                   [this](const RequestState& r, int64_t tokens) {
+                     return admission_.check_allocation(r, tokens);
+                   }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
@@ -93,12 +97,13 @@ bool Replica::plan() {
     if (!it.empty()) return true;
     if (!queues_.has_running() && !queues_.has_swapped()) return false;  // idle, or waiting
     // Nothing can run although requests hold memory: they wait on each other. Swapped requests
-    // come back as recomputes; otherwise the newest running request yields its memory
-    // (preemption) or, with preemption off, the server is out of memory.
+    // come back as recomputes; otherwise the scheduling policy's victim (the newest running
+    // request under fcfs) yields its memory (preemption) or, with preemption off, the server is
+    // out of memory.
     if (!queues_.has_running()) {
       queues_.unswap_oldest();
     } else if (queues_.can_preempt() && queues_.running_size() > 1) {
-      queues_.preempt(*queues_.running().back(), it);
+      queues_.preempt(*queues_.preemption_victim(), it);
     } else {
       oom(queues_.running().back()->spec.id, AllocResult::failure(OomReason::kCapacity, 0, 0, 0));
       return false;

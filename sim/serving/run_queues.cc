@@ -1,6 +1,7 @@
 #include "sim/serving/run_queues.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/check.h"
 
@@ -22,6 +23,7 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       ledger_(ledger),
       recorder_(recorder),
       preemption_(config.preemption),
+      policy_(config.scheduling_policy),
       swap_space_bytes_(config.swap_space_bytes),
       preallocated_(pool.kv().preallocated()),
       hooks_(std::move(hooks)) {}
@@ -31,9 +33,52 @@ bool RunQueues::all_running_decode() const {
                      [](const RequestState* r) { return r->decoding(); });
 }
 
+bool RunQueues::before(const RequestState& a, const RequestState& b) const {
+  const auto key = [this](const RequestState& r) {
+    const int64_t first = policy_ == EngineConfig::SchedulingPolicy::kPriority ? r.spec.priority
+                                                                               : r.prompt_tokens;
+    return std::tuple(first, r.spec.arrival, r.spec.id);
+  };
+  return key(a) < key(b);
+}
+
+void RunQueues::enqueue_waiting(int64_t id, bool front) {
+  if (policy_ == EngineConfig::SchedulingPolicy::kFcfs) {
+    if (front) waiting_.push_front(id);
+    else waiting_.push_back(id);
+    return;
+  }
+  const RequestState& r = requests_.at(id);
+  const auto at = std::upper_bound(waiting_.begin(), waiting_.end(), id,
+                                   [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
+  waiting_.insert(at, id);
+}
+
+void RunQueues::enqueue_swapped(int64_t id) {
+  if (policy_ == EngineConfig::SchedulingPolicy::kFcfs) {
+    swapped_.push_back(id);
+    return;
+  }
+  const RequestState& r = requests_.at(id);
+  const auto at = std::upper_bound(swapped_.begin(), swapped_.end(), id,
+                                   [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
+  swapped_.insert(at, id);
+}
+
+RequestState* RunQueues::preemption_victim() const {
+  KVSIM_CHECK(!running_.empty(), "no running request to preempt");
+  if (policy_ != EngineConfig::SchedulingPolicy::kPriority) return running_.back();
+  // The largest (priority, arrival, id): the lowest priority, the latest arrival among equals.
+  return *std::max_element(running_.begin(), running_.end(),
+                           [](const RequestState* a, const RequestState* b) {
+                             return std::tuple(a->spec.priority, a->spec.arrival, a->spec.id) <
+                                    std::tuple(b->spec.priority, b->spec.arrival, b->spec.id);
+                           });
+}
+
 void RunQueues::admit(RequestState& r) {
   r.phase = Phase::kWaiting;
-  waiting_.push_back(r.spec.id);
+  enqueue_waiting(r.spec.id, false);
 }
 
 void RunQueues::remove(RequestState& r) {
@@ -55,7 +100,7 @@ void RunQueues::unswap_oldest() {
   swapped_.pop_front();
   swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
   r.phase = Phase::kWaiting;
-  waiting_.push_front(id);
+  enqueue_waiting(id, true);
 }
 
 bool RunQueues::grow_decodes(IterationPlan& it) {
@@ -91,7 +136,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
         hooks_.oom(r.spec.id, a);
         return false;
       }
-      RequestState* victim = running_.back();
+      RequestState* victim = preemption_victim();
       preempt(*victim, it);
       if (victim == rp) break;
     }
@@ -132,6 +177,15 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     // Without chunking a prompt runs whole; one longer than the budget runs alone.
     if (!chunked && target > budget && !it.prefill_ids.empty()) break;
     const int64_t chunk = chunked ? std::min(target, budget) : target;
+    // vLLM's can_allocate (the watermark): after this step's allocations so far.
+    if (hooks_.check_allocation) {
+      const AllocFit fit = hooks_.check_allocation(r, chunk);
+      if (fit == AllocFit::kNever) {
+        hooks_.finish(id, Outcome::kRejectedTooLong);
+        continue;
+      }
+      if (fit == AllocFit::kLater) break;  // FCFS: it blocks the ones behind it, as vLLM's
+    }
     const PrefixHashes prefix{.hashes = r.spec.prefix_hashes, .block_tokens = r.spec.hash_block_tokens};
     AllocResult a = pool_.allocate_kv(id, chunk, std::max(r.max_total_tokens(), target), prefix);
     if (!a) {
@@ -175,12 +229,12 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
     swap_used_bytes_ += bytes;
     r.swapped_tokens = tokens;
     r.phase = Phase::kSwapped;
-    swapped_.push_back(id);
+    enqueue_swapped(id);
     it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
     return;
   }
   r.phase = Phase::kWaiting;  // recompute: prefill again over prompt + generated
-  waiting_.push_front(id);
+  enqueue_waiting(id, true);
 }
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {

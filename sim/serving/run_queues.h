@@ -1,8 +1,21 @@
 // RunQueues: the admitted requests of a replica (waiting, running, swapped) and the plan steps a
 // Scheduler composes into an iteration: swap in, grow the decodes (the decode fast path through
 // KvLedger), admit prefills, and preemption (recompute, or swap to host memory) when KV blocks run
-// short. What it cannot decide itself, an OOM or a request that can never fit, it hands to the
-// replica through Hooks, which owns outcomes.
+// short. What it cannot decide itself, an OOM, a request that can never fit, or the guards'
+// scheduler-side checks (vLLM's watermark), it hands to the replica through Hooks, which owns
+// outcomes and guards.
+//
+// engine.scheduling_policy orders the queues and picks the preemption victim:
+//   fcfs                   waiting in arrival order, a preempted request back at the front;
+//                          victim: the newest running request (vLLM's FCFS: running.pop())
+//   priority               waiting and swapped by (priority, arrival), lowest value first, a
+//                          preempted request back in its place by that key (vLLM V1's
+//                          PriorityRequestQueue); victim: the largest (priority, arrival), i.e.
+//                          the lowest priority, latest arrival among equals (vLLM V1)
+//   shortest_prompt_first  waiting and swapped by (prompt tokens, arrival); victim: the newest
+//                          running request (a what-if; vLLM has no such policy)
+// Under fcfs swapped requests come back in the order they were swapped out (today's behaviour);
+// under the other two, by the same key as the waiting queue. Ties beyond arrival go by id.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +26,7 @@
 
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/metrics/recorder.h"
+#include "sim/guards/guard.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
 #include "sim/serving/outcome.h"
@@ -25,6 +39,9 @@ class RunQueues final : public PlanSteps {
   struct Hooks {
     std::function<void(int64_t culprit, const AllocResult& why)> oom;  // crash or abort
     std::function<void(int64_t id, Outcome outcome)> finish;          // ends a request
+    // The guards' scheduler-side check before `tokens` of KV are allocated for the waiting
+    // request `r` (AdmissionQueue::check_allocation); absent = always kOk.
+    std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
@@ -47,10 +64,14 @@ class RunQueues final : public PlanSteps {
   void preempt(RequestState& r, IterationPlan& it);
   // Whether a KV shortage may be met by preempting (preallocated KV, preemption on).
   bool can_preempt() const { return preallocated_ && preemption_ != EngineConfig::Preemption::kOff; }
-  // The oldest swapped request comes back as a recompute (waiting at the front).
+  // The first swapped request (the oldest under fcfs) comes back as a recompute: waiting at the
+  // front under fcfs, in its place by the policy's key otherwise.
   void unswap_oldest();
+  // The running request a KV shortage preempts first under the scheduling policy. Requires: one
+  // is running.
+  RequestState* preemption_victim() const;
 
-  // Admission order: the newest is preempted first. Elements of the requests map.
+  // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
   int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
@@ -66,7 +87,16 @@ class RunQueues final : public PlanSteps {
   GpuMemoryPool& pool_;
   KvLedger& ledger_;
   Recorder& recorder_;
+  // Puts `id` in the waiting queue: under fcfs at the back (`front`: at the front, a preempted
+  // request), otherwise in its place by the policy's key.
+  void enqueue_waiting(int64_t id, bool front);
+  void enqueue_swapped(int64_t id);
+  // Whether `a` goes before `b` in the waiting and swapped queues (priority and
+  // shortest_prompt_first only).
+  bool before(const RequestState& a, const RequestState& b) const;
+
   EngineConfig::Preemption preemption_;
+  EngineConfig::SchedulingPolicy policy_;
   int64_t swap_space_bytes_;
   // KV space allocated up front (paged blocks, a contiguous arena): a shortage there means wait
   // or preempt. KV through the caching allocator is a live cudaMalloc: a shortage is an OOM.

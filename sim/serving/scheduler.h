@@ -5,6 +5,7 @@
 // `scheduler:` key through a Registry<SchedulerFactory> (register_schedulers.cc):
 //   continuous  iteration-level batching (Orca, vLLM); chunked prefill is one of its limits
 //   static      fixed batches of batch_size requests, prefilled whole, run until all finish
+//   vllm_v0     vLLM V0's default step rule: a step that admits prompts runs prefills only
 #pragma once
 
 #include <cstdint>
@@ -80,12 +81,14 @@ class Scheduler {
 
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;
 
-// Adds "continuous" and "static" (in that order: the order the `scheduler:` choices are listed).
+// Adds "continuous", "static" and "vllm_v0" (in that order: the order the `scheduler:` choices are
+// listed).
 void register_schedulers(Registry<SchedulerFactory>& registry);
 // The registry filled by register_schedulers(), built on first use.
 const Registry<SchedulerFactory>& scheduler_registry();
 
 std::unique_ptr<Scheduler> make_continuous_scheduler();
 std::unique_ptr<Scheduler> make_static_scheduler();
+std::unique_ptr<Scheduler> make_vllm_v0_scheduler();
 
 }  // namespace kvsim

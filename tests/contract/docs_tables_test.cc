@@ -11,6 +11,7 @@
 
 #include "models/memory/kv_store_registry.h"
 #include "sim/guards/guard_registry.h"
+#include "sim/serving/scheduler.h"
 #include "workloads/generators/open_loop.h"
 #include "workloads/lengths.h"
 #include "workloads/traces/trace_formats.h"
@@ -82,6 +83,11 @@ void check_table(const Registry<F>& registry, const std::string& doc, const std:
 
 TEST_CASE("the README's guard table lists every registered guard and its keys", "[contract][docs]") {
   check_table(guard_registry(), "README.md", "| type | parameters | what it does |", true);
+}
+
+TEST_CASE("docs/metrics.md's scheduler table lists every registered scheduler and its keys",
+          "[contract][docs]") {
+  check_table(scheduler_registry(), "docs/metrics.md", "| scheduler | keys | what it does |", true);
 }
 
 TEST_CASE("docs/memory.md's KV store table lists every store, its keys and capabilities",

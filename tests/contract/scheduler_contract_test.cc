@@ -27,6 +27,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/event_queue.h"
+#include "sim/guards/guard.h"
 #include "sim/metrics/recorder.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/replica.h"
@@ -107,6 +108,7 @@ struct Variant {
   std::string engine;  // engine: YAML (the scheduler comes from the registry entry)
   std::string kv;      // kv: YAML
   int64_t spare_bytes; // GPU memory beyond weights, context and workspace; 0 = the GPU's own
+  std::string guards = "[]";  // the policy's guards: YAML list
 };
 
 const Variant kVariants[] = {
@@ -129,6 +131,18 @@ const Variant kVariants[] = {
     {"contiguous, waits",
      "{max_num_seqs: 12, batch_size: 12, max_num_batched_tokens: 4096}",
      "{type: contiguous, reserve: pow2, gpu_memory_utilization: 0.99}", int64_t{1200} << 20},
+    // The scheduling policies' queue orders and victims, and the scheduler-side watermark.
+    {"paged, priority, watermark",
+     "{max_num_seqs: 6, batch_size: 6, max_num_batched_tokens: 2048, scheduling_policy: priority}",
+     "{type: paged, block_size: 16, num_blocks: 96}", 0, "[{type: watermark, watermark: 0.05}]"},
+    {"paged, swap, chunked, priority",
+     "{max_num_seqs: 6, batch_size: 6, max_num_batched_tokens: 512, chunked_prefill: true, "
+     "preemption: swap, swap_space_gb: 0.05, scheduling_policy: priority}",
+     "{type: paged, block_size: 16, num_blocks: 96}", 0},
+    {"paged, swap, shortest prompt first",
+     "{max_num_seqs: 6, batch_size: 6, max_num_batched_tokens: 2048, preemption: swap, "
+     "swap_space_gb: 0.05, scheduling_policy: shortest_prompt_first}",
+     "{type: paged, block_size: 16, num_blocks: 96}", 0},
 };
 
 // Runs `count` seeded requests through a replica driven by `scheduler_name`, checking plans.
@@ -154,7 +168,9 @@ void run_contract(const std::string& scheduler_name, const Variant& v, uint64_t 
   PlanLog log;
   const auto* entry = scheduler_registry().find(scheduler_name);
   REQUIRE(entry != nullptr);
-  Replica replica(events, pool, latency, config, {}, recorder,
+  Replica replica(events, pool, latency, config,
+                  make_guards(ConfigNode::parse_string(v.guards, "guards.yaml"), model, "paged"),
+                  recorder,
                   std::make_unique<CheckedScheduler>(entry->make(), log));
   log.replica = &replica;
   replica.set_check_invariants(true);
@@ -162,6 +178,7 @@ void run_contract(const std::string& scheduler_name, const Variant& v, uint64_t 
   replica.set_on_finished([&](const RequestState& r) { ++outcomes[r.spec.id]; });
 
   std::mt19937_64 g(seed);
+  std::mt19937_64 priorities(seed + 1000);  // its own stream: the others' traffic is unchanged
   constexpr int64_t kRequests = 60;
   SimTime at = 0;
   for (int64_t id = 0; id < kRequests; ++id) {
@@ -171,6 +188,7 @@ void run_contract(const std::string& scheduler_name, const Variant& v, uint64_t 
     spec.arrival = at;
     spec.prompt_tokens = 1 + static_cast<int64_t>(g() % 1200);
     spec.output_tokens = 1 + static_cast<int64_t>(g() % 300);
+    spec.priority = static_cast<int64_t>(priorities() % 3);
     events.schedule_at(at, [&replica, spec] { replica.arrive(spec); });
   }
   events.run();
@@ -199,6 +217,7 @@ TEST_CASE("every scheduler is registered once, continuous first", "[contract][sc
   REQUIRE(names.size() >= 2);
   CHECK(names[0] == "continuous");
   CHECK(std::find(names.begin(), names.end(), "static") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "vllm_v0") != names.end());
   for (const auto& e : scheduler_registry().entries()) {
     INFO(e.name);
     CHECK(!e.description.empty());
