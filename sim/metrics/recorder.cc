@@ -111,6 +111,9 @@ PolicySummary Recorder::finish(SimTime end) {
   s.tpot = latency_stats(tpot_);
   s.e2e = latency_stats(e2e_);
   if (!kv_.empty()) s.kv = kv_.summary(end);
+  s.prefix_hit_rate = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) /
+                                                      static_cast<double>(s.prefix_query_tokens)
+                                                : 0.0;
   return s;
 }
 
