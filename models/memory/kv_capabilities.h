@@ -85,13 +85,20 @@ inline std::string kv_capability_list(KvCapabilities caps) {
 }
 
 // Capability view of a paged store (KvStore::paged()): its blocks, for a vLLM-style watermark
-// guard, the latency model's block size and prefix-cache figures.
+// guard, the latency model's block size and the prefix cache.
 class PagedBlocks {
  public:
   virtual int64_t free_blocks() const = 0;
   virtual int64_t total_blocks() const = 0;
   virtual int64_t block_tokens() const = 0;
   virtual int64_t prefix_hit_blocks() const = 0;  // blocks shared through the prefix cache so far
+  virtual bool prefix_caching() const = 0;        // enable_prefix_caching
+  // Prefix-cache lookup (vLLM v1's KVCacheManager.get_computed_blocks): how many leading tokens of
+  // a `tokens`-token sequence described by `prefix` have their KV in cached full blocks. A
+  // multiple of block_tokens(), and below `tokens`: when the whole sequence hits, its last block
+  // is computed again (the last token's logits are needed). 0 without prefix caching. allocate()
+  // shares exactly these blocks; the engine prefills only the tokens after them.
+  virtual int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const = 0;
 
  protected:
   ~PagedBlocks() = default;

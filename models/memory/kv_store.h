@@ -67,9 +67,12 @@ struct AllocResult {
 
 // Prefix-block hashes of a request (from traces such as Mooncake): entry j identifies the prompt
 // prefix up to the end of token block j of `block_tokens` tokens. Equal entries mean equal prefixes.
+// `prompt_tokens` is the length of the prompt the hashes describe (a trace's last hash block is
+// usually partial): only store blocks that end inside it are keyed. 0: as far as the hashes reach.
 struct PrefixHashes {
   std::span<const uint64_t> hashes;
   int64_t block_tokens = 0;
+  int64_t prompt_tokens = 0;
 };
 
 // Byte figures of a store. All bytes are exact.
@@ -121,7 +124,10 @@ class KvStore {
   virtual bool preallocated() const = 0;
 
   // Admits `request` holding `prompt_tokens` tokens now and at most `max_total_tokens` ever.
-  // Requires: request not held; 1 <= prompt_tokens <= max_total_tokens.
+  // Requires: request not held; 1 <= prompt_tokens <= max_total_tokens. A store with a prefix
+  // cache (PagedBlocks::prefix_caching()) shares the leading blocks that
+  // PagedBlocks::cached_prefix_tokens(prefix, prompt_tokens) counts, and keys the request's full
+  // prompt blocks as they are allocated (here and in grow) so that later requests find them.
   virtual AllocResult allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                                const PrefixHashes& prefix = {}) = 0;
   // Grows a held request to `new_total_tokens` (> its current tokens; usually +1 per decode

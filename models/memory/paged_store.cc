@@ -125,29 +125,50 @@ void PagedStore::add_slack(const Req& r, int sign) {
   internal_tokens_ += sign * internal;
 }
 
+int64_t PagedStore::keyable_blocks(const PrefixHashes& prefix, int64_t limit) const {
+  if (!prefix_caching_ || prefix.block_tokens <= 0 || prefix.hashes.empty()) return 0;
+  const int64_t prompt = prefix.prompt_tokens > 0 ? prefix.prompt_tokens : limit;
+  const int64_t covered =
+      std::min(prompt, static_cast<int64_t>(prefix.hashes.size()) * prefix.block_tokens);
+  return covered / block_tokens_;
+}
+
+uint64_t PagedStore::key_of(const PrefixHashes& prefix, int64_t i) const {
+  const int64_t last_token = (i + 1) * block_tokens_ - 1;
+  return block_key(prefix.hashes[static_cast<size_t>(last_token / prefix.block_tokens)], i);
+}
+
+int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const {
+  // At most (tokens - 1) / block_tokens blocks: at least the last token is computed, and the
+  // blocks stay whole (vLLM v1: max_cache_hit_length = num_tokens - 1, in whole blocks).
+  const int64_t most = std::min(keyable_blocks(prefix, tokens), (tokens - 1) / block_tokens_);
+  int64_t n = 0;
+  while (n < most && by_key_.count(key_of(prefix, n)) != 0) ++n;  // a prefix, not a set
+  return n * block_tokens_;
+}
+
+void PagedStore::key_full_blocks(Req& r) {
+  const auto full = static_cast<size_t>(
+      std::min(static_cast<int64_t>(r.keys.size()), r.tokens / block_tokens_));
+  for (; r.keyed < full; ++r.keyed) {
+    const int32_t b = r.blocks[r.keyed];
+    blk(b).key = r.keys[r.keyed];
+    by_key_[r.keys[r.keyed]] = b;
+  }
+}
+
 AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
                                  int64_t max_total_tokens, const PrefixHashes& prefix) {
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);
   KVSIM_CHECK(prompt_tokens >= 1 && prompt_tokens <= max_total_tokens,
               "request {}: prompt {} max_total {}", request, prompt_tokens, max_total_tokens);
   const int64_t nblocks = ceil_div(prompt_tokens, block_tokens_);
-  // Prefix hits: full prompt blocks covered by the hashes whose key is already cached.
-  std::vector<int32_t> hits;
-  std::vector<uint64_t> keys;
-  if (prefix_caching_ && prefix.block_tokens > 0 && !prefix.hashes.empty()) {
-    const int64_t covered = std::min(
-        prompt_tokens, static_cast<int64_t>(prefix.hashes.size()) * prefix.block_tokens);
-    const int64_t full = covered / block_tokens_;
-    for (int64_t i = 0; i < full; ++i) {
-      const int64_t last_token = (i + 1) * block_tokens_ - 1;
-      keys.push_back(
-          block_key(prefix.hashes[static_cast<size_t>(last_token / prefix.block_tokens)], i));
-    }
-    for (uint64_t k : keys) {  // sharing stops at the first miss: a prefix, not a set
-      auto it = by_key_.find(k);
-      if (it == by_key_.end()) break;
-      hits.push_back(it->second);
-    }
+  // Prefix hits: the cached leading blocks cached_prefix_tokens() counts.
+  std::vector<int32_t>& hits = hit_scratch_;
+  hits.clear();
+  if (prefix_caching_) {
+    const int64_t n = cached_prefix_tokens(prefix, prompt_tokens) / block_tokens_;
+    for (int64_t i = 0; i < n; ++i) hits.push_back(by_key_.at(key_of(prefix, i)));
   }
   int64_t from_free = nblocks;
   for (int32_t b : hits) {
@@ -182,6 +203,11 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
     r.blocks.push_back(b);
   }
   prefix_hits_ += static_cast<int64_t>(hits.size());
+  r.keyed = hits.size();  // shared blocks already carry their keys
+  r.keys.clear();
+  for (int64_t i = 0, n = keyable_blocks(prefix, prompt_tokens); i < n; ++i) {
+    r.keys.push_back(key_of(prefix, i));
+  }
   if (!records_) {
     // No prefix caching: the next nblocks ids of the ring, as pop_free() would give them one by
     // one, copied in at most two pieces; their fills sum to the prompt.
@@ -202,12 +228,9 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
       blk(b).filled = static_cast<int32_t>(fill);
     }
     live_tokens_ += fill;
-    if (i < static_cast<int64_t>(keys.size())) {  // a full hashed block: make it findable
-      blk(b).key = keys[static_cast<size_t>(i)];
-      by_key_[keys[static_cast<size_t>(i)]] = b;
-    }
     r.blocks.push_back(b);
   }
+  if (records_) key_full_blocks(r);
   add_slack(r, +1);
   index_.insert(request, slot);
   return AllocResult::success();
@@ -255,6 +278,7 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
     if (records_) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
     live_tokens_ += add;
     r.tokens = new_total_tokens;
+    if (r.keyed < r.keys.size()) key_full_blocks(r);  // a chunk that completes the last block
     add_slack(r, +1);
     return AllocResult::success();
   }
@@ -285,6 +309,7 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
     r.blocks.push_back(b);
   }
   r.tokens = new_total_tokens;
+  if (r.keyed < r.keys.size()) key_full_blocks(r);  // a chunked prefill's later chunk
   add_slack(r, +1);
   return AllocResult::success();
 }
@@ -307,6 +332,8 @@ void PagedStore::release(RequestId request) {
     for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) push_free_back(*b);
   }
   r.blocks.clear();  // keeps its capacity for the slot's next request
+  r.keys.clear();
+  r.keyed = 0;
   r.id = -1;
   r.window = -1;
   index_.erase(request);
@@ -383,6 +410,9 @@ void PagedStore::check_invariants() const {
                 "request {} is not indexed to its slot", id);
     KVSIM_CHECK(static_cast<int64_t>(r.blocks.size()) == ceil_div(r.tokens, block_tokens_),
                 "request {} holds {} blocks for {} tokens", id, r.blocks.size(), r.tokens);
+    KVSIM_CHECK(r.keyed <= r.keys.size() && r.keyed <= r.blocks.size(),
+                "request {} keyed {} of {} keys, {} blocks", id, r.keyed, r.keys.size(),
+                r.blocks.size());
     for (size_t j = 0; j < r.blocks.size(); ++j) {
       const auto b = static_cast<size_t>(r.blocks[j]);
       ++owners[b];

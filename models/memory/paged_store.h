@@ -5,6 +5,10 @@
 // allocate, free and "touch" a cached block are O(1). With prefix caching, full prompt blocks are
 // keyed by the request's prefix hashes; equal keys share one ref-counted block, counted once, and
 // a freed keyed block stays findable until it is popped for someone else (vLLM v1's BlockPool).
+// A block is keyed once it is allocated full of prompt tokens (allocate, or grow for a chunked
+// prefill's later chunks): the engine allocates exactly the tokens the coming iteration computes,
+// so a keyed block holds KV that is computed by the end of that iteration (vLLM v1 caches blocks
+// in KVCacheManager.allocate_slots, when the tokens filling them are scheduled).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +54,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t total_blocks() const override { return num_blocks_; }
   int64_t block_tokens() const override { return block_tokens_; }
   int64_t prefix_hit_blocks() const override { return prefix_hits_; }
+  bool prefix_caching() const override { return prefix_caching_; }
+  int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
 
   // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
   int64_t open(RequestId request) override;
@@ -68,7 +74,18 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     int64_t max_total = 0;
     RequestId id = -1;   // -1: a free slot
     int64_t window = -1;  // room of its open deferral window; -1: closed
+    // Prefix caching: the keys of its full prompt blocks, and how many leading blocks are keyed
+    // (or were shared hits) so far.
+    std::vector<uint64_t> keys;
+    size_t keyed = 0;
   };
+  // Blocks of the prompt `prefix` describes that can be keyed: those that end inside the prompt
+  // (at most `limit` tokens when prefix.prompt_tokens is unset) and inside the hashes.
+  int64_t keyable_blocks(const PrefixHashes& prefix, int64_t limit) const;
+  // Key of the prompt's block `i` (< keyable_blocks).
+  uint64_t key_of(const PrefixHashes& prefix, int64_t i) const;
+  // Keys the request's full prompt blocks up to its tokens.
+  void key_full_blocks(Req& r);
   // The slot of held `request`, KVSIM_CHECKed held and with no deferral window open (`op` names
   // the call for the message).
   Req& held(RequestId request, const char* op);
@@ -126,6 +143,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t prefix_hits_ = 0;
   int64_t deferred_tokens_ = 0;     // reported by add(), not yet settled per request
   std::unordered_map<uint64_t, int32_t> by_key_;
+  std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused with their block vectors' capacity,
   // so steady-state growth does not allocate) found through a small hash index.
   std::vector<Req> slots_;

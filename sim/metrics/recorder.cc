@@ -148,6 +148,9 @@ PolicySummary Recorder::finish(SimTime end) {
   s.tpot = latency_stats(tpot_);
   s.e2e = latency_stats(e2e_);
   if (!kv_.empty()) s.kv = kv_.summary(end);
+  s.prefix_hit_rate = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) /
+                                                      static_cast<double>(s.prefix_query_tokens)
+                                                : 0.0;
   // Occupancy. KV is held only between an arrival and its outcome, so the integral up to `end`
   // is the integral over [first arrival, last outcome]: the mean is over duration_s.
   if (s.kv_pool_bytes > 0) {

@@ -62,6 +62,13 @@ struct PolicySummary {
   double slo_attainment = 0;            // slo_met / requests_total (1 with no request)
   double slo_goodput_requests_per_s = 0;  // slo_met / duration_s
   double slo_goodput_tokens_per_s = 0;    // their output tokens / duration_s
+
+  // Prefix caching (vLLM's PrefixCacheStats), counted when a request never preempted is admitted.
+  bool prefix_caching = false;        // the policy's store has enable_prefix_caching
+  int64_t prefix_hit_blocks = 0;      // cached blocks shared instead of computed
+  int64_t prefix_hit_tokens = 0;      // their tokens
+  int64_t prefix_query_tokens = 0;    // tokens looked up (each admitted request's prompt)
+  double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
 };
 
 // The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the
@@ -93,6 +100,12 @@ class Recorder {
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
   void on_iteration() { ++summary_.iterations; }
+  void on_prefix_caching() { summary_.prefix_caching = true; }
+  void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
+    summary_.prefix_query_tokens += query_tokens;
+    summary_.prefix_hit_tokens += hit_tokens;
+    summary_.prefix_hit_blocks += hit_blocks;
+  }
   // The memory state from `t` on: peaks and a point of the time-weighted waste integral. Call
   // after every change of memory state (iteration start and end, OOM, restart), so no summary
   // figure depends on when the timeseries is sampled.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/text_table.h"
 
 namespace kvsim {
@@ -79,6 +81,12 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                           {"internal_fraction", p.kv.internal_fraction},
                           {"reservation_fraction", p.kv.reservation_fraction},
                           {"external_fraction", p.kv.external_fraction}};
+    if (p.prefix_caching) {  // only for a store with enable_prefix_caching
+      o["prefix_hit_blocks"] = p.prefix_hit_blocks;
+      o["prefix_hit_tokens"] = p.prefix_hit_tokens;
+      o["prefix_query_tokens"] = p.prefix_query_tokens;
+      o["prefix_hit_rate"] = p.prefix_hit_rate;
+    }
     arr.push_back(o);
   }
   return {{"policies", arr}};
@@ -116,22 +124,32 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
 }
 
 std::string summary_table(const std::vector<PolicySummary>& policies) {
-  cli::TextTable t({"policy", "requests", "completed", "truncated", "rejected", "too_long",
-                    "timed_out", "lost_oom", "unavail", "avail", "OOMs", "preempt",
-                    "TTFT p99 (s)", "E2E p99 (s)", "driver peak (GiB)", "KV peak", "KV mean",
-                    "SLO"});
+  std::vector<std::string> header = {"policy", "requests", "completed", "truncated", "rejected",
+                                     "too_long", "timed_out", "lost_oom", "unavail", "avail",
+                                     "OOMs", "preempt", "TTFT p99 (s)", "E2E p99 (s)",
+                                     "driver peak (GiB)", "KV peak", "KV mean", "SLO"};
+  // A prefix-hit column only when some policy caches prefixes ("-" for the others).
+  const bool prefix = std::any_of(policies.begin(), policies.end(),
+                                  [](const PolicySummary& p) { return p.prefix_caching; });
+  if (prefix) header.emplace_back("prefix hit");
+  cli::TextTable t(header);
   for (const PolicySummary& p : policies) {
     auto n = [&](Outcome o) { return std::to_string(p.outcomes[outcome_index(o)]); };
-    t.add_row({p.name, std::to_string(p.requests_total), n(Outcome::kCompleted),
-               n(Outcome::kCompletedTruncated), n(Outcome::kRejected), n(Outcome::kRejectedTooLong),
-               n(Outcome::kTimedOut), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
-               fmt::format("{:.1f}%", 100 * p.availability), std::to_string(p.oom_events),
-               std::to_string(p.preemptions), fmt::format("{:.3f}", p.ttft.p99),
-               fmt::format("{:.3f}", p.e2e.p99),
-               fmt::format("{:.2f}", static_cast<double>(p.peak_driver_used_bytes) / (1 << 30)),
-               fmt::format("{:.1f}%", 100 * p.kv_pool_peak_occupancy),
-               fmt::format("{:.1f}%", 100 * p.kv_pool_mean_occupancy),
-               p.slo ? fmt::format("{:.1f}%", 100 * p.slo_attainment) : "-"});
+    std::vector<std::string> row = {
+        p.name, std::to_string(p.requests_total), n(Outcome::kCompleted),
+        n(Outcome::kCompletedTruncated), n(Outcome::kRejected), n(Outcome::kRejectedTooLong),
+        n(Outcome::kTimedOut), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
+        fmt::format("{:.1f}%", 100 * p.availability), std::to_string(p.oom_events),
+        std::to_string(p.preemptions), fmt::format("{:.3f}", p.ttft.p99),
+        fmt::format("{:.3f}", p.e2e.p99),
+        fmt::format("{:.2f}", static_cast<double>(p.peak_driver_used_bytes) / (1 << 30)),
+        fmt::format("{:.1f}%", 100 * p.kv_pool_peak_occupancy),
+        fmt::format("{:.1f}%", 100 * p.kv_pool_mean_occupancy),
+        p.slo ? fmt::format("{:.1f}%", 100 * p.slo_attainment) : "-"};
+    if (prefix) {
+      row.push_back(p.prefix_caching ? fmt::format("{:.1f}%", 100 * p.prefix_hit_rate) : "-");
+    }
+    t.add_row(row);
   }
   return t.render();
 }

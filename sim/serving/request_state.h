@@ -24,6 +24,7 @@ struct RequestState {
   int64_t prompt_tokens = 0;      // after any truncation
   int64_t generated = 0;          // output tokens produced so far
   int64_t prefilled = 0;          // tokens of the current (re)prefill whose KV is computed
+                                  // (starts at its prefix-cache hit)
   int64_t prefill_target = 0;     // tokens the current (re)prefill covers: prompt + generated
   int64_t swapped_tokens = 0;     // KV tokens held in host memory while swapped
   Phase phase = Phase::kGuardQueue;

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "core/check.h"
+#include "models/memory/kv_capabilities.h"
 
 namespace kvsim {
 
@@ -26,7 +27,11 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       policy_(config.scheduling_policy),
       swap_space_bytes_(config.swap_space_bytes),
       preallocated_(pool.kv().preallocated()),
-      hooks_(std::move(hooks)) {}
+      hooks_(std::move(hooks)) {
+  if (const PagedBlocks* paged = pool.kv().paged(); paged != nullptr && paged->prefix_caching()) {
+    recorder_.on_prefix_caching();  // the summary reports prefix hits for this policy
+  }
+}
 
 bool RunQueues::all_running_decode() const {
   return std::all_of(running_.begin(), running_.end(),
@@ -174,10 +179,21 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     const int64_t id = waiting_.front();
     RequestState& r = requests_.at(id);
     const int64_t target = r.context_tokens();
+    // Automatic prefix caching (vLLM v1): the leading tokens whose KV is cached are not computed
+    // again; the prefill starts after them and attention reads them as context. A recompute
+    // after preemption looks the cache up again.
+    const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
+                              .block_tokens = r.spec.hash_block_tokens,
+                              .prompt_tokens = r.prompt_tokens};
+    const PagedBlocks* paged = pool_.kv().paged();
+    const bool lookup = paged != nullptr && paged->prefix_caching();
+    const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;
+    const int64_t todo = target - cached;
     // Without chunking a prompt runs whole; one longer than the budget runs alone.
-    if (!chunked && target > budget && !it.prefill_ids.empty()) break;
-    const int64_t chunk = chunked ? std::min(target, budget) : target;
-    // vLLM's can_allocate (the watermark): after this step's allocations so far.
+    if (!chunked && todo > budget && !it.prefill_ids.empty()) break;
+    const int64_t chunk = chunked ? std::min(todo, budget) : todo;
+    // vLLM's can_allocate (the watermark): after this step's allocations so far. Cached blocks
+    // are shared, not allocated: only the computed tokens need new blocks.
     if (hooks_.check_allocation) {
       const AllocFit fit = hooks_.check_allocation(r, chunk);
       if (fit == AllocFit::kNever) {
@@ -186,8 +202,8 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       }
       if (fit == AllocFit::kLater) break;  // FCFS: it blocks the ones behind it, as vLLM's
     }
-    const PrefixHashes prefix{.hashes = r.spec.prefix_hashes, .block_tokens = r.spec.hash_block_tokens};
-    AllocResult a = pool_.allocate_kv(id, chunk, std::max(r.max_total_tokens(), target), prefix);
+    AllocResult a =
+        pool_.allocate_kv(id, cached + chunk, std::max(r.max_total_tokens(), target), prefix);
     if (!a) {
       if (!preallocated_) {
         hooks_.oom(id, a);
@@ -203,7 +219,12 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     KvLedger::forget(r);
     r.phase = Phase::kRunning;
     r.prefill_target = target;
-    r.prefilled = 0;
+    r.prefilled = cached;
+    // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
+    // recompute's lookup goes to its separate preempted_* figures, which kvsim does not report).
+    if (lookup && r.preemptions == 0) {
+      recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
+    }
     running_.push_back(&r);
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);

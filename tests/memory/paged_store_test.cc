@@ -83,6 +83,57 @@ TEST_CASE("paged prefix sharing counts shared blocks once and ref-counts them", 
   s.check_invariants();
 }
 
+// Issue 14 item 4. Blocks of 16 tokens, hashes per 16 tokens. A 48-token prompt {11, 22, 33}
+// keys its 3 full blocks. A lookup for a sequence of n tokens counts at most (n - 1) / 16 whole
+// blocks (the last token is always computed, vLLM's max_cache_hit_length = num_tokens - 1):
+// 48 tokens -> 47 / 16 = 2 blocks = 32 tokens; 49 tokens (the prompt plus one generated token,
+// a recompute) -> 3 blocks = 48 tokens; the same prompt again is allocated with 2 shared blocks
+// and 1 fresh one (100 - 3 - 1 = 96 free).
+TEST_CASE("paged prefix lookup leaves the last token to compute", "[memory][paged]") {
+  PagedStore s = make(100, true);
+  const std::vector<uint64_t> a = {11, 22, 33};
+  const PrefixHashes pa{a, 16, 48};
+  CHECK(s.prefix_caching());
+  CHECK(s.cached_prefix_tokens(pa, 48) == 0);
+  REQUIRE(s.allocate(1, 48, 60, pa));
+  CHECK(s.cached_prefix_tokens(pa, 48) == 32);
+  CHECK(s.cached_prefix_tokens(pa, 49) == 48);
+  CHECK(s.cached_prefix_tokens(pa, 1) == 0);
+  REQUIRE(s.allocate(2, 48, 60, pa));
+  CHECK(s.prefix_hit_blocks() == 2);
+  CHECK(s.free_blocks() == 96);
+  s.check_invariants();
+  // Without prefix caching nothing is ever cached.
+  PagedStore off = make(100);
+  REQUIRE(off.allocate(1, 48, 60, pa));
+  CHECK_FALSE(off.prefix_caching());
+  CHECK(off.cached_prefix_tokens(pa, 49) == 0);
+}
+
+// A chunked prefill allocates its prompt chunk by chunk: a block is keyed (findable) once the
+// tokens allocated fill it, and only inside the prompt (prompt_tokens = 48: blocks 0..2).
+//   allocate 24 tokens: block 0 full, block 1 half -> 16 cached tokens;
+//   grow to 40: block 1 full -> 32; grow to 48: block 2 full -> 48 for a 49-token lookup;
+//   grow to 64 (decode tokens): block 3 is past the prompt, never keyed -> still 48 for 65.
+TEST_CASE("paged prefix blocks are keyed as a chunked prefill fills them", "[memory][paged]") {
+  PagedStore s = make(100, true);
+  const std::vector<uint64_t> b = {7, 8, 9, 10};  // a hash past the prompt: ignored
+  const PrefixHashes pb{b, 16, 48};
+  REQUIRE(s.allocate(3, 24, 80, pb));
+  CHECK(s.cached_prefix_tokens(pb, 49) == 16);
+  REQUIRE(s.grow(3, 40));
+  CHECK(s.cached_prefix_tokens(pb, 49) == 32);
+  REQUIRE(s.grow(3, 48));
+  CHECK(s.cached_prefix_tokens(pb, 49) == 48);
+  REQUIRE(s.grow(3, 64));
+  CHECK(s.cached_prefix_tokens(PrefixHashes{b, 16, 64}, 65) == 48);
+  s.check_invariants();
+  // Freed, the blocks stay cached until they are reused.
+  s.release(3);
+  CHECK(s.cached_prefix_tokens(pb, 49) == 48);
+  s.check_invariants();
+}
+
 TEST_CASE("paged misuse is an invariant error, not silent corruption", "[memory][paged]") {
   PagedStore s = make(10);
   REQUIRE(s.allocate(1, 10, 20));
