@@ -22,6 +22,9 @@ struct RequestSpec {
   // Scheduling priority: lower values are served first, as in vLLM's `priority` scheduling
   // policy. 0 unless the trace or workload gives one.
   int64_t priority = 0;
+  // How long the request may wait before it is first scheduled (guard queue and engine waiting
+  // queue together) before it ends as timed_out; nullopt: the engine's max_queue_time_s, if any.
+  std::optional<SimTime> max_queue_time;
 };
 
 // A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request

@@ -151,6 +151,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     r.prefill_target = target;
     r.prefilled = 0;
     running_.push_back(&r);
+    if (hooks_.scheduled) hooks_.scheduled(r);
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);
     budget -= chunk;

@@ -25,6 +25,7 @@ class RunQueues final : public PlanSteps {
   struct Hooks {
     std::function<void(int64_t culprit, const AllocResult& why)> oom;  // crash or abort
     std::function<void(int64_t id, Outcome outcome)> finish;          // ends a request
+    std::function<void(RequestState& r)> scheduled;  // a waiting request entered the running batch
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
