@@ -9,6 +9,13 @@
 
 namespace kvsim {
 
+// What a generated workload stamps on each request it makes (its `priority:` and
+// `max_queue_time_s:` keys; a burst may set its own).
+struct RequestTags {
+  int64_t priority = 0;
+  std::optional<SimTime> max_queue_time;
+};
+
 struct RequestSpec {
   int64_t id = 0;            // dense, in arrival order from 0
   SimTime arrival = 0;       // ns since the start of the run

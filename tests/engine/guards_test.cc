@@ -17,7 +17,8 @@ std::string scenario(const std::string& guards, int64_t prompt, int64_t requests
 name: g
 model: seed-7b-mha
 gpu: a100-sxm4-80gb
-engine: {{kv: {}, restart_s: 10}}
+# A naive server with no context limit: prompts up to 65,536 (+ 4) tokens reach the guards.
+engine: {{kv: {}, restart_s: 10, max_model_len: 65540, allow_long_max_model_len: true}}
 workload:
   arrivals: {{type: fixed, rate: 1000}}
   max_requests: {}

@@ -33,6 +33,9 @@ std::string random_scenario(uint64_t seed) {
                              "[{type: reserve, timeout_s: 5}]", "[{type: max_inflight, max_inflight: 4}]",
                              "[{type: max_model_len, max_model_len: 12000, on_fail: truncate}, {type: reserve}]"});
   const double rate = 0.5 + static_cast<double>(g() % 200) / 10.0;
+  const char* chunked = pick({"true", "false"});
+  // Unchunked, the batch must hold a whole request (max_model_len): 4,096 only with chunking.
+  const char* batched = pick({"16384", "4096"});
   return fmt::format(R"(
 name: random-{}
 seed: {}
@@ -42,6 +45,8 @@ engine:
   scheduler: {}
   chunked_prefill: {}
   max_num_batched_tokens: {}
+  max_model_len: 14300  # prompts up to 14,000 + 300 output tokens, past the model's 8,192
+  allow_long_max_model_len: true
   preemption: {}
   on_oom: {}
   restart_s: 3
@@ -54,7 +59,7 @@ workload:
 policies: [{{name: p, guards: {}}}]
 )",
                      seed, seed, pick({"continuous", "continuous", "static"}),
-                     pick({"true", "false"}), pick({"16384", "4096"}),
+                     chunked, chunked == std::string("true") ? batched : "16384",
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv, rate,
                      guards);
 }
