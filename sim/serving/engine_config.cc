@@ -21,7 +21,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
-  c.max_model_len = e.get<int64_t>("max_model_len", 0, {.min = 1, .max = 1e9});
+  c.max_model_len = e.get<int64_t>("max_model_len", 0, {.min = 1, .max = 1e12});
   c.allow_long_max_model_len = e.get<bool>("allow_long_max_model_len", false);
   if (auto q = e.get_optional<double>("max_queue_time_s",
                                       {.min = 0, .max = 1e9, .min_exclusive = true})) {
@@ -64,7 +64,12 @@ void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec&
         "(set allow_long_max_model_len: true to run it anyway)",
         c.max_model_len, model.name, model.max_position));
   }
-  if (c.chunked_prefill) return;
+  // A scheduler without the chunked_prefill key (static) prefills whole prompts whatever it says.
+  const auto* entry = scheduler_registry().find(c.scheduler);
+  const bool can_chunk =
+      entry != nullptr && std::find(entry->keys.begin(), entry->keys.end(), "chunked_prefill") !=
+                              entry->keys.end();
+  if (c.chunked_prefill && can_chunk) return;
   const std::optional<ConfigNode> batched_node =
       e.is_map() ? e.peek("max_num_batched_tokens") : std::nullopt;
   if (!batched_node || batched_node->is_null()) {

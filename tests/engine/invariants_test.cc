@@ -33,9 +33,12 @@ std::string random_scenario(uint64_t seed) {
                              "[{type: reserve, timeout_s: 5}]", "[{type: max_inflight, max_inflight: 4}]",
                              "[{type: max_model_len, max_model_len: 12000, on_fail: truncate}, {type: reserve}]"});
   const double rate = 0.5 + static_cast<double>(g() % 200) / 10.0;
+  const char* scheduler = pick({"continuous", "continuous", "static"});
   const char* chunked = pick({"true", "false"});
-  // Unchunked, the batch must hold a whole request (max_model_len): 4,096 only with chunking.
+  // Unchunked, the batch must hold a whole request (max_model_len): 4,096 only with chunking,
+  // which the static scheduler never does.
   const char* batched = pick({"16384", "4096"});
+  const bool chunks = chunked == std::string("true") && scheduler == std::string("continuous");
   return fmt::format(R"(
 name: random-{}
 seed: {}
@@ -58,8 +61,7 @@ workload:
   output_tokens: {{type: uniform, min: 1, max: 300}}
 policies: [{{name: p, guards: {}}}]
 )",
-                     seed, seed, pick({"continuous", "continuous", "static"}),
-                     chunked, chunked == std::string("true") ? batched : "16384",
+                     seed, seed, scheduler, chunked, chunks ? batched : "16384",
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv, rate,
                      guards);
 }

@@ -115,6 +115,9 @@ TEST_CASE("resolve_model_limits defaults as vLLM does, with 16,384 as the floor"
   // Chunked: the budget stays 16,384.
   c = resolved("seed-7b-mha", "{chunked_prefill: true}");
   CHECK(c.max_num_batched_tokens == 16384);
+  // The static scheduler never chunks (it has no chunked_prefill key): unchunked rules apply.
+  c = resolved("seed-7b-mha", "{scheduler: static, chunked_prefill: true}");
+  CHECK(c.max_num_batched_tokens == 32768);
 }
 
 namespace {
