@@ -118,6 +118,12 @@ TEST_CASE("resolve_model_limits defaults as vLLM does, with 16,384 as the floor"
   // The static scheduler never chunks (it has no chunked_prefill key): unchunked rules apply.
   c = resolved("seed-7b-mha", "{scheduler: static, chunked_prefill: true}");
   CHECK(c.max_num_batched_tokens == 32768);
+  // engine.max_queue_time_s: seconds > 0, none by default.
+  CHECK(!resolved("llama-3-8b", "{}").max_queue_time);
+  CHECK(resolved("llama-3-8b", "{max_queue_time_s: 2.5}").max_queue_time ==
+        std::optional<SimTime>(2'500'000'000));
+  CHECK_THROWS_WITH(resolved("llama-3-8b", "{max_queue_time_s: 0}"),
+                    Catch::Matchers::StartsWith("engine.yaml:1:20: "));  // at the 0
 }
 
 namespace {
