@@ -9,6 +9,13 @@
 
 namespace kvsim {
 
+// What a generated workload stamps on each request it makes (its `priority:` and
+// `max_queue_time_s:` keys; a burst may set its own).
+struct RequestTags {
+  int64_t priority = 0;
+  std::optional<SimTime> max_queue_time;
+};
+
 struct RequestSpec {
   int64_t id = 0;            // dense, in arrival order from 0
   SimTime arrival = 0;       // ns since the start of the run
@@ -22,6 +29,9 @@ struct RequestSpec {
   // Scheduling priority: lower values are served first, as in vLLM's `priority` scheduling
   // policy. 0 unless the trace or workload gives one.
   int64_t priority = 0;
+  // How long the request may wait before it is first scheduled (guard queue and engine waiting
+  // queue together) before it ends as timed_out; nullopt: the engine's max_queue_time_s, if any.
+  std::optional<SimTime> max_queue_time;
 };
 
 // A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request

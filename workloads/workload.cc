@@ -15,6 +15,7 @@ struct Common {
   std::optional<SimTime> duration;
   std::optional<int64_t> max_requests;
   std::vector<Burst> bursts;
+  RequestTags tags;
 };
 
 Common parse_common(const ConfigNode& n) {
@@ -26,6 +27,10 @@ Common parse_common(const ConfigNode& n) {
     c.duration = seconds_to_sim(*d);
   }
   c.max_requests = n.get_optional<int64_t>("max_requests", {.min = 1, .max = 1e12});
+  c.tags.priority = n.get<int64_t>("priority", 0, {.min = -1e15, .max = 1e15});
+  if (auto q = n.get_optional<double>("max_queue_time_s", positive_s)) {
+    c.tags.max_queue_time = seconds_to_sim(*q);
+  }
   if (auto b = n.optional_child("bursts")) {
     if (!b->is_sequence()) b->fail_expected("a list of bursts");
     for (size_t i = 0; i < b->size(); ++i) {
@@ -52,6 +57,7 @@ Workload make_open_loop(const ConfigNode& n, uint64_t seed) {
   p.duration = c.duration;
   p.max_requests = c.max_requests;
   p.bursts = std::move(c.bursts);
+  p.tags = c.tags;
   Workload w;
   w.kind = Workload::Kind::kOpenLoop;
   w.source = std::make_unique<OpenLoopSource>(std::move(p), seed);
@@ -80,6 +86,7 @@ Workload make_closed_loop(const ConfigNode& n, uint64_t seed) {
   p.output_tokens = c.output_tokens;
   p.duration = c.duration;
   p.max_requests = c.max_requests;
+  p.tags = c.tags;
   auto ids = std::make_shared<int64_t>(0);
   Workload w;
   w.kind = Workload::Kind::kClosedLoop;
@@ -87,6 +94,7 @@ Workload make_closed_loop(const ConfigNode& n, uint64_t seed) {
   if (!c.bursts.empty()) {
     OpenLoopParams b;
     b.bursts = std::move(c.bursts);
+    b.tags = c.tags;  // bursts without their own priority / max_queue_time_s take the workload's
     w.source = std::make_unique<OpenLoopSource>(std::move(b), seed, ids);
   }
   return w;
@@ -106,7 +114,8 @@ Workload make_trace(const ConfigNode& n, uint64_t) {
 
 void register_workload_kinds(WorkloadKindRegistry& r) {
   const std::vector<std::string> common = {"prompt_tokens", "output_tokens", "duration_s",
-                                           "max_requests", "bursts"};
+                                           "max_requests", "bursts", "priority",
+                                           "max_queue_time_s"};
   auto with = [&](std::string key) {
     std::vector<std::string> keys{std::move(key)};
     keys.insert(keys.end(), common.begin(), common.end());

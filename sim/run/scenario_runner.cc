@@ -83,6 +83,7 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
   p->name = policy.get<std::string>("name");
   const ConfigNode engine_node = policy_engine(s.root, policy);
   p->engine = parse_engine_config(engine_node);
+  resolve_model_limits(p->engine, engine_node, s.model);  // before the pool's profile run
   const EngineConfig& engine = p->engine;
   const ConfigNode kv_node = engine_node.optional_child("kv").value_or(
       ConfigNode::parse_string("{type: paged}", "default kv"));

@@ -44,7 +44,8 @@ bool AdmissionQueue::arrive(RequestState& r) {
   r.queued_at = events_.now();
   if (!queue_.empty()) {  // first come, first served: no overtaking the queue
     queue_.push_back(r.spec.id);
-    if (const SimTime t = queue_behind_timeout(); t >= 0) schedule_timeout(r, t);
+    if (const SimTime t = queue_behind_timeout(); t >= 0) r.guard_expires_at = r.queued_at + t;
+    arm_timeout(r);
     return false;
   }
   return try_admit(r);
@@ -84,7 +85,8 @@ bool AdmissionQueue::try_admit(RequestState& r) {
           queue_.push_back(id);
         }
         // Queued on arrival, or behind others with no timeout: this guard's timeout applies.
-        if (d.timeout >= 0 && !r.guard_timeout) schedule_timeout(r, d.timeout);
+        if (d.timeout >= 0 && r.guard_expires_at < 0) r.guard_expires_at = r.queued_at + d.timeout;
+        arm_timeout(r);
         return false;
       }
       hooks_.finish(id, d.action == A::kReject ? Outcome::kRejected : Outcome::kRejectedTooLong);
@@ -92,22 +94,47 @@ bool AdmissionQueue::try_admit(RequestState& r) {
     }
   }
   if (auto it = std::find(queue_.begin(), queue_.end(), id); it != queue_.end()) queue_.erase(it);
-  if (r.guard_timeout) events_.cancel(*r.guard_timeout);
-  r.guard_timeout.reset();
   hooks_.admitted(r);
+  arm_timeout(r);  // the guard's timeout no longer applies; a deadline still may
   return true;
 }
 
-void AdmissionQueue::schedule_timeout(RequestState& r, SimTime timeout) {
+void AdmissionQueue::arm_timeout(RequestState& r) {
+  SimTime at = -1;
+  auto earliest = [&at](SimTime t) {
+    if (t >= 0 && (at < 0 || t < at)) at = t;
+  };
+  if (r.phase == Phase::kGuardQueue) earliest(r.guard_expires_at);
+  if (!r.scheduled) earliest(r.deadline_at);
+  if (at >= 0) at = std::max(events_.now(), at);  // at once if that is past
+  if (r.timeout && r.timeout_at == at) return;
+  cancel_timeout(r);
+  if (at < 0) return;
   const int64_t id = r.spec.id;
-  const SimTime at = std::max(events_.now(), r.queued_at + timeout);
-  r.guard_timeout = events_.schedule_at(at, [this, id] {
+  r.timeout_at = at;
+  r.timeout = events_.schedule_at(at, [this, id] {
     auto it = requests_.find(id);
-    if (it == requests_.end() || it->second.phase != Phase::kGuardQueue) return;
-    it->second.guard_timeout.reset();
+    if (it == requests_.end()) return;
+    RequestState& q = it->second;
+    q.timeout.reset();
+    q.timeout_at = -1;
+    const bool waiting = q.phase == Phase::kGuardQueue || (q.phase == Phase::kWaiting && !q.scheduled);
+    if (!waiting) return;
     hooks_.finish(id, Outcome::kTimedOut);
     hooks_.timed_out();
   });
+}
+
+void AdmissionQueue::cancel_timeout(RequestState& r) {
+  if (r.timeout) events_.cancel(*r.timeout);
+  r.timeout.reset();
+  r.timeout_at = -1;
+}
+
+void AdmissionQueue::on_scheduled(RequestState& r) {
+  if (r.scheduled) return;
+  r.scheduled = true;
+  cancel_timeout(r);
 }
 
 void AdmissionQueue::run() {
@@ -129,7 +156,7 @@ void AdmissionQueue::on_finish(RequestState& r) {
       queue_.erase(it);
     }
   }
-  if (r.guard_timeout) events_.cancel(*r.guard_timeout);
+  cancel_timeout(r);
 }
 
 void AdmissionQueue::on_restart() {

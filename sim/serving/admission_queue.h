@@ -8,6 +8,12 @@
 // FCFS waiting queue) and is checked by the guards only when it reaches the head; its timeout runs
 // from its arrival, with the shortest timeout among the policy's queueing guards
 // (Guard::queue_timeout). Every queued request thus has its own timeout.
+//
+// A request may also carry a deadline (max_queue_time, RequestState::deadline_at): it bounds the
+// whole wait before its first scheduling, in the guard queue and then in the engine's waiting
+// queue. One event per request serves both bounds, at the earlier of those that apply; when it
+// fires, the request ends as timed_out. A request that was scheduled once (even if preempted
+// since) never times out.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +52,8 @@ class AdmissionQueue {
   // `r` is finishing, whatever its phase: the guards release what they reserved for it, it leaves
   // the queue, and its timeout is cancelled.
   void on_finish(RequestState& r);
+  // `r` entered the running batch for the first time: its deadline no longer applies.
+  void on_scheduled(RequestState& r);
   // The replica restarted: the guards forget every reservation.
   void on_restart();
   // The guards' scheduler-side checks (Guard::check_allocation) on allocating `tokens` of KV for
@@ -58,8 +66,11 @@ class AdmissionQueue {
   GuardContext guard_context(const MemorySnapshot& snap) const;
   // Applies the guards to one request; false if it stays queued (or was rejected).
   bool try_admit(RequestState& r);
-  // Starts r's timeout: it ends `timeout` after r entered the queue (at once if that is past).
-  void schedule_timeout(RequestState& r, SimTime timeout);
+  // (Re)schedules r's timeout event at the earliest bound that applies now (the guard's while it
+  // is guard-queued, the deadline until its first scheduling), at once if that is past; cancels
+  // it when none applies. Keeps the pending event when its time does not change.
+  void arm_timeout(RequestState& r);
+  void cancel_timeout(RequestState& r);
   // The timeout of a request queued behind others: the shortest finite one of the guards that
   // queue (-1 when all of them wait forever, or none queues).
   SimTime queue_behind_timeout() const;

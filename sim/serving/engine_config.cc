@@ -1,9 +1,13 @@
 #include "sim/serving/engine_config.h"
 
+#include <algorithm>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "core/config_node.h"
 #include "core/units.h"
+#include "models/model_spec.h"
 #include "sim/serving/scheduler.h"
 
 namespace kvsim {
@@ -17,6 +21,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
+  c.max_model_len = e.get<int64_t>("max_model_len", 0, {.min = 1, .max = 1e12});
+  c.allow_long_max_model_len = e.get<bool>("allow_long_max_model_len", false);
+  if (auto q = e.get_optional<double>("max_queue_time_s",
+                                      {.min = 0, .max = 1e9, .min_exclusive = true})) {
+    c.max_queue_time = seconds_to_sim(*q);
+  }
   c.batch_size = e.get<int64_t>("batch_size", c.batch_size, {.min = 1, .max = 1e6});
   using Policy = EngineConfig::SchedulingPolicy;
   c.scheduling_policy = e.get_enum<Policy>("scheduling_policy",
@@ -47,6 +57,37 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   }
   e.allow({"kv"});  // read by the memory pool
   return c;
+}
+
+void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec& model) {
+  const std::optional<ConfigNode> len_node = e.is_map() ? e.peek("max_model_len") : std::nullopt;
+  if (c.max_model_len == 0) {
+    c.max_model_len = model.max_position;
+  } else if (c.max_model_len > model.max_position && !c.allow_long_max_model_len) {
+    // vLLM's ModelConfig refuses it too, unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set.
+    len_node->fail(fmt::format(
+        "max_model_len {} is above {}'s max_position {}; positions past it were never trained "
+        "(set allow_long_max_model_len: true to run it anyway)",
+        c.max_model_len, model.name, model.max_position));
+  }
+  // A scheduler without the chunked_prefill key (static) prefills whole prompts whatever it says.
+  const auto* entry = scheduler_registry().find(c.scheduler);
+  const bool can_chunk =
+      entry != nullptr && std::find(entry->keys.begin(), entry->keys.end(), "chunked_prefill") !=
+                              entry->keys.end();
+  if (c.chunked_prefill && can_chunk) return;
+  const std::optional<ConfigNode> batched_node =
+      e.is_map() ? e.peek("max_num_batched_tokens") : std::nullopt;
+  if (!batched_node || batched_node->is_null()) {
+    c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, c.max_model_len);
+  } else if (c.max_num_batched_tokens < c.max_model_len) {
+    // vLLM's SchedulerConfig check: without chunking a whole prompt must fit one iteration.
+    batched_node->fail(fmt::format(
+        "max_num_batched_tokens {} is below max_model_len {} with chunked_prefill off: a prompt "
+        "longer than the batch could never be scheduled; raise max_num_batched_tokens, lower "
+        "max_model_len, or turn chunked_prefill on",
+        c.max_num_batched_tokens, c.max_model_len));
+  }
 }
 
 }  // namespace kvsim

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "models/memory/activation.h"
@@ -10,6 +11,7 @@
 namespace kvsim {
 
 class ConfigNode;
+struct ModelSpec;
 
 struct EngineConfig {
   enum class Preemption { kRecompute, kSwap, kOff };
@@ -19,7 +21,17 @@ struct EngineConfig {
 
   std::string scheduler = "continuous";  // a name in scheduler_registry()
   int64_t max_num_seqs = 256;
+  // Tokens per iteration. When the scenario gives none: 16384, or max_model_len when that is
+  // larger and chunked prefill is off (resolve_model_limits; vLLM defaults it the same way).
   int64_t max_num_batched_tokens = 16384;
+  // Longest prompt + output tokens a request may ask for; longer ones end at arrival as
+  // rejected_too_long. 0 = no limit (until resolve_model_limits sets the model's max_position).
+  int64_t max_model_len = 0;
+  bool allow_long_max_model_len = false;  // max_model_len may exceed the model's max_position
+  // How long a request may wait before its first scheduling (guard queue and engine waiting
+  // queue together) before it ends as timed_out; a trace's per-request value overrides it.
+  // nullopt = forever.
+  std::optional<SimTime> max_queue_time;
   bool chunked_prefill = false;
   int64_t batch_size = 8;  // static scheduler: requests per fixed batch
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
@@ -36,5 +48,12 @@ struct EngineConfig {
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws
 // ConfigError.
 EngineConfig parse_engine_config(const ConfigNode& engine);
+
+// The settings that need the model, as vLLM checks them: max_model_len defaults to the model's
+// max_position and may exceed it only with allow_long_max_model_len; with chunked prefill off,
+// max_num_batched_tokens must be at least max_model_len (defaulted to max(max_model_len, 16384)
+// when not given). Throws ConfigError at the offending key. `engine` is the node `c` was parsed
+// from.
+void resolve_model_limits(EngineConfig& c, const ConfigNode& engine, const ModelSpec& model);
 
 }  // namespace kvsim

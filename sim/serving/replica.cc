@@ -50,7 +50,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                .check_allocation =
                    [this](const RequestState& r, int64_t tokens) {
                      return admission_.check_allocation(r, tokens);
-                   }}),
+                   },
+               .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
@@ -73,6 +74,15 @@ void Replica::arrive(const RequestSpec& spec) {
     finish_request(spec.id, Outcome::kFailedUnavailable);
     return;
   }
+  // The server refuses at once what asks for more than max_model_len tokens in all (vLLM's
+  // OpenAI server answers HTTP 400), before any guard sees it.
+  if (config_.max_model_len > 0 && spec.prompt_tokens + spec.output_tokens > config_.max_model_len) {
+    finish_request(spec.id, Outcome::kRejectedTooLong);
+    return;
+  }
+  // The request's own deadline, else the engine's; it runs from the arrival.
+  const std::optional<SimTime> wait = spec.max_queue_time ? spec.max_queue_time : config_.max_queue_time;
+  if (wait) r.deadline_at = events_.now() + *wait;
   if (admission_.arrive(r)) kick();
 }
 
@@ -132,6 +142,15 @@ void Replica::start_iteration() {
   // sum only (exact integer sums; see BatchShape): no per-sequence entries.
   const int64_t decode_context = it.decode_context;
   if (check_) {
+    // The activation reserve was profiled for max_num_batched_tokens: with the model limits
+    // resolved (max_model_len <= the budget when unchunked), no chunk may exceed it.
+    if (config_.max_model_len > 0) {
+      for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
+        KVSIM_CHECK(it.prefill_chunks[i] <= limits_.max_num_batched_tokens,
+                    "request {}'s prefill chunk of {} tokens exceeds max_num_batched_tokens {}",
+                    it.prefill_ids[i], it.prefill_chunks[i], limits_.max_num_batched_tokens);
+      }
+    }
     int64_t sum = 0;
     for (const RequestState* r : it.decode) sum += r->context_tokens();
     KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);

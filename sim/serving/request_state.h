@@ -34,8 +34,15 @@ struct RequestState {
   int preemptions = 0;
   SimTime first_token_at = -1;
   SimTime finished_at = -1;
-  SimTime queued_at = -1;                // when it reached the guard queue (its arrival)
-  std::optional<EventId> guard_timeout;  // the pending guard-queue timeout, if any
+  SimTime queued_at = -1;  // when it reached the guard queue (its arrival)
+  // Two bounds on waiting, served by one pending event (`timeout`, at the earlier of the two that
+  // apply; AdmissionQueue arms it): a queueing guard's timeout_s, while the request is in the
+  // guard queue, and the request's max_queue_time deadline, until its first scheduling. -1: none.
+  SimTime guard_expires_at = -1;
+  SimTime deadline_at = -1;
+  bool scheduled = false;           // admitted into the running batch at least once
+  std::optional<EventId> timeout;   // the pending timeout event, if any
+  SimTime timeout_at = -1;          // when it fires
   // The engine's view of the request's deferral window while decoding (DeferredGrowth, through
   // KvLedger): open while kv_tokens > 0; zeroed when the window is settled (before any other
   // store call about the request) and on a new allocation (admission, swap-in).

@@ -226,6 +226,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
     }
     running_.push_back(&r);
+    if (hooks_.scheduled) hooks_.scheduled(r);
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);
     budget -= chunk;

@@ -42,6 +42,7 @@ class RunQueues final : public PlanSteps {
     // The guards' scheduler-side check before `tokens` of KV are allocated for the waiting
     // request `r` (AdmissionQueue::check_allocation); absent = always kOk.
     std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
+    std::function<void(RequestState& r)> scheduled;  // a waiting request entered the running batch
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.

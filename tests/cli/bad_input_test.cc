@@ -242,6 +242,9 @@ TEST_CASE("a huge model just inside the KV bound runs and billion-token requests
   const std::string rest =
       "}\ngpu: {name: g, memory_gb: 100000, hbm_gb_per_s: 2000, fp16_tflops: 312}\n"
       "policies: [{name: none, guards: []}, {name: reserve, guards: [{type: reserve}]}]\n"
+      // Past max_position and chunked (a 7.45M-token unchunked batch would leave no room for
+      // the pool's activation profile): the requests reach the KV store, which refuses them.
+      "engine: {chunked_prefill: true, max_model_len: 2000000000, allow_long_max_model_len: true}\n"
       "workload:\n"
       "  clients: {type: closed_loop, count: 2}\n"
       "  prompt_tokens: 1000000000\n"

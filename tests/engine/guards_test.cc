@@ -11,13 +11,15 @@ using kvsim::test::run_yaml;
 
 namespace {
 
+// A naive server with no context limit (max_model_len past the model's 32,768 positions): prompts
+// up to 65,536 (+ 4) tokens reach the guards.
 std::string scenario(const std::string& guards, int64_t prompt, int64_t requests = 3,
                      const std::string& kv = "{type: caching_allocator, growth: preallocate}") {
   return fmt::format(R"(
 name: g
 model: seed-7b-mha
 gpu: a100-sxm4-80gb
-engine: {{kv: {}, restart_s: 10}}
+engine: {{kv: {}, restart_s: 10, max_model_len: 65540, allow_long_max_model_len: true}}
 workload:
   arrivals: {{type: fixed, rate: 1000}}
   max_requests: {}

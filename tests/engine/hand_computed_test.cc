@@ -22,7 +22,9 @@ std::string two_requests(const std::string& kv, const std::string& policies) {
 name: two
 model: seed-7b-mha
 gpu: {}
-engine: {{kv: {}, on_oom: crash, restart_s: 10}}
+# max_model_len: the requests' 16,384 + 16 tokens, so the unchunked batch (and the profile run
+# that sizes a paged store) is 16,400 tokens rather than the model's 32,768.
+engine: {{kv: {}, on_oom: crash, restart_s: 10, max_model_len: 16400}}
 workload:
   arrivals: {{type: fixed, rate: 100}}
   max_requests: 2
@@ -84,7 +86,8 @@ TEST_CASE("one 32k prompt OOMs under native attention whatever the KV guard says
 name: native
 model: seed-7b-mha
 gpu: a100-sxm4-80gb
-engine: {kv: {type: caching_allocator}, restart_s: 5}
+# A naive server: no context limit, 32,768 + 8 tokens reach the model.
+engine: {kv: {type: caching_allocator}, restart_s: 5, max_model_len: 32776, allow_long_max_model_len: true}
 workload:
   arrivals: {type: fixed, rate: 1}
   max_requests: 1

@@ -33,6 +33,12 @@ std::string random_scenario(uint64_t seed) {
                              "[{type: reserve, timeout_s: 5}]", "[{type: max_inflight, max_inflight: 4}]",
                              "[{type: max_model_len, max_model_len: 12000, on_fail: truncate}, {type: reserve}]"});
   const double rate = 0.5 + static_cast<double>(g() % 200) / 10.0;
+  const char* scheduler = pick({"continuous", "continuous", "static"});
+  const char* chunked = pick({"true", "false"});
+  // Unchunked, the batch must hold a whole request (max_model_len): 4,096 only with chunking,
+  // which the static scheduler never does.
+  const char* batched = pick({"16384", "4096"});
+  const bool chunks = chunked == std::string("true") && scheduler == std::string("continuous");
   return fmt::format(R"(
 name: random-{}
 seed: {}
@@ -42,6 +48,8 @@ engine:
   scheduler: {}
   chunked_prefill: {}
   max_num_batched_tokens: {}
+  max_model_len: 14300  # prompts up to 14,000 + 300 output tokens, past the model's 8,192
+  allow_long_max_model_len: true
   preemption: {}
   on_oom: {}
   restart_s: 3
@@ -53,8 +61,7 @@ workload:
   output_tokens: {{type: uniform, min: 1, max: 300}}
 policies: [{{name: p, guards: {}}}]
 )",
-                     seed, seed, pick({"continuous", "continuous", "static"}),
-                     pick({"true", "false"}), pick({"16384", "4096"}),
+                     seed, seed, scheduler, chunked, chunks ? batched : "16384",
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv, rate,
                      guards);
 }

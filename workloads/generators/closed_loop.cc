@@ -32,6 +32,8 @@ RequestSpec ClosedLoopClients::make(int client, SimTime arrival) {
   r.prompt_tokens = p_.prompt_tokens.sample(rng);
   r.output_tokens = p_.output_tokens.sample(rng);
   r.client = client;
+  r.priority = p_.tags.priority;
+  r.max_queue_time = p_.tags.max_queue_time;
   ++issued_;
   return r;
 }

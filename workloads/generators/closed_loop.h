@@ -26,6 +26,7 @@ struct ClosedLoopParams {
   LengthDist output_tokens = LengthDist::fixed(1);
   std::optional<SimTime> duration;      // no request arrives at t >= duration (first ones excepted)
   std::optional<int64_t> max_requests;  // total over all clients; Requires: >= count
+  RequestTags tags;                     // stamped on every request
 };
 
 class ClosedLoopClients {

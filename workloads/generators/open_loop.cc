@@ -62,6 +62,11 @@ Burst Burst::parse(const ConfigNode& n) {
   b.count = n.get<int64_t>("count", {.min = 1, .max = 1e9});
   b.prompt_tokens = LengthDist::parse(n.child("prompt_tokens"));
   b.output_tokens = LengthDist::parse(n.child("output_tokens"));
+  b.priority = n.get_optional<int64_t>("priority", {.min = -1e15, .max = 1e15});
+  if (auto q = n.get_optional<double>("max_queue_time_s",
+                                      {.min = 0, .max = 1e9, .min_exclusive = true})) {
+    b.max_queue_time = seconds_to_sim(*q);
+  }
   return b;
 }
 
@@ -142,6 +147,8 @@ std::optional<RequestSpec> OpenLoopSource::next() {
     r.arrival = *base_next_;
     r.prompt_tokens = p_.prompt_tokens.sample(prompt_rng_);
     r.output_tokens = p_.output_tokens.sample(output_rng_);
+    r.priority = p_.tags.priority;
+    r.max_queue_time = p_.tags.max_queue_time;
     base_next_.reset();
     ++base_emitted_;
   } else {
@@ -150,6 +157,8 @@ std::optional<RequestSpec> OpenLoopSource::next() {
     r.arrival = *burst_t;
     r.prompt_tokens = b.prompt_tokens.sample(rng);
     r.output_tokens = b.output_tokens.sample(rng);
+    r.priority = b.priority.value_or(p_.tags.priority);
+    r.max_queue_time = b.max_queue_time ? b.max_queue_time : p_.tags.max_queue_time;
     if (++burst_pos_ == b.count) {
       ++burst_index_;
       burst_pos_ = 0;

@@ -45,7 +45,10 @@ struct Burst {
   int64_t count = 0;
   LengthDist prompt_tokens = LengthDist::fixed(1);
   LengthDist output_tokens = LengthDist::fixed(1);
-  // Reads {at_s, count, prompt_tokens, output_tokens[, over_s]}.
+  // The burst's own priority / max_queue_time_s; nullopt: the workload's (OpenLoopParams::tags).
+  std::optional<int64_t> priority;
+  std::optional<SimTime> max_queue_time;
+  // Reads {at_s, count, prompt_tokens, output_tokens[, over_s, priority, max_queue_time_s]}.
   static Burst parse(const ConfigNode& node);
 };
 
@@ -56,6 +59,7 @@ struct OpenLoopParams {
   std::optional<SimTime> duration;      // base arrivals at t < duration
   std::optional<int64_t> max_requests;  // base arrivals (bursts come on top)
   std::vector<Burst> bursts;
+  RequestTags tags;  // stamped on base arrivals, and on burst requests that set none of their own
 };
 
 // The base arrivals and the bursts merged by time (a base arrival first at equal times, then

@@ -85,6 +85,12 @@ class CsvRowParser final : public RowParser {
     time_name_ = std::string(trim(names[time_col_]));
     prompt_name_ = std::string(trim(names[prompt_col_]));
     output_name_ = std::string(trim(names[output_col_]));
+    if (layout_.request_columns) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (iequal(trim(names[i]), "priority")) priority_col_ = i;
+        if (iequal(trim(names[i]), "max_queue_time_s")) queue_time_col_ = i;
+      }
+    }
     header_list_.clear();
     for (size_t i = 0; i < names.size(); ++i) {
       if (i > 0) header_list_ += ',';
@@ -121,6 +127,25 @@ class CsvRowParser final : public RowParser {
     row.output_tokens = count(fields_[output_col_], output_name_);
     row.prefix_hashes.clear();
     row.hash_block_tokens = 0;
+    row.priority = 0;
+    row.max_queue_time.reset();
+    if (priority_col_ != kNone) {
+      if (const std::string_view f = trim(fields_[priority_col_]); !f.empty()) {
+        auto v = trace_detail::parse_int(f);
+        if (!v) throw TraceRowError(row_error(*lines_, "priority: expected an integer", f));
+        row.priority = *v;
+      }
+    }
+    if (queue_time_col_ != kNone) {
+      if (const std::string_view f = trim(fields_[queue_time_col_]); !f.empty()) {
+        auto v = trace_detail::parse_decimal_fixed(f, 9);
+        if (!v || *v <= 0) {
+          throw TraceRowError(
+              row_error(*lines_, "max_queue_time_s: expected a number of seconds > 0", f));
+        }
+        row.max_queue_time = *v;
+      }
+    }
     return true;
   }
 
@@ -142,7 +167,9 @@ class CsvRowParser final : public RowParser {
   CsvLayout layout_;
   std::unique_ptr<LineReader> lines_;
   size_t n_fields_ = 0;
+  static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t time_col_ = 0, prompt_col_ = 0, output_col_ = 0;
+  size_t priority_col_ = kNone, queue_time_col_ = kNone;  // optional (CsvLayout::request_columns)
   std::string time_name_, prompt_name_, output_name_, header_list_;
   std::vector<std::string_view> fields_;
 };

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,8 @@ struct RawRow {
   int64_t output_tokens = 0;
   std::vector<uint64_t> prefix_hashes;
   int64_t hash_block_tokens = 0;
+  int64_t priority = 0;                   // optional column (normalized CSV); 0 when absent
+  std::optional<int64_t> max_queue_time;  // ns; optional column (normalized CSV)
   std::string_view time_text;  // the time field as written, valid until the next call
 };
 
@@ -36,6 +39,9 @@ struct CsvLayout {
   const char* prompt;
   const char* output;
   bool datetime;  // the time is a calendar date-time (Azure), not a number of seconds
+  // The format may carry the optional per-request columns `priority` (an integer, lower served
+  // first) and `max_queue_time_s` (seconds > 0); an empty cell means not given.
+  bool request_columns = false;
 };
 
 class RowParser {

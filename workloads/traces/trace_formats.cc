@@ -61,7 +61,7 @@ TraceFormatRegistry::Entry csv_format(std::string name, std::string description,
 
 void register_trace_formats(TraceFormatRegistry& r) {
   r.add(csv_format("normalized", "kvsim's own CSV: arrival seconds and token counts",
-                   {"arrival_s", "prompt_tokens", "output_tokens", false},
+                   {"arrival_s", "prompt_tokens", "output_tokens", false, true},
                    "arrival_s,prompt_tokens,output_tokens",
                    "arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n0.5,200,20\n",
                    "1.0,abc,30\n"));

@@ -134,6 +134,8 @@ class TraceSource final : public WorkloadSource {
                           std::llround(static_cast<double>(since_window) / options_.time_scale));
     r.prompt_tokens = row_.prompt_tokens;
     r.output_tokens = row_.output_tokens;
+    r.priority = row_.priority;
+    r.max_queue_time = row_.max_queue_time;
     if (options_.max_prompt_tokens && r.prompt_tokens > *options_.max_prompt_tokens) {
       r.prompt_tokens = *options_.max_prompt_tokens;
       ++counters_->clipped_prompt;
