@@ -108,6 +108,12 @@ engine:
   scheduler: continuous
   max_num_seqs: 256
   max_num_batched_tokens: 8192
+  # The shipped traces' prompts reach 32,768 tokens, past Llama-3-8B's 8,192 positions: served
+  # as a RoPE-extended deployment would (vLLM needs VLLM_ALLOW_LONG_MAX_MODEL_LEN for it), with
+  # chunked prefill so the 8,192-token budget holds (vLLM V1's default), not refused.
+  max_model_len: 34816
+  allow_long_max_model_len: true
+  chunked_prefill: true
   attention: flash
   kv: {{type: paged, block_size: 16}}
 workload:

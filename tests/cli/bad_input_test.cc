@@ -142,7 +142,8 @@ TEST_CASE("kill -9 during kvsim run leaves no half-written file under a final na
                                            "--set", "workload.prompt_tokens.value=256",
                                            "--set", "workload.output_tokens.value=16"};
   auto run_args = [&](const std::string& out) {
-    std::vector<std::string> args = {"run", "-o", out};
+    std::vector<std::string> args = {"run", std::string(KVSIM_SOURCE_DIR) + "/scenarios/seed-a-guard.yaml",
+                                     "-o", out};
     args.insert(args.end(), common.begin(), common.end());
     return args;
   };

@@ -38,7 +38,8 @@ struct Row {
 };
 
 // Writes a Mooncake trace and runs it under one policy with enable_prefix_caching (`apc`) and
-// one without (`off`).
+// one without (`off`). max_model_len 8,193 (allowed past Llama-3-8B's 8,192 positions) lets an
+// 8,192-token prompt with its one output token in; the budgets of 8,193 keep vLLM's check.
 RunResult run_trace(const std::vector<Row>& rows, const std::string& engine_extra) {
   const fs::path trace =
       fs::temp_directory_path() / fmt::format("kvsim-prefix-{}-{}.jsonl", ::getpid(), rows.size());
@@ -55,7 +56,7 @@ RunResult run_trace(const std::vector<Row>& rows, const std::string& engine_extr
 name: prefix
 model: llama-3-8b
 gpu: h200
-engine: {{max_num_seqs: 8, {}, kv: {{type: paged, block_size: 16}}}}
+engine: {{max_num_seqs: 8, max_model_len: 8193, allow_long_max_model_len: true, {}, kv: {{type: paged, block_size: 16}}}}
 workload:
   trace: {{path: {}, format: mooncake}}
 policies:
@@ -104,7 +105,7 @@ const std::vector<int> kHashes16 = {0, 1, 2,  3,  4,  5,  6,  7,
 // iteration's, and there are no prefix figures.
 TEST_CASE("a repeated 8k prompt prefills only its last block", "[engine][prefix]") {
   const RunResult r = run_trace({{0, 8192, kHashes16}, {10000, 8192, kHashes16}},
-                                "max_num_batched_tokens: 8192");
+                                "max_num_batched_tokens: 8193");
   const PolicySummary& apc = r.policies.at(0);
   const PolicySummary& off = r.policies.at(1);
   const double first = iteration_s(8192, 0);
@@ -126,7 +127,7 @@ TEST_CASE("a repeated 8k prompt prefills only its last block", "[engine][prefix]
 // 1,024. Queries 4,096, hits 1,024 tokens: rate 0.25.
 TEST_CASE("a prompt sharing its first blocks prefills only its own suffix", "[engine][prefix]") {
   const RunResult r = run_trace({{0, 2048, {0, 1, 2, 3}}, {10000, 2048, {0, 1, 8, 9}}},
-                                "max_num_batched_tokens: 8192");
+                                "max_num_batched_tokens: 8193");
   const PolicySummary& apc = r.policies.at(0);
   check_ttfts(apc, iteration_s(1024, 1024), iteration_s(2048, 0));
   CHECK(apc.prefix_hit_blocks == 64);
@@ -159,7 +160,7 @@ TEST_CASE("chunked prefill starts after the cached prefix", "[engine][prefix]") 
 // still count as queries (4,096 tokens), so the rate is 0.
 TEST_CASE("prompts with different hashes share nothing", "[engine][prefix]") {
   const RunResult r = run_trace({{0, 2048, {0, 1, 2, 3}}, {10000, 2048, {4, 5, 6, 7}}},
-                                "max_num_batched_tokens: 8192");
+                                "max_num_batched_tokens: 8193");
   const PolicySummary& apc = r.policies.at(0);
   check_ttfts(apc, iteration_s(2048, 0), iteration_s(2048, 0));
   CHECK(apc.prefix_caching);
