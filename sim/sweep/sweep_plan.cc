@@ -157,9 +157,11 @@ SweepPoint SweepPoints::build(size_t i) const {
 
 SweepPoint SweepPoints::operator[](size_t i) const {
   if (auto it = edited_.find(i); it != edited_.end()) {
-    SweepPoint p = it->second;
-    p.tree = YAML::Clone(p.tree);  // the caller's copy, as for a built point
-    return p;
+    const SweepPoint& held = it->second;
+    // The caller's own tree, as for a built point (assigning to a YAML::Node would rebind the
+    // held one too: nodes are references).
+    return SweepPoint{.index = held.index, .values = held.values, .name = held.name,
+                      .tree = YAML::Clone(held.tree)};
   }
   return build(i);
 }
@@ -179,11 +181,15 @@ SweepPlan expand_sweep(const ConfigNode& root) {
     return plan;
   }
   const std::vector<AxisLists> lists = read_axes(root.child("sweep"));
-  // A clone of the pruned clone: only the nodes still reachable, so the base holds no copy of
-  // the `sweep:` lists (yaml-cpp frees a document's nodes only with the whole document).
-  YAML::Node pruned = YAML::Clone(root.yaml());
-  pruned.remove("sweep");
-  const YAML::Node base = YAML::Clone(pruned);
+  // The base: a clone of the top level without `sweep:`, made from a map that shares the other
+  // entries, so neither the base nor a step on the way copies the (possibly long) sweep lists.
+  YAML::Node top(YAML::NodeType::Map);
+  top.SetStyle(root.yaml().Style());
+  top.SetTag(root.yaml().Tag());
+  for (const auto& kv : root.yaml()) {
+    if (kv.first.Scalar() != "sweep") top.force_insert(kv.first, kv.second);
+  }
+  const YAML::Node base = YAML::Clone(top);
   std::vector<SweepPoints::Axis> axes;
   size_t total = 1;
   for (const AxisLists& a : lists) {
@@ -200,8 +206,9 @@ SweepPlan expand_sweep(const ConfigNode& root) {
                                                : fmt::format("{}: {}", list.where(), list.path()));
       std::vector<std::string> texts;
       texts.reserve(list.size());
-      for (size_t v = 0; v < list.size(); ++v) {
-        texts.push_back(yaml_value_text(list.at(v).yaml()));
+      // Straight from the YAML list: ConfigNode::at would keep a child record per value.
+      for (const YAML::Node& value : list.yaml()) {
+        texts.push_back(yaml_value_text(value));
         // Each value against the base scenario: a bad path fails here, before anything runs.
         try {
           apply_set(base, a.keys[k] + "=" + texts.back());
