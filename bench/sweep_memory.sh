@@ -51,8 +51,7 @@ for n in "${SIZES[@]}"; do
     [[ $rows -eq $n ]] || { echo "summary.csv has $rows rows, expected $n" >&2; exit 1; }
     kb=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$TMP/time")
     wall=$(awk '/Elapsed \(wall clock\)/ {print $NF}' "$TMP/time")
-    label=$shape
-    [[ $shape == one ]] && label="seed x $n" || label="seed x name $outer x $inner"
-    printf '%-8s %-22s %12.1f %10s\n' "$n" "$label" "$(echo "$kb / 1024" | bc -l)" "$wall"
+    if [[ $shape == one ]]; then label="seed x $n"; else label="seed x name $outer x $inner"; fi
+    printf '%-8s %-22s %12s %10s\n' "$n" "$label" "$(awk -v k="$kb" 'BEGIN {printf "%.1f", k / 1024}')" "$wall"
   done
 done
