@@ -23,10 +23,8 @@ void add_merge_command(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "folder for summary.csv (default: the first folder)");
   cmd->callback([a] {
     std::vector<std::filesystem::path> dirs(a->dirs.begin(), a->dirs.end());
-    const std::string csv = sweep_summary_csv(dirs);
     const std::filesystem::path out = a->out.empty() ? dirs.front() : std::filesystem::path(a->out);
-    std::filesystem::create_directories(out);
-    write_file_atomic(out / "summary.csv", csv);
+    write_sweep_summary_csv(dirs, out / "summary.csv");
     fmt::print("merged {} folder(s): {}\n", dirs.size(), (out / "summary.csv").string());
   });
 }

@@ -93,18 +93,24 @@ void sweep_mpi(SweepArgs& a, const SweepPlan& plan) {
         fmt::format("rank {}: another rank's points failed (see its message)", mpi.rank));
   if (mpi.rank != 0) return;
   if (mpi.size > 1)
-    write_file_atomic(a.options.out_dir / "summary.csv", sweep_summary_csv({a.options.out_dir}));
+    write_sweep_summary_csv({a.options.out_dir}, a.options.out_dir / "summary.csv");
   fmt::print("sweep {}: {} points on {} MPI ranks, rank 0 ran {}, {} already complete\n",
              a.scenario, r.points_total, mpi.size, r.points_run, r.points_skipped);
   fmt::print("results: {}/summary.csv, {}/points/\n", a.out_dir, a.out_dir);
 }
 #endif
 
-void sweep(SweepArgs& a) {
+// The parsed file lives only while the plan is made: the plan keeps the base scenario and the
+// axis values, not the document with its (possibly long) `sweep:` lists.
+SweepPlan make_plan(const SweepArgs& a) {
   ConfigNode raw = ConfigNode::parse_file(a.scenario);
   YAML::Node patched = raw.yaml();
   for (const auto& s : a.sets) patched = apply_set(patched, s);
-  const SweepPlan plan = expand_sweep(a.sets.empty() ? raw : ConfigNode::wrap(patched, a.scenario));
+  return expand_sweep(a.sets.empty() ? raw : ConfigNode::wrap(patched, a.scenario));
+}
+
+void sweep(SweepArgs& a) {
+  const SweepPlan plan = make_plan(a);
 #ifdef KVSIM_HAVE_MPI
   if (launched_by_mpi()) return sweep_mpi(a, plan);
 #endif

@@ -4,15 +4,17 @@
 
 #include <cctype>
 
+#include "core/check.h"
 #include "core/config_patch.h"
 #include "core/errors.h"
+#include "sim/run/scenario_runner.h"
 
 namespace kvsim {
 
 namespace {
 
-// One dimension of the product: `keys` advance together through `count` positions.
-struct Axis {
+// An axis as read from the block: the list nodes, for positions and the values' text.
+struct AxisLists {
   std::vector<std::string> keys;
   std::vector<ConfigNode> lists;  // one list node per key
   size_t count = 0;
@@ -40,16 +42,16 @@ std::vector<std::pair<std::string, ConfigNode>> read_lists(const ConfigNode& blo
   return out;
 }
 
-std::vector<Axis> read_axes(const ConfigNode& sweep) {
+std::vector<AxisLists> read_axes(const ConfigNode& sweep) {
   if (!sweep.is_map()) sweep.fail_expected("a map with `grid:` and/or `zip:`");
-  std::vector<Axis> axes;
+  std::vector<AxisLists> axes;
   if (auto grid = sweep.optional_child("grid")) {
     for (auto& [key, list] : read_lists(*grid)) {
-      axes.push_back(Axis{.keys = {key}, .lists = {list}, .count = list.size()});
+      axes.push_back(AxisLists{.keys = {key}, .lists = {list}, .count = list.size()});
     }
   }
   if (auto zip = sweep.optional_child("zip")) {
-    Axis axis;
+    AxisLists axis;
     for (auto& [key, list] : read_lists(*zip)) {
       if (!axis.keys.empty() && list.size() != axis.count) {
         list.fail(fmt::format("zip lists must have one length: '{}' has {} values, '{}' has {}",
@@ -79,6 +81,15 @@ std::string slug_part(const std::string& key, const std::string& value) {
   return out;
 }
 
+// apply_set words its message for the command line ("--set 'k=v': ..."); a sweep's message
+// already names the key by its position, so keep only the reason.
+std::string set_failure_reason(const InputError& e) {
+  std::string why = e.what();
+  if (const size_t cut = why.find("': "); why.rfind("--set '", 0) == 0 && cut != std::string::npos)
+    why = why.substr(cut + 3);
+  return why;
+}
+
 }  // namespace
 
 std::string yaml_value_text(const YAML::Node& value) {
@@ -88,62 +99,128 @@ std::string yaml_value_text(const YAML::Node& value) {
   return e.c_str();
 }
 
+SweepPoints::SweepPoints(YAML::Node base, std::vector<Axis> axes)
+    : base_(std::move(base)), axes_(std::move(axes)), size_(1) {
+  for (const Axis& a : axes_) size_ *= a.count;
+  width_ = static_cast<int>(std::to_string(size_ - 1).size());
+}
+
+std::vector<size_t> SweepPoints::digits(size_t i) const {
+  KVSIM_CHECK(i < size_, "sweep point {} of {}", i, size_);
+  std::vector<size_t> d(axes_.size());
+  for (size_t a = axes_.size(); a-- > 0;) {  // last axis fastest
+    d[a] = i % axes_[a].count;
+    i /= axes_[a].count;
+  }
+  return d;
+}
+
+std::vector<std::string> SweepPoints::values(size_t i) const {
+  const std::vector<size_t> d = digits(i);
+  std::vector<std::string> out;
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    for (const auto& texts : axes_[a].texts) out.push_back(texts[d[a]]);
+  }
+  return out;
+}
+
+std::string SweepPoints::name(size_t i) const {
+  if (axes_.empty()) return "0-base";
+  const std::vector<size_t> d = digits(i);
+  std::string slug;
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    for (size_t k = 0; k < axes_[a].keys.size(); ++k) {
+      if (!slug.empty()) slug += '_';
+      slug += slug_part(axes_[a].keys[k], axes_[a].texts[k][d[a]]);
+    }
+  }
+  if (slug.size() > 80) slug.resize(80);  // the index keeps names unique
+  return fmt::format("{:0{}}-{}", i, width_, slug);
+}
+
+SweepPoint SweepPoints::build(size_t i) const {
+  SweepPoint p{.index = i, .values = values(i), .name = name(i), .tree = YAML::Clone(base_)};
+  const std::vector<size_t> d = digits(i);
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    for (size_t k = 0; k < axes_[a].keys.size(); ++k) {
+      const std::string& text = axes_[a].texts[k][d[a]];
+      try {
+        p.tree = apply_set(p.tree, axes_[a].keys[k] + "=" + text);
+      } catch (const InputError& e) {
+        throw ConfigError(
+            fmt::format("{}: value {}: {}", axes_[a].where[k], text, set_failure_reason(e)));
+      }
+    }
+  }
+  return p;
+}
+
+SweepPoint SweepPoints::operator[](size_t i) const {
+  if (auto it = edited_.find(i); it != edited_.end()) {
+    const SweepPoint& held = it->second;
+    // The caller's own tree, as for a built point (assigning to a YAML::Node would rebind the
+    // held one too: nodes are references).
+    return SweepPoint{.index = held.index, .values = held.values, .name = held.name,
+                      .tree = YAML::Clone(held.tree)};
+  }
+  return build(i);
+}
+
+SweepPoint& SweepPoints::operator[](size_t i) {
+  auto it = edited_.find(i);
+  if (it == edited_.end()) it = edited_.emplace(i, build(i)).first;
+  return it->second;
+}
+
 SweepPlan expand_sweep(const ConfigNode& root) {
   SweepPlan plan;
   plan.source = root.source();
-  YAML::Node base = YAML::Clone(root.yaml());
-  plan.scenario = YAML::Clone(base);
+  plan.scenario_hash = scenario_hash(root.yaml());
   if (!root.has("sweep")) {
-    plan.points.push_back(SweepPoint{.index = 0, .values = {}, .name = "0-base", .tree = base});
+    plan.points = SweepPoints(YAML::Clone(root.yaml()), {});
     return plan;
   }
-  const std::vector<Axis> axes = read_axes(root.child("sweep"));
-  base.remove("sweep");
+  const std::vector<AxisLists> lists = read_axes(root.child("sweep"));
+  // The base: a clone of the top level without `sweep:`, made from a map that shares the other
+  // entries, so neither the base nor a step on the way copies the (possibly long) sweep lists.
+  YAML::Node top(YAML::NodeType::Map);
+  top.SetStyle(root.yaml().Style());
+  top.SetTag(root.yaml().Tag());
+  for (const auto& kv : root.yaml()) {
+    if (kv.first.Scalar() != "sweep") top.force_insert(kv.first, kv.second);
+  }
+  const YAML::Node base = YAML::Clone(top);
+  std::vector<SweepPoints::Axis> axes;
   size_t total = 1;
-  for (const Axis& a : axes) {
+  for (const AxisLists& a : lists) {
     for (const auto& k : a.keys) plan.keys.push_back(k);
     plan.axes.push_back(a.keys);
     if (total > kMaxSweepPoints / a.count) {
       root.child("sweep").fail(fmt::format("more than {} points", kMaxSweepPoints));
     }
     total *= a.count;
-  }
-  const int width = static_cast<int>(std::to_string(total - 1).size());
-  plan.points.reserve(total);
-  std::vector<size_t> pos(axes.size(), 0);  // mixed-radix counter, last axis fastest
-  for (size_t index = 0; index < total; ++index) {
-    SweepPoint p{.index = index, .values = {}, .name = "", .tree = base};
-    std::string slug;
-    for (size_t a = 0; a < axes.size(); ++a) {
-      for (size_t k = 0; k < axes[a].keys.size(); ++k) {
-        const ConfigNode value = axes[a].lists[k].at(pos[a]);
-        const std::string text = yaml_value_text(value.yaml());
-        const std::string& key = axes[a].keys[k];
+    SweepPoints::Axis axis{.keys = a.keys, .texts = {}, .where = {}, .count = a.count};
+    for (size_t k = 0; k < a.keys.size(); ++k) {
+      const ConfigNode& list = a.lists[k];
+      axis.where.push_back(list.path().empty() ? list.where()
+                                               : fmt::format("{}: {}", list.where(), list.path()));
+      std::vector<std::string> texts;
+      texts.reserve(list.size());
+      // Straight from the YAML list: ConfigNode::at would keep a child record per value.
+      for (const YAML::Node& value : list.yaml()) {
+        texts.push_back(yaml_value_text(value));
+        // Each value against the base scenario: a bad path fails here, before anything runs.
         try {
-          p.tree = apply_set(p.tree, key + "=" + text);
+          apply_set(base, a.keys[k] + "=" + texts.back());
         } catch (const InputError& e) {
-          // apply_set words its message for the command line ("--set 'k=v': ..."); here the
-          // position already names the key, so keep only the reason.
-          std::string why = e.what();
-          if (const size_t cut = why.find("': ");
-              why.rfind("--set '", 0) == 0 && cut != std::string::npos) {
-            why = why.substr(cut + 3);
-          }
-          axes[a].lists[k].fail(fmt::format("value {}: {}", text, why));
+          list.fail(fmt::format("value {}: {}", texts.back(), set_failure_reason(e)));
         }
-        p.values.push_back(text);
-        if (!slug.empty()) slug += '_';
-        slug += slug_part(key, text);
       }
+      axis.texts.push_back(std::move(texts));
     }
-    if (slug.size() > 80) slug.resize(80);  // the index keeps names unique
-    p.name = fmt::format("{:0{}}-{}", index, width, slug);
-    plan.points.push_back(std::move(p));
-    for (size_t a = axes.size(); a-- > 0;) {
-      if (++pos[a] < axes[a].count) break;
-      pos[a] = 0;
-    }
+    axes.push_back(std::move(axis));
   }
+  plan.points = SweepPoints(base, std::move(axes));
   return plan;
 }
 

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
-#include <map>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,6 +19,7 @@
 #include "core/check.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "core/fnv1a.h"
 
 namespace kvsim {
 
@@ -41,27 +42,133 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-// What every shard writes identically: enough to check that folders belong together and to
-// name every point without re-reading the scenario; the version and the hash of the scenario as
-// given head the report, and `axes` tells the plots which keys move together (a zip is one axis).
-nlohmann::ordered_json sweep_index(const SweepPlan& plan,
-                                   const std::map<size_t, std::string>& hashes) {
-  nlohmann::ordered_json j;
-  j["kvsim_version"] = kvsim_version();
-  j["scenario_source"] = plan.source;
-  j["scenario_hash"] = scenario_hash(plan.scenario);
-  j["keys"] = plan.keys;
-  j["axes"] = plan.axes;
-  nlohmann::ordered_json points = nlohmann::ordered_json::array();
-  for (const SweepPoint& p : plan.points) {
-    points.push_back({{"index", p.index},
-                      {"name", p.name},
-                      {"values", p.values},
-                      {"scenario_hash", hashes.at(p.index)}});
+// sweep.json, written point by point (a million-point sweep never holds its index in memory),
+// with the bytes `nlohmann::ordered_json::dump(2)` gives for the whole document. What every shard
+// writes identically: enough to check that folders belong together and to name every point
+// without re-reading the scenario; the version and the hash of the scenario as given head the
+// report, and `axes` tells the plots which keys move together (a zip is one axis).
+class SweepIndexWriter {
+ public:
+  SweepIndexWriter(const fs::path& path, const SweepPlan& plan) : file_(path) {
+    nlohmann::ordered_json head;
+    head["kvsim_version"] = kvsim_version();
+    head["scenario_source"] = plan.source;
+    head["scenario_hash"] = plan.scenario_hash;
+    head["keys"] = plan.keys;
+    head["axes"] = plan.axes;
+    std::string text = head.dump(2);
+    text.resize(text.size() - 2);  // reopen the object: drop its closing "\n}"
+    file_.append(text);
+    file_.append(",\n  \"points\": [\n");
   }
-  j["points"] = std::move(points);
-  return j;
-}
+
+  void add(const SweepPoint& p, const std::string& hash) {
+    const nlohmann::ordered_json j = {
+        {"index", p.index}, {"name", p.name}, {"values", p.values}, {"scenario_hash", hash}};
+    if (!first_) file_.append(",\n");
+    first_ = false;
+    // An element of `points` sits two levels deep: every line of its own dump indented by 4.
+    std::string text = "    ";
+    for (char c : j.dump(2)) {
+      text += c;
+      if (c == '\n') text += "    ";
+    }
+    file_.append(text);
+  }
+
+  void commit() {
+    file_.append("\n  ]\n}\n");
+    file_.commit();
+  }
+
+ private:
+  AtomicFile file_;
+  bool first_ = true;
+};
+
+// Reads sweep.json as a stream: everything but `points` into `head`, and each element of
+// `points` handed to `on_point` as soon as it is parsed and then dropped, so reading the index
+// of a million-point sweep holds one point at a time.
+class SweepIndexReader : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  using Json = nlohmann::json;
+  SweepIndexReader(fs::path path, std::function<void(const Json& head, const Json& point)> on_point)
+      : path_(std::move(path)), on_point_(std::move(on_point)) {}
+
+  // Returns the head (every key but `points`). Throws InputError for unreadable or malformed JSON.
+  Json read() {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) throw InputError(fmt::format("cannot read {}", path_.string()));
+    Json::sax_parse(in, this);
+    if (!head_.is_object()) throw InputError(fmt::format("{}: not a sweep index", path_.string()));
+    return std::move(head_);
+  }
+
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return put(v); }
+  bool string(string_t& v) override { return put(v); }
+  bool binary(binary_t& v) override { return put(Json::binary(v)); }
+  bool start_object(std::size_t) override { return open(Json::object()); }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override {
+    if (levels_.size() == 1 && levels_.back().node == &head_ && levels_.back().key == "points") {
+      levels_.push_back({nullptr, {}});  // the points array: its elements are not kept
+      return true;
+    }
+    return open(Json::array());
+  }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    levels_.back().key = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw InputError(fmt::format("{}: not a sweep index: {}", path_.string(), e.what()));
+  }
+
+ private:
+  struct Level {
+    Json* node;  // the open object or array; nullptr for the points array
+    std::string key;
+  };
+  // Places `v` in the innermost open container (a point of its own inside `points`).
+  Json* place(Json v) {
+    if (levels_.empty()) return &(head_ = std::move(v));
+    Level& top = levels_.back();
+    if (top.node == nullptr) return &(point_ = std::move(v));
+    if (top.node->is_object()) return &((*top.node)[top.key] = std::move(v));
+    top.node->push_back(std::move(v));
+    return &top.node->back();
+  }
+  bool put(Json v) {
+    if (place(std::move(v)) == &point_) emit();
+    return true;
+  }
+  bool open(Json v) {
+    Json* node = place(std::move(v));
+    levels_.push_back({node, {}});
+    return true;
+  }
+  bool close() {
+    const Json* node = levels_.back().node;
+    levels_.pop_back();
+    if (node == &point_) emit();
+    return true;
+  }
+  void emit() {
+    on_point_(head_, point_);
+    point_ = Json();
+  }
+
+  fs::path path_;
+  std::function<void(const Json&, const Json&)> on_point_;
+  Json head_;
+  Json point_;
+  std::vector<Level> levels_;
+};
 
 // True when `dir` holds a finished run of the scenario with `hash`. A folder holding a finished
 // run of something else is an error: silently mixing two sweeps' results would be worse.
@@ -109,12 +216,13 @@ class Progress {
   std::mutex mu_;
 };
 
-std::string point_label(const SweepPlan& plan, const SweepPoint& p) {
+std::string point_label(const SweepPlan& plan, size_t index) {
+  const std::vector<std::string> values = plan.points.values(index);
   std::string label;
   for (size_t k = 0; k < plan.keys.size(); ++k) {
-    label += fmt::format("{}{}={}", k ? ", " : "", plan.keys[k], p.values[k]);
+    label += fmt::format("{}{}={}", k ? ", " : "", plan.keys[k], values[k]);
   }
-  return fmt::format("sweep point {} ({})", p.index, label);
+  return fmt::format("sweep point {} ({})", index, label);
 }
 
 // Re-throws `e` with the point named, keeping its kind (the exit code depends on it).
@@ -147,25 +255,30 @@ void parse_shard(const std::string& text, int& index, int& count) {
 }
 
 SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const SweepOptions& o) {
+  // Nothing here is held per point: each point's tree is built when it is checked and again when
+  // it runs, and dropped after; sweep.json and summary.csv are written as streams.
   SweepReport report;
-  report.points_total = plan.points.size();
+  const size_t total = plan.points.size();
+  const auto shard_index = static_cast<size_t>(o.shard_index);
+  const auto shard_count = static_cast<size_t>(o.shard_count);
+  report.points_total = total;
+  report.points_mine = total > shard_index ? (total - shard_index - 1) / shard_count + 1 : 0;
   // Every point's top level is checked before anything runs: a bad value fails in seconds, not
-  // after hours of the points before it.
-  std::vector<const SweepPoint*> mine;
-  for (const SweepPoint& p : plan.points) {
-    try {
-      load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
-    } catch (...) {
-      rethrow_with_point(std::current_exception(), point_label(plan, p));
+  // after hours of the points before it. The same pass writes the index.
+  {
+    SweepIndexWriter index(o.out_dir / "sweep.json", plan);
+    for (size_t i = 0; i < total; ++i) {
+      try {
+        const SweepPoint p = plan.points[i];
+        load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
+        index.add(p, scenario_hash(p.tree));
+      } catch (...) {
+        rethrow_with_point(std::current_exception(), point_label(plan, i));
+      }
     }
-    if (static_cast<int>(p.index % static_cast<size_t>(o.shard_count)) == o.shard_index)
-      mine.push_back(&p);
+    index.commit();
   }
-  report.points_mine = mine.size();
-  std::map<size_t, std::string> hashes;  // each point's scenario_hash, computed once
-  for (const SweepPoint& p : plan.points) hashes[p.index] = scenario_hash(p.tree);
   fs::create_directories(o.out_dir / "points");
-  write_file_atomic(o.out_dir / "sweep.json", sweep_index(plan, hashes).dump(2) + "\n");
 
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -173,15 +286,16 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
   std::mutex error_mu;
   size_t error_index = SIZE_MAX;
   std::exception_ptr error;
-  Progress progress(o.progress, mine.size());
+  Progress progress(o.progress, report.points_mine);
   auto worker = [&] {
     while (!failed) {
-      const size_t i = next++;
-      if (i >= mine.size()) return;
-      const SweepPoint& p = *mine[i];
-      const fs::path dir = o.out_dir / "points" / p.name;
+      const size_t k = next++;
+      if (k >= report.points_mine) return;
+      const size_t index = shard_index + k * shard_count;
       try {
-        if (point_complete(dir, hashes.at(p.index))) {
+        const SweepPoint p = plan.points[index];
+        const fs::path dir = o.out_dir / "points" / p.name;
+        if (point_complete(dir, scenario_hash(p.tree))) {
           ++skipped;
         } else {
           const Scenario s = load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
@@ -193,8 +307,8 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       } catch (...) {
         std::lock_guard lock(error_mu);
         failed = true;
-        if (p.index < error_index) {  // the lowest failing index, as --jobs 1 would report
-          error_index = p.index;
+        if (index < error_index) {  // the lowest failing index, as --jobs 1 would report
+          error_index = index;
           error = std::current_exception();
         }
         return;
@@ -202,7 +316,9 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       progress.done_one();
     }
   };
-  const int jobs = std::max(1, std::min<int>(o.jobs, static_cast<int>(mine.size())));
+  const int jobs =
+      std::max(1, static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(o.jobs, 1)),
+                                                    report.points_mine)));
   if (jobs == 1) {
     worker();
   } else {
@@ -210,36 +326,47 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
     for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
     for (auto& t : threads) t.join();
   }
-  if (error) rethrow_with_point(error, point_label(plan, plan.points[error_index]));
+  if (error) rethrow_with_point(error, point_label(plan, error_index));
   report.points_run = ran;
   report.points_skipped = skipped;
   if (o.shard_count == 1) {
-    write_file_atomic(o.out_dir / "summary.csv", sweep_summary_csv({o.out_dir}));
+    write_sweep_summary_csv({o.out_dir}, o.out_dir / "summary.csv");
     report.summary_written = true;
   }
   return report;
 }
 
-std::string sweep_summary_csv(const std::vector<fs::path>& dirs) {
+namespace {
+
+// FNV-1a of what `kvsim merge` requires to agree between folders (`keys` and every point), read
+// as a stream; the points are counted in.
+uint64_t index_digest(const fs::path& dir) {
+  uint64_t h = kFnv1aOffsetBasis;
+  SweepIndexReader reader(dir / "sweep.json", [&](const nlohmann::json&, const nlohmann::json& p) {
+    h = fnv1a64(p.dump(), h);
+    h = fnv1a64("\n", h);
+  });
+  const nlohmann::json head = reader.read();
+  return fnv1a64(head.value("keys", nlohmann::json()).dump(), h);
+}
+
+// Streams summary.csv to `out`: the header, then each point's rows, in point order.
+void sweep_summary(const std::vector<fs::path>& dirs,
+                   const std::function<void(std::string_view)>& out) {
   if (dirs.empty()) throw InputError("no sweep folders given");
-  nlohmann::json index;
-  for (const fs::path& d : dirs) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_file(d / "sweep.json"));
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(
-          fmt::format("{}: not a sweep index: {}", (d / "sweep.json").string(), e.what()));
-    }
-    if (index.is_null()) {
-      index = std::move(j);
-    } else if (j["keys"] != index["keys"] || j["points"] != index["points"]) {
-      throw InputError(
-          fmt::format("{} and {} hold different sweeps", dirs.front().string(), d.string()));
+  if (dirs.size() > 1) {
+    const uint64_t first = index_digest(dirs.front());
+    for (size_t d = 1; d < dirs.size(); ++d) {
+      if (index_digest(dirs[d]) != first) {
+        throw InputError(fmt::format("{} and {} hold different sweeps", dirs.front().string(),
+                                     dirs[d].string()));
+      }
     }
   }
-  std::string header, rows;
-  for (const auto& point : index["points"]) {
+  bool header_written = false;
+  std::string rows;
+  SweepIndexReader reader(dirs.front() / "sweep.json", [&](const nlohmann::json& index,
+                                                           const nlohmann::json& point) {
     const std::string name = point["name"].get<std::string>();
     const std::string hash = point["scenario_hash"].get<std::string>();
     std::string text;
@@ -262,21 +389,44 @@ std::string sweep_summary_csv(const std::vector<fs::path>& dirs) {
       prefix += ',';
       prefix += csv_field(v.get<std::string>());
     }
-    if (header.empty()) {
-      header = "point";
-      for (const auto& k : index["keys"]) {
+    if (!header_written) {
+      std::string header = "point";
+      for (const auto& k : index.at("keys")) {
         header += ',';
         header += csv_field(k.get<std::string>());
       }
       header += ',';
       header.append(text, 0, eol + 1);
+      out(header);
+      header_written = true;
     }
+    rows.clear();
     std::istringstream lines(text.substr(eol + 1));
     for (std::string line; std::getline(lines, line);) {
-      if (!line.empty()) rows += prefix + "," + line + "\n";
+      if (!line.empty()) {
+        rows += prefix;
+        rows += ',';
+        rows += line;
+        rows += '\n';
+      }
     }
-  }
-  return header + rows;
+    out(rows);
+  });
+  reader.read();
+}
+
+}  // namespace
+
+std::string sweep_summary_csv(const std::vector<fs::path>& dirs) {
+  std::string csv;
+  sweep_summary(dirs, [&](std::string_view piece) { csv += piece; });
+  return csv;
+}
+
+void write_sweep_summary_csv(const std::vector<fs::path>& dirs, const fs::path& path) {
+  AtomicFile file(path);
+  sweep_summary(dirs, [&](std::string_view piece) { file.append(piece); });
+  file.commit();
 }
 
 }  // namespace kvsim

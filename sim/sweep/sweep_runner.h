@@ -45,6 +45,10 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
 // summary.csv text of a sweep whose points are spread over `dirs` (each written by run_sweep for
 // the same plan). Throws InputError naming the first missing point or a folder from another sweep.
 std::string sweep_summary_csv(const std::vector<std::filesystem::path>& dirs);
+// The same, streamed to `path` (atomically: complete or absent) without holding the file or the
+// sweep's index in memory.
+void write_sweep_summary_csv(const std::vector<std::filesystem::path>& dirs,
+                             const std::filesystem::path& path);
 
 // Parses "i/n" (0 <= i < n). Throws InputError.
 void parse_shard(const std::string& text, int& index, int& count);
