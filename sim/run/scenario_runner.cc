@@ -11,6 +11,7 @@
 #include "models/latency/latency_model.h"
 #include "models/latency/profile.h"
 #include "models/memory/gpu_memory_pool.h"
+#include "models/parallelism.h"
 #include "core/atomic_file.h"
 #include "core/fnv1a.h"
 #include "core/check.h"
@@ -84,19 +85,35 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
   const EngineConfig& engine = p->engine;
   const ConfigNode kv_node = engine_node.optional_child("kv").value_or(
       ConfigNode::parse_string("{type: paged}", "default kv"));
+  // The engine's weights_dtype / kv_cache_dtype replace the catalog model's; the pool holds one
+  // GPU's share of it (tensor_parallel x pipeline_parallel GPUs).
+  ModelSpec model = s.model;
+  if (engine.weights_dtype) model.weight_dtype = *engine.weights_dtype;
+  if (engine.kv_cache_dtype) model.kv_dtype = *engine.kv_cache_dtype;
+  const Parallelism parallelism{engine.tensor_parallel, engine.pipeline_parallel};
+  try {
+    check_parallelism(model, parallelism);
+  } catch (const InputError& e) {
+    // Point at the degree that does not fit (tensor_parallel when both are written).
+    for (const char* key : {"tensor_parallel", "pipeline_parallel"}) {
+      if (auto n = engine_node.optional_child(key)) n->fail(e.what());
+    }
+    throw;
+  }
   p->pool = std::make_unique<GpuMemoryPool>(
-      s.model, s.gpu, kv_node,
+      model, s.gpu, kv_node,
       PoolOptions{.workspace_bytes = engine.workspace_bytes,
                   .attention = engine.attention,
                   .profile_batched_tokens = engine.max_num_batched_tokens,
-                  .profile_num_seqs = engine.max_num_seqs});
+                  .profile_num_seqs = engine.max_num_seqs,
+                  .parallelism = parallelism});
   engine_node.reject_unknown_keys();
   const Profile profile =
       engine.profile_path.empty() ? default_profile(s.gpu) : load_profile(engine.profile_path);
-  p->latency = std::make_unique<LatencyModel>(s.model, s.gpu, profile, engine.attention,
-                                              engine.tensor_parallel);
+  p->latency = std::make_unique<LatencyModel>(model, s.gpu, profile, engine.attention,
+                                              engine.tensor_parallel, engine.pipeline_parallel);
   p->guards = make_guards(
-      policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), s.model,
+      policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), model,
       kv_node.get<std::string>("type"));
   p->workload = make_workload(s.root.child("workload"), s.seed);
   return p;
