@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,20 @@ struct LatencyStats {
 };
 // Percentiles with linear interpolation between order statistics (NumPy's default).
 LatencyStats latency_stats(std::vector<double> values);
+
+// How a policy spreads the model over GPUs and what one GPU holds (issue 15): written to
+// summary.json only for policies with more than one GPU or an engine dtype override, so
+// single-GPU results keep their bytes. Every memory figure of the summary is per GPU.
+struct GpuLayoutSummary {
+  int gpus = 1;
+  int tensor_parallel = 1;
+  int pipeline_parallel = 1;
+  std::string weights_dtype;
+  std::string kv_cache_dtype;
+  int64_t weights_bytes_per_gpu = 0;
+  int64_t kv_bytes_per_token_per_gpu = 0;
+  int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
+};
 
 struct PolicySummary {
   std::string name;
@@ -38,6 +53,7 @@ struct PolicySummary {
   std::array<int64_t, kMemCategoryCount> peak_memory_bytes{};
   int64_t peak_driver_used_bytes = 0; // capacity - driver free: what nvidia-smi would show
   KvWasteSummary kv;                  // time-weighted fragmentation
+  std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
 };
 
 class Recorder {

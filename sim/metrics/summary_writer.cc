@@ -44,6 +44,18 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                           {"internal_fraction", p.kv.internal_fraction},
                           {"reservation_fraction", p.kv.reservation_fraction},
                           {"external_fraction", p.kv.external_fraction}};
+    if (p.gpu_layout) {  // parallelism / quantization (issue 15): only where set, see recorder.h
+      const GpuLayoutSummary& g = *p.gpu_layout;
+      o["gpu_layout"] = {{"memory_figures", "per GPU"},
+                         {"gpus", g.gpus},
+                         {"tensor_parallel", g.tensor_parallel},
+                         {"pipeline_parallel", g.pipeline_parallel},
+                         {"weights_dtype", g.weights_dtype},
+                         {"kv_cache_dtype", g.kv_cache_dtype},
+                         {"weights_bytes_per_gpu", g.weights_bytes_per_gpu},
+                         {"kv_bytes_per_token_per_gpu", g.kv_bytes_per_token_per_gpu},
+                         {"kv_pool_tokens_per_gpu", g.kv_pool_tokens_per_gpu}};
+    }
     arr.push_back(o);
   }
   return {{"policies", arr}};

@@ -68,6 +68,7 @@ struct PreparedPolicy {
   std::unique_ptr<LatencyModel> latency;
   std::vector<std::unique_ptr<Guard>> guards;
   Workload workload;
+  std::optional<GpuLayoutSummary> gpu_layout;  // more than one GPU or a dtype override
 };
 
 PreparedScenario::PreparedScenario() = default;
@@ -107,6 +108,18 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
                   .profile_batched_tokens = engine.max_num_batched_tokens,
                   .profile_num_seqs = engine.max_num_seqs,
                   .parallelism = parallelism});
+  if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {
+    const ModelSpec& share = p->pool->model();
+    p->gpu_layout = GpuLayoutSummary{
+        .gpus = parallelism.gpus(),
+        .tensor_parallel = parallelism.tensor,
+        .pipeline_parallel = parallelism.pipeline,
+        .weights_dtype = std::string(dtype_name(model.weight_dtype)),
+        .kv_cache_dtype = std::string(dtype_name(model.kv_dtype)),
+        .weights_bytes_per_gpu = share.weights_bytes(),
+        .kv_bytes_per_token_per_gpu = share.kv_bytes_per_token(),
+        .kv_pool_tokens_per_gpu = p->pool->kv().usage().capacity_bytes / share.kv_bytes_per_token()};
+  }
   engine_node.reject_unknown_keys();
   const Profile profile =
       engine.profile_path.empty() ? default_profile(s.gpu) : load_profile(engine.profile_path);
@@ -171,7 +184,9 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   events.run();
   replica.finish();
   if (w.trace_counters && !trace) trace = *w.trace_counters;
-  return recorder.finish(events.now());
+  PolicySummary summary = recorder.finish(events.now());
+  summary.gpu_layout = p.gpu_layout;
+  return summary;
 }
 
 std::string emit(const YAML::Node& tree) {
@@ -245,6 +260,15 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   manifest["gpu"] = s.gpu.name;
   manifest["resolved_scenario"] = prepared.resolved_text();
   manifest["files"] = {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"};
+  // Multi-GPU policies (issue 15): only then, so single-GPU manifests keep their bytes.
+  nlohmann::ordered_json gpus;
+  for (const PolicySummary& p : result.policies) {
+    if (p.gpu_layout && p.gpu_layout->gpus > 1) gpus[p.name] = p.gpu_layout->gpus;
+  }
+  if (!gpus.empty()) {
+    manifest["memory_figures"] = "per GPU";
+    manifest["gpus_per_policy"] = gpus;
+  }
   requests_file->commit();
   timeseries_file->commit();
   write_file_atomic(dir / "summary.csv", summary_csv(result.policies));
