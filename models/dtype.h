@@ -6,9 +6,19 @@
 
 namespace kvsim {
 
-enum class DType { kFp32, kFp16, kBf16, kFp8, kInt8 };
+// kInt4 is a weight-only type (packed two to a byte, with per-group scales: models/weight_bytes.h).
+enum class DType { kFp32, kFp16, kBf16, kFp8, kInt8, kInt4 };
 
+// Whole bytes per element. Requires: not kInt4 (half a byte; use dtype_bits).
 int dtype_bytes(DType t);
+int dtype_bits(DType t);
+// Weights below 16 bits are quantized: GEMMs read them at their width but embeddings, LM head,
+// norms and the MoE router stay in the checkpoint's 16-bit type (as vLLM's quantization configs
+// leave them), and activations are 16-bit.
+bool is_quantized(DType t);
+// The element size of activations and unquantized weights of a model whose weights are `t`:
+// bytes(t) for fp32/fp16/bf16, 2 for quantized types.
+int unquantized_bytes(DType t);
 std::string_view dtype_name(DType t);  // "fp16", ...
 // Parses a lower-case name; throws InputError listing the valid names.
 DType parse_dtype(std::string_view name);

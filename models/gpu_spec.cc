@@ -25,6 +25,7 @@ GpuSpec parse_gpu_spec(const ConfigNode& n, const std::string& name) {
       n.get<double>("context_reserve_gib", 0.0, {.min = 0, .max = to_gib(g.memory_bytes)}));
   g.hbm_bytes_per_s = n.get<double>("hbm_gb_per_s", {.min = 1, .max = 1e6}) * 1e9;
   g.fp16_flops = n.get<double>("fp16_tflops", {.min = 0.1, .max = 1e6}) * 1e12;
+  g.fp8_flops = n.get<double>("fp8_tflops", 0.0, {.min = 0, .max = 1e6}) * 1e12;
   g.sm_count = n.get<int>("sm_count", 0, {.min = 0, .max = 100000});
   g.l2_bytes = gib_to_bytes(n.get<double>("l2_mib", 0.0, {.min = 0, .max = 1e6}) / 1024.0);
   g.pcie_bytes_per_s = n.get<double>("pcie_gb_per_s", 25.0, {.min = 0.1, .max = 1e5}) * 1e9;

@@ -17,6 +17,7 @@ struct GpuSpec {
   int64_t context_reserve_bytes = 0; // CUDA context, outside every allocator
   double hbm_bytes_per_s = 0;        // peak memory bandwidth
   double fp16_flops = 0;             // dense FP16/BF16 tensor-core peak
+  double fp8_flops = 0;              // dense FP8 tensor-core peak; 0 when the part has none
   int sm_count = 0;
   int64_t l2_bytes = 0;
   double pcie_bytes_per_s = 0;       // host link, one direction (swap traffic)

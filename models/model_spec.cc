@@ -4,6 +4,7 @@
 
 #include "core/config_node.h"
 #include "core/units.h"
+#include "models/parallelism.h"
 
 namespace kvsim {
 
@@ -38,7 +39,9 @@ int64_t ModelSpec::active_param_count() const {
 }
 
 int64_t ModelSpec::weights_bytes() const {
-  return weights_bytes_override.value_or(param_count() * dtype_bytes(weight_dtype));
+  // The single-GPU case of the per-GPU formula: param_count() x bytes for 16/32-bit weights,
+  // quantized linear layers with their scales otherwise.
+  return weights_bytes_on_gpu(*this, Parallelism{}, 0);
 }
 
 std::vector<std::string> ModelSpec::unmodelled_features() const {

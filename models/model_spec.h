@@ -29,7 +29,7 @@ struct ModelSpec {
   bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
   bool tied_embeddings = false;
   std::optional<int> sliding_window;
-  DType weight_dtype = DType::kFp16;
+  DType weight_dtype = DType::kFp16;  // of the linear layers (GEMMs); may be quantized
   DType kv_dtype = DType::kFp16;
   std::optional<int64_t> weights_bytes_override;  // e.g. the seeds' flat "16 GB of weights"
 
@@ -39,7 +39,8 @@ struct ModelSpec {
   int64_t param_count() const;
   // Parameters touched per token (MoE: only the routed experts).
   int64_t active_param_count() const;
-  // Weight bytes held on the GPU: the override if given, else params x bytes(weight_dtype).
+  // Weight bytes held on one GPU: the override if given, else params x bytes(weight_dtype) for
+  // 16/32-bit weights, or quantized linear layers with their scales (weights_bytes_on_gpu).
   int64_t weights_bytes() const;
   // Features of the model that kvsim does not model, one phrase each saying what that means for
   // the figures (`kvsim check` prints them as lints). Empty when every feature is modelled.

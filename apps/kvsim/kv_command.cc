@@ -14,6 +14,7 @@
 #include "models/kv_calculator.h"
 #include "apps/kvsim/commands.h"
 #include "apps/kvsim/json_fields.h"
+#include "apps/kvsim/parallel_flags.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"
@@ -33,13 +34,18 @@ struct KvOptions {
   std::optional<double> weights_gb;
   std::optional<int> kv_heads;
   std::string kv_dtype;
+  ParallelFlags par;
   JsonPlotOptions out;
 };
 
 std::string gb_gib(int64_t bytes) { return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes)); }
 
-void print_human(const KvQuery& q, const std::vector<KvRow>& rows) {
+void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptions& o) {
   const ModelSpec& m = q.model;
+  if (!o.par.parallelism().single()) {
+    fmt::print("per GPU at {}, the heaviest stage: {} query heads, weights {}\n",
+               parallelism_text(o.par.parallelism()), m.heads, dtype_name(m.weight_dtype));
+  }
   fmt::print("model {} ({}: {} layers x {} KV heads x head dim {}, KV {}): {} bytes of KV per token\n",
              m.name, m.attention_kind(), m.layers, m.kv_heads, m.head_dim, dtype_name(m.kv_dtype),
              with_commas(m.kv_bytes_per_token()));
@@ -89,6 +95,11 @@ nlohmann::ordered_json kv_plot_data(const KvQuery& q, const KvOptions& o) {
   d["heads"] = q.model.heads;
   d["kv_dtype"] = std::string(dtype_name(q.model.kv_dtype));
   d["batch"] = q.batch;
+  if (!o.par.parallelism().single()) {  // only then, so single-GPU plot data keeps its bytes
+    d["gpus"] = o.par.parallelism().gpus();
+    d["tp"] = o.par.tp;
+    d["pp"] = o.par.pp;
+  }
   d["gpu"] = o.gpu;
   d["capacity_bytes"] = or_null(q.capacity_bytes);
   d["weights_bytes"] = q.weights_bytes;
@@ -115,7 +126,7 @@ void run_kv(const KvOptions& o) {
   o.out.check();
   const Catalog& catalog = Catalog::builtin();
   KvQuery q;
-  q.model = catalog.model(o.model);
+  q.model = o.par.apply_dtypes(catalog.model(o.model));
   if (o.kv_heads) {
     if (q.model.heads % *o.kv_heads != 0) {
       throw InputError(fmt::format("--kv-heads {}: expected a divisor of the model's {} query heads",
@@ -124,6 +135,12 @@ void run_kv(const KvOptions& o) {
     q.model.kv_heads = *o.kv_heads;
   }
   if (!o.kv_dtype.empty()) q.model.kv_dtype = parse_dtype(o.kv_dtype);
+  // Per GPU: the heaviest stage's share (the whole model on one GPU).
+  const Parallelism par = o.par.parallelism();
+  if (!par.single()) {
+    check_parallelism(q.model, par);
+    q.model = gpu_share(q.model, par, heaviest_stage(q.model, par));
+  }
   q.seq_lens = o.seqs;
   q.batch = o.batch;
   if (!o.gpu.empty()) q.capacity_bytes = catalog.gpu(o.gpu).memory_bytes;
@@ -133,7 +150,7 @@ void run_kv(const KvOptions& o) {
   if (o.out.json) {
     fmt::print("{}\n", to_json_array(rows).dump(2));
   } else {
-    print_human(q, rows);
+    print_human(q, rows, o);
   }
   o.out.plot_if_asked("kv", [&] { return kv_plot_data(q, o); });
 }
@@ -161,6 +178,7 @@ void add_kv_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV element type")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8"}));
+  add_parallel_flags(*cmd, o->par, /*with_kv_dtype=*/false);
   add_json_plot_options(*cmd, o->out, "one JSON array, exact integer bytes",
                         "KV bytes against sequence length for MHA/GQA/MQA");
   cmd->callback([o] { run_kv(*o); });

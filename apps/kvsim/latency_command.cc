@@ -11,6 +11,7 @@
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
 #include "apps/kvsim/commands.h"
+#include "apps/kvsim/parallel_flags.h"
 #include "apps/kvsim/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
@@ -29,7 +30,7 @@ struct LatencyOptions {
   std::optional<int> kv_heads;
   std::vector<int64_t> batches = {1};
   int block_size = 0;
-  int tp = 1;
+  ParallelFlags par;
   std::string profile;
   bool verbose = false;
   JsonPlotOptions out;
@@ -69,9 +70,12 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
              m.name, m.attention_kind(), m.layers, m.heads, m.kv_heads, m.head_dim,
              dtype_name(m.weight_dtype), batch_list(o.batches));
   fmt::print(
-      "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}, attention {}, "
+      "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}{}, attention {}, "
       "KV {}\n",
       g.name, g.fp16_flops / 1e12, g.hbm_bytes_per_s / 1e9, lm.tensor_parallel(),
+      lm.pipeline_parallel() > 1
+          ? fmt::format(", pipeline parallel {} (stages in turn)", lm.pipeline_parallel())
+          : std::string(),
       attention_kind_name(lm.attention()),
       o.block_size > 0 ? fmt::format("paged ({}-token blocks)", o.block_size) : "contiguous");
   fmt::print("profile {} ({})\n", lm.profile().name, lm.profile().source);
@@ -104,7 +108,7 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
 void run_latency(const LatencyOptions& o) {
   o.out.check();
   const Catalog& catalog = Catalog::builtin();
-  ModelSpec model = catalog.model(o.model);
+  ModelSpec model = o.par.apply_dtypes(catalog.model(o.model));
   if (o.kv_heads) {
     if (model.heads % *o.kv_heads != 0) {
       throw InputError(
@@ -119,7 +123,8 @@ void run_latency(const LatencyOptions& o) {
     throw InputError(fmt::format("{}: profile '{}' describes GPU '{}', not '{}'", o.profile,
                                  profile.name, profile.gpu, gpu.name));
   }
-  const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.tp);
+  const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.par.tp,
+                        o.par.pp);
   std::vector<SequenceLatency> rows;
   for (int64_t s : o.seqs) {
     for (int64_t b : o.batches) rows.push_back(sequence_latency(lm, s, b, o.block_size));
@@ -144,7 +149,8 @@ void run_latency(const LatencyOptions& o) {
       d["batch"] = o.batches;
     }
     d["block_size"] = o.block_size;
-    d["tp"] = o.tp;
+    d["tp"] = o.par.tp;
+    if (o.par.pp > 1) d["pp"] = o.par.pp;
     d["profile"] = lm.profile().name;
     d["rows"] = to_json_array(rows, false);
     return d;
@@ -177,9 +183,10 @@ void add_latency_command(CLI::App& app) {
   cmd->add_option("--block-size", o->block_size, "paged KV block size in tokens (0: contiguous)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
-  cmd->add_option("--tp", o->tp, "tensor parallel degree")
+  cmd->add_option("--tp", o->par.tp, "tensor parallel degree")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  add_parallel_flags(*cmd, o->par, /*with_kv_dtype=*/true);
   cmd->add_option("--profile", o->profile, "latency profile YAML (default: built-in defaults)");
   cmd->add_flag("--verbose", o->verbose, "per-operation breakdown");
   add_json_plot_options(*cmd, o->out, "one JSON array, an object per (sequence length, batch)",

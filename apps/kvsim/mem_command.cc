@@ -18,6 +18,8 @@
 #include "core/units.h"
 #include "workloads/traces/trace_reader.h"
 
+#include "apps/kvsim/parallel_flags.h"
+
 namespace kvsim::cli {
 
 namespace {
@@ -36,6 +38,7 @@ struct MemOptions {
   std::string fit = "first";
   std::string growth = "chunked";
   int64_t chunk_tokens = 256;
+  ParallelFlags par;
   bool json = false;
 };
 
@@ -113,8 +116,11 @@ std::string pct(double f) { return fmt::format("{:.1f}", 100.0 * f); }
 
 void run_mem(const MemOptions& o) {
   const Catalog& catalog = Catalog::builtin();
-  const ModelSpec& model = catalog.model(o.model);
+  const ModelSpec model = o.par.apply_dtypes(catalog.model(o.model));
   const GpuSpec& gpu = catalog.gpu(o.gpu);
+  // One GPU's pool: with --tp/--pp, the share of the stage with room for the fewest tokens.
+  const PoolOptions pool_options{.parallelism = o.par.parallelism()};
+  const ModelSpec share = GpuMemoryPool::sizing_share(model, gpu, pool_options);
   const std::vector<ReplayRequest> requests = read_requests(o);
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   TextTable t({"store", "config", "done", "rejected", "alloc fail", "preempt", "peak held GiB",
@@ -122,7 +128,7 @@ void run_mem(const MemOptions& o) {
   int64_t budget_bytes = 0;
   for (const std::string& store : o.stores) {
     const ConfigNode node = ConfigNode::parse_string(kv_yaml(o, store), "kvsim mem --store " + store);
-    GpuMemoryPool pool(model, gpu, node);
+    GpuMemoryPool pool(model, gpu, node, pool_options);
     const int64_t kv_capacity = pool.kv().usage().capacity_bytes;
     if (store != "caching_allocator") budget_bytes = kv_capacity;
     ReplayOptions ro;
@@ -143,7 +149,12 @@ void run_mem(const MemOptions& o) {
   }
   fmt::print("trace {}: {} requests; model {} ({} bytes of KV per token) on {}; max {} in flight\n",
              o.trace, with_commas(static_cast<long long>(requests.size())), model.name,
-             with_commas(model.kv_bytes_per_token()), gpu.name, o.max_inflight);
+             with_commas(share.kv_bytes_per_token()), gpu.name, o.max_inflight);
+  if (!o.par.parallelism().single()) {
+    fmt::print("per GPU at {}: {:.2f} GiB of weights, the KV of {} KV heads x {} layers\n",
+               parallelism_text(o.par.parallelism()), to_gib(share.weights_bytes()),
+               share.kv_heads, share.layers);
+  }
   if (budget_bytes > 0) {
     fmt::print("preallocated KV space (gpu_memory_utilization 0.9): {:.2f} GiB; GiB = 2^30 bytes\n",
                to_gib(budget_bytes));
@@ -191,6 +202,7 @@ void add_mem_command(CLI::App& app) {
   cmd->add_option("--chunk-tokens", o->chunk_tokens, "caching_allocator: chunked growth step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->capture_default_str();
+  add_parallel_flags(*cmd, o->par, /*with_kv_dtype=*/true);
   cmd->add_flag("--json", o->json, "one JSON object (an array for several stores)");
   cmd->callback([o] { run_mem(*o); });
 }

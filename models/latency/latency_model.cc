@@ -7,23 +7,35 @@
 
 #include "core/check.h"
 #include "core/errors.h"
+#include "models/parallelism.h"
 
 namespace kvsim {
 
 namespace {
 
-// Activations are FP16/BF16 whatever the weight and KV types (FP8/INT8 weights are dequantised
-// into 16-bit GEMMs in the engines we model).
+// Activations are FP16/BF16 whatever the weight and KV types: quantized weights are read at
+// their width and dequantised into 16-bit GEMMs, except FP8 weights on a GPU with an FP8 peak,
+// whose GEMMs run at that peak (vLLM's FP8 W8A8 path on Hopper).
 constexpr double kActBytes = 2.0;
 
 // Per-GPU shapes, as doubles: every count below is a product of these.
 struct Shape {
   double layers, hidden, head_dim, q_heads, kv_heads, ffn, vocab, experts, topk;
-  double wb, kvb;  // bytes per weight / KV element
-  int tp;
+  double wb, kvb;  // bytes per linear-layer weight (with its quantization scales) / KV element
+  double ewb;      // bytes per unquantized weight: embedding, LM head, router (16-bit)
+  double gemm_flops_scale;  // peak of the linear layers' GEMMs / the FP16 peak
+  int tp, pp;
 };
 
-Shape shape_of(const ModelSpec& m, int tp) {
+// Bytes per weight of a linear layer, scales included: AWQ INT4 adds an FP16 scale and a 4-bit
+// zero per group of 128 (2.5 / 128 bytes per weight); the per-tensor (FP8) and per-channel
+// (INT8) scales are under a thousandth of a byte per weight and left out of the reads.
+double linear_weight_bytes(DType w) {
+  if (w == DType::kInt4) return 0.5 + 2.5 / static_cast<double>(kInt4GroupSize);
+  return dtype_bits(w) / 8.0;
+}
+
+Shape shape_of(const ModelSpec& m, const GpuSpec& g, int tp, int pp) {
   Shape s{};
   s.layers = m.layers;
   s.hidden = m.hidden;
@@ -32,12 +44,16 @@ Shape shape_of(const ModelSpec& m, int tp) {
   // KV heads split across GPUs; with fewer KV heads than GPUs each GPU holds one replica.
   s.kv_heads = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
   s.ffn = static_cast<double>(m.ffn) / tp;
-  s.vocab = static_cast<double>(m.vocab) / tp;
+  s.vocab = static_cast<double>(vocab_per_gpu(m, tp));
   s.experts = m.num_experts;
   s.topk = m.experts_per_token;
-  s.wb = dtype_bytes(m.weight_dtype);
+  s.wb = linear_weight_bytes(m.weight_dtype);
+  s.ewb = unquantized_bytes(m.weight_dtype);
   s.kvb = dtype_bytes(m.kv_dtype);
+  s.gemm_flops_scale =
+      m.weight_dtype == DType::kFp8 && g.fp8_flops > 0 ? g.fp8_flops / g.fp16_flops : 1.0;
   s.tp = tp;
+  s.pp = pp;
   return s;
 }
 
@@ -54,14 +70,16 @@ class Costing {
       : s_(s), g_(g), p_(p), ideal_(ideal) {}
 
   // Rates of `c` for a table axis value `x` (ignored where the class has no table).
-  Rates rates(OpClass c, double x, double compute_curve = 1.0, double memory_curve = 1.0) const {
-    if (ideal_) return {g_.fp16_flops, peak_bytes(c), 0.0};
+  Rates rates(OpClass c, double x, double compute_curve = 1.0, double memory_curve = 1.0,
+              double flops_scale = 1.0) const {
+    const double peak_flops = g_.fp16_flops * flops_scale;
+    if (ideal_) return {peak_flops, peak_bytes(c), 0.0};
     const ClassParams& cp = p_.of(c);
     const EfficiencyTable* tc = p_.table(c, TableMetric::kComputeEfficiency);
     const EfficiencyTable* tm = p_.table(c, TableMetric::kMemoryEfficiency);
     const double ce = tc ? tc->at(x) : cp.compute_efficiency * compute_curve;
     const double me = tm ? tm->at(x) : cp.memory_efficiency * memory_curve;
-    return {g_.fp16_flops * ce, peak_bytes(c) * me, cp.launch_overhead_s};
+    return {peak_flops * ce, peak_bytes(c) * me, cp.launch_overhead_s};
   }
 
   // One operation run `reps` times (once per layer), `kernels` launches each time.
@@ -80,12 +98,16 @@ class Costing {
     return o;
   }
 
-  // A GEMM of m rows, k inputs, n outputs (per GPU), weights read once.
+  // A GEMM of m rows, k inputs, n outputs (per GPU), weights read once. `quantized`: a decoder
+  // linear layer, whose weights are weights_dtype; else (router, LM head) 16-bit weights.
   OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
-              double reps) const {
+              double reps, bool quantized = true) const {
     const double flops = 2.0 * m * k * n;
-    const double bytes = weight_elems * s_.wb + m * k * kActBytes + m * n * kActBytes;
-    return op(name, OpClass::kGemm, flops, bytes, 1, reps, rates(OpClass::kGemm, m));
+    const double wb = quantized ? s_.wb : s_.ewb;
+    const double bytes = weight_elems * wb + m * k * kActBytes + m * n * kActBytes;
+    const double scale = quantized ? s_.gemm_flops_scale : 1.0;
+    return op(name, OpClass::kGemm, flops, bytes, 1, reps,
+              rates(OpClass::kGemm, m, 1.0, 1.0, scale));
   }
 
   // Prefill attention over all chunks, per layer, summed over layers.
@@ -201,6 +223,16 @@ class Costing {
     return op("allreduce", OpClass::kAllReduce, 0.0, traffic, 1, 2 * s_.layers, r);
   }
 
+  // Pipeline parallelism: the batch's m x hidden activations go from each stage to the next,
+  // p - 1 point-to-point sends over the same link as the all-reduce, one way, each with the
+  // all-reduce's fixed latency.
+  OpCost pipeline_send(double m) const {
+    const double payload = m * s_.hidden * kActBytes;
+    Rates r = rates(OpClass::kAllReduce, m);
+    r.launch_s += ideal_ ? 0.0 : p_.allreduce_latency_s;
+    return op("pp_send", OpClass::kAllReduce, 0.0, payload, 1, s_.pp - 1, r);
+  }
+
  private:
   double peak_bytes(OpClass c) const {
     if (c != OpClass::kAllReduce) return g_.hbm_bytes_per_s;
@@ -239,14 +271,16 @@ double experts_touched(double experts, double topk, double m) {
 std::string_view bound_name(Bound b) { return b == Bound::kCompute ? "compute" : "memory"; }
 
 LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
-                           int tensor_parallel)
+                           int tensor_parallel, int pipeline_parallel)
     : model_(std::move(model)),
       gpu_(std::move(gpu)),
       profile_(std::move(profile)),
       ideal_(ideal_profile()),
       attention_(attention),
-      tp_(tensor_parallel) {
+      tp_(tensor_parallel),
+      pp_(pipeline_parallel) {
   if (tp_ < 1) throw InputError(fmt::format("tensor parallel degree {}: expected >= 1", tp_));
+  if (pp_ < 1) throw InputError(fmt::format("pipeline parallel degree {}: expected >= 1", pp_));
   if (model_.heads % tp_ != 0 || (model_.kv_heads >= tp_ && model_.kv_heads % tp_ != 0)) {
     throw InputError(fmt::format("model {} ({} heads, {} KV heads) cannot be split {} ways",
                                  model_.name, model_.heads, model_.kv_heads, tp_));
@@ -258,11 +292,12 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
     throw InputError(
         fmt::format("model {}: layers, hidden, heads and head_dim must be >= 1", model_.name));
   }
+  check_parallelism(model_, Parallelism{tp_, pp_});
 }
 
 IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal) const {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
-  const Shape s = shape_of(model_, tp_);
+  const Shape s = shape_of(model_, gpu_, tp_, pp_);
   const Costing k(s, gpu_, p, ideal);
   double m = 0;     // rows through the linear layers
   double emit = 0;  // rows through the LM head
@@ -294,8 +329,8 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
   const Rates ew = k.rates(OpClass::kElementwise, m);
-  add(it, Costing::op("embedding", OpClass::kElementwise, 0.0, m * s.hidden * (s.wb + kActBytes), 1,
-                      1, ew));
+  add(it, Costing::op("embedding", OpClass::kElementwise, 0.0, m * s.hidden * (s.ewb + kActBytes),
+                      1, 1, ew));
   add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L));
   add(it, Costing::op("kv_cache_write", OpClass::kElementwise, 0.0,
                       m * 2 * kv_out * (kActBytes + s.kvb), 1, L, ew));
@@ -308,7 +343,9 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   // reads the weights of every expert some row routed to.
   const double touched = experts_touched(s.experts, s.topk, m);
   const double rows = m * s.topk;
-  if (s.experts > 1) add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L));
+  if (s.experts > 1) {
+    add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, false));
+  }
   add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L));
   add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L));
 
@@ -322,8 +359,11 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
   add(it, Costing::op("norm_act_residual", OpClass::kElementwise, ew_flops, ew_bytes, 6, L, ew));
   if (emit > 0) {
-    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1));
+    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, false));
   }
+  // One batch runs its stages one after another (no micro-batches in flight): the layers are
+  // all counted above, split over stages or not, and the sends between stages add to them.
+  if (s.pp > 1) add(it, k.pipeline_send(m));
   it.overhead_seconds = ideal ? 0.0 : p.iteration_overhead_s;
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return it;
@@ -366,7 +406,7 @@ AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) 
   if (num_seqs == 0) return {};
   // Everything but decode attention is independent of the context; decode attention is
   // slope * t + fixed per layer (Costing::decode_attention): b is the slope, a what remains.
-  const Shape s = shape_of(model_, tp_);
+  const Shape s = shape_of(model_, gpu_, tp_, pp_);
   const Costing k(s, gpu_, profile_, false);
   const double n = static_cast<double>(num_seqs);
   const double b = k.decode_slope(n, block_tokens, attention_);

@@ -89,10 +89,12 @@ struct AffineCost {
 
 class LatencyModel {
  public:
-  // Requires: tensor_parallel >= 1. Throws InputError when the model cannot be split
-  // tensor_parallel ways (heads not divisible) or a spec figure is unusable (zero peak).
+  // Requires: tensor_parallel, pipeline_parallel >= 1. Throws InputError when the model cannot
+  // be split that way (check_parallelism) or a spec figure is unusable (zero peak). `model` is
+  // the whole model; each GPU runs its 1/tensor_parallel shard of every layer of its stage.
+  // Pipeline stages run one batch in sequence (docs/latency.md "Pipeline parallelism").
   LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
-               int tensor_parallel = 1);
+               int tensor_parallel = 1, int pipeline_parallel = 1);
 
   // Cost of one iteration with the profile's efficiencies and overheads.
   IterationCost iteration(const BatchShape& batch) const;
@@ -118,6 +120,7 @@ class LatencyModel {
   const Profile& profile() const { return profile_; }
   AttentionKind attention() const { return attention_; }
   int tensor_parallel() const { return tp_; }
+  int pipeline_parallel() const { return pp_; }
 
  private:
   IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal) const;
@@ -128,6 +131,7 @@ class LatencyModel {
   Profile ideal_;
   AttentionKind attention_;
   int tp_;
+  int pp_;
 };
 
 // The figures `kvsim latency` prints for `batch` identical requests of `seq_len` prompt tokens

@@ -33,7 +33,7 @@ int64_t add(int64_t a, int64_t b) {
 }  // namespace
 
 int64_t attention_score_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks) {
-  const int64_t elem = dtype_bytes(model.weight_dtype);
+  const int64_t elem = unquantized_bytes(model.weight_dtype);  // 16-bit when quantized
   int64_t total = 0;
   for (const BatchChunk& c : chunks) {
     total = add(total, mul({model.heads, c.query_tokens, c.context_tokens, elem}));
@@ -50,7 +50,7 @@ int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk
                               int64_t decode_seqs, int64_t decode_context_tokens,
                               AttentionKind attention) {
   if (chunks.empty() && decode_seqs == 0) return 0;
-  const int64_t elem = dtype_bytes(model.weight_dtype);
+  const int64_t elem = unquantized_bytes(model.weight_dtype);  // 16-bit when quantized
   int64_t t = 0;
   for (const BatchChunk& c : chunks) t = add(t, c.query_tokens);
   t = add(t, decode_seqs);

@@ -32,7 +32,8 @@ int64_t attention_score_bytes(const ModelSpec& model, std::span<const BatchChunk
 //   MLP (gate, up, activation):                            3 x T x ffn x experts_per_token
 //   native: scores and their softmax, 2 x attention_score_bytes; flash: T x H x 4 (softmax LSE)
 //   logits of the last token of each sequence in FP32:     B x vocab x 4
-// all x bytes(weight dtype) except where FP32 is said. T = sum of query tokens, B = chunks.
+// all x bytes(weight dtype) except where FP32 is said (16-bit when the weights are
+// quantized). T = sum of query tokens, B = chunks.
 // Throws InputError on 64-bit overflow.
 int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk> chunks,
                               AttentionKind attention);

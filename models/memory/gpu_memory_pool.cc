@@ -9,8 +9,10 @@
 
 namespace kvsim {
 
-KvBudget GpuMemoryPool::budget_for(const ModelSpec& model, const GpuSpec& gpu,
-                                   const PoolOptions& options) {
+namespace {
+
+// The budget of one GPU holding `share` (a gpu_share, or the whole model on one GPU).
+KvBudget budget_of(const ModelSpec& model, const GpuSpec& gpu, const PoolOptions& options) {
   KvBudget b;
   b.capacity_bytes = gpu.memory_bytes;
   b.context_bytes = gpu.context_reserve_bytes;
@@ -21,14 +23,48 @@ KvBudget GpuMemoryPool::budget_for(const ModelSpec& model, const GpuSpec& gpu,
   return b;
 }
 
+}  // namespace
+
+ModelSpec GpuMemoryPool::sizing_share(const ModelSpec& model, const GpuSpec& gpu,
+                                      const PoolOptions& options) {
+  const Parallelism par = options.parallelism;
+  if (par.single()) return model;
+  ModelSpec best;
+  double best_tokens = 0;
+  for (int stage = 0; stage < par.pipeline; ++stage) {
+    ModelSpec share = gpu_share(model, par, stage);
+    const KvBudget b = budget_of(share, gpu, options);
+    // KV tokens this stage's GPUs have room for; the first stage wins ties.
+    const double tokens = static_cast<double>(b.device_bytes_for_torch() - b.activation_peak_bytes) /
+                          static_cast<double>(share.kv_bytes_per_token());
+    if (stage == 0 || tokens < best_tokens) {
+      best = std::move(share);
+      best_tokens = tokens;
+    }
+  }
+  return best;
+}
+
+KvBudget GpuMemoryPool::budget_for(const ModelSpec& model, const GpuSpec& gpu,
+                                   const PoolOptions& options) {
+  return budget_of(sizing_share(model, gpu, options), gpu, options);
+}
+
 GpuMemoryPool::GpuMemoryPool(const ModelSpec& model, const GpuSpec& gpu, const ConfigNode& kv_node,
                              PoolOptions options)
-    : model_(model), gpu_(gpu), options_(options), budget_(budget_for(model, gpu, options)) {
+    : model_(sizing_share(model, gpu, options)),
+      gpu_(gpu),
+      options_(options),
+      budget_(budget_of(model_, gpu, options)) {
   if (budget_.device_bytes_for_torch() < 0) {
+    const std::string per_gpu =
+        options.parallelism.single()
+            ? std::string()
+            : fmt::format(" per GPU at {}", parallelism_text(options.parallelism));
     throw InputError(fmt::format(
-        "{}: model {} ({:.2f} GiB of weights) does not fit on {} ({:.2f} GiB with {:.2f} GiB of "
+        "{}: model {} ({:.2f} GiB of weights{}) does not fit on {} ({:.2f} GiB with {:.2f} GiB of "
         "context and workspace)",
-        kv_node.where(), model.name, to_gib(budget_.weights_bytes), gpu.name,
+        kv_node.where(), model.name, to_gib(budget_.weights_bytes), per_gpu, gpu.name,
         to_gib(budget_.capacity_bytes), to_gib(budget_.context_bytes + budget_.workspace_bytes)));
   }
   store_ = make_kv_store(kv_node, model_, gpu_, budget_);
@@ -36,10 +72,10 @@ GpuMemoryPool::GpuMemoryPool(const ModelSpec& model, const GpuSpec& gpu, const C
 
 GpuMemoryPool::GpuMemoryPool(const ModelSpec& model, const GpuSpec& gpu,
                              std::unique_ptr<KvStore> store, PoolOptions options)
-    : model_(model),
+    : model_(sizing_share(model, gpu, options)),
       gpu_(gpu),
       options_(options),
-      budget_(budget_for(model, gpu, options)),
+      budget_(budget_of(model_, gpu, options)),
       store_(std::move(store)) {
   KVSIM_CHECK(store_ != nullptr, "GpuMemoryPool needs a store");
 }

@@ -19,6 +19,7 @@
 #include "models/memory/kv_store.h"
 #include "models/memory/memory_snapshot.h"
 #include "models/model_spec.h"
+#include "models/parallelism.h"
 
 namespace kvsim {
 
@@ -34,6 +35,10 @@ struct PoolOptions {
   // The profile run that sizes a vLLM-style store (activation peak subtracted before KV).
   int64_t profile_batched_tokens = 2048;
   int64_t profile_num_seqs = 256;
+  // The pool is one GPU's: with tensor/pipeline parallelism it holds that GPU's shard of the
+  // weights and KV (gpu_share), and the stage with room for the fewest KV tokens sizes it, as
+  // vLLM takes the smallest block count over its workers.
+  Parallelism parallelism;
 };
 
 class GpuMemoryPool {
@@ -45,13 +50,20 @@ class GpuMemoryPool {
   GpuMemoryPool(const ModelSpec& model, const GpuSpec& gpu, std::unique_ptr<KvStore> store,
                 PoolOptions options = {});
 
-  // The budget this pool gives a store (capacity, context, weights, workspace, profile peak).
+  // The budget this pool gives a store (capacity, context, weights, workspace, profile peak),
+  // per GPU: of the stage sizing_share() picks.
   static KvBudget budget_for(const ModelSpec& model, const GpuSpec& gpu,
                              const PoolOptions& options);
+  // The whole model as the GPU that sizes the pool holds it (the model itself on one GPU).
+  // Throws InputError when the model cannot be split as options.parallelism says.
+  static ModelSpec sizing_share(const ModelSpec& model, const GpuSpec& gpu,
+                                const PoolOptions& options);
 
   KvStore& kv() { return *store_; }
   const KvStore& kv() const { return *store_; }
+  // The model as this GPU holds it (gpu_share: heads, KV heads, layers and weights per GPU).
   const ModelSpec& model() const { return model_; }
+  const Parallelism& parallelism() const { return options_.parallelism; }
   const GpuSpec& gpu() const { return gpu_; }
   const KvBudget& budget() const { return budget_; }
   AttentionKind attention() const { return options_.attention; }

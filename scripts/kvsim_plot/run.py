@@ -90,16 +90,23 @@ def plot_memory(plt, w, d, summary, series, requests):
             ax.plot(truncated, [top * 0.92] * len(truncated), linestyle="none", marker="|",
                     markersize=3, color="#555555", label="truncation")
         p = next(x for x in summary["policies"] if x["name"] == policy)
+        # Multi-GPU policies (summary.json gpu_layout): the stack is one GPU's of `gpus`.
+        layout = p.get("gpu_layout") or {}
+        gpus = layout.get("gpus", 1)
+        where = (f", 1 of {gpus} GPUs (TP{layout.get('tensor_parallel', 1)}"
+                 f"xPP{layout.get('pipeline_parallel', 1)})" if gpus > 1 else "")
         ax.set_title(f"{policy}: {p.get('oom_events', 0)} OOM, availability "
-                     f"{100 * p.get('availability', 0):.1f}%", loc="left")
-        ax.set_ylabel("GiB")
+                     f"{100 * p.get('availability', 0):.1f}%{where}", loc="left")
+        ax.set_ylabel("GiB per GPU" if gpus > 1 else "GiB")
         ax.margins(x=0, y=0)
         ax.grid(False)
     for ax in axes[:-1]:
         ax.tick_params(labelbottom=False)
     axes[-1].set_xlabel("simulated time (s)")
     legend_in(lax, axes, 3)
-    fig.suptitle("GPU memory by category (GiB = 2^30 bytes)")
+    multi = any((x.get("gpu_layout") or {}).get("gpus", 1) > 1 for x in summary["policies"])
+    fig.suptitle("GPU memory by category" + (", per GPU" if multi else "") +
+                 " (GiB = 2^30 bytes)")
     w.save(fig, "memory", "Device memory over time, stacked by category, one panel per policy "
            "(shared axes). Black line: an OOM crash (the first sample with no work and no live KV "
            "after requests were lost in an OOM); hatched: the restart window until work is back; "

@@ -26,6 +26,20 @@ struct LatencyStats {
 // Percentiles with linear interpolation between order statistics (NumPy's default).
 LatencyStats latency_stats(std::vector<double> values);
 
+// How a policy spreads the model over GPUs and what one GPU holds (issue 15): written to
+// summary.json only for policies with more than one GPU or an engine dtype override, so
+// single-GPU results keep their bytes. Every memory figure of the summary is per GPU.
+struct GpuLayoutSummary {
+  int gpus = 1;
+  int tensor_parallel = 1;
+  int pipeline_parallel = 1;
+  std::string weights_dtype;
+  std::string kv_cache_dtype;
+  int64_t weights_bytes_per_gpu = 0;
+  int64_t kv_bytes_per_token_per_gpu = 0;
+  int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
+};
+
 struct PolicySummary {
   std::string name;
   int64_t requests_total = 0;
@@ -69,6 +83,8 @@ struct PolicySummary {
   int64_t prefix_hit_tokens = 0;      // their tokens
   int64_t prefix_query_tokens = 0;    // tokens looked up (each admitted request's prompt)
   double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
+
+  std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
 };
 
 // The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the

@@ -87,6 +87,18 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
+    if (p.gpu_layout) {  // parallelism / quantization (issue 15): only where set, see recorder.h
+      const GpuLayoutSummary& g = *p.gpu_layout;
+      o["gpu_layout"] = {{"memory_figures", "per GPU"},
+                         {"gpus", g.gpus},
+                         {"tensor_parallel", g.tensor_parallel},
+                         {"pipeline_parallel", g.pipeline_parallel},
+                         {"weights_dtype", g.weights_dtype},
+                         {"kv_cache_dtype", g.kv_cache_dtype},
+                         {"weights_bytes_per_gpu", g.weights_bytes_per_gpu},
+                         {"kv_bytes_per_token_per_gpu", g.kv_bytes_per_token_per_gpu},
+                         {"kv_pool_tokens_per_gpu", g.kv_pool_tokens_per_gpu}};
+    }
     arr.push_back(o);
   }
   return {{"policies", arr}};

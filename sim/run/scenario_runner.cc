@@ -11,6 +11,7 @@
 #include "models/latency/latency_model.h"
 #include "models/latency/profile.h"
 #include "models/memory/gpu_memory_pool.h"
+#include "models/parallelism.h"
 #include "core/atomic_file.h"
 #include "core/fnv1a.h"
 #include "core/check.h"
@@ -69,6 +70,7 @@ struct PreparedPolicy {
   std::vector<std::unique_ptr<Guard>> guards;
   Workload workload;
   std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top
+  std::optional<GpuLayoutSummary> gpu_layout;  // more than one GPU or a dtype override
 };
 
 PreparedScenario::PreparedScenario() = default;
@@ -87,19 +89,47 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
   const EngineConfig& engine = p->engine;
   const ConfigNode kv_node = engine_node.optional_child("kv").value_or(
       ConfigNode::parse_string("{type: paged}", "default kv"));
+  // The engine's weights_dtype / kv_cache_dtype replace the catalog model's; the pool holds one
+  // GPU's share of it (tensor_parallel x pipeline_parallel GPUs).
+  ModelSpec model = s.model;
+  if (engine.weights_dtype) model.weight_dtype = *engine.weights_dtype;
+  if (engine.kv_cache_dtype) model.kv_dtype = *engine.kv_cache_dtype;
+  const Parallelism parallelism{engine.tensor_parallel, engine.pipeline_parallel};
+  try {
+    check_parallelism(model, parallelism);
+  } catch (const InputError& e) {
+    // Point at the degree that does not fit (tensor_parallel when both are written).
+    for (const char* key : {"tensor_parallel", "pipeline_parallel"}) {
+      if (auto n = engine_node.optional_child(key)) n->fail(e.what());
+    }
+    throw;
+  }
   p->pool = std::make_unique<GpuMemoryPool>(
-      s.model, s.gpu, kv_node,
+      model, s.gpu, kv_node,
       PoolOptions{.workspace_bytes = engine.workspace_bytes,
                   .attention = engine.attention,
                   .profile_batched_tokens = engine.max_num_batched_tokens,
-                  .profile_num_seqs = engine.max_num_seqs});
+                  .profile_num_seqs = engine.max_num_seqs,
+                  .parallelism = parallelism});
+  if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {
+    const ModelSpec& share = p->pool->model();
+    p->gpu_layout = GpuLayoutSummary{
+        .gpus = parallelism.gpus(),
+        .tensor_parallel = parallelism.tensor,
+        .pipeline_parallel = parallelism.pipeline,
+        .weights_dtype = std::string(dtype_name(model.weight_dtype)),
+        .kv_cache_dtype = std::string(dtype_name(model.kv_dtype)),
+        .weights_bytes_per_gpu = share.weights_bytes(),
+        .kv_bytes_per_token_per_gpu = share.kv_bytes_per_token(),
+        .kv_pool_tokens_per_gpu = p->pool->kv().usage().capacity_bytes / share.kv_bytes_per_token()};
+  }
   engine_node.reject_unknown_keys();
   const Profile profile =
       engine.profile_path.empty() ? default_profile(s.gpu) : load_profile(engine.profile_path);
-  p->latency = std::make_unique<LatencyModel>(s.model, s.gpu, profile, engine.attention,
-                                              engine.tensor_parallel);
+  p->latency = std::make_unique<LatencyModel>(model, s.gpu, profile, engine.attention,
+                                              engine.tensor_parallel, engine.pipeline_parallel);
   p->guards = make_guards(
-      policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), s.model,
+      policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), model,
       kv_node.get<std::string>("type"));
   p->workload = make_workload(s.root.child("workload"), s.seed);
   p->slo = policy_slo(s.root, policy);
@@ -160,7 +190,9 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   events.run();
   replica.finish();
   if (w.trace_counters && !trace) trace = *w.trace_counters;
-  return recorder.finish(events.now());
+  PolicySummary summary = recorder.finish(events.now());
+  summary.gpu_layout = p.gpu_layout;
+  return summary;
 }
 
 std::string emit(const YAML::Node& tree) {
@@ -234,6 +266,15 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   manifest["gpu"] = s.gpu.name;
   manifest["resolved_scenario"] = prepared.resolved_text();
   manifest["files"] = {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"};
+  // Multi-GPU policies (issue 15): only then, so single-GPU manifests keep their bytes.
+  nlohmann::ordered_json gpus;
+  for (const PolicySummary& p : result.policies) {
+    if (p.gpu_layout && p.gpu_layout->gpus > 1) gpus[p.name] = p.gpu_layout->gpus;
+  }
+  if (!gpus.empty()) {
+    manifest["memory_figures"] = "per GPU";
+    manifest["gpus_per_policy"] = gpus;
+  }
   requests_file->commit();
   timeseries_file->commit();
   write_file_atomic(dir / "summary.csv", summary_csv(result.policies));

@@ -49,6 +49,16 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
       "attention", {{"flash", AttentionKind::kFlash}, {"native", AttentionKind::kNative}},
       AttentionKind::kFlash);
   c.tensor_parallel = e.get<int>("tensor_parallel", 1, {.min = 1, .max = 64});
+  c.pipeline_parallel = e.get<int>("pipeline_parallel", 1, {.min = 1, .max = 64});
+  // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.
+  if (e.optional_child("weights_dtype")) {
+    const std::string w = e.get_enum("weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4"});
+    if (w != "auto") c.weights_dtype = parse_dtype(w);
+  }
+  if (e.optional_child("kv_cache_dtype")) {
+    const std::string kv = e.get_enum("kv_cache_dtype", {"auto", "fp16", "bf16", "fp8"});
+    if (kv != "auto") c.kv_cache_dtype = parse_dtype(kv);
+  }
   c.workspace_bytes = gib_to_bytes(e.get<double>("workspace_gb", 0.5, {.min = 0, .max = 1e6}));
   if (auto profile = e.get_optional<std::string>("profile")) {
     std::filesystem::path p = *profile;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "models/dtype.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
 
@@ -41,6 +42,11 @@ struct EngineConfig {
   SimTime restart = 90 * kNsPerSecond;
   AttentionKind attention = AttentionKind::kFlash;
   int tensor_parallel = 1;
+  // Parallelism and quantization (vLLM engine args --pipeline-parallel-size, --quantization,
+  // --kv-cache-dtype); unset dtypes keep the catalog model's. See docs/memory.md.
+  int pipeline_parallel = 1;
+  std::optional<DType> weights_dtype;
+  std::optional<DType> kv_cache_dtype;
   int64_t workspace_bytes = 512 * (int64_t{1} << 20);
   std::string profile_path;  // calibrated latency profile; empty = the GPU's defaults
 };

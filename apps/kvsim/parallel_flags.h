@@ -1,0 +1,31 @@
+// The flags `kvsim kv`, `kvsim latency` and `kvsim mem` share with a scenario's engine keys
+// tensor_parallel, pipeline_parallel, weights_dtype and kv_cache_dtype (docs/memory.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "models/parallelism.h"
+
+namespace kvsim::cli {
+
+struct ParallelFlags {
+  int tp = 1;
+  int pp = 1;
+  std::string weights_dtype;  // empty: the model's own
+  std::string kv_dtype;       // empty: the model's own (only where with_kv_dtype)
+
+  Parallelism parallelism() const { return {tp, pp}; }
+  // The model with the dtype flags applied (the whole model, not one GPU's share).
+  ModelSpec apply_dtypes(ModelSpec model) const;
+};
+
+// Adds --tp, --pp, --weights-dtype and, when with_kv_dtype, --kv-dtype to `cmd`.
+void add_parallel_flags(CLI::App& cmd, ParallelFlags& flags, bool with_kv_dtype);
+
+// The stage whose GPU holds the most KV bytes per token (then the most weight bytes): the one a
+// calculator without a GPU budget reports. 0 on one stage.
+int heaviest_stage(const ModelSpec& model, Parallelism par);
+
+}  // namespace kvsim::cli
