@@ -65,7 +65,7 @@ TEST_CASE("scenarios/llama-3-70b-tp.yaml: 70B on 4 and 8 H100s, memory per GPU",
   CHECK(tp4["gpu_layout"]["gpus"] == 4);
   CHECK(tp4["gpu_layout"]["memory_figures"] == "per GPU");
   CHECK(tp4["gpu_layout"]["weights_bytes_per_gpu"] == 35'278'831'616LL);
-  CHECK(tp4["peak_memory_bytes"]["weights"] == 35'278'831'616LL);
+  CHECK(tp4["category_peaks_bytes"]["weights"] == 35'278'831'616LL);
   CHECK(tp4["outcomes"]["lost_oom"] == 0);
   const auto& tp8 = j["policies"][1];
   CHECK(tp8["gpu_layout"]["gpus"] == 8);
