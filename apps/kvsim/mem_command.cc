@@ -145,6 +145,7 @@ nlohmann::ordered_json to_json(const std::string& store, const std::string& deta
   j["oom_too_long"] = r.oom_too_long;
   j["preemptions"] = r.preemptions;
   j["iterations"] = r.iterations;
+  j["peak_inflight"] = r.peak_inflight;
   j["kv_capacity_bytes"] = kv_capacity;
   j["peak_kv_bytes"] = r.peak_kv_bytes;
   j["peak_live_bytes"] = r.peak_live_bytes;
@@ -205,9 +206,19 @@ void run_mem(const MemOptions& o) {
     fmt::print("{}\n", all.size() == 1 ? all[0].dump(2) : all.dump(2));
     return;
   }
-  fmt::print("{} {}: {} requests; model {} ({} bytes of KV per token) on {}; max {} in flight\n",
+  std::string lengths;  // generated lengths are not the file's: say what they came out as
+  if (!o.workload.empty() && !requests.empty()) {
+    double prompt = 0, output = 0;
+    for (const ReplayRequest& q : requests) {
+      prompt += static_cast<double>(q.prompt_tokens);
+      output += static_cast<double>(q.output_tokens);
+    }
+    const auto n = static_cast<double>(requests.size());
+    lengths = fmt::format(" (mean prompt {:.1f}, mean output {:.1f} tokens)", prompt / n, output / n);
+  }
+  fmt::print("{} {}: {} requests{}; model {} ({} bytes of KV per token) on {}; max {} in flight\n",
              o.workload.empty() ? "trace" : "workload", o.workload.empty() ? o.trace : o.workload,
-             with_commas(static_cast<long long>(requests.size())), model.name,
+             with_commas(static_cast<long long>(requests.size())), lengths, model.name,
              with_commas(share.kv_bytes_per_token()), gpu.name, o.max_inflight);
   if (!o.par.parallelism().single()) {
     fmt::print("per GPU at {}: {:.2f} GiB of weights, the KV of {} KV heads x {} layers\n",
