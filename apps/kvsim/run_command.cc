@@ -11,7 +11,7 @@
 
 #include "models/catalog.h"
 #include "apps/kvsim/commands.h"
-#include "core/config_patch.h"
+#include "core/config_node.h"
 #include "sim/config/scenario.h"
 #include "core/data_path.h"
 #include "sim/metrics/summary_writer.h"
@@ -30,19 +30,10 @@ struct RunArgs {
   bool plot = false;
 };
 
-// Loads a scenario file with every --set applied first.
-Scenario load_with_sets(const std::string& file, const std::vector<std::string>& sets) {
-  ConfigNode raw = ConfigNode::parse_file(file);
-  if (sets.empty()) return load_scenario(raw, Catalog::builtin());
-  YAML::Node patched = raw.yaml();
-  for (const auto& s : sets) patched = apply_set(patched, s);
-  return load_scenario(ConfigNode::wrap(patched, file), Catalog::builtin());
-}
-
 void run(RunArgs& a) {
   const std::string file =
       a.scenario.empty() ? data_file("scenarios/mixed-chat-docs.yaml").string() : a.scenario;
-  const Scenario s = load_with_sets(file, a.sets);
+  const Scenario s = load_scenario_with_sets(ConfigNode::parse_file(file), a.sets, Catalog::builtin());
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
   const RunResult r = run_scenario(s, a.options);
   fmt::print("scenario {} (model {}, gpu {}, seed {}): {}\n\n", s.name, s.model.name, s.gpu.name,
