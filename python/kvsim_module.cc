@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "core/config_node.h"
@@ -154,7 +155,12 @@ std::string latency_json(const std::string& model, const std::string& gpu,
 PYBIND11_MODULE(_kvsim, m) {
   using namespace kvsim;
   m.doc() = "kvsim's C++ core; use the package kvsim (kvsim.run, kvsim.sweep, ...)";
-  // The CLI's default (--log-level warn): the engine's per-OOM info lines stay quiet.
+  // As the CLI logs: to stderr (stdout is the notebook's), at its default level, warn (the
+  // engine's per-OOM info lines stay quiet).
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  auto logger = std::make_shared<spdlog::logger>("kvsim", sink);
+  logger->set_pattern("[%l] %n: %v");
+  spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
   m.def("set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
         py::arg("level"));
