@@ -6,7 +6,7 @@
 
 #include "models/catalog.h"
 #include "apps/kvsim/commands.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "core/text_table.h"
 #include "core/units.h"
 

@@ -13,7 +13,7 @@
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
 #include "apps/kvsim/commands.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "apps/kvsim/parallel_flags.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"

@@ -12,7 +12,7 @@
 #include "models/latency/latency_model.h"
 #include "apps/kvsim/commands.h"
 #include "apps/kvsim/parallel_flags.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"

@@ -36,6 +36,10 @@ inline constexpr int64_t kMaxSequenceKvBytes = 1'000'000'000'000'000'000;
 // Reads and validates the scenario's top level. Throws ConfigError with file:line:col.
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog);
 Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog);
+// The scenario `raw` (a parsed file or text) with every `--set path=value` applied first, in
+// order (core/config_patch.h): what `kvsim run` and the Python module's kvsim.run() load.
+Scenario load_scenario_with_sets(const ConfigNode& raw, const std::vector<std::string>& sets,
+                                 const Catalog& catalog);
 
 // Warnings about settings that are legal but probably unwise (seed B's rules and seed A's
 // guard assumptions). Each is one line naming the position.

@@ -22,6 +22,7 @@
 #include "sim/metrics/summary_writer.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/replica.h"
+#include "sim/timeline/timeline_writer.h"
 #include "workloads/workload.h"
 
 namespace kvsim {
@@ -139,7 +140,8 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
 // Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
 // (both null) they are not produced.
 PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
-                         AtomicFile* timeseries_file, std::optional<TraceCounters>& trace) {
+                         AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
+                         ReplicaObserver* observer) {
   EventQueue events(EventQueue::Limits{.max_events = o.max_events,
                                        .max_time = seconds_to_sim(o.max_sim_time_s)});
   Recorder recorder(p.name);
@@ -148,6 +150,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   recorder.set_slo(p.slo);
   Replica replica(events, *p.pool, *p.latency, p.engine, std::move(p.guards), recorder);
   replica.set_check_invariants(o.check_invariants);
+  replica.set_observer(observer);
 
   Workload& w = p.workload;
   std::function<void()> pump = [&] {
@@ -248,12 +251,20 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
     requests_file->append(Recorder::request_header());
     timeseries_file->append(Recorder::timeseries_header());
   }
-  for (auto& policy : prepared.policies_) {
+  std::unique_ptr<TimelineWriter> timeline;
+  if (!o.timeline_path.empty()) {
+    timeline = std::make_unique<TimelineWriter>(
+        o.timeline_path, TimelineWindow{.start_s = o.timeline_start_s, .end_s = o.timeline_end_s});
+  }
+  for (size_t i = 0; i < prepared.policies_.size(); ++i) {
+    auto& policy = prepared.policies_[i];
     KVSIM_CHECK(policy != nullptr, "simulate: a prepared scenario runs once");
+    ReplicaObserver* observer = timeline ? timeline->track(static_cast<int>(i), policy->name) : nullptr;
     result.policies.push_back(
-        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace));
+        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observer));
     policy.reset();  // frees its pool before the next policy runs
   }
+  if (timeline) timeline->commit();
   if (o.out_dir.empty()) return result;
 
   nlohmann::ordered_json manifest;

@@ -17,6 +17,7 @@
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
+#include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
 #include "sim/serving/admission_queue.h"
 #include "sim/serving/engine_config.h"
@@ -44,6 +45,8 @@ class Replica {
   void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
   void set_check_invariants(bool on) { check_ = on; }
+  // Watcher of iterations and events (the timeline); borrowed, nullptr for none (the default).
+  void set_observer(ReplicaObserver* observer) { observer_ = observer; }
 
   // Sampler hook: a timeseries row now.
   void sample();
@@ -72,6 +75,11 @@ class Replica {
 
   void finish_request(int64_t id, Outcome outcome);
   void check() const;
+  // The observer's view now (called only when there is one).
+  ReplicaState observed_state() const;
+  void notify(ReplicaEvent kind, int64_t request_id, Outcome outcome = Outcome::kNone) {
+    if (observer_) observer_->on_event(kind, request_id, outcome, observed_state());
+  }
 
   EventQueue& events_;
   GpuMemoryPool& pool_;
@@ -82,6 +90,8 @@ class Replica {
   Recorder& recorder_;
   std::function<void(const RequestState&)> on_finished_;
   bool check_ = false;
+  ReplicaObserver* observer_ = nullptr;
+  SimTime iteration_start_ = 0;  // when in_flight_ started
 
   // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its
   // elements never move (node-based), so the queues and the iterations hold their addresses and

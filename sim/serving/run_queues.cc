@@ -246,6 +246,7 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t tokens = ledger_.release(r);
   const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();
   r.prefilled = 0;
+  if (hooks_.preempted) hooks_.preempted(r);  // its KV is free now
   if (preemption_ == EngineConfig::Preemption::kSwap &&
       swap_used_bytes_ + bytes <= swap_space_bytes_ && r.generated > 0) {
     swap_used_bytes_ += bytes;

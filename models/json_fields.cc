@@ -1,6 +1,6 @@
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 
-namespace kvsim::cli {
+namespace kvsim {
 
 nlohmann::ordered_json to_json(const KvRow& r) {
   nlohmann::ordered_json o;
@@ -128,4 +128,4 @@ nlohmann::ordered_json pick(const nlohmann::ordered_json& j,
   return out;
 }
 
-}  // namespace kvsim::cli
+}  // namespace kvsim
