@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -228,4 +229,51 @@ policies: [{{name: p, guards: []{}}}]
              Catch::Contains("bad.yaml:6:") && Catch::Contains("replicas"));
   CHECK_THAT(error_of("", ", cluster: {router: {type: random}}"),
              Catch::Contains("bad.yaml:6:") && Catch::Contains("cluster"));
+}
+
+// Same scenario and seed, same bytes, with the random router (its own stream of the scenario's
+// seed) and closed-loop clients (their next request is routed when the last one finishes);
+// requests.csv and timeseries.csv end with the `replica` column.
+TEST_CASE("a cluster run is a pure function of its scenario and seed", "[engine][cluster][determinism]") {
+  namespace fs = std::filesystem;
+  const Scenario s = load_scenario(ConfigNode::parse_string(R"(
+name: det
+seed: 11
+model: llama-2-7b
+gpu: a100-sxm4-80gb
+cluster:
+  replicas: [{name: a, count: 2}, {name: h, count: 1, gpu: h100-sxm}]
+  router: {type: random}
+workload:
+  clients: {type: closed_loop, count: 5, think_s: 0.2}
+  prompt_tokens: {type: uniform, min: 50, max: 500}
+  output_tokens: {type: uniform, min: 5, max: 50}
+  duration_s: 10
+policies: [{name: p, guards: []}, {name: q, guards: [], cluster: {router: {type: least_kv}}}]
+)",
+                                                                 "det.yaml"),
+                                   Catalog::builtin());
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream b;
+    b << in.rdbuf();
+    return b.str();
+  };
+  const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-cluster-det-{}", ::getpid());
+  std::string runs[2];
+  for (int k = 0; k < 2; ++k) {
+    RunOptions o;
+    o.out_dir = (base / std::to_string(k)).string();
+    run_scenario(s, o);
+    for (const char* f : {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"}) {
+      runs[k] += read(fs::path(o.out_dir) / f);
+    }
+  }
+  const std::string requests = read(base / "0" / "requests.csv");
+  const std::string series = read(base / "0" / "timeseries.csv");
+  fs::remove_all(base);
+  CHECK(runs[0].size() > 1000);
+  CHECK(runs[0] == runs[1]);
+  CHECK(requests.substr(0, requests.find('\n')).ends_with(",tokens_dropped,replica"));
+  CHECK(series.substr(0, series.find('\n')).ends_with(",running,replica"));
 }
