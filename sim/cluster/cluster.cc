@@ -53,7 +53,6 @@ void Cluster::arrive(const RequestSpec& spec) {
               "router chose replica {}, which is not up", i);
   Member& m = *members_[i];
   ++m.outstanding;  // before arrive(): it may finish the request at once
-  ++m.routed;
   m.replica->arrive(spec);
 }
 

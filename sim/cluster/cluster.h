@@ -35,9 +35,6 @@ class Cluster {
   void finish();
 
   size_t size() const { return members_.size(); }
-  // What the router saw at the last arrival (tests).
-  const std::vector<ReplicaView>& views() const { return views_; }
-  int64_t routed(size_t i) const { return members_[i]->routed; }
 
  private:
   struct Member {
@@ -45,7 +42,6 @@ class Cluster {
     std::unique_ptr<Replica> replica;
     double kv_pool_bytes = 0;
     int64_t outstanding = 0;
-    int64_t routed = 0;
   };
 
   EventQueue& events_;

@@ -1,7 +1,5 @@
 // The routers of docs/cluster.md's table. Each skips replicas that are down; ties go to the lowest
 // index, so every choice is deterministic.
-#include <limits>
-
 #include "core/fnv1a.h"
 #include "sim/cluster/router.h"
 #include "workloads/random.h"
@@ -65,10 +63,14 @@ class RandomRouter final : public Router {
   Rng rng_;
 };
 
+int least_outstanding(std::span<const ReplicaView> replicas) {
+  return argmin_up(replicas, [](const ReplicaView& r) { return r.outstanding; });
+}
+
 class LeastOutstandingRouter final : public Router {
  public:
   int route(const RequestSpec&, std::span<const ReplicaView> replicas) override {
-    return argmin_up(replicas, [](const ReplicaView& r) { return r.outstanding; });
+    return least_outstanding(replicas);
   }
 };
 
@@ -106,7 +108,7 @@ class SessionAffinityRouter final : public Router {
   int route(const RequestSpec& spec, std::span<const ReplicaView> replicas) override {
     if (spec.session_id) return hashed(*spec.session_id, replicas);
     if (spec.client >= 0) return hashed(static_cast<uint64_t>(spec.client), replicas);
-    return LeastOutstandingRouter().route(spec, replicas);
+    return least_outstanding(replicas);
   }
 };
 
@@ -117,7 +119,7 @@ class PrefixAffinityRouter final : public Router {
  public:
   int route(const RequestSpec& spec, std::span<const ReplicaView> replicas) override {
     if (!spec.prefix_hashes.empty()) return hashed(spec.prefix_hashes.front(), replicas);
-    return LeastOutstandingRouter().route(spec, replicas);
+    return least_outstanding(replicas);
   }
 };
 

@@ -52,7 +52,9 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
                  fmt::format("{:.1f}%", 100 * r.kv_pool_peak_occupancy)});
     }
   }
-  return "\n" + t.render();
+  std::string out(1, '\n');  // (not "\n" + ...: a GCC 12 -Wrestrict false positive)
+  out += t.render();
+  return out;
 }
 
 }  // namespace
@@ -127,15 +129,15 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["memory_figures"] = "replica " + p.cluster->memory_replica;
       nlohmann::ordered_json replicas = nlohmann::ordered_json::array();
       for (const ReplicaSummary& r : p.cluster->replicas) {
-        nlohmann::ordered_json outcomes;
-        for (Outcome oc : kFinalOutcomes) outcomes[std::string(outcome_name(oc))] = r.outcomes[outcome_index(oc)];
+        nlohmann::ordered_json replica_outcomes;
+        for (Outcome oc : kFinalOutcomes) replica_outcomes[std::string(outcome_name(oc))] = r.outcomes[outcome_index(oc)];
         replicas.push_back({{"replica", r.label},
                             {"group", r.group},
                             {"index", r.index},
                             {"gpu", r.gpu},
                             {"role", r.role},
                             {"requests_total", r.requests_total},
-                            {"outcomes", outcomes},
+                            {"outcomes", replica_outcomes},
                             {"oom_events", r.oom_events},
                             {"restarts", r.restarts},
                             {"preemptions", r.preemptions},
