@@ -82,6 +82,27 @@ def policies_html(summary):
             f'</tbody></table></div>')
 
 
+def replicas_html(policy):
+    """A cluster policy's replicas (summary.json `replicas`, docs/cluster.md): one row each."""
+    head = ["replica", "gpu", "requests", "completed", "lost in OOM", "failed while down", "OOMs",
+            "restarts", "TTFT p99 (s)", "E2E p99 (s)", "peak in use (GiB)", "KV pool peak"]
+    rows = []
+    for r in policy.get("replicas", []):
+        out = r.get("outcomes", {})
+        rows.append([r.get("replica", "?"), r.get("gpu", ""), str(r.get("requests_total", "")),
+                     str(out.get("completed", "")), str(out.get("lost_oom", "")),
+                     str(out.get("failed_unavailable", "")), str(r.get("oom_events", "")),
+                     str(r.get("restarts", "")), f'{r.get("ttft_s", {}).get("p99", 0):.3f}',
+                     f'{r.get("e2e_s", {}).get("p99", 0):.3f}',
+                     f'{r.get("peak_in_use_bytes", 0) / 2**30:.2f}',
+                     pct(r.get("kv_pool_peak_occupancy"))])
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return (f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}'
+            f'</tbody></table></div>')
+
+
 def figure_html(png_path):
     with open(png_path, "rb") as f:
         data = base64.b64encode(f.read()).decode("ascii")
@@ -120,6 +141,11 @@ def build(d, version):
     summary = kvsim_plot.read_json(os.path.join(d, "summary.json"))
     if kind == "run" and summary:
         parts.append("<h2>KV pool and SLO</h2>" + policies_html(summary))
+        for p in summary.get("policies", []):  # cluster runs: a table per policy's replicas
+            if p.get("replicas"):
+                parts.append(f"<h2>{html.escape(p.get('name', '?'))}: replicas "
+                             f"(router {html.escape(str(p.get('router', '?')))})</h2>"
+                             + replicas_html(p))
     for table in ("summary.csv", "compare.csv"):
         p = os.path.join(d, table)
         if os.path.isfile(p):

@@ -35,6 +35,7 @@ Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
         s.model.name, s.model.max_position, s.model.kv_bytes_per_token()));
   }
   s.gpu = resolve_gpu(root.child("gpu"), catalog);
+  s.catalog = &catalog;
   root.reject_unknown_keys();
   return s;
 }

@@ -22,12 +22,16 @@ struct Scenario {
   ModelSpec model;
   GpuSpec gpu;
   ConfigNode root;  // the whole (patched) document, for the sections the engine reads
+  // The catalog it was loaded with (a cluster's replica groups name their GPUs in it); null:
+  // Catalog::builtin(). Borrowed.
+  const Catalog* catalog = nullptr;
 };
 
 // Sections the engine, workload, policy and metrics code read from `root`. Listed here so the
-// loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h).
+// loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h);
+// `cluster` per policy too (sim/cluster/cluster_config.h).
 inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep",
-                                                           "slo"};
+                                                           "slo", "cluster"};
 
 // The most KV bytes one sequence of the model's max_position tokens may need (1 EB): keeps every
 // byte figure the engine derives from token counts far inside int64.

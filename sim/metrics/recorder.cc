@@ -30,18 +30,20 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
-std::string Recorder::request_header() {
-  return "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,outcome,"
-         "ttft_s,tpot_s,e2e_s,preemptions,tokens_dropped\n";
+std::string Recorder::request_header(bool replica) {
+  return std::string(
+             "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,"
+             "outcome,ttft_s,tpot_s,e2e_s,preemptions,tokens_dropped") +
+         (replica ? ",replica\n" : "\n");
 }
 
-std::string Recorder::timeseries_header() {
+std::string Recorder::timeseries_header(bool replica) {
   std::string h = "policy,t_s";
   for (int c = 0; c < kMemCategoryCount; ++c) {
     h += fmt::format(",{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
   }
   return h + ",torch_allocated_bytes,torch_reserved_bytes,driver_free_bytes,guard_queue,waiting,"
-             "running\n";
+             "running" + (replica ? ",replica\n" : "\n");
 }
 
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
@@ -49,7 +51,8 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
   return pool.budget().device_bytes_for_torch();
 }
 
-void Recorder::on_outcome(const RequestState& r) {
+void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
+  if (cluster_) cluster_->on_outcome(r, replica_);
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
   ++summary_.outcomes[outcome_index(r.outcome)];
   last_outcome_ = std::max(last_outcome_, r.finished_at);
@@ -78,10 +81,12 @@ void Recorder::on_outcome(const RequestState& r) {
   }
   if (!request_file_) return;
   line_.clear();
-  fmt::format_to(std::back_inserter(line_), "{},{},{:.6f},{},{},{},{},{},{},{},{},{},{}\n", policy_,
+  fmt::format_to(std::back_inserter(line_), "{},{},{:.6f},{},{},{},{},{},{},{},{},{},{}", policy_,
                  r.spec.id, sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens,
                  r.prompt_tokens, r.spec.output_tokens, r.generated, outcome_name(r.outcome),
                  ttft, tpot, e2e, r.preemptions, r.tokens_dropped);
+  if (!replica.empty()) fmt::format_to(std::back_inserter(line_), ",{}", replica);
+  line_ += '\n';
   write_row(r.spec.id);
 }
 
@@ -126,8 +131,10 @@ void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue
   if (!timeseries_file_) return;
   std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
   for (int64_t b : s.categories()) row += fmt::format(",{}", b);
-  row += fmt::format(",{},{},{},{},{},{}\n", s.torch_allocated_bytes, s.torch_reserved_bytes,
+  row += fmt::format(",{},{},{},{},{},{}", s.torch_allocated_bytes, s.torch_reserved_bytes,
                      s.driver_free_bytes, guard_queue, waiting, running);
+  if (cluster_) row += "," + replica_;
+  row += '\n';
   timeseries_file_->append(row);
 }
 

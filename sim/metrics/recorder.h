@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/memory/kv_metrics.h"
@@ -38,6 +39,30 @@ struct GpuLayoutSummary {
   int64_t weights_bytes_per_gpu = 0;
   int64_t kv_bytes_per_token_per_gpu = 0;
   int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
+};
+
+// One replica of a cluster (sim/cluster): its own figures, from its own recorder.
+struct ReplicaSummary {
+  std::string label;  // "<group>-<index>", the requests.csv and timeseries.csv `replica` cell
+  std::string group;
+  int index = 0;      // within its group
+  std::string gpu;
+  std::string role = "mixed";  // prefill/decode disaggregation will add roles
+  int64_t requests_total = 0;
+  std::array<int64_t, 7> outcomes{};  // by outcome_index()
+  int64_t oom_events = 0, restarts = 0, preemptions = 0;
+  int64_t peak_in_use_bytes = 0, peak_driver_used_bytes = 0;
+  double kv_pool_peak_occupancy = 0, kv_pool_mean_occupancy = 0;
+  LatencyStats ttft, tpot, e2e;
+};
+
+// A policy run on a cluster: its router and replicas. The policy's own figures are the cluster
+// totals: counts summed, latency percentiles over every request; its memory figures are those of
+// `memory_replica`, the replica with the highest in-use peak (memory is per replica only).
+struct ClusterSummary {
+  std::string router;
+  std::string memory_replica;
+  std::vector<ReplicaSummary> replicas;
 };
 
 struct PolicySummary {
@@ -85,6 +110,7 @@ struct PolicySummary {
   double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
+  std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
 };
 
 // The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the
@@ -108,10 +134,20 @@ class Recorder {
   // The bounds SLO attainment is scored against (nullopt: no SLO figures).
   void set_slo(std::optional<SloBounds> slo) { summary_.slo = slo; }
 
+  // Cluster replicas (sim/cluster): this recorder keeps the replica's own figures, and its
+  // arrivals and outcomes also go to `cluster`'s recorder (the cluster totals and the
+  // requests.csv rows, which get `replica` as their last column); its timeseries rows get it too.
+  void report_to(Recorder* cluster, std::string replica) {
+    cluster_ = cluster;
+    replica_ = std::move(replica);
+  }
+
   void on_arrival(SimTime t) {
+    if (cluster_) cluster_->on_arrival(t);
     if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
   }
-  void on_outcome(const RequestState& r);
+  // `replica`: the requests.csv `replica` cell (cluster runs only; empty: no such column).
+  void on_outcome(const RequestState& r, std::string_view replica = {});
   void on_oom() { ++summary_.oom_events; }
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
@@ -134,11 +170,14 @@ class Recorder {
   // id-order buffer still holds (ids never seen leave a gap).
   PolicySummary finish(SimTime end);
 
-  static std::string request_header();
-  static std::string timeseries_header();
+  // With `replica`, a last `replica` column (cluster runs).
+  static std::string request_header(bool replica = false);
+  static std::string timeseries_header(bool replica = false);
 
  private:
   std::string policy_;
+  Recorder* cluster_ = nullptr;  // report_to()
+  std::string replica_;          // report_to()
   PolicySummary summary_;
   std::vector<double> ttft_, tpot_, e2e_;
   KvWasteAccumulator kv_;

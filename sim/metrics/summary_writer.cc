@@ -32,6 +32,31 @@ std::string slo_cell(const PolicySummary& p, double v) {
   return p.slo ? fmt::format("{:.6f}", v) : "";
 }
 
+// Cluster runs: a table of every policy's replicas after the policies' ("" otherwise).
+std::string replica_table(const std::vector<PolicySummary>& policies) {
+  const bool any = std::any_of(policies.begin(), policies.end(),
+                               [](const PolicySummary& p) { return p.cluster.has_value(); });
+  if (!any) return "";
+  cli::TextTable t({"policy", "replica", "gpu", "requests", "completed", "lost_oom", "unavail",
+                    "OOMs", "restarts", "TTFT p99 (s)", "E2E p99 (s)", "driver peak (GiB)",
+                    "KV peak"});
+  for (const PolicySummary& p : policies) {
+    if (!p.cluster) continue;
+    for (const ReplicaSummary& r : p.cluster->replicas) {
+      auto n = [&](Outcome o) { return std::to_string(r.outcomes[outcome_index(o)]); };
+      t.add_row({p.name, r.label, r.gpu, std::to_string(r.requests_total),
+                 n(Outcome::kCompleted), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
+                 std::to_string(r.oom_events), std::to_string(r.restarts),
+                 fmt::format("{:.3f}", r.ttft.p99), fmt::format("{:.3f}", r.e2e.p99),
+                 fmt::format("{:.2f}", static_cast<double>(r.peak_driver_used_bytes) / (1 << 30)),
+                 fmt::format("{:.1f}%", 100 * r.kv_pool_peak_occupancy)});
+    }
+  }
+  std::string out(1, '\n');  // (not "\n" + ...: a GCC 12 -Wrestrict false positive)
+  out += t.render();
+  return out;
+}
+
 }  // namespace
 
 nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) {
@@ -99,6 +124,33 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                          {"kv_bytes_per_token_per_gpu", g.kv_bytes_per_token_per_gpu},
                          {"kv_pool_tokens_per_gpu", g.kv_pool_tokens_per_gpu}};
     }
+    if (p.cluster) {  // cluster runs only (docs/cluster.md), so other summaries keep their bytes
+      o["router"] = p.cluster->router;
+      o["memory_figures"] = "replica " + p.cluster->memory_replica;
+      nlohmann::ordered_json replicas = nlohmann::ordered_json::array();
+      for (const ReplicaSummary& r : p.cluster->replicas) {
+        nlohmann::ordered_json replica_outcomes;
+        for (Outcome oc : kFinalOutcomes) replica_outcomes[std::string(outcome_name(oc))] = r.outcomes[outcome_index(oc)];
+        replicas.push_back({{"replica", r.label},
+                            {"group", r.group},
+                            {"index", r.index},
+                            {"gpu", r.gpu},
+                            {"role", r.role},
+                            {"requests_total", r.requests_total},
+                            {"outcomes", replica_outcomes},
+                            {"oom_events", r.oom_events},
+                            {"restarts", r.restarts},
+                            {"preemptions", r.preemptions},
+                            {"peak_in_use_bytes", r.peak_in_use_bytes},
+                            {"peak_driver_used_bytes", r.peak_driver_used_bytes},
+                            {"kv_pool_peak_occupancy", r.kv_pool_peak_occupancy},
+                            {"kv_pool_mean_occupancy", r.kv_pool_mean_occupancy},
+                            {"ttft_s", stats_json(r.ttft)},
+                            {"tpot_s", stats_json(r.tpot)},
+                            {"e2e_s", stats_json(r.e2e)}});
+      }
+      o["replicas"] = replicas;
+    }
     arr.push_back(o);
   }
   return {{"policies", arr}};
@@ -163,7 +215,7 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
     }
     t.add_row(row);
   }
-  return t.render();
+  return t.render() + replica_table(policies);
 }
 
 }  // namespace kvsim

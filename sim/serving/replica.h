@@ -56,6 +56,9 @@ class Replica {
 
   int64_t inflight() const { return queues_.size(); }
   bool idle() const { return requests_.empty(); }
+  // Restarting after an OOM crash: arrivals fail at once (a cluster's router routes around it).
+  bool down() const { return down_; }
+  GpuMemoryPool& pool() const { return pool_; }
   const BatchLimits& limits() const { return limits_; }
 
  private:

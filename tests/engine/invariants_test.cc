@@ -105,3 +105,44 @@ TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", 
   CHECK(a == b);
   fs::remove_all(base);
 }
+
+// The same random scenarios on a random cluster (1 to 4 replicas of two groups, any router), in
+// checking mode: every replica's outcomes add up to its requests, and the replicas' outcomes add
+// up to the totals, but for the requests routed to nothing (failed_unavailable while every
+// replica was down), which no replica saw.
+TEST_CASE("random clusters conserve requests across replicas", "[property][engine][cluster]") {
+  const uint64_t seed = GENERATE(range(0, 20));
+  std::mt19937_64 g(seed ^ 0x5eed);
+  const char* routers[] = {"round_robin", "random", "least_outstanding", "least_kv",
+                           "session_affinity", "prefix_affinity"};
+  const std::string yaml =
+      random_scenario(seed) +
+      fmt::format("cluster:\n  replicas: [{{name: x, count: {}}}, {{name: y, count: {}}}]\n"
+                  "  router: {{type: {}}}\n",
+                  1 + g() % 2, 1 + g() % 2, routers[g() % 6]);
+  INFO("seed " << seed << "\n" << yaml);
+  const RunResult r = run_yaml(yaml, /*check=*/true);
+  const PolicySummary& p = r.policies.at(0);
+  REQUIRE(p.cluster);
+  std::array<int64_t, 7> sum{};
+  int64_t requests = 0, ooms = 0;
+  for (const ReplicaSummary& x : p.cluster->replicas) {
+    int64_t own = 0;
+    for (size_t o = 0; o < sum.size(); ++o) {
+      sum[o] += x.outcomes[o];
+      own += x.outcomes[o];
+    }
+    CHECK(own == x.requests_total);
+    requests += x.requests_total;
+    ooms += x.oom_events;
+  }
+  const size_t unavailable = outcome_index(Outcome::kFailedUnavailable);
+  const int64_t unrouted = p.outcomes[unavailable] - sum[unavailable];
+  CHECK(unrouted >= 0);
+  CHECK(requests + unrouted == p.requests_total);
+  for (size_t o = 0; o < sum.size(); ++o) {
+    if (o != unavailable) CHECK(sum[o] == p.outcomes[o]);
+  }
+  CHECK(ooms == p.oom_events);
+  CHECK(p.requests_total >= 40);
+}
