@@ -60,19 +60,33 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t requests = 1'000'000;
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
+  bool fast_forward = true;
+  std::string keep;  // --out: the result folder to keep (default: a temporary one, removed)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--requests" && i + 1 < argc) {
       requests = std::atoll(argv[++i]);
     } else if (a == "--rate" && i + 1 < argc) {
       rate = std::atof(argv[++i]);
+    } else if (a == "--no-fast-forward") {
+      fast_forward = false;
+    } else if (a == "--out" && i + 1 < argc) {
+      keep = argv[++i];
     } else {
-      fmt::print(stderr, "usage: kvsim_bench_sim [--requests N] [--rate R]\n");
+      fmt::print(stderr,
+                 "usage: kvsim_bench_sim [--requests N] [--rate R] [--no-fast-forward] [--out DIR]\n");
       return 2;
     }
   }
@@ -100,7 +114,7 @@ int main(int argc, char** argv) {
       t += gap(rng);
     }
   }
-  const std::string yaml = fmt::format(R"(name: bench-sim
+  const std::string yaml = std::string(R"(name: bench-sim
 seed: 1
 model: llama-3-8b
 gpu: a100-sxm4-80gb
@@ -115,33 +129,37 @@ engine:
   allow_long_max_model_len: true
   chunked_prefill: true
   attention: flash
-  kv: {{type: paged, block_size: 16}}
+  kv: {type: paged, block_size: 16}
 workload:
-  trace: {{path: {}, max_prompt_tokens: 32768}}
+  trace: {path: trace.csv, max_prompt_tokens: 32768}
 policies:
   - name: paged
     guards: []
-)",
-                                       (dir / "trace.csv").string());
+)");
   const kvsim::Scenario s =
       kvsim::load_scenario(kvsim::ConfigNode::parse_string(yaml, (dir / "bench.yaml").string()),
                            kvsim::Catalog::builtin());
   kvsim::RunOptions o;
-  o.out_dir = (dir / "out").string();
+  o.out_dir = keep.empty() ? (dir / "out").string() : keep;
+  o.fast_forward = fast_forward;
   o.sample_interval_s = 10.0;
+  const double cpu0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   const kvsim::RunResult r = kvsim::run_scenario(s, o);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = cpu_seconds() - cpu0;
   const auto& p = r.policies.front();
   nlohmann::ordered_json j;
   j["requests"] = p.requests_total;
   j["wall_s"] = wall;
+  j["cpu_s"] = cpu;
   j["requests_per_s"] = static_cast<double>(p.requests_total) / wall;
   j["iterations_per_s"] = static_cast<double>(p.iterations) / wall;
   j["peak_rss_bytes"] = peak_rss_bytes();
   j["iterations"] = p.iterations;
   j["sim_duration_s"] = p.duration_s;
   j["completed"] = p.outcomes[kvsim::outcome_index(kvsim::Outcome::kCompleted)];
+  j["fast_forward"] = fast_forward;
   fmt::print("{}\n", j.dump());
   fs::remove_all(dir);
   return 0;

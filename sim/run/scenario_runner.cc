@@ -146,7 +146,9 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   recorder.stream_to(requests_file, timeseries_file);
   recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*p.pool));
   recorder.set_slo(p.slo);
-  Replica replica(events, *p.pool, *p.latency, p.engine, std::move(p.guards), recorder);
+  EngineConfig engine = p.engine;
+  engine.fast_forward = engine.fast_forward && o.fast_forward;
+  Replica replica(events, *p.pool, *p.latency, engine, std::move(p.guards), recorder);
   replica.set_check_invariants(o.check_invariants);
 
   Workload& w = p.workload;

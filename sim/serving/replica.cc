@@ -62,6 +62,9 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
+  fast_forward_ok_ = config_.fast_forward && scheduler_->plans_decode_stretches() &&
+                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
+                     !pool_.model().sliding_window;
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
@@ -201,6 +204,7 @@ void Replica::end_iteration() {
     finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
   }
   recorder_.on_state(now, pool_.snapshot());
+  fast_forward();
   kick();
 }
 
