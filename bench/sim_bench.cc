@@ -157,6 +157,7 @@ policies:
   j["iterations_per_s"] = static_cast<double>(p.iterations) / wall;
   j["peak_rss_bytes"] = peak_rss_bytes();
   j["iterations"] = p.iterations;
+  j["fast_forward_iterations"] = p.fast_forward_iterations;
   j["sim_duration_s"] = p.duration_s;
   j["completed"] = p.outcomes[kvsim::outcome_index(kvsim::Outcome::kCompleted)];
   j["fast_forward"] = fast_forward;

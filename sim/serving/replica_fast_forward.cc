@@ -42,6 +42,11 @@ void Replica::fast_forward() {
   const std::vector<RequestState*>& running = queues_.running();
   const auto n = static_cast<int64_t>(running.size());
   if (n == 0) return;
+  // Every running request decodes. Checked newest first: a prefill still running is most often
+  // the last admitted (a chunked one), so a mixed batch costs one look, not n.
+  for (auto it = running.rbegin(); it != running.rend(); ++it) {
+    if (!(*it)->decoding()) return;
+  }
   // Waiting requests that cannot be admitted now stay so: free blocks only shrink in a stretch.
   if (!queues_.admission_blocked(limits_, admission_.has_guards())) return;
 
@@ -55,7 +60,6 @@ void Replica::fast_forward() {
   ff_due_.clear();
   for (int64_t p = 0; p < n; ++p) {
     const RequestState& r = *running[static_cast<size_t>(p)];
-    if (!r.decoding()) return;
     first_done = std::min(first_done, r.spec.output_tokens - r.generated);
     context += r.context_tokens();
     // A window that holds exactly the tokens up to the last step's target defers one token a
@@ -114,7 +118,7 @@ void Replica::fast_forward() {
     recorder_.on_state(t, pool_.snapshot());
     // The iteration's end.
     t = end;
-    recorder_.on_iteration();
+    recorder_.on_fast_forward_iteration();
     pool_.release_activations();
     recorder_.on_state(t, pool_.snapshot());
     step = j;
