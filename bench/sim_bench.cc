@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   int64_t requests = 1'000'000;
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
   bool fast_forward = true;
+  double output_mean = 0;  // --output-mean: outputs drawn geometric with this mean instead
   std::string keep;  // --out: the result folder to keep (default: a temporary one, removed)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -80,17 +81,20 @@ int main(int argc, char** argv) {
       requests = std::atoll(argv[++i]);
     } else if (a == "--rate" && i + 1 < argc) {
       rate = std::atof(argv[++i]);
+    } else if (a == "--output-mean" && i + 1 < argc) {
+      output_mean = std::atof(argv[++i]);
     } else if (a == "--no-fast-forward") {
       fast_forward = false;
     } else if (a == "--out" && i + 1 < argc) {
       keep = argv[++i];
     } else {
       fmt::print(stderr,
-                 "usage: kvsim_bench_sim [--requests N] [--rate R] [--no-fast-forward] [--out DIR]\n");
+                 "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
+                 "[--out DIR]\n");
       return 2;
     }
   }
-  if (requests < 1 || rate <= 0) {
+  if (requests < 1 || rate <= 0 || output_mean < 0) {
     fmt::print(stderr, "kvsim_bench_sim: --requests and --rate must be positive\n");
     return 2;
   }
@@ -105,11 +109,17 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(2024);
     std::exponential_distribution<double> gap(rate);
     std::uniform_int_distribution<size_t> pick(0, lengths.pairs.size() - 1);
+    // --output-mean: the trace's prompts, outputs geometric on 1, 2, ... with that mean (the
+    // cost-per-request sweep of bench/output_length_sweep.sh), capped at 4x the mean.
+    std::geometric_distribution<int64_t> out_len(output_mean > 1 ? 1.0 / output_mean : 0.5);
     std::ofstream trace(dir / "trace.csv");
     trace << "arrival_s,prompt_tokens,output_tokens\n";
     double t = 0;
     for (int64_t i = 0; i < requests; ++i) {
-      const auto [prompt, output] = lengths.pairs[pick(rng)];
+      auto [prompt, output] = lengths.pairs[pick(rng)];
+      if (output_mean > 0) {
+        output = std::min<int64_t>(1 + out_len(rng), static_cast<int64_t>(4 * output_mean));
+      }
       trace << fmt::format("{:.6f},{},{}\n", t, prompt, std::max<int64_t>(1, output));
       t += gap(rng);
     }
