@@ -58,14 +58,19 @@ void Replica::fast_forward() {
   int64_t context = 0;
   ff_synced_.assign(static_cast<size_t>(n), 0);
   ff_due_.clear();
+  for (const RequestState* r : running) {
+    first_done = std::min(first_done, r->spec.output_tokens - r->generated);
+    context += r->context_tokens();
+  }
+  if (first_done <= 1) return;  // a request completes at the end of the next step
   for (int64_t p = 0; p < n; ++p) {
     const RequestState& r = *running[static_cast<size_t>(p)];
-    first_done = std::min(first_done, r.spec.output_tokens - r.generated);
-    context += r.context_tokens();
     // A window that holds exactly the tokens up to the last step's target defers one token a
-    // step for kv_room steps; any other state goes through the ledger at the next step.
+    // step for kv_room steps; any other state goes through the ledger at the next step. Only
+    // steps before first_done can run here.
     const bool lazy = r.kv_tokens > 0 && r.kv_tokens == r.context_tokens() - 1;
-    ff_due_.emplace_back(lazy ? r.kv_room + 1 : 1, static_cast<int32_t>(p));
+    const int64_t due = lazy ? r.kv_room + 1 : 1;
+    if (due < first_done) ff_due_.emplace_back(due, static_cast<int32_t>(p));
   }
   std::make_heap(ff_due_.begin(), ff_due_.end(), std::greater<>());
 
@@ -110,8 +115,11 @@ void Replica::fast_forward() {
       ++r.generated;  // its token of step j (end_iteration's increment)
       ff_synced_[static_cast<size_t>(p)] = j;
       const bool lazy = r.kv_tokens > 0 && r.kv_tokens == target;
-      ff_due_.emplace_back(lazy ? j + r.kv_room + 1 : j + 1, p);
-      std::push_heap(ff_due_.begin(), ff_due_.end(), std::greater<>());
+      const int64_t due = lazy ? j + r.kv_room + 1 : j + 1;
+      if (due < first_done) {
+        ff_due_.emplace_back(due, p);
+        std::push_heap(ff_due_.begin(), ff_due_.end(), std::greater<>());
+      }
     }
     ledger_.defer_many(n - due);
     ledger_.report();
