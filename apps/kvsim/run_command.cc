@@ -78,6 +78,8 @@ void add_run_command(CLI::App& app) {
       ->needs(timeline);
   cmd->add_flag("--check-invariants", a->options.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");
+  cmd->add_flag_function("--no-fast-forward", [a](int64_t) { a->options.fast_forward = false; },
+                "step every iteration (no closed-form decode stretches; same outputs, slower)");
   cmd->add_option("--max-events", a->options.max_events, "stop a runaway run after this many events")
       ->capture_default_str();
   cmd->add_option("--max-sim-time", a->options.max_sim_time_s, "stop a runaway run at this simulated time (s)")

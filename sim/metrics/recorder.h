@@ -74,6 +74,7 @@ struct PolicySummary {
   int64_t restarts = 0;
   int64_t preemptions = 0;
   int64_t iterations = 0;             // forward passes (benchmarks' rate; not in the result files)
+  int64_t fast_forward_iterations = 0;  // of them, run in closed form (not in the result files)
   int64_t tokens_dropped = 0;
   int64_t output_tokens_served = 0;
   double duration_s = 0;              // first arrival to last outcome (0 with no request)
@@ -152,6 +153,10 @@ class Recorder {
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
   void on_iteration() { ++summary_.iterations; }
+  void on_fast_forward_iteration() {  // an iteration of a decode stretch run in closed form
+    ++summary_.iterations;
+    ++summary_.fast_forward_iterations;
+  }
   void on_prefix_caching() { summary_.prefix_caching = true; }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;

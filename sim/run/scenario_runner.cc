@@ -181,6 +181,13 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
   return p;
 }
 
+// The engine a run uses: `--no-fast-forward` (RunOptions) turns fast-forward off over the
+// scenario's `engine.fast_forward`.
+EngineConfig engine_for_run(EngineConfig engine, const RunOptions& o) {
+  engine.fast_forward = engine.fast_forward && o.fast_forward;
+  return engine;
+}
+
 // Feeds `w`'s requests to `replica` (a Replica or a Cluster: arrive, set_on_finished, sample,
 // finish) and runs the event queue dry.
 template <class Target>
@@ -242,7 +249,8 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   if (!p.router) {
     PreparedReplica& r = p.replicas.front();
     recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
-    Replica replica(events, *r.pool, *r.latency, r.engine, std::move(r.guards), recorder);
+    Replica replica(events, *r.pool, *r.latency, engine_for_run(r.engine, o), std::move(r.guards),
+                    recorder);
     replica.set_check_invariants(o.check_invariants);
     replica.set_observer(observer);
     drive(events, replica, p.workload, o);
@@ -260,7 +268,8 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
       rec.report_to(&recorder, r.id.label);
       rec.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
       rec.set_slo(p.slo);
-      cluster.add_replica(r.id.label, *r.pool, *r.latency, r.engine, std::move(r.guards), rec,
+      cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
+                          std::move(r.guards), rec,
                           kv_pool_capacity_bytes(*r.pool));
       ids.push_back(r.id);
     }

@@ -19,6 +19,9 @@ namespace kvsim {
 struct RunOptions {
   std::string out_dir;                 // empty: write nothing
   bool check_invariants = false;       // pool + bookkeeping checks after every iteration
+  // false: every policy steps one iteration per event whatever its engine.fast_forward says
+  // (the outputs are the same; the scenario hash too, as the scenario is untouched).
+  bool fast_forward = true;
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
   double sample_interval_s = 1.0;      // timeseries period

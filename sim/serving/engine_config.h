@@ -49,6 +49,10 @@ struct EngineConfig {
   std::optional<DType> kv_cache_dtype;
   int64_t workspace_bytes = 512 * (int64_t{1} << 20);
   std::string profile_path;  // calibrated latency profile; empty = the GPU's defaults
+  // Decode-only stretches advance in closed form, several iterations per event (Replica's
+  // fast-forward, docs/architecture.md); false steps one iteration per event. Outputs are
+  // byte-identical either way: a switch for checking and benchmarking, not a model choice.
+  bool fast_forward = true;
 };
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws

@@ -73,6 +73,9 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
+  fast_forward_ok_ = config_.fast_forward && scheduler_->plans_decode_stretches() &&
+                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
+                     !pool_.model().sliding_window;
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
@@ -214,6 +217,7 @@ void Replica::end_iteration() {
   }
   recorder_.on_state(now, pool_.snapshot());
   if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
+  fast_forward();
   kick();
 }
 

@@ -71,6 +71,10 @@ class Replica {
   bool plan();
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
+  // Right after an iteration ended: runs the decode-only iterations that would follow before
+  // anything else happens, in closed form (replica_fast_forward.cc), and moves the clock to the
+  // end of the last one. Runs none when the next iteration is not such a one.
+  void fast_forward();
   void run_admission();  // the guard queue moves, unless the replica is down
 
   void oom(int64_t culprit, const AllocResult& why);
@@ -108,6 +112,12 @@ class Replica {
   IterationPlan planning_;
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
+  // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred growth,
+  // no sliding window); its per-stretch scratch, reused.
+  bool fast_forward_ok_ = false;
+  std::vector<int64_t> ff_synced_;                    // by position in running(): see the .cc
+  std::vector<std::pair<int64_t, int32_t>> ff_due_;   // heap of (step, position)
+  std::vector<int32_t> ff_now_;                       // positions due at the current step
   bool busy_ = false;
   bool down_ = false;
   bool kick_pending_ = false;  // a late kick is scheduled

@@ -277,6 +277,30 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
   }
 }
 
+bool RunQueues::admission_blocked(const BatchLimits& limits, bool guarded) const {
+  if (waiting_.empty()) return true;
+  const auto n = static_cast<int64_t>(running_.size());
+  if (n >= limits.max_num_seqs) return true;
+  const int64_t budget = limits.max_num_batched_tokens - n;
+  if (budget <= 0) return true;
+  const PagedBlocks* paged = pool_.kv().paged();
+  if (guarded || !preallocated_ || paged == nullptr) return false;
+  // admit_prefills' first allocation for the head, with no prefill planned before it.
+  const RequestState& r = requests_.at(waiting_.front());
+  const int64_t target = r.context_tokens();
+  const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
+                            .block_tokens = r.spec.hash_block_tokens,
+                            .prompt_tokens = r.prompt_tokens};
+  const int64_t cached = paged->prefix_caching() ? paged->cached_prefix_tokens(prefix, target) : 0;
+  const int64_t todo = target - cached;
+  const int64_t chunk = limits.chunked_prefill ? std::min(todo, budget) : todo;
+  const int64_t bt = paged->block_tokens();
+  // At least the blocks its prefix hits do not cover come off the free list. Evicting cached
+  // blocks only shrinks the hits, which never lowers this count (see the fast-forward's notes).
+  const int64_t need = (cached + chunk + bt - 1) / bt - cached / bt;
+  return need > paged->free_blocks();
+}
+
 void RunQueues::check() const {
   for (const RequestState* r : running_) {
     const int64_t id = r->spec.id;

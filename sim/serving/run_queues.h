@@ -73,6 +73,13 @@ class RunQueues final : public PlanSteps {
   // is running.
   RequestState* preemption_victim() const;
 
+  // Whether admit_prefills, after a decode-only grow_decodes of every running request, admits
+  // nothing and makes no call with an effect, and keeps doing so while free blocks only shrink
+  // (a decode-only stretch): no waiting request, or max_num_seqs running, or no token budget
+  // left, or (without allocation-checking guards, `guarded` false) a head that needs more free
+  // paged blocks than there are now. Conservative: false whenever unsure.
+  bool admission_blocked(const BatchLimits& limits, bool guarded) const;
+
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
   int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size()); }

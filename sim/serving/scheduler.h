@@ -77,6 +77,11 @@ class Scheduler {
   virtual ~Scheduler() = default;
   // Plans one iteration into `it` (empty on entry). False when an OOM ended the plan.
   virtual bool plan(IterationPlan& it, const BatchLimits& limits, PlanSteps& steps) const = 0;
+  // Whether, while every running request decodes and nothing can be admitted (no swapped
+  // request, no waiting one, or max_num_seqs running), each plan is exactly one grow_decodes walk
+  // and nothing else: then the replica may fast-forward such stretches in closed form instead of
+  // calling plan() each step. False (the safe default) keeps one plan() per iteration.
+  virtual bool plans_decode_stretches() const { return false; }
 };
 
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;
