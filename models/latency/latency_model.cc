@@ -395,15 +395,15 @@ IterationCost LatencyModel::lower_bound(const BatchShape& batch) const {
 }
 
 namespace {
-// A decode-only batch with the given totals: the cost depends on contexts only through their
-// sum, so one sequence carries all of it.
+// A decode-only batch with the given totals, in the aggregate form: the cost depends on contexts
+// only through their sum, which is of attended tokens (each already within a sliding window).
 BatchShape decode_batch(int64_t num_seqs, int64_t total_context_tokens, int block_tokens) {
   KVSIM_CHECK(num_seqs >= 0 && total_context_tokens >= num_seqs, "decode {} seqs, {} context",
               num_seqs, total_context_tokens);
   BatchShape b;
   b.block_tokens = block_tokens;
-  b.decode.assign(static_cast<size_t>(num_seqs), DecodeSeq{1});
-  if (num_seqs > 0) b.decode[0].context_tokens = total_context_tokens - (num_seqs - 1);
+  b.decode_seqs = num_seqs;
+  b.decode_context_tokens = total_context_tokens;
   return b;
 }
 }  // namespace

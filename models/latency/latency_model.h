@@ -110,6 +110,8 @@ class LatencyModel {
   // total_context_tokens for fixed num_seqs and block size: see decode_step_affine(). The engine
   // uses this to advance k decode steps in closed form: each step adds num_seqs tokens, so
   //   sum_{i=0}^{k-1} (a + b (T + i n)) = k a + b (k T + n k (k-1) / 2).
+  // With a sliding window the contexts are attended tokens (ModelSpec::attended_tokens), which
+  // stop growing at the window: the closed form holds while every sequence is inside it.
   // Requires: num_seqs >= 0, total_context_tokens >= num_seqs (each context counts its new token).
   double decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
                              int block_tokens = 0) const;

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/errors.h"
@@ -180,4 +182,17 @@ TEST_CASE("load_model reads a kvsim model YAML file", "[models][hf]") {
   CHECK(m.kv_bytes_per_token() == 256);
   CHECK(m.param_count() == 202048);
   CHECK(m.sliding_window == 512);
+}
+
+TEST_CASE("docs/models.md lists every supported config.json architecture", "[models][hf][docs]") {
+  // The table's first column names each architecture in backquotes; hf_architectures() is the
+  // one registration site.
+  std::ifstream in(std::string(KVSIM_SOURCE_DIR) + "/docs/models.md");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const HfArchitecture& a : hf_architectures()) {
+    INFO(a.name);
+    CHECK_THAT(text.str(), Contains(std::string("| `") + a.name + "` | " + a.family + " |"));
+  }
 }
