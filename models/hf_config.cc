@@ -72,7 +72,9 @@ class HfReader {
   bool boolean(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     const Json& v = j_.at(key);
-    if (!v.is_boolean()) fail(key, fmt::format("'{}': expected true or false, got {}", key, v.dump()));
+    if (!v.is_boolean()) {
+      fail(key, fmt::format("'{}': expected true or false, got {}", key, v.dump()));
+    }
     return v.get<bool>();
   }
   std::string string(const std::string& key, const std::string& fallback) const {

@@ -32,12 +32,12 @@ PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
       num_blocks_(options.num_blocks),
       block_bytes_(kv_bytes_per_token * options.block_tokens),
       prefix_caching_(options.enable_prefix_caching),
-      window_(options.sliding_window) {
+      sliding_window_(options.sliding_window) {
   KVSIM_CHECK(kv_bytes_per_token >= 1 && block_tokens_ >= 1 && num_blocks_ >= 1 &&
                   num_blocks_ < (int64_t{1} << 31),
               "bad paged store: {} bytes/token, {} tokens/block, {} blocks", kv_bytes_per_token,
               block_tokens_, num_blocks_);
-  KVSIM_CHECK(window_ >= 0, "bad paged store: sliding window {}", window_);
+  KVSIM_CHECK(sliding_window_ >= 0, "bad paged store: sliding window {}", sliding_window_);
   const auto n = static_cast<size_t>(num_blocks_);
   blocks_.assign(n, Block{});
   records_ = prefix_caching_;
@@ -274,10 +274,10 @@ AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
 }
 
 int64_t PagedStore::blocks_to_skip(const Req& r) const {
-  if (window_ == 0) return 0;
+  if (sliding_window_ == 0) return 0;
   // The next query (position r.tokens) attends to positions r.tokens - window + 1 onwards; the
   // blocks wholly before that are never read again.
-  const int64_t first_needed = r.tokens - window_ + 1;
+  const int64_t first_needed = r.tokens - sliding_window_ + 1;
   return first_needed <= 0 ? 0 : first_needed / block_tokens_ - r.skipped;
 }
 
@@ -455,11 +455,12 @@ void PagedStore::check_invariants() const {
                 "request {} holds {} blocks ({} freed) for {} tokens", id, r.blocks.size(),
                 r.skipped, r.tokens);
     // Freed leading blocks lie wholly before the window of the tokens computed so far.
-    KVSIM_CHECK(r.skipped == 0 || (window_ > 0 && r.skipped * block_tokens_ <= r.tokens - window_),
+    KVSIM_CHECK(r.skipped == 0 || (sliding_window_ > 0 &&
+                                   r.skipped * block_tokens_ <= r.tokens - sliding_window_),
                 "request {} freed {} blocks of {} tokens with a window of {}", id, r.skipped,
-                r.tokens, window_);
-    KVSIM_CHECK(r.keyed <= r.keys.size() &&
-                    static_cast<int64_t>(r.keyed) <= r.skipped + static_cast<int64_t>(r.blocks.size()),
+                r.tokens, sliding_window_);
+    const int64_t span_blocks = r.skipped + static_cast<int64_t>(r.blocks.size());
+    KVSIM_CHECK(r.keyed <= r.keys.size() && static_cast<int64_t>(r.keyed) <= span_blocks,
                 "request {} keyed {} of {} keys, {} blocks", id, r.keyed, r.keys.size(),
                 r.blocks.size());
     for (size_t j = 0; j < r.blocks.size(); ++j) {

@@ -132,7 +132,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t num_blocks_;
   int64_t block_bytes_;
   bool prefix_caching_;
-  int64_t window_;
+  int64_t sliding_window_;
   int64_t window_freed_ = 0;
   // Per block: reference count, filled tokens, free-list links, prefix key (0 = none). One
   // record per block, aligned to half a cache line: popping and freeing a block touch one line of

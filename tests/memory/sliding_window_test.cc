@@ -96,7 +96,8 @@ TEST_CASE("without a window the same sequence holds every block", "[memory][page
   s.check_invariants();
 }
 
-TEST_CASE("a sliding window frees blocks on the deferred-growth path too", "[memory][paged][window]") {
+TEST_CASE("a sliding window frees blocks on the deferred-growth path too",
+          "[memory][paged][window]") {
   // The engine's decode path: tokens inside the last block are deferred (open/add/settle) and
   // the store is called only when a block fills. 10,000 + 16 tokens fill block 625 exactly;
   // growing to 10,017 computes from 10,016 tokens: first needed 10,016 - 4,095 = 5,921, so

@@ -143,8 +143,8 @@ TEST_CASE("malformed JSON in a config.json names its line and column", "[models]
     FAIL("no error");
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    CHECK_THAT(msg, Contains("malformed.json:5:21: malformed JSON: syntax error while parsing object - "
-                             "unexpected string literal; expected '}'"));
+    CHECK_THAT(msg, Contains("malformed.json:5:21: malformed JSON: syntax error while parsing "
+                             "object - unexpected string literal; expected '}'"));
     CHECK(msg.find('\n') == std::string::npos);
   }
 }
