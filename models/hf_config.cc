@@ -29,7 +29,7 @@ const std::vector<HfArchitecture>& hf_architectures() {
 
 namespace {
 
-using Json = nlohmann::json;
+using HfJson = nlohmann::json;
 
 // "line:col" (1-based) of byte offset `at` of `text`.
 std::string hf_line_col(const std::string& text, size_t at) {
@@ -48,7 +48,7 @@ std::string hf_line_col(const std::string& text, size_t at) {
 // Reads keys of one config.json, naming the file and the key's place in messages.
 class HfReader {
  public:
-  HfReader(const Json& j, const std::string& text, const std::string& source)
+  HfReader(const HfJson& j, const std::string& text, const std::string& source)
       : j_(j), text_(text), source_(source) {}
 
   // "file:line:col" of `"key"` in the text (the file's start when it is not there).
@@ -71,7 +71,7 @@ class HfReader {
   }
   bool boolean(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
-    const Json& v = j_.at(key);
+    const HfJson& v = j_.at(key);
     if (!v.is_boolean()) {
       fail(key, fmt::format("'{}': expected true or false, got {}", key, v.dump()));
     }
@@ -79,14 +79,14 @@ class HfReader {
   }
   std::string string(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
-    const Json& v = j_.at(key);
+    const HfJson& v = j_.at(key);
     if (!v.is_string()) fail(key, fmt::format("'{}': expected a string, got {}", key, v.dump()));
     return v.get<std::string>();
   }
 
  private:
   int64_t integer_at(const std::string& key, int64_t min, int64_t max) const {
-    const Json& v = j_.at(key);
+    const HfJson& v = j_.at(key);
     if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
       fail(key, fmt::format("'{}': expected an integer in [{}, {}], got {}", key, min, max,
                             v.dump()));
@@ -94,7 +94,7 @@ class HfReader {
     return v.get<int64_t>();
   }
 
-  const Json& j_;
+  const HfJson& j_;
   const std::string& text_;
   const std::string& source_;
 };
@@ -111,10 +111,10 @@ DType hf_dtype(const HfReader& r) {
 }  // namespace
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
-  Json j;
+  HfJson j;
   try {
-    j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+    j = HfJson::parse(text);
+  } catch (const HfJson::parse_error& e) {
     // e.byte is the 1-based offset of the last character the parser read (the end of the
     // offending token). The message after "parse error at line L, column C: " says what it
     // expected.
@@ -191,6 +191,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
 }
 
 ModelSpec read_hf_config(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    throw InputError(fmt::format("{}: no such model file (a Hugging Face config.json)",
+                                 file.string()));
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot read the model config", file.string()));
   std::stringstream text;

@@ -14,12 +14,12 @@ using namespace kvsim;
 namespace {
 // Mistral-7B-v0.1: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131,072 bytes per token; a
 // 16-token block is 2,097,152 bytes. Its window is 4,096 tokens.
-constexpr int64_t kBpt = 131072;
-constexpr int64_t kBlockBytes = 16 * kBpt;
+constexpr int64_t kMistralBpt = 131072;
+constexpr int64_t kMistralBlockBytes = 16 * kMistralBpt;
 
 PagedStore mistral_store(int64_t blocks, bool prefix = false) {
   const ModelSpec& m = Catalog::builtin().model("mistral-7b");
-  REQUIRE(m.kv_bytes_per_token() == kBpt);
+  REQUIRE(m.kv_bytes_per_token() == kMistralBpt);
   REQUIRE(m.sliding_window == 4096);
   return PagedStore(m.kv_bytes_per_token(), {.block_tokens = 16,
                                              .num_blocks = blocks,
@@ -54,7 +54,7 @@ TEST_CASE("a sliding window caps the KV a sequence holds at the window rounded t
   // Held: 257 blocks x 2,097,152 = 538,968,064; the last block's other 15 slots are
   // reservation (the request may reach 10,500).
   CHECK(u.held_bytes == 538968064);
-  CHECK(u.reservation_bytes == 15 * kBpt);
+  CHECK(u.reservation_bytes == 15 * kMistralBpt);
   CHECK(u.internal_bytes == 0);
   s.check_invariants();
 
@@ -74,9 +74,9 @@ TEST_CASE("a sliding window caps the KV a sequence holds at the window rounded t
   // At 10,500 (t = 10,499 = 16 x 656 + 3): 657 blocks, 400 freed, 257 held.
   CHECK(s.block_table(1).size() == 257);
   CHECK(s.window_freed_blocks() == 400);
-  CHECK(s.usage().held_bytes == 257 * kBlockBytes);
+  CHECK(s.usage().held_bytes == 257 * kMistralBlockBytes);
   // Live: 10,500 - 400 x 16 = 4,100 tokens.
-  CHECK(s.usage().live_bytes == 4100 * kBpt);
+  CHECK(s.usage().live_bytes == 4100 * kMistralBpt);
   s.check_invariants();
   s.release(1);
   CHECK(s.free_blocks() == 1000);
@@ -87,12 +87,12 @@ TEST_CASE("a sliding window caps the KV a sequence holds at the window rounded t
 
 TEST_CASE("without a window the same sequence holds every block", "[memory][paged][window]") {
   // The same request, no window: ceil(10,500 / 16) = 657 blocks, 10,500 live tokens.
-  PagedStore s(kBpt, {.block_tokens = 16, .num_blocks = 1000});
+  PagedStore s(kMistralBpt, {.block_tokens = 16, .num_blocks = 1000});
   REQUIRE(s.allocate(1, 10000, 10500));
   for (int64_t t = 10000; t < 10500; ++t) REQUIRE(s.grow(1, t + 1));
   CHECK(s.block_table(1).size() == 657);
   CHECK(s.window_freed_blocks() == 0);
-  CHECK(s.usage().live_bytes == 10500 * kBpt);
+  CHECK(s.usage().live_bytes == 10500 * kMistralBpt);
   s.check_invariants();
 }
 

@@ -16,9 +16,9 @@ using namespace kvsim;
 using Catch::Matchers::Contains;
 
 namespace {
-const std::string kDir = std::string(KVSIM_TEST_DATA) + "/hf-configs/";
+const std::string kHfConfigDir = std::string(KVSIM_TEST_DATA) + "/hf-configs/";
 
-ModelSpec hf(const std::string& file) { return read_hf_config(kDir + file); }
+ModelSpec hf_model(const std::string& file) { return read_hf_config(kHfConfigDir + file); }
 
 // The figures kvsim takes from a model: a config.json must give the catalog entry's exactly.
 void check_same_as_catalog(const ModelSpec& m, const std::string& catalog_name) {
@@ -48,7 +48,7 @@ TEST_CASE("Llama-3-8B's config.json reads to the catalog entry", "[models][hf]")
   // embeddings and LM head 2 x 128,256 x 4,096 = 1,050,673,152; per layer Q and O 2 x 4,096^2 =
   // 33,554,432, K and V 2 x 4,096 x 1,024 = 8,388,608, MLP 3 x 4,096 x 14,336 = 176,160,768,
   // norms 8,192: 218,112,000 x 32 = 6,979,584,000; final norm 4,096: 8,030,261,248 (8.0B).
-  const ModelSpec m = hf("llama-3-8b.json");
+  const ModelSpec m = hf_model("llama-3-8b.json");
   CHECK(m.kv_bytes_per_token() == 131072);
   CHECK(m.param_count() == 8030261248);
   CHECK(m.weight_dtype == DType::kBf16);  // torch_dtype bfloat16
@@ -59,7 +59,7 @@ TEST_CASE("Llama-3-8B's config.json reads to the catalog entry", "[models][hf]")
 TEST_CASE("Mistral-7B-v0.1's config.json carries its 4,096-token window", "[models][hf]") {
   // Llama-3-8B's attention and MLP with a 32,000 vocabulary: 8,030,261,248 - 2 x (128,256 -
   // 32,000) x 4,096 = 7,241,732,096 parameters; 131,072 KV bytes per token.
-  const ModelSpec m = hf("mistral-7b-v0.1.json");
+  const ModelSpec m = hf_model("mistral-7b-v0.1.json");
   CHECK(m.param_count() == 7241732096);
   CHECK(m.kv_bytes_per_token() == 131072);
   CHECK(m.sliding_window == 4096);
@@ -70,7 +70,7 @@ TEST_CASE("Qwen2.5-7B's config.json: Q/K/V biases, and its window off (use_slidi
           "[models][hf]") {
   // 28 layers x 4 KV heads x 128 x 2 x 2 bytes = 57,344 bytes per token. sliding_window 131072
   // is ignored: use_sliding_window is false.
-  const ModelSpec m = hf("qwen2.5-7b.json");
+  const ModelSpec m = hf_model("qwen2.5-7b.json");
   CHECK(m.kv_bytes_per_token() == 57344);
   CHECK(m.qkv_bias);
   CHECK_FALSE(m.sliding_window.has_value());
@@ -78,7 +78,7 @@ TEST_CASE("Qwen2.5-7B's config.json: Q/K/V biases, and its window off (use_slidi
 }
 
 TEST_CASE("Mixtral-8x7B's config.json: 8 experts, top-2, window null", "[models][hf]") {
-  const ModelSpec m = hf("mixtral-8x7b-instruct-v0.1.json");
+  const ModelSpec m = hf_model("mixtral-8x7b-instruct-v0.1.json");
   CHECK(m.num_experts == 8);
   CHECK(m.experts_per_token == 2);
   CHECK_FALSE(m.sliding_window.has_value());  // "sliding_window": null
@@ -91,7 +91,7 @@ TEST_CASE("Phi-3-mini-4k's config.json reads to its published 3.8B parameters", 
   // 37,748,736, MLP 3 x 3,072 x 8,192 = 75,497,472, norms 6,144: 113,252,352 x 32 =
   // 3,624,075,264; embeddings and LM head 2 x 32,064 x 3,072 = 197,001,216; final norm 3,072:
   // 3,821,079,552, 0.55% over the model card's 3.8B. KV: 2 x 32 x 32 x 96 x 2 = 393,216 bytes.
-  const ModelSpec m = hf("phi-3-mini-4k-instruct.json");
+  const ModelSpec m = hf_model("phi-3-mini-4k-instruct.json");
   CHECK(m.head_dim == 96);
   CHECK(m.param_count() == 3821079552);
   CHECK(std::abs(static_cast<double>(m.param_count()) / 3.8e9 - 1) < 0.01);
@@ -107,7 +107,7 @@ TEST_CASE("Pythia-6.9B's (GPT-NeoX) config.json: MHA and a two-matrix MLP", "[mo
   // 413,138,944; final norm 4,096: 6,855,856,128. The Pythia paper's count, 6,857,302,016,
   // also has the biases and LayerNorm shifts kvsim leaves out: 0.02% under it.
   // KV: 2 x 32 layers x 32 heads x 128 x 2 bytes = 524,288 bytes per token (FP16).
-  const ModelSpec m = hf("pythia-6.9b.json");
+  const ModelSpec m = hf_model("pythia-6.9b.json");
   CHECK(m.kv_heads == 32);
   CHECK_FALSE(m.gated_mlp);
   CHECK(m.param_count() == 6855856128);
@@ -123,7 +123,7 @@ TEST_CASE("a config.json of an architecture kvsim cannot model is one line namin
           "[models][hf][bad-input]") {
   // "architectures" is on line 2, column 3 of the file.
   try {
-    hf("bad-architecture.json");
+    hf_model("bad-architecture.json");
     FAIL("no error");
   } catch (const InputError& e) {
     const std::string msg = e.what();
@@ -139,7 +139,7 @@ TEST_CASE("malformed JSON in a config.json names its line and column", "[models]
   // Line 4 lacks its comma: the parser stops at the end of line 5's key "num_hidden_layers",
   // which starts at column 3 and ends at column 3 + 19 - 1 = 21.
   try {
-    hf("malformed.json");
+    hf_model("malformed.json");
     FAIL("no error");
   } catch (const InputError& e) {
     const std::string msg = e.what();
@@ -166,9 +166,11 @@ TEST_CASE("load_model takes a catalog name, a config.json or a kvsim model YAML"
   const Catalog& c = Catalog::builtin();
   CHECK(load_model("llama-3-8b", c).param_count() == 8030261248);
   // A relative path is read from base_dir.
-  CHECK(load_model("llama-3-8b.json", c, kDir).param_count() == 8030261248);
-  CHECK(load_model(kDir + "pythia-6.9b.json", c).kv_bytes_per_token() == 524288);
+  CHECK(load_model("llama-3-8b.json", c, kHfConfigDir).param_count() == 8030261248);
+  CHECK(load_model(kHfConfigDir + "pythia-6.9b.json", c).kv_bytes_per_token() == 524288);
   CHECK_THROWS_WITH(load_model("llama-3-8", c), Contains("unknown model 'llama-3-8'"));
+  CHECK_THROWS_WITH(load_model("missing.json", c, kHfConfigDir),
+                    Contains("missing.json: no such model file (a Hugging Face config.json)"));
 }
 
 TEST_CASE("load_model reads a kvsim model YAML file", "[models][hf]") {
