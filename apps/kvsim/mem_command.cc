@@ -167,7 +167,7 @@ std::string pct(double f) { return fmt::format("{:.1f}", 100.0 * f); }
 
 void run_mem(const MemOptions& o) {
   const Catalog& catalog = Catalog::builtin();
-  const ModelSpec model = o.par.apply_dtypes(catalog.model(o.model));
+  const ModelSpec model = o.par.apply_dtypes(load_model(o.model, catalog));
   const GpuSpec& gpu = catalog.gpu(o.gpu);
   // One GPU's pool: with --tp/--pp, the share of the stage with room for the fewest tokens.
   const PoolOptions pool_options{.parallelism = o.par.parallelism()};
@@ -261,7 +261,7 @@ void add_mem_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"paged", "contiguous", "caching_allocator"}))
       ->capture_default_str();
-  cmd->add_option("--model", o->model, "catalog model name")->capture_default_str();
+  cmd->add_option("--model", o->model, "catalog model name, or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "catalog GPU name")->capture_default_str();
   cmd->add_option("--max-inflight", o->max_inflight, "concurrency limit")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))

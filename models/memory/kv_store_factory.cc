@@ -40,6 +40,8 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   PagedStoreOptions o;
   o.block_tokens = node.get<int64_t>("block_size", 16, {.min = 1, .max = 1 << 20});
   o.enable_prefix_caching = node.get<bool>("enable_prefix_caching", false);
+  // The model's sliding window frees the blocks that leave it (paged_store.h).
+  o.sliding_window = model.sliding_window.value_or(0);
   const int64_t block_bytes = o.block_tokens * model.kv_bytes_per_token();
   if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
     node.child("num_blocks").fail("give num_blocks or gpu_memory_utilization, not both");

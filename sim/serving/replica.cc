@@ -166,7 +166,7 @@ void Replica::start_iteration() {
       }
     }
     int64_t sum = 0;
-    for (const RequestState* r : it.decode) sum += r->context_tokens();
+    for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
     KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);
   }
   shape.decode_seqs = static_cast<int64_t>(it.decode.size());

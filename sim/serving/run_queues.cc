@@ -126,7 +126,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
     // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).
     if (ledger_.defer(r, target)) {
       it.decode.push_back(rp);
-      it.decode_context += r.context_tokens();
+      it.decode_context += pool_.model().attended_tokens(r.context_tokens());
       continue;
     }
     ledger_.settle(r);
@@ -134,7 +134,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
       AllocResult a = ledger_.grow_decode(r, target);
       if (a) {
         it.decode.push_back(rp);
-        it.decode_context += r.context_tokens();
+        it.decode_context += pool_.model().attended_tokens(r.context_tokens());
         break;
       }
       if (!can_preempt()) {
@@ -241,7 +241,7 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   erase_from(running_, &r);
   if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
     it.decode.erase(d);
-    it.decode_context -= r.context_tokens();
+    it.decode_context -= pool_.model().attended_tokens(r.context_tokens());
   }
   const int64_t tokens = ledger_.release(r);
   const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();

@@ -36,7 +36,9 @@ struct IterationPlan {
   // Decoding sequences, by address: no lookup per sequence. Safe because a running request
   // stays in the replica's requests until end_iteration (finish_request checks it).
   std::vector<RequestState*> decode;
-  int64_t decode_context = 0;  // sum of the decoding sequences' context tokens
+  // Sum of the decoding sequences' attended KV tokens: their contexts, each capped at the model's
+  // sliding window (ModelSpec::attended_tokens).
+  int64_t decode_context = 0;
   // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
   // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running.
   int64_t running_prefills = -1;
