@@ -146,6 +146,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   recorder.stream_to(requests_file, timeseries_file);
   recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*p.pool));
   recorder.set_slo(p.slo);
+  recorder.set_peak_flops(p.latency->gpu().fp16_flops);
   Replica replica(events, *p.pool, *p.latency, p.engine, std::move(p.guards), recorder);
   replica.set_check_invariants(o.check_invariants);
 

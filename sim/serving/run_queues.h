@@ -43,6 +43,7 @@ class RunQueues final : public PlanSteps {
     // request `r` (AdmissionQueue::check_allocation); absent = always kOk.
     std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
     std::function<void(RequestState& r)> scheduled;  // a waiting request entered the running batch
+    std::function<SimTime()> now;  // the simulated time (the latency breakdown's timestamps)
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
