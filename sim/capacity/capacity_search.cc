@@ -262,12 +262,15 @@ CapacityReport run_capacity(const CapacityOptions& o, const Catalog& catalog) {
     if (c.figures.empty()) c.figures.assign(o.criterion.bounds.size(), std::nan(""));
     rep.configs.push_back(std::move(c));
   }
-  // The cheapest configuration serving the scenario's load (ties: the first in grid order).
+  // The cheapest configuration serving the scenario's load; among equal costs the one with the
+  // most headroom (largest attainable load, with --search), then the first in grid order.
   for (size_t i = 0; i < rep.configs.size(); ++i) {
     const CapacityConfig& c = rep.configs[i];
     if (!c.met) continue;
-    if (rep.cheapest < 0 ||
-        c.cost.cost_per_hour_usd() < rep.configs[rep.cheapest].cost.cost_per_hour_usd()) {
+    const CapacityConfig* best = rep.cheapest < 0 ? nullptr : &rep.configs[rep.cheapest];
+    if (!best || c.cost.cost_per_hour_usd() < best->cost.cost_per_hour_usd() ||
+        (c.cost.cost_per_hour_usd() == best->cost.cost_per_hour_usd() &&
+         c.max_load > best->max_load)) {
       rep.cheapest = static_cast<int>(i);
     }
   }

@@ -156,7 +156,8 @@ TEST_CASE("plot rejects a folder that holds no kvsim results with one line and e
 
 TEST_CASE("plot renders a run's memory, outcome and latency figures, identically twice") {
   REQUIRE_MATPLOTLIB();
-  check_figures(tiny_run(), {"memory", "outcomes", "latency_cdf"}, manifest_hash(tiny_run()));
+  check_figures(tiny_run(), {"memory", "outcomes", "latency_cdf", "batch", "breakdown"},
+                manifest_hash(tiny_run()));
 }
 
 TEST_CASE("plot renders a two-key sweep as heatmaps and a one-key sweep as lines") {
