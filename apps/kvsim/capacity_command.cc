@@ -102,6 +102,8 @@ void add_capacity_command(CLI::App& app) {
                   "stop when the bracket (last pass, first fail) is this close (relative)")
       ->check(CLI::Range(1e-6, 1.0))
       ->capture_default_str();
+  cmd->add_flag("--integer", a->options.integer,
+                "the searched key takes whole numbers (a client count): probe integers only");
   cmd->add_option("--max-rounds", a->options.max_rounds, "most rounds of probes per search")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

@@ -17,7 +17,7 @@ def render(plt, w, d, opts):
     if not rows:
         raise InputProblem(f"{path}: no configuration")
     cols = list(rows[0].keys())
-    keys = cols[1:cols.index("gpu")]
+    keys = cols[1:cols.index("priced_gpu")]  # the --over keys
     fig, grid, lax = panels(plt, 1, 1, 2.0, 0.45)
     ax = grid[0][0]
     if "max_load" in cols:

@@ -113,11 +113,9 @@ void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source
                                  o.search_key));
   }
   double v0 = 0;
-  bool integer = false;
+  const bool integer = o.integer;
   try {
-    const std::string s = start.Scalar();
-    integer = s.find_first_not_of("0123456789") == std::string::npos;
-    v0 = std::stod(s);
+    v0 = std::stod(start.Scalar());
   } catch (const std::exception&) {
     throw InputError(fmt::format("--search {}: '{}' is not a number", o.search_key, start.Scalar()));
   }
@@ -298,7 +296,7 @@ std::string num(double v) { return std::isnan(v) ? "" : fmt::format("{:.6g}", v)
 std::string capacity_csv(const CapacityReport& r) {
   std::string out = "config";
   for (const std::string& k : r.over_keys) out += "," + k;
-  out += ",gpu,gpus,gpu_hour_usd,cost_per_hour_usd";
+  out += ",priced_gpu,gpus,gpu_hour_usd,cost_per_hour_usd";  // priced_gpu: never clashes with a --over gpu column
   if (!r.search_key.empty()) out += ",max_load,fail_load,probes";
   out += ",meets_slo";
   for (const auto& b : r.criterion.bounds) out += "," + b.text.substr(0, b.text.find('='));

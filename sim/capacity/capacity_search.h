@@ -6,7 +6,7 @@
 // run_sweep: while no probe failed, the largest passing value x 2, x 4, ...; while none passed,
 // the smallest failing value / 2, / 4, ...; then evenly inside the bracket (last pass, first
 // fail), until the bracket is within `tolerance` of the failing end (relative; for an integer
-// key, until the two are 1 apart). With one job this is bisection. Assumes the SLO holds below
+// key, `integer`, until the two are 1 apart). With one job this is bisection. Assumes the SLO holds below
 // some load and fails above it (monotone); the answer is the largest passing value probed.
 // The scenario's own value of KEY is the first probe.
 //
@@ -46,6 +46,7 @@ struct CapacityOptions {
   CapacityCriterion criterion;
   std::string search_key;   // "" = run each configuration at the scenario's load
   double tolerance = 0.02;  // relative bracket width at which a search stops
+  bool integer = false;     // the key takes whole numbers: probe integers, stop 1 apart
   int max_rounds = 40;
   std::vector<CapacityAxis> over;
   SweepOptions sweep;       // out_dir, jobs, progress, run options

@@ -27,7 +27,7 @@ TEST_CASE("kvsim capacity: a search over two configurations, its figure, then a 
   CHECK_THAT(r.out, Contains("max workload.arrivals.rate"));
   CHECK_THAT(r.out, Contains("cheapest meeting the SLO at the scenario's load: engine.max_num_seqs=2"));
   const std::string csv = read_text(d + "/capacity.csv");
-  CHECK(csv.rfind("config,engine.max_num_seqs,gpu,gpus,gpu_hour_usd,cost_per_hour_usd,max_load,", 0) == 0);
+  CHECK(csv.rfind("config,engine.max_num_seqs,priced_gpu,gpus,gpu_hour_usd,cost_per_hour_usd,max_load,", 0) == 0);
   CHECK(fs::is_directory(d + "/search/0-max_num_seqs=1/round-00/points"));
   const auto again = run_cli(cmd);
   REQUIRE(again.exit_code == 0);
