@@ -331,6 +331,7 @@ std::string capacity_table(const CapacityReport& r) {
   h.emplace_back(s ? fmt::format("serves {:g}", r.load) : "meets SLO");
   for (const auto& b : r.criterion.bounds) h.push_back(b.text.substr(0, b.text.find('=')));
   if (s && !r.over_keys.empty()) h.emplace_back("pareto");
+  if (!s) h.emplace_back("missed");  // the first bound a configuration missed
   cli::TextTable t(h);
   for (size_t i = 0; i < r.configs.size(); ++i) {
     const CapacityConfig& c = r.configs[i];
@@ -347,6 +348,7 @@ std::string capacity_table(const CapacityReport& r) {
     row.push_back(met);
     for (double f : c.figures) row.push_back(std::isnan(f) ? "-" : fmt::format("{:.4g}", f));
     if (s && !r.over_keys.empty()) row.push_back(c.pareto ? "*" : "");
+    if (!s) row.push_back(c.met ? "" : c.why);
     t.add_row(row);
   }
   return t.render();
