@@ -47,8 +47,7 @@ def render(plt, w, d, opts):
                         next((j for j, x in enumerate(rows) if x["meets_slo"] == r["meets_slo"]),
                              -1),) else None)
         ax.set_yticks(list(range(len(rows)))[::-1], [label(r, keys) for r in rows], fontsize=5)
-        ax.set_ylabel("configuration")
-        title = "Capacity: configurations at the scenario's load"
+        title = "Cost at the scenario's load"
         caption = ("Cost per hour of each configuration (GPUs x price per GPU-hour), green when "
                    "it meets the SLO at the scenario's load.")
     ax.set_xlabel("cost ($ per hour)")
