@@ -118,6 +118,8 @@ nlohmann::ordered_json to_json(const GpuSpec& g) {
   o["pcie_bytes_per_s"] = g.pcie_bytes_per_s;
   o["nvlink_bytes_per_s"] = g.nvlink_bytes_per_s;
   o["source"] = g.source;
+  o["gpu_hour_usd"] = g.gpu_hour_usd;  // capacity search prices (docs/capacity.md)
+  o["price_source"] = g.price_source;
   return o;
 }
 

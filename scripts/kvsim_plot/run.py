@@ -3,6 +3,7 @@ per policy (outcomes), and the TTFT / end-to-end latency CDFs (latency_cdf)."""
 import math
 import os
 
+from . import engine
 from .inputs import InputProblem, num, policies_in_order, read_csv, read_json
 from .style import GIB, legend_in, line_style, panels
 
@@ -227,3 +228,5 @@ def render(plt, w, d, opts):
     plot_memory(plt, w, d, summary, series, requests)
     plot_outcomes(plt, w, d, summary)
     plot_latency(plt, w, d, requests, opts.long_tokens)
+    engine.plot_batch(plt, w, d, summary)
+    engine.plot_breakdown(plt, w, d, summary)

@@ -29,9 +29,10 @@ struct Scenario {
 
 // Sections the engine, workload, policy and metrics code read from `root`. Listed here so the
 // loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h);
-// `cluster` per policy too (sim/cluster/cluster_config.h).
+// `cluster` per policy too (sim/cluster/cluster_config.h); `cost` only by `kvsim capacity`
+// (sim/capacity/capacity_cost.h).
 inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep",
-                                                           "slo", "cluster"};
+                                                           "slo", "cluster", "cost"};
 
 // The most KV bytes one sequence of the model's max_position tokens may need (1 EB): keeps every
 // byte figure the engine derives from token counts far inside int64.

@@ -15,6 +15,7 @@
 #include "models/memory/memory_snapshot.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
+#include "sim/metrics/distribution.h"
 #include "sim/metrics/slo.h"
 #include "sim/serving/request_state.h"
 
@@ -65,6 +66,29 @@ struct ClusterSummary {
   std::vector<ReplicaSummary> replicas;
 };
 
+// Batch and engine figures (issue 18 item 3; docs/metrics.md "Batch and engine metrics"): one
+// sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
+// batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
+// duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
+// FLOPs of every iteration (per GPU: one GPU's shard) / (the GPU's dense FP16 peak x duration_s):
+// with TP x PP GPUs each doing its shard, the replica's FLOPs over its GPUs' peak is the same.
+struct BatchSummary {
+  int64_t iterations = 0;
+  LatencyStats batch_size, batch_tokens, iteration_s;
+  Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
+  double busy_s = 0;
+  double busy_share = 0;
+  double flops = 0;            // per GPU, summed over iterations
+  double peak_flops_per_s = 0; // per GPU
+  double mfu = 0;
+};
+
+// Means over served requests of their latency breakdown (sim/metrics/breakdown.h), seconds.
+struct BreakdownSummary {
+  int64_t count = 0;
+  double guard_queue_s = 0, engine_wait_s = 0, prefill_s = 0, decode_s = 0, preempted_s = 0;
+};
+
 struct PolicySummary {
   std::string name;
   int64_t requests_total = 0;
@@ -112,6 +136,9 @@ struct PolicySummary {
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
   std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
+
+  BatchSummary batch;          // issue 18 item 3
+  BreakdownSummary breakdown;  // issue 18 item 4
 };
 
 // The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the
@@ -157,6 +184,16 @@ class Recorder {
     ++summary_.iterations;
     ++summary_.fast_forward_iterations;
   }
+  // Batch and engine metrics (BatchSummary): the peak the MFU is over, and one iteration's shape,
+  // duration and FLOPs (the latency model's, per GPU) when it starts.
+  void set_peak_flops(double per_s) { summary_.batch.peak_flops_per_s = per_s; }
+  void on_batch(int64_t seqs, int64_t tokens, SimTime duration, double flops) {
+    batch_size_.add(seqs);
+    batch_tokens_.add(tokens);
+    iteration_time_.add(duration);
+    busy_ns_ += duration;
+    flops_ += flops;
+  }
   void on_prefix_caching() { summary_.prefix_caching = true; }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;
@@ -201,7 +238,14 @@ class Recorder {
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
   long double held_byte_ns_ = 0;  // ∫ held dt (1e11 B x 1e13 ns overflows int64)
+  // Batch metrics and the latency breakdown's sums (issue 18 items 3 and 4).
+  CountDistribution batch_size_, batch_tokens_;
+  LogDistribution iteration_time_;
+  SimTime busy_ns_ = 0;
+  long double flops_ = 0;
+  std::array<SimTime, 5> breakdown_ns_{};  // guard_queue, engine_wait, prefill, decode, preempted
   void write_row(int64_t id);  // the row in line_
+  void finish_batch_and_breakdown(PolicySummary& s) const;
 };
 
 }  // namespace kvsim

@@ -22,6 +22,38 @@ nlohmann::ordered_json categories_json(const std::array<int64_t, kMemCategoryCou
   return o;
 }
 
+nlohmann::ordered_json histogram_json(const Histogram& h) {
+  return {{"edges", h.edges}, {"counts", h.counts}};
+}
+
+// Batch and engine metrics (issue 18 item 3; BatchSummary).
+nlohmann::ordered_json batch_json(const BatchSummary& b) {
+  nlohmann::ordered_json size = stats_json(b.batch_size), tokens = stats_json(b.batch_tokens),
+                         time = stats_json(b.iteration_s);
+  size["histogram"] = histogram_json(b.batch_size_hist);
+  tokens["histogram"] = histogram_json(b.batch_tokens_hist);
+  time["histogram"] = histogram_json(b.iteration_s_hist);
+  return {{"iterations", b.iterations},
+          {"batch_size", size},
+          {"batch_tokens", tokens},
+          {"iteration_s", time},
+          {"busy_s", b.busy_s},
+          {"busy_share", b.busy_share},
+          {"flops_per_gpu", b.flops},
+          {"peak_flops_per_s_per_gpu", b.peak_flops_per_s},
+          {"mfu", b.mfu}};
+}
+
+// Means of the served requests' latency breakdown (issue 18 item 4; BreakdownSummary).
+nlohmann::ordered_json breakdown_json(const BreakdownSummary& d) {
+  return {{"count", d.count},
+          {"guard_queue_s", d.guard_queue_s},
+          {"engine_wait_s", d.engine_wait_s},
+          {"prefill_s", d.prefill_s},
+          {"decode_s", d.decode_s},
+          {"preempted_s", d.preempted_s}};
+}
+
 // A bound, or null when the SLO leaves that figure unbounded.
 nlohmann::ordered_json bound_json(const std::optional<double>& b) {
   return b ? nlohmann::ordered_json(*b) : nlohmann::ordered_json(nullptr);
@@ -112,6 +144,8 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
+    o["batch"] = batch_json(p.batch);
+    o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
     if (p.gpu_layout) {  // parallelism / quantization (issue 15): only where set, see recorder.h
       const GpuLayoutSummary& g = *p.gpu_layout;
       o["gpu_layout"] = {{"memory_figures", "per GPU"},

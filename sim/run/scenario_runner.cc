@@ -249,6 +249,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   if (!p.router) {
     PreparedReplica& r = p.replicas.front();
     recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
+    recorder.set_peak_flops(r.latency->gpu().fp16_flops);
     Replica replica(events, *r.pool, *r.latency, engine_for_run(r.engine, o), std::move(r.guards),
                     recorder);
     replica.set_check_invariants(o.check_invariants);
@@ -267,6 +268,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
       rec.stream_to(nullptr, timeseries_file);
       rec.report_to(&recorder, r.id.label);
       rec.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
+      rec.set_peak_flops(r.latency->gpu().fp16_flops);
       rec.set_slo(p.slo);
       cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
                           std::move(r.guards), rec,

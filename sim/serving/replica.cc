@@ -62,7 +62,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      return admission_.check_allocation(r, tokens);
                    },
                .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); },
-               .preempted = [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); }}),
+               .preempted = [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); },
+               .now = [this] { return events_.now(); }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
@@ -182,11 +183,16 @@ void Replica::start_iteration() {
   }
   recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
-  const double seconds = latency_.iteration(shape).seconds + it.extra_seconds;
+  const IterationCost cost = latency_.iteration(shape);
+  const SimTime duration = std::max<SimTime>(1, seconds_to_sim(cost.seconds + it.extra_seconds));
+  int64_t prefill_tokens = 0;
+  for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
+  recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
+                     prefill_tokens + shape.decode_seqs, duration, cost.flops);
   busy_ = true;
   iteration_start_ = events_.now();
   std::swap(in_flight_, planning_);
-  events_.schedule(std::max<SimTime>(1, seconds_to_sim(seconds)), [this] { end_iteration(); });
+  events_.schedule(duration, [this] { end_iteration(); });
 }
 
 void Replica::end_iteration() {

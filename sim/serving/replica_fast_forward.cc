@@ -95,8 +95,8 @@ void Replica::fast_forward() {
     const bool fits = due <= paged.free_blocks();
     const int64_t step_context = context + (j - 1) * n;
     shape.decode_context_tokens = step_context;
-    const double seconds = latency_.iteration(shape).seconds;
-    const SimTime end = t + std::max<SimTime>(1, seconds_to_sim(seconds));
+    const IterationCost cost = latency_.iteration(shape);
+    const SimTime end = t + std::max<SimTime>(1, seconds_to_sim(cost.seconds));
     if (!fits || end >= horizon ||
         !pool_.reserve_activations(std::span<const BatchChunk>{}, n, step_context)) {
       break;  // step j runs as an ordinary iteration
@@ -126,6 +126,7 @@ void Replica::fast_forward() {
     ledger_.defer_many(n - due);
     ledger_.report();
     recorder_.on_state(t, pool_.snapshot());
+    recorder_.on_batch(n, n, end - t, cost.flops);  // start_iteration's record of a decode step
     // The iteration's end.
     t = end;
     recorder_.on_fast_forward_iteration();

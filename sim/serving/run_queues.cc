@@ -218,6 +218,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     waiting_.pop_front();
     KvLedger::forget(r);
     r.phase = Phase::kRunning;
+    r.end_preemption(hooks_.now());
     r.prefill_target = target;
     r.prefilled = cached;
     // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
@@ -238,6 +239,7 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t id = r.spec.id;
   recorder_.on_preemption();
   ++r.preemptions;
+  r.preempted_at = hooks_.now();
   erase_from(running_, &r);
   if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
     it.decode.erase(d);
@@ -271,6 +273,7 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     swapped_.pop_front();
     KvLedger::forget(r);
     r.phase = Phase::kRunning;
+    r.end_preemption(hooks_.now());
     r.prefill_target = r.swapped_tokens;
     r.prefilled = r.swapped_tokens;  // decoding at once
     running_.push_back(&r);

@@ -44,6 +44,7 @@ class RunQueues final : public PlanSteps {
     std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
     std::function<void(RequestState& r)> scheduled;  // a waiting request entered the running batch
     std::function<void(const RequestState& r)> preempted;  // `r` was just preempted (may be empty)
+    std::function<SimTime()> now;  // the simulated time (the latency breakdown's timestamps)
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
