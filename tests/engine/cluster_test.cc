@@ -274,6 +274,6 @@ policies: [{name: p, guards: []}, {name: q, guards: [], cluster: {router: {type:
   fs::remove_all(base);
   CHECK(runs[0].size() > 1000);
   CHECK(runs[0] == runs[1]);
-  CHECK(requests.substr(0, requests.find('\n')).ends_with(",tokens_dropped,replica"));
+  CHECK(requests.substr(0, requests.find('\n')).ends_with(",tokens_dropped,guard_queue_s,engine_wait_s,prefill_s,decode_s,preempted_s,replica"));
   CHECK(series.substr(0, series.find('\n')).ends_with(",running,replica"));
 }

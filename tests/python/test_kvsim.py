@@ -127,7 +127,8 @@ def test_requests_and_timeseries_columns_and_dtypes(scenario):
     assert isinstance(req, pd.DataFrame)
     assert list(req.columns) == [
         "policy", "id", "arrival_s", "prompt_tokens", "prompt_tokens_served", "output_tokens",
-        "generated", "outcome", "ttft_s", "tpot_s", "e2e_s", "preemptions", "tokens_dropped"]
+        "generated", "outcome", "ttft_s", "tpot_s", "e2e_s", "preemptions", "tokens_dropped",
+        "guard_queue_s", "engine_wait_s", "prefill_s", "decode_s", "preempted_s"]
     # Two policies x 40 requests, ids 0..39 in order within each policy.
     assert len(req) == 80
     assert list(req[req.policy == "reserve"].id) == list(range(40))
@@ -135,7 +136,8 @@ def test_requests_and_timeseries_columns_and_dtypes(scenario):
             "preemptions", "tokens_dropped"]
     for c in ints:
         assert req[c].dtype == "int64", c
-    for c in ["arrival_s", "ttft_s", "tpot_s", "e2e_s"]:
+    for c in ["arrival_s", "ttft_s", "tpot_s", "e2e_s", "guard_queue_s", "engine_wait_s",
+              "prefill_s", "decode_s", "preempted_s"]:
         assert req[c].dtype == "float64", c
     assert req.policy.dtype == object and req.outcome.dtype == object
     # Lost requests have no latency (NaN); served ones do.
