@@ -75,11 +75,7 @@ def policies_html(summary):
                      slo_text(p.get("slo")), pct(p.get("slo_attainment")),
                      num("slo_goodput_requests_per_s", "{:.3f}"),
                      num("slo_goodput_tokens_per_s", "{:.1f}")])
-    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return (f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}'
-            f'</tbody></table></div>')
+    return rows_html(head, rows)
 
 
 def replicas_html(policy):
@@ -100,6 +96,7 @@ def replicas_html(policy):
 
 
 def rows_html(head, rows):
+    """An HTML table: `head` the column names, `rows` lists of cell strings (escaped here)."""
     th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
                    for r in rows)
