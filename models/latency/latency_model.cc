@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -64,6 +66,11 @@ struct Rates {
   double launch_s;
 };
 
+// Output tile shapes (rows x columns) of the GEMM kernels cuBLAS and CUTLASS pick among for
+// FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes).
+constexpr std::pair<double, double> kTiles[] = {{64, 64},  {128, 64},  {64, 128},  {128, 128},
+                                                {256, 64}, {64, 256}, {256, 128}, {128, 256}};
+
 class Costing {
  public:
   Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal)
@@ -100,14 +107,76 @@ class Costing {
 
   // A GEMM of m rows, k inputs, n outputs (per GPU), weights read once. `quantized`: a decoder
   // linear layer, whose weights are weights_dtype; else (router, LM head) 16-bit weights.
+  // Costed from its tiling (docs/latency.md "GEMMs: tiles and waves"): the output is cut into
+  // tiles of one of kTiles' shapes, optionally split along k (split-K) while that still fits one
+  // wave; the tiles run in waves of one tile per SM, each wave taking a whole tile's compute time
+  // however few tiles it holds. Like cuBLAS's heuristics, the candidate with the smallest
+  // max(compute, memory) is taken; its compute and memory times then combine smoothly. The
+  // lower bound keeps the plain roofline (no tiles, efficiency 1), which no tiling beats.
   OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
               double reps, bool quantized = true) const {
     const double flops = 2.0 * m * k * n;
     const double wb = quantized ? s_.wb : s_.ewb;
     const double bytes = weight_elems * wb + m * k * kActBytes + m * n * kActBytes;
     const double scale = quantized ? s_.gemm_flops_scale : 1.0;
-    return op(name, OpClass::kGemm, flops, bytes, 1, reps,
-              rates(OpClass::kGemm, m, 1.0, 1.0, scale));
+    const Rates r = rates(OpClass::kGemm, m, 1.0, 1.0, scale);
+    OpCost o = op(name, OpClass::kGemm, flops, bytes, 1, reps, r);
+    if (ideal_ || g_.sm_count <= 0 || p_.table(OpClass::kGemm, TableMetric::kComputeEfficiency)) {
+      return o;  // no SM count (an inline GPU spec) or a measured table: the roofline
+    }
+    const double sms = g_.sm_count;
+    const double sm_flops = r.flops_per_s / sms;  // one SM at the class's full-wave efficiency
+    const double h = p_.gemm_tile_half_intensity;
+    double best = -1, best_c = 0, best_m = 0;
+    for (const auto& [tm, tn] : kTiles) {
+      const double intensity = tm * tn / (tm + tn);
+      const double tile_eff = std::min(1.0 / p_.of(OpClass::kGemm).compute_efficiency,
+                                       intensity / (intensity + h) * (64 + h) / 64);
+      const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
+      for (double split = 1; split <= 8; split *= 2) {
+        if (split > 1 && tiles * split > sms) break;
+        const double waves = std::ceil(tiles * split / sms);
+        const double c = waves * 2.0 * tm * tn * (k / split) / (sm_flops * tile_eff);
+        // Split-K writes and reads back FP32 partial sums of the whole output.
+        const double partial = split > 1 ? 2.0 * 4.0 * m * n * split : 0.0;
+        const double mem = (bytes + partial) / r.bytes_per_s;
+        const double t = std::max(c, mem);
+        if (best < 0 || t < best) {
+          best = t;
+          best_c = c;
+          best_m = mem;
+        }
+      }
+    }
+    const double q = p_.gemm_combine_exponent;
+    const double hi = std::max(best_c, best_m);
+    const double lo = std::min(best_c, best_m);
+    // (c^q + m^q)^(1/q) written as hi (1 + (lo/hi)^q)^(1/q): no overflow, exact for lo = 0.
+    const double one = hi * std::pow(1.0 + std::pow(lo / hi, q), 1.0 / q);
+    o.compute_s = best_c * reps;
+    o.memory_s = best_m * reps;
+    o.seconds = one * reps + o.overhead_s;
+    o.bound = best_c >= best_m ? Bound::kCompute : Bound::kMemory;
+    return o;
+  }
+
+  // Elementwise kernels (norms, activation, adds, rotary, gathers, KV writes), run `reps` times:
+  // each kernel moves its bytes at the class's memory rate but takes at least the profile's
+  // elementwise floor (a small kernel's minimum duration), plus its launch overhead.
+  OpCost elementwise(std::string_view name, std::initializer_list<double> kernel_bytes,
+                     double flops, double reps, double m) const {
+    const Rates r = rates(OpClass::kElementwise, m);
+    double bytes = 0;
+    double one = 0;
+    const double floor = ideal_ ? 0.0 : p_.elementwise_floor_s;
+    for (double b : kernel_bytes) {
+      bytes += b;
+      one += std::max(floor, b / r.bytes_per_s);
+    }
+    OpCost o = op(name, OpClass::kElementwise, flops, bytes,
+                  static_cast<double>(kernel_bytes.size()), reps, r);
+    o.seconds = std::max(o.compute_s, one * reps) + o.overhead_s;
+    return o;
   }
 
   // Prefill attention over all chunks, per layer, summed over layers.
@@ -328,12 +397,9 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
-  const Rates ew = k.rates(OpClass::kElementwise, m);
-  add(it, Costing::op("embedding", OpClass::kElementwise, 0.0, m * s.hidden * (s.ewb + kActBytes),
-                      1, 1, ew));
+  add(it, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
   add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L));
-  add(it, Costing::op("kv_cache_write", OpClass::kElementwise, 0.0,
-                      m * 2 * kv_out * (kActBytes + s.kvb), 1, L, ew));
+  add(it, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   if (!batch.prefill.empty()) add(it, k.prefill_attention(batch.prefill, attention_));
   if (n > 0) add(it, k.decode_attention(n, t, batch.block_tokens, attention_));
   add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L));
@@ -354,10 +420,13 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double norm_elems = m * s.hidden;
   const double act_elems = rows * s.ffn;
   const double rope_elems = m * (q_out + kv_out);
-  const double ew_bytes =
-      (2 * 2 * norm_elems + 2 * 3 * norm_elems + 3 * act_elems + 2 * rope_elems) * kActBytes;
+  const double norm_b = 2 * norm_elems * kActBytes;
+  const double add_b = 3 * norm_elems * kActBytes;
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
-  add(it, Costing::op("norm_act_residual", OpClass::kElementwise, ew_flops, ew_bytes, 6, L, ew));
+  add(it, k.elementwise("norm_act_residual",
+                        {norm_b, norm_b, add_b, add_b, 3 * act_elems * kActBytes,
+                         2 * rope_elems * kActBytes},
+                        ew_flops, L, m));
   if (emit > 0) {
     add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, false));
   }
