@@ -1,6 +1,7 @@
 #include "models/latency/latency_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <utility>
@@ -68,13 +69,28 @@ struct Rates {
 
 // Output tile shapes (rows x columns) of the GEMM kernels cuBLAS and CUTLASS pick among for
 // FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes).
-constexpr std::pair<double, double> kTiles[] = {{64, 64},  {128, 64},  {64, 128},  {128, 128},
+constexpr std::pair<int64_t, int64_t> kTiles[] = {{64, 64},  {128, 64},  {64, 128},  {128, 128},
                                                 {256, 64}, {64, 256}, {256, 128}, {128, 256}};
+
+// Row counts LatencyModel's GEMM memo keeps (larger batches are costed afresh): grown as batches
+// of more rows appear, at most 24 B x 16k per GEMM shape.
+constexpr size_t kGemmMemoMaxRows = size_t{1} << 14;
 
 class Costing {
  public:
-  Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal)
-      : s_(s), g_(g), p_(p), ideal_(ideal) {}
+  using Memo = std::array<std::vector<GemmMemo>, 6>;
+  Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr)
+      : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {
+    // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
+    // never faster than peak (profile.h, gemm_tile_half_intensity).
+    const double h = p_.gemm_tile_half_intensity;
+    const double floor = p_.of(OpClass::kGemm).compute_efficiency;
+    for (size_t i = 0; i < std::size(kTiles); ++i) {
+      const auto [tm, tn] = kTiles[i];
+      const double intensity = static_cast<double>(tm * tn) / static_cast<double>(tm + tn);
+      tile_slowdown_[i] = std::max(floor, 64.0 * (intensity + h) / (intensity * (64 + h)));
+    }
+  }
 
   // Rates of `c` for a table axis value `x` (ignored where the class has no table).
   Rates rates(OpClass c, double x, double compute_curve = 1.0, double memory_curve = 1.0,
@@ -113,8 +129,10 @@ class Costing {
   // however few tiles it holds. Like cuBLAS's heuristics, the candidate with the smallest
   // max(compute, memory) is taken; its compute and memory times then combine smoothly. The
   // lower bound keeps the plain roofline (no tiles, efficiency 1), which no tiling beats.
+  // `memo_id`: which of LatencyModel's per-shape memos holds this GEMM (-1: none; the shape
+  // must be the same at every call with that id, which the model's fixed dimensions ensure).
   OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
-              double reps, bool quantized = true) const {
+              double reps, int memo_id, bool quantized = true) const {
     const double flops = 2.0 * m * k * n;
     const double wb = quantized ? s_.wb : s_.ewb;
     const double bytes = weight_elems * wb + m * k * kActBytes + m * n * kActBytes;
@@ -124,22 +142,45 @@ class Costing {
     if (ideal_ || g_.sm_count <= 0 || p_.table(OpClass::kGemm, TableMetric::kComputeEfficiency)) {
       return o;  // no SM count (an inline GPU spec) or a measured table: the roofline
     }
+    GemmMemo* slot = nullptr;
+    if (memo_ != nullptr && memo_id >= 0 && m <= static_cast<double>(kGemmMemoMaxRows)) {
+      std::vector<GemmMemo>& v = (*memo_)[static_cast<size_t>(memo_id)];
+      const auto row = static_cast<size_t>(m);
+      if (row >= v.size()) v.resize(std::min(kGemmMemoMaxRows, std::max(2 * row, size_t{256})) + 1);
+      slot = &v[row];
+      if (slot->seconds >= 0) {
+        o.compute_s = slot->compute_s * reps;
+        o.memory_s = slot->memory_s * reps;
+        o.seconds = slot->seconds * reps + o.overhead_s;
+        o.bound = slot->compute_s >= slot->memory_s ? Bound::kCompute : Bound::kMemory;
+        return o;
+      }
+    }
     const double sms = g_.sm_count;
-    const double sm_flops = r.flops_per_s / sms;  // one SM at the class's full-wave efficiency
-    const double h = p_.gemm_tile_half_intensity;
+    // Seconds of one tile-k-slice FLOP on one SM at the class's full-wave efficiency.
+    const double sm_s_per_flop = sms / r.flops_per_s;
+    const double mem1 = bytes / r.bytes_per_s;
+    // Tile counts in integers (m and n are whole rows and columns): the divisions by the
+    // constant tile sides compile to shifts.
+    const auto mi = static_cast<int64_t>(m);
+    const auto ni = static_cast<int64_t>(n);
+    const auto si = static_cast<int64_t>(sms);
+    const double inv_sms = 1.0 / sms;
     double best = -1, best_c = 0, best_m = 0;
-    for (const auto& [tm, tn] : kTiles) {
-      const double intensity = tm * tn / (tm + tn);
-      const double tile_eff = std::min(1.0 / p_.of(OpClass::kGemm).compute_efficiency,
-                                       intensity / (intensity + h) * (64 + h) / 64);
-      const double tiles = std::ceil(m / tm) * std::ceil(n / tn);
-      for (double split = 1; split <= 8; split *= 2) {
-        if (split > 1 && tiles * split > sms) break;
-        const double waves = std::ceil(tiles * split / sms);
-        const double c = waves * 2.0 * tm * tn * (k / split) / (sm_flops * tile_eff);
+    for (size_t i = 0; i < std::size(kTiles); ++i) {
+      const auto [tm, tn] = kTiles[i];
+      const int64_t tiles = ((mi + tm - 1) / tm) * ((ni + tn - 1) / tn);
+      const double tile_s = 2.0 * tm * tn * k * sm_s_per_flop * tile_slowdown_[i];  // one tile
+      for (int64_t split = 1; split <= 8; split *= 2) {
+        if (split > 1 && tiles * split > si) break;
+        // ceil(tiles x split / SMs) without a 64-bit division per candidate.
+        const int64_t work = tiles * split;
+        auto waves = static_cast<int64_t>(static_cast<double>(work) * inv_sms);
+        while (waves * si < work) ++waves;
+        while (waves > 0 && (waves - 1) * si >= work) --waves;
+        const double c = static_cast<double>(waves) * tile_s / static_cast<double>(split);
         // Split-K writes and reads back FP32 partial sums of the whole output.
-        const double partial = split > 1 ? 2.0 * 4.0 * m * n * split : 0.0;
-        const double mem = (bytes + partial) / r.bytes_per_s;
+        const double mem = split > 1 ? mem1 + 8.0 * m * n * split / r.bytes_per_s : mem1;
         const double t = std::max(c, mem);
         if (best < 0 || t < best) {
           best = t;
@@ -147,12 +188,17 @@ class Costing {
           best_m = mem;
         }
       }
+      // Every candidate moves at least the weights: once one reaches that, none does better.
+      if (best == mem1) break;
     }
     const double q = p_.gemm_combine_exponent;
     const double hi = std::max(best_c, best_m);
-    const double lo = std::min(best_c, best_m);
-    // (c^q + m^q)^(1/q) written as hi (1 + (lo/hi)^q)^(1/q): no overflow, exact for lo = 0.
-    const double one = hi * std::pow(1.0 + std::pow(lo / hi, q), 1.0 / q);
+    const double x = std::min(best_c, best_m) / hi;
+    // (c^q + m^q)^(1/q) = hi (1 + x^q)^(1/q), x = lo/hi: no overflow, exact for lo = 0; q = 3
+    // (the built-in profiles) without pow, which the engine would pay every iteration.
+    const double one = q == 3.0 ? hi * std::cbrt(1.0 + x * x * x)
+                                : hi * std::pow(1.0 + std::pow(x, q), 1.0 / q);
+    if (slot != nullptr) *slot = {best_c, best_m, one};
     o.compute_s = best_c * reps;
     o.memory_s = best_m * reps;
     o.seconds = one * reps + o.overhead_s;
@@ -319,6 +365,8 @@ class Costing {
   const GpuSpec& g_;
   const Profile& p_;
   bool ideal_;
+  Memo* memo_;
+  std::array<double, std::size(kTiles)> tile_slowdown_{};
 };
 
 void add(IterationCost& it, OpCost o) {
@@ -367,7 +415,7 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
 IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal) const {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
   const Shape s = shape_of(model_, gpu_, tp_, pp_);
-  const Costing k(s, gpu_, p, ideal);
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
   double m = 0;     // rows through the linear layers
   double emit = 0;  // rows through the LM head
   for (const PrefillChunk& c : batch.prefill) {
@@ -398,11 +446,11 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
   add(it, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
-  add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L));
+  add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
   add(it, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   if (!batch.prefill.empty()) add(it, k.prefill_attention(batch.prefill, attention_));
   if (n > 0) add(it, k.decode_attention(n, t, batch.block_tokens, attention_));
-  add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L));
+  add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
   if (s.tp > 1) add(it, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
 
   // MLP (SwiGLU): gate and up in one GEMM, then down; MoE routes each row to top-k experts and
@@ -410,10 +458,11 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double touched = experts_touched(s.experts, s.topk, m);
   const double rows = m * s.topk;
   if (s.experts > 1) {
-    add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, false));
+    add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, 4, false));
   }
-  add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L));
-  add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L));
+  add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L,
+                s.experts > 1 ? -1 : 2));
+  add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L, s.experts > 1 ? -1 : 3));
 
   // Two RMSNorms (read+write), two residual adds (2 reads, 1 write), SiLU x up (2 reads,
   // 1 write of the ffn rows), rotary on Q and K (read+write).
@@ -428,7 +477,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                          2 * rope_elems * kActBytes},
                         ew_flops, L, m));
   if (emit > 0) {
-    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, false));
+    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, false));
   }
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.
