@@ -169,7 +169,7 @@ const GpuFit kA100{
     "fitted on Vidur A100 norm/rope/act/add kernels (sum per layer); train MAPE 2.5%",
     kFa2A100};
 const GpuFit kH100{
-    0.76, 1.0, 10.0, 0.507, 4.2, 0.349, 0.772,
+    0.76, 1.0, 10.0, 0.507, 4.0, 0.349, 0.772,
     "fitted on Vidur H100-SXM Llama-2-7B GEMMs (every other token count); held out: 4.6% MAPE, "
     "worst bin 9.7% (docs/fidelity.md); memory 1.0 with a 10 us per-GEMM constant = 2.5 TB/s "
     "effective on a 100 MB weight stream",

@@ -112,7 +112,10 @@ TEST_CASE("changing one class's efficiency changes exactly that class's operatio
           } else {
             // The rate of the named metric halves; the operation never gets faster.
             CHECK(y.seconds >= x.seconds);
-            if (metric == 0) CHECK(y.compute_s == Approx(2 * x.compute_s));
+            // GEMMs are tiled: at half the rate the tile search may settle on another tiling,
+            // so their compute time at least does not drop (it doubles for the same tiling).
+            if (metric == 0 && cls == OpClass::kGemm) CHECK(y.compute_s >= x.compute_s);
+            if (metric == 0 && cls != OpClass::kGemm) CHECK(y.compute_s == Approx(2 * x.compute_s));
             if (metric == 1 && x.bytes > 0) CHECK(y.memory_s == Approx(2 * x.memory_s));
             any_changed = any_changed || y.seconds > x.seconds;
           }
@@ -138,8 +141,13 @@ TEST_CASE("a table replaces the scalar efficiency and interpolates", "[latency][
   CHECK(t.at(136) == Approx(0.4));
   CHECK(t.at(4096) == 0.8);
   CHECK(t.at(1e6) == 0.8);
+  // A table replaces the tile model with the plain roofline at the tabulated efficiency: compare
+  // against a flat table at 0.75 (the A100's old scalar).
   Profile p = default_profile(Catalog::builtin().gpu("a100-sxm4-80gb"));
-  const auto before = with_profile(p).iteration(prefill_batch(136));
+  Profile flat = p;
+  flat.tables.push_back({OpClass::kGemm, TableMetric::kComputeEfficiency, TableAxis::kTokens,
+                         {{1, 0.75}}, ""});
+  const auto before = with_profile(flat).iteration(prefill_batch(136));
   p.tables.push_back(t);
   const auto after = with_profile(p).iteration(prefill_batch(136));
   const OpCost& x = kvsim::test::find_op(before, "qkv_proj");
