@@ -68,9 +68,12 @@ struct Rates {
 };
 
 // Output tile shapes (rows x columns) of the GEMM kernels cuBLAS and CUTLASS pick among for
-// FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes).
-constexpr std::pair<int64_t, int64_t> kTiles[] = {{64, 64},  {128, 64},  {64, 128},  {128, 128},
-                                                {256, 64}, {64, 256}, {256, 128}, {128, 256}};
+// FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes), then the 16-row tiles of the
+// skinny kernels that batch-1 decode with quantized weights uses (Marlin and AWQ's GEMV-like
+// kernels: one m16 tensor-core fragment of rows).
+constexpr std::pair<int64_t, int64_t> kTiles[] = {
+    {64, 64},  {128, 64},  {64, 128},  {128, 128}, {256, 64},
+    {64, 256}, {256, 128}, {128, 256}, {16, 128},  {16, 256}};
 
 // Row counts LatencyModel's GEMM memo keeps (larger batches are costed afresh): grown as batches
 // of more rows appear, at most 24 B x 16k per GEMM shape.
@@ -126,8 +129,8 @@ class Costing {
   // Costed from its tiling (docs/latency.md "GEMMs: tiles and waves"): the output is cut into
   // tiles of one of kTiles' shapes, optionally split along k (split-K) while that still fits one
   // wave; the tiles run in waves of one tile per SM, each wave taking a whole tile's compute time
-  // however few tiles it holds. Like cuBLAS's heuristics, the candidate with the smallest
-  // max(compute, memory) is taken; its compute and memory times then combine smoothly. The
+  // however few tiles it holds. Compute and memory combine smoothly, and like cuBLAS's heuristics
+  // (which pick the fastest kernel) the candidate of least combined time is taken. The
   // lower bound keeps the plain roofline (no tiles, efficiency 1), which no tiling beats.
   // `memo_id`: which of LatencyModel's per-shape memos holds this GEMM (-1: none; the shape
   // must be the same at every call with that id, which the model's fixed dimensions ensure).
@@ -166,6 +169,7 @@ class Costing {
     const auto ni = static_cast<int64_t>(n);
     const auto si = static_cast<int64_t>(sms);
     const double inv_sms = 1.0 / sms;
+    const double q = p_.gemm_combine_exponent;
     double best = -1, best_c = 0, best_m = 0;
     for (size_t i = 0; i < std::size(kTiles); ++i) {
       const auto [tm, tn] = kTiles[i];
@@ -181,17 +185,15 @@ class Costing {
         const double c = static_cast<double>(waves) * tile_s / static_cast<double>(split);
         // Split-K writes and reads back FP32 partial sums of the whole output.
         const double mem = split > 1 ? mem1 + 8.0 * m * n * split / r.bytes_per_s : mem1;
-        const double t = std::max(c, mem);
+        // The candidate of least combined time (below); comparing c^q + mem^q is enough.
+        const double t = q == 3.0 ? c * c * c + mem * mem * mem : std::pow(c, q) + std::pow(mem, q);
         if (best < 0 || t < best) {
           best = t;
           best_c = c;
           best_m = mem;
         }
       }
-      // Every candidate moves at least the weights: once one reaches that, none does better.
-      if (best == mem1) break;
     }
-    const double q = p_.gemm_combine_exponent;
     const double hi = std::max(best_c, best_m);
     const double x = std::min(best_c, best_m) / hi;
     // (c^q + m^q)^(1/q) = hi (1 + x^q)^(1/q), x = lo/hi: no overflow, exact for lo = 0; q = 3
