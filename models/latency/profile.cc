@@ -165,14 +165,14 @@ constexpr const char* kFlashHopper =
 const GpuFit kA100{
     0.725, 0.751, 0.0, 0.463, 5.4, 0.73, 0.0,
     "fitted on Vidur A100-80GB Llama-2-7B and Llama-3-8B GEMMs (every other token count); held "
-    "out: 4.2% / 2.8% MAPE, worst bin 9.3% / 10.1% (docs/fidelity.md)",
+    "out (per layer, GEMMs): 4.3% / 2.7% MAPE, worst bin 9.2% / 9.3% (docs/fidelity.md)",
     "fitted on Vidur A100 norm/rope/act/add kernels (sum per layer); train MAPE 2.5%",
     kFa2A100};
 const GpuFit kH100{
     0.772, 1.0, 11.0, 0.507, 4.0, 0.349, 0.772,
-    "fitted on Vidur H100-SXM Llama-2-7B GEMMs (every other token count); held out: 4.6% MAPE, "
-    "worst bin 9.7% (docs/fidelity.md); memory 1.0 with a 10 us per-GEMM constant = 2.5 TB/s "
-    "effective on a 100 MB weight stream",
+    "fitted on Vidur H100-SXM Llama-2-7B GEMMs (every other token count); held out (per layer, "
+    "GEMMs): 4.5% MAPE, worst bin 9.4% (docs/fidelity.md); memory 1.0 with an 11 us per-GEMM "
+    "constant = 2.4 TB/s effective on a 100 MB weight stream",
     "fitted on Vidur H100 norm/rope/act/add kernels (sum per layer); train MAPE 5.2%",
     kFlashHopper};
 
