@@ -60,23 +60,41 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t requests = 1'000'000;
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
+  bool fast_forward = true;
+  double output_mean = 0;  // --output-mean: outputs drawn geometric with this mean instead
+  std::string keep;  // --out: the result folder to keep (default: a temporary one, removed)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--requests" && i + 1 < argc) {
       requests = std::atoll(argv[++i]);
     } else if (a == "--rate" && i + 1 < argc) {
       rate = std::atof(argv[++i]);
+    } else if (a == "--output-mean" && i + 1 < argc) {
+      output_mean = std::atof(argv[++i]);
+    } else if (a == "--no-fast-forward") {
+      fast_forward = false;
+    } else if (a == "--out" && i + 1 < argc) {
+      keep = argv[++i];
     } else {
-      fmt::print(stderr, "usage: kvsim_bench_sim [--requests N] [--rate R]\n");
+      fmt::print(stderr,
+                 "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
+                 "[--out DIR]\n");
       return 2;
     }
   }
-  if (requests < 1 || rate <= 0) {
+  if (requests < 1 || rate <= 0 || output_mean < 0) {
     fmt::print(stderr, "kvsim_bench_sim: --requests and --rate must be positive\n");
     return 2;
   }
@@ -91,16 +109,22 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(2024);
     std::exponential_distribution<double> gap(rate);
     std::uniform_int_distribution<size_t> pick(0, lengths.pairs.size() - 1);
+    // --output-mean: the trace's prompts, outputs geometric on 1, 2, ... with that mean (the
+    // cost-per-request sweep of bench/output_length_sweep.sh), capped at 4x the mean.
+    std::geometric_distribution<int64_t> out_len(output_mean > 1 ? 1.0 / output_mean : 0.5);
     std::ofstream trace(dir / "trace.csv");
     trace << "arrival_s,prompt_tokens,output_tokens\n";
     double t = 0;
     for (int64_t i = 0; i < requests; ++i) {
-      const auto [prompt, output] = lengths.pairs[pick(rng)];
+      auto [prompt, output] = lengths.pairs[pick(rng)];
+      if (output_mean > 0) {
+        output = std::min<int64_t>(1 + out_len(rng), static_cast<int64_t>(4 * output_mean));
+      }
       trace << fmt::format("{:.6f},{},{}\n", t, prompt, std::max<int64_t>(1, output));
       t += gap(rng);
     }
   }
-  const std::string yaml = fmt::format(R"(name: bench-sim
+  const std::string yaml = std::string(R"(name: bench-sim
 seed: 1
 model: llama-3-8b
 gpu: a100-sxm4-80gb
@@ -115,33 +139,38 @@ engine:
   allow_long_max_model_len: true
   chunked_prefill: true
   attention: flash
-  kv: {{type: paged, block_size: 16}}
+  kv: {type: paged, block_size: 16}
 workload:
-  trace: {{path: {}, max_prompt_tokens: 32768}}
+  trace: {path: trace.csv, max_prompt_tokens: 32768}
 policies:
   - name: paged
     guards: []
-)",
-                                       (dir / "trace.csv").string());
+)");
   const kvsim::Scenario s =
       kvsim::load_scenario(kvsim::ConfigNode::parse_string(yaml, (dir / "bench.yaml").string()),
                            kvsim::Catalog::builtin());
   kvsim::RunOptions o;
-  o.out_dir = (dir / "out").string();
+  o.out_dir = keep.empty() ? (dir / "out").string() : keep;
+  o.fast_forward = fast_forward;
   o.sample_interval_s = 10.0;
+  const double cpu0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   const kvsim::RunResult r = kvsim::run_scenario(s, o);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = cpu_seconds() - cpu0;
   const auto& p = r.policies.front();
   nlohmann::ordered_json j;
   j["requests"] = p.requests_total;
   j["wall_s"] = wall;
+  j["cpu_s"] = cpu;
   j["requests_per_s"] = static_cast<double>(p.requests_total) / wall;
   j["iterations_per_s"] = static_cast<double>(p.iterations) / wall;
   j["peak_rss_bytes"] = peak_rss_bytes();
   j["iterations"] = p.iterations;
+  j["fast_forward_iterations"] = p.fast_forward_iterations;
   j["sim_duration_s"] = p.duration_s;
   j["completed"] = p.outcomes[kvsim::outcome_index(kvsim::Outcome::kCompleted)];
+  j["fast_forward"] = fast_forward;
   fmt::print("{}\n", j.dump());
   fs::remove_all(dir);
   return 0;

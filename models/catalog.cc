@@ -5,6 +5,7 @@
 #include "core/config_node.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "models/hf_config.h"
 
 namespace kvsim {
 
@@ -55,10 +56,30 @@ const ModelSpec& Catalog::model(const std::string& name) const {
 
 const GpuSpec& Catalog::gpu(const std::string& name) const { return lookup(gpus_, name, "GPU"); }
 
+ModelSpec load_model(const std::string& name_or_file, const Catalog& catalog,
+                     const std::filesystem::path& base_dir) {
+  if (catalog.models().count(name_or_file) != 0) return catalog.model(name_or_file);
+  std::filesystem::path file(name_or_file);
+  const std::string ext = file.extension().string();
+  if (ext != ".json" && ext != ".yaml" && ext != ".yml") return catalog.model(name_or_file);
+  if (file.is_relative() && !base_dir.empty()) file = base_dir / file;
+  if (ext == ".json") {
+    ModelSpec m = read_hf_config(file);
+    m.name = name_or_file;  // as the user wrote it: outputs do not depend on the working folder
+    return m;
+  }
+  const ConfigNode root = ConfigNode::parse_file(file);
+  if (!root.is_map()) root.fail_expected("a kvsim model spec (a map)");
+  ModelSpec m = parse_model_spec(root, root.get<std::string>("name", file.stem().string()));
+  root.reject_unknown_keys();
+  return m;
+}
+
 ModelSpec resolve_model(const ConfigNode& node, const Catalog& catalog) {
   if (node.is_scalar()) {
     try {
-      return catalog.model(node.as<std::string>());
+      return load_model(node.as<std::string>(), catalog,
+                        std::filesystem::path(node.source()).parent_path());
     } catch (const ConfigError&) {
       throw;
     } catch (const InputError& e) {

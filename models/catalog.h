@@ -32,7 +32,15 @@ class Catalog {
   std::map<std::string, GpuSpec> gpus_;
 };
 
-// `model:` in a scenario: a catalog name (string) or an inline spec (map, with `name`).
+// A model named on the command line or in a scenario: a catalog name, or the path of a model file,
+// relative to `base_dir` unless absolute: a kvsim model YAML (.yaml/.yml: the keys of a catalog
+// entry, plus an optional `name`) or a Hugging Face config.json (.json: hf_config.h). Throws
+// InputError (unknown name, unreadable or bad file, with the file's line:col).
+ModelSpec load_model(const std::string& name_or_file, const Catalog& catalog,
+                     const std::filesystem::path& base_dir = {});
+
+// `model:` in a scenario: a catalog name or model file (string; files relative to the scenario's
+// folder) or an inline spec (map, with `name`).
 ModelSpec resolve_model(const ConfigNode& node, const Catalog& catalog);
 // `gpu:` in a scenario: a catalog name or an inline spec.
 GpuSpec resolve_gpu(const ConfigNode& node, const Catalog& catalog);

@@ -22,6 +22,10 @@ struct GpuSpec {
   int64_t l2_bytes = 0;
   double pcie_bytes_per_s = 0;       // host link, one direction (swap traffic)
   double nvlink_bytes_per_s = 0;     // 0 when the part has none (all-reduce falls back to PCIe)
+  // What one GPU costs per hour (capacity search, docs/capacity.md): 0 = unknown. The catalog's
+  // price_source says where the figure comes from or that it is an assumption.
+  double gpu_hour_usd = 0;
+  std::string price_source;
 };
 
 // Reads a GPU from a catalog entry or an inline scenario spec. Throws ConfigError.

@@ -28,6 +28,13 @@ struct ModelSpec {
   int experts_per_token = 1;   // top-k routing
   bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
   bool tied_embeddings = false;
+  // The MLP: gate, up and down matrices (SwiGLU: Llama, Mistral, Qwen2, Phi-3), or up and down
+  // only (GELU: GPT-NeoX, Phi-2). Weights and parameter counts follow it; the latency and
+  // activation models assume the gated form (docs/models.md).
+  bool gated_mlp = true;
+  // Sliding-window attention: each query attends to the last `sliding_window` tokens (itself
+  // included), so a paged store frees the blocks before the window and attention reads at most
+  // the window (docs/memory.md "Sliding-window attention"). Unset: full attention.
   std::optional<int> sliding_window;
   DType weight_dtype = DType::kFp16;  // of the linear layers (GEMMs); may be quantized
   DType kv_dtype = DType::kFp16;
@@ -45,6 +52,11 @@ struct ModelSpec {
   // Features of the model that kvsim does not model, one phrase each saying what that means for
   // the figures (`kvsim check` prints them as lints). Empty when every feature is modelled.
   std::vector<std::string> unmodelled_features() const;
+  // KV tokens a query whose sequence holds `context` tokens (its own included) attends to:
+  // min(context, sliding_window), or `context` without a window.
+  int64_t attended_tokens(int64_t context) const {
+    return sliding_window && context > *sliding_window ? int64_t{*sliding_window} : context;
+  }
   // "MHA", "GQA" or "MQA".
   std::string attention_kind() const;
 };

@@ -84,7 +84,8 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   layer += linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
   if (m.qkv_bias) layer += (q_out + 2 * kv_out) * mb;
   if (m.num_experts > 1) layer += h * m.num_experts * mb;
-  layer += int64_t{m.num_experts} * (2 * linear_bytes(h, f, w) + linear_bytes(f, h, w));
+  layer += int64_t{m.num_experts} *
+           ((m.gated_mlp ? 2 : 1) * linear_bytes(h, f, w) + linear_bytes(f, h, w));
   const std::vector<int> layers = stage_layers(m.layers, par.pipeline);
   int64_t bytes = layers[static_cast<size_t>(stage)] * layer;
   const int64_t embed = vocab_per_gpu(m, t) * h * mb;

@@ -6,6 +6,7 @@
 #   sim/                       core/ models/ workloads/ sim/
 #   validate/                  core/ models/ kernels/ validate/
 #   apps/                      anything (nothing includes apps/ but apps/)
+#   python/                    core/ models/ workloads/ sim/ python/ (a peer of apps/, not above it)
 # Prints one line per violation (file:line: folder may not include target) and exits 1 if any.
 set -euo pipefail
 root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
@@ -18,8 +19,9 @@ declare -A allowed=(
   [sim]="core models workloads sim"
   [validate]="core models kernels validate"
   [apps]="core models workloads kernels sim validate apps"
+  [python]="core models workloads sim python"
 )
-layers=(core models workloads kernels sim validate apps)
+layers=(core models workloads kernels sim validate apps python)
 
 bad=0
 for layer in "${layers[@]}"; do

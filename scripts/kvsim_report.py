@@ -82,6 +82,62 @@ def policies_html(summary):
             f'</tbody></table></div>')
 
 
+def replicas_html(policy):
+    """A cluster policy's replicas (summary.json `replicas`, docs/cluster.md): one row each."""
+    head = ["replica", "gpu", "requests", "completed", "lost in OOM", "failed while down", "OOMs",
+            "restarts", "TTFT p99 (s)", "E2E p99 (s)", "peak in use (GiB)", "KV pool peak"]
+    rows = []
+    for r in policy.get("replicas", []):
+        out = r.get("outcomes", {})
+        rows.append([r.get("replica", "?"), r.get("gpu", ""), str(r.get("requests_total", "")),
+                     str(out.get("completed", "")), str(out.get("lost_oom", "")),
+                     str(out.get("failed_unavailable", "")), str(r.get("oom_events", "")),
+                     str(r.get("restarts", "")), f'{r.get("ttft_s", {}).get("p99", 0):.3f}',
+                     f'{r.get("e2e_s", {}).get("p99", 0):.3f}',
+                     f'{r.get("peak_in_use_bytes", 0) / 2**30:.2f}',
+                     pct(r.get("kv_pool_peak_occupancy"))])
+    return rows_html(head, rows)
+
+
+def rows_html(head, rows):
+    th = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
+                   for r in rows)
+    return (f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}'
+            f'</tbody></table></div>')
+
+
+def engine_html(summary):
+    """Per policy: the batch and engine metrics (summary.json `batch`) and the mean latency
+    breakdown of served requests (`latency_breakdown_mean_s`), docs/metrics.md. A folder written
+    before those blocks existed shows nothing."""
+    pols = [p for p in summary.get("policies", []) if "batch" in p]
+    if not pols:
+        return ""
+    head = ["policy", "iterations", "batch size p50 / p99 / mean", "batch tokens p50 / p99 / mean",
+            "iteration ms p50 / p99 / mean", "busy", "MFU"]
+    rows = []
+    for p in pols:
+        b = p["batch"]
+        def dist(key, scale=1.0, fmt="{:.1f}"):
+            s = b[key]
+            return " / ".join(fmt.format(scale * s[k]) for k in ("p50", "p99", "mean"))
+        rows.append([p["name"], str(b["iterations"]), dist("batch_size"),
+                     dist("batch_tokens", fmt="{:.0f}"), dist("iteration_s", 1000.0, "{:.2f}"),
+                     pct(b["busy_share"]), pct(b["mfu"])])
+    out = "<h2>Batches and engine</h2>" + rows_html(head, rows)
+    head = ["policy", "served", "guard queue (s)", "engine wait (s)", "prefill (s)", "decode (s)",
+            "preempted (s)", "E2E (s)"]
+    rows = []
+    for p in pols:
+        m = p.get("latency_breakdown_mean_s") or {}
+        parts = [m.get(k, 0.0) for k in ("guard_queue_s", "engine_wait_s", "prefill_s",
+                                         "decode_s", "preempted_s")]
+        rows.append([p["name"], str(m.get("count", 0))] + [f"{v:.3f}" for v in parts] +
+                    [f"{sum(parts):.3f}"])
+    return out + "<h2>Where time goes (mean per served request)</h2>" + rows_html(head, rows)
+
+
 def figure_html(png_path):
     with open(png_path, "rb") as f:
         data = base64.b64encode(f.read()).decode("ascii")
@@ -120,7 +176,13 @@ def build(d, version):
     summary = kvsim_plot.read_json(os.path.join(d, "summary.json"))
     if kind == "run" and summary:
         parts.append("<h2>KV pool and SLO</h2>" + policies_html(summary))
-    for table in ("summary.csv", "compare.csv"):
+        for p in summary.get("policies", []):  # cluster runs: a table per policy's replicas
+            if p.get("replicas"):
+                parts.append(f"<h2>{html.escape(p.get('name', '?'))}: replicas "
+                             f"(router {html.escape(str(p.get('router', '?')))})</h2>"
+                             + replicas_html(p))
+        parts.append(engine_html(summary))
+    for table in ("summary.csv", "compare.csv", "capacity.csv"):
         p = os.path.join(d, table)
         if os.path.isfile(p):
             parts.append(f"<h2>{html.escape(table)}</h2>{table_html(p)}")

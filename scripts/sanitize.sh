@@ -31,7 +31,7 @@ command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 mkdir -p "$BUILD"
 log="$BUILD/build.log"
 if ! { CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=None \
-         -DKVSIM_WITH_CUDA=OFF -DKVSIM_BUILD_BENCH=OFF -DKVSIM_FUZZ=ON \
+         -DKVSIM_WITH_CUDA=OFF -DKVSIM_BUILD_BENCH=OFF -DKVSIM_BUILD_PYTHON=OFF -DKVSIM_FUZZ=ON \
          -DKVSIM_FUZZ_SECONDS="${KVSIM_FUZZ_SECONDS:-20}" -DCMAKE_CXX_FLAGS="$FLAGS" \
          -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
          "${LAUNCHER[@]}" ${KVSIM_ASAN_CMAKE_ARGS:-} &&

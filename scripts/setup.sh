@@ -12,12 +12,15 @@ KVSIM_PACKAGES=(
   build-essential cmake pkg-config
   libyaml-cpp-dev libeigen3-dev libspdlog-dev libfmt-dev libboost-dev libopenmpi-dev openmpi-bin
   catch2 libcli11-dev nlohmann-json3-dev python3-matplotlib
+  # The Python module (python/, docs/python.md): pybind11 and the headers of Debian's python3.
+  pybind11-dev python3-pybind11 python3-dev
 )
 # Test-only packages, added only when scripts/test.sh sources this file (it sets
 # KVSIM_WITH_TEST_PACKAGES=1): Chromium (~350 MB installed) loads `kvsim report`'s page headless;
 # clang and its sanitizer and libFuzzer runtimes build the ASan + UBSan and fuzz stage; GNU time
-# (/usr/bin/time) times the bench smoke.
-KVSIM_TEST_PACKAGES=(chromium clang libclang-rt-14-dev time)
+# (/usr/bin/time) times the bench smoke; pytest and pandas run the Python module's tests
+# (tests/python/) and its DataFrames.
+KVSIM_TEST_PACKAGES=(chromium clang libclang-rt-14-dev time python3-pytest python3-pandas)
 if [[ "${KVSIM_WITH_TEST_PACKAGES:-0}" == 1 ]]; then KVSIM_PACKAGES+=("${KVSIM_TEST_PACKAGES[@]}"); fi
 
 kvsim_missing_packages() {

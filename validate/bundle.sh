@@ -39,7 +39,7 @@ if [[ -e $DIR ]]; then
 fi
 
 # ---- build ---------------------------------------------------------------------------------------
-args=(-DCMAKE_BUILD_TYPE=Release -DKVSIM_WITH_MPI=OFF -DKVSIM_BUILD_BENCH=OFF
+args=(-DCMAKE_BUILD_TYPE=Release -DKVSIM_WITH_MPI=OFF -DKVSIM_BUILD_BENCH=OFF -DKVSIM_BUILD_PYTHON=OFF
       -DKVSIM_BUILD_TESTS=ON
       # RUNPATH (not RPATH) $ORIGIN/../lib on every binary, in the build tree already.
       -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON "-DCMAKE_INSTALL_RPATH=\$ORIGIN/../lib"

@@ -32,6 +32,9 @@ struct RequestSpec {
   // How long the request may wait before it is first scheduled (guard queue and engine waiting
   // queue together) before it ends as timed_out; nullopt: the engine's max_queue_time_s, if any.
   std::optional<SimTime> max_queue_time;
+  // The conversation or user it belongs to (FNV-1a of the normalized trace's optional
+  // `session_id` cell): what a cluster's session_affinity router keys on. nullopt when not given.
+  std::optional<uint64_t> session_id;
 };
 
 // A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request

@@ -6,7 +6,7 @@
 
 #include "models/catalog.h"
 #include "apps/kvsim/commands.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "core/text_table.h"
 #include "core/units.h"
 
@@ -42,12 +42,14 @@ void list_gpus(bool json) {
     fmt::print("{}\n", arr.dump(2));
     return;
   }
-  TextTable t({"name", "memory (GiB)", "memory (GB)", "HBM (GB/s)", "FP16 dense (TFLOP/s)", "SMs"});
+  TextTable t({"name", "memory (GiB)", "memory (GB)", "HBM (GB/s)", "FP16 dense (TFLOP/s)", "SMs",
+               "$/GPU-h"});
   for (const auto& [name, g] : gpus) {
     t.add_row({name, fmt::format("{:.2f}", to_gib(g.memory_bytes)),
                fmt::format("{:.2f}", to_gb(g.memory_bytes)),
                fmt::format("{:.0f}", g.hbm_bytes_per_s / 1e9),
-               fmt::format("{:.1f}", g.fp16_flops / 1e12), std::to_string(g.sm_count)});
+               fmt::format("{:.1f}", g.fp16_flops / 1e12), std::to_string(g.sm_count),
+               g.gpu_hour_usd > 0 ? fmt::format("{:.2f}", g.gpu_hour_usd) : "-"});
   }
   fmt::print("{}", t.render());
 }

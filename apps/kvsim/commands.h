@@ -22,6 +22,7 @@ void add_plot_command(CLI::App& app);          // `plot`
 void add_report_command(CLI::App& app);        // `report`
 void add_sweep_command(CLI::App& app);         // `sweep`
 void add_merge_command(CLI::App& app);         // `merge`
+void add_capacity_command(CLI::App& app);      // `capacity`
 void add_list_command(CLI::App& app);          // `list`: every registry's names, descriptions, keys
 
 // The figures' renderer: scripts/kvsim_plot/, a Python package that runs as a folder (its

@@ -13,7 +13,7 @@
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
 #include "apps/kvsim/commands.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "apps/kvsim/parallel_flags.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
@@ -126,7 +126,7 @@ void run_kv(const KvOptions& o) {
   o.out.check();
   const Catalog& catalog = Catalog::builtin();
   KvQuery q;
-  q.model = o.par.apply_dtypes(catalog.model(o.model));
+  q.model = o.par.apply_dtypes(load_model(o.model, catalog));
   if (o.kv_heads) {
     if (q.model.heads % *o.kv_heads != 0) {
       throw InputError(fmt::format("--kv-heads {}: expected a divisor of the model's {} query heads",
@@ -160,7 +160,7 @@ void run_kv(const KvOptions& o) {
 void add_kv_command(CLI::App& app) {
   auto o = std::make_shared<KvOptions>();
   CLI::App* cmd = app.add_subcommand("kv", "KV-cache bytes per request and per batch, and what is left");
-  cmd->add_option("--model", o->model, "catalog model name (kvsim models)")->capture_default_str();
+  cmd->add_option("--model", o->model, "catalog model name (kvsim models), or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--seq", o->seqs, "sequence lengths, comma-separated")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000'000}))

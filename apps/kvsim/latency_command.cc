@@ -12,7 +12,7 @@
 #include "models/latency/latency_model.h"
 #include "apps/kvsim/commands.h"
 #include "apps/kvsim/parallel_flags.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"
@@ -108,7 +108,7 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
 void run_latency(const LatencyOptions& o) {
   o.out.check();
   const Catalog& catalog = Catalog::builtin();
-  ModelSpec model = o.par.apply_dtypes(catalog.model(o.model));
+  ModelSpec model = o.par.apply_dtypes(load_model(o.model, catalog));
   if (o.kv_heads) {
     if (model.heads % *o.kv_heads != 0) {
       throw InputError(
@@ -163,7 +163,7 @@ void add_latency_command(CLI::App& app) {
   auto o = std::make_shared<LatencyOptions>();
   CLI::App* cmd = app.add_subcommand(
       "latency", "Prefill, TTFT and decode time of a model on a GPU, with physical lower bounds");
-  cmd->add_option("--model", o->model, "catalog model name (kvsim models)")->capture_default_str();
+  cmd->add_option("--model", o->model, "catalog model name (kvsim models), or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "catalog GPU name (kvsim gpus)")->capture_default_str();
   cmd->add_option("--attention", o->attention, "prefill attention implementation")
       ->check(CLI::IsMember({"native", "flash"}))

@@ -12,6 +12,7 @@
 #include "apps/kvsim/commands.h"
 #include "core/text_table.h"
 #include "models/memory/kv_store_registry.h"
+#include "sim/cluster/router.h"
 #include "sim/guards/guard_registry.h"
 #include "workloads/generators/open_loop.h"
 #include "workloads/lengths.h"
@@ -79,6 +80,8 @@ const std::vector<Concept>& concepts() {
        [] {
          return listing(trace_format_registry(), "workload.trace.format; or auto", "columns");
        }},
+      {"routers",
+       [] { return listing(router_registry(), "cluster.router.type", "keys"); }},
   };
   return list;
 }

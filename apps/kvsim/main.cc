@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   kvsim::cli::add_plot_command(app);
   kvsim::cli::add_report_command(app);
   kvsim::cli::add_sweep_command(app);
+  kvsim::cli::add_capacity_command(app);
   kvsim::cli::add_merge_command(app);
   kvsim::cli::add_list_command(app);
 

@@ -10,7 +10,7 @@
 #include "models/catalog.h"
 #include "models/latency/plausibility.h"
 #include "apps/kvsim/commands.h"
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 #include "apps/kvsim/plot_data.h"
 #include "core/text_table.h"
 #include "core/data_path.h"

@@ -11,11 +11,12 @@
 
 #include "models/catalog.h"
 #include "apps/kvsim/commands.h"
-#include "core/config_patch.h"
+#include "core/config_node.h"
 #include "sim/config/scenario.h"
 #include "core/data_path.h"
 #include "sim/metrics/summary_writer.h"
 #include "sim/run/scenario_runner.h"
+#include "sim/timeline/timeline_writer.h"
 
 namespace kvsim::cli {
 
@@ -28,21 +29,18 @@ struct RunArgs {
   RunOptions options;
   bool no_output = false;
   bool plot = false;
+  std::string timeline_window;  // --timeline-window START:END
 };
-
-// Loads a scenario file with every --set applied first.
-Scenario load_with_sets(const std::string& file, const std::vector<std::string>& sets) {
-  ConfigNode raw = ConfigNode::parse_file(file);
-  if (sets.empty()) return load_scenario(raw, Catalog::builtin());
-  YAML::Node patched = raw.yaml();
-  for (const auto& s : sets) patched = apply_set(patched, s);
-  return load_scenario(ConfigNode::wrap(patched, file), Catalog::builtin());
-}
 
 void run(RunArgs& a) {
   const std::string file =
       a.scenario.empty() ? data_file("scenarios/mixed-chat-docs.yaml").string() : a.scenario;
-  const Scenario s = load_with_sets(file, a.sets);
+  const Scenario s = load_scenario_with_sets(ConfigNode::parse_file(file), a.sets, Catalog::builtin());
+  if (!a.timeline_window.empty()) {
+    const TimelineWindow w = parse_timeline_window(a.timeline_window);
+    a.options.timeline_start_s = w.start_s;
+    a.options.timeline_end_s = w.end_s;
+  }
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
   const RunResult r = run_scenario(s, a.options);
   fmt::print("scenario {} (model {}, gpu {}, seed {}): {}\n\n", s.name, s.model.name, s.gpu.name,
@@ -51,6 +49,9 @@ void run(RunArgs& a) {
   if (!a.options.out_dir.empty()) {
     fmt::print("\nresults: {}/ (summary.json, summary.csv, requests.csv, timeseries.csv, manifest.json)\n",
                a.options.out_dir);
+  }
+  if (!a.options.timeline_path.empty()) {
+    fmt::print("timeline: {} (open in ui.perfetto.dev or chrome://tracing)\n", a.options.timeline_path);
   }
   if (a.plot && !a.options.out_dir.empty()) {
     std::fflush(stdout);
@@ -70,8 +71,15 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--no-output", a->no_output, "print the comparison only, write no files");
   cmd->add_flag("--plot", a->plot, "also render the figures (DIR/plots) and the report (DIR/report.html)");
   cmd->add_option("--set", a->sets, "override a scenario key: path=value (repeatable)");
+  auto* timeline = cmd->add_option("--timeline", a->options.timeline_path,
+                                   "also write the run as a Chrome trace (JSON) for Perfetto");
+  cmd->add_option("--timeline-window", a->timeline_window,
+                  "START:END in simulated seconds: only this part goes to the timeline")
+      ->needs(timeline);
   cmd->add_flag("--check-invariants", a->options.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");
+  cmd->add_flag_function("--no-fast-forward", [a](int64_t) { a->options.fast_forward = false; },
+                "step every iteration (no closed-form decode stretches; same outputs, slower)");
   cmd->add_option("--max-events", a->options.max_events, "stop a runaway run after this many events")
       ->capture_default_str();
   cmd->add_option("--max-sim-time", a->options.max_sim_time_s, "stop a runaway run at this simulated time (s)")

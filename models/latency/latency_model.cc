@@ -27,6 +27,7 @@ struct Shape {
   double wb, kvb;  // bytes per linear-layer weight (with its quantization scales) / KV element
   double ewb;      // bytes per unquantized weight: embedding, LM head, router (16-bit)
   double gemm_flops_scale;  // peak of the linear layers' GEMMs / the FP16 peak
+  double window;            // sliding-window attention: keys a query sees at most; 0: no window
   int tp, pp;
 };
 
@@ -55,6 +56,7 @@ Shape shape_of(const ModelSpec& m, const GpuSpec& g, int tp, int pp) {
   s.kvb = dtype_bytes(m.kv_dtype);
   s.gemm_flops_scale =
       m.weight_dtype == DType::kFp8 && g.fp8_flops > 0 ? g.fp8_flops / g.fp16_flops : 1.0;
+  s.window = m.sliding_window.value_or(0);
   s.tp = tp;
   s.pp = pp;
   return s;
@@ -227,6 +229,18 @@ class Costing {
     return o;
   }
 
+  // Query-key pairs of a causal chunk of q queries after ctx tokens: query i sees
+  // min(ctx + i + 1, window) keys.
+  double causal_pairs(double q, double ctx) const {
+    const double full = q * ctx + q * (q + 1) / 2;
+    const double w = s_.window;
+    if (w <= 0 || ctx + q <= w) return full;
+    if (ctx + 1 >= w) return q * w;
+    // Queries 0 .. w - ctx - 1 see ctx + 1 .. w keys; the other q - (w - ctx) see w each.
+    const double grow = w - ctx;
+    return grow * ctx + grow * (grow + 1) / 2 + (q - grow) * w;
+  }
+
   // Prefill attention over all chunks, per layer, summed over layers.
   OpCost prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionKind impl) const {
     const OpClass c =
@@ -237,15 +251,18 @@ class Costing {
     for (const PrefillChunk& ch : chunks) {
       const double q = static_cast<double>(ch.tokens);
       const double ctx = static_cast<double>(ch.context_tokens);
-      const double keys = ctx + q;  // keys the last query of the chunk sees
+      // Keys the chunk reads: the last query's and those before it; with a sliding window, only
+      // those inside some query's window (positions ctx - window + 1 onwards).
+      const double keys = s_.window > 0 ? std::min(ctx + q, s_.window - 1 + q) : ctx + q;
       // Q read + O written, K and V of every key read once.
       double bytes = 2.0 * q * s_.q_heads * s_.head_dim * kActBytes +
                      2.0 * keys * s_.kv_heads * s_.head_dim * s_.kvb;
       double flops = 0;
       double curve = 1.0;
       if (impl == AttentionKind::kFlash) {
-        // Causal: query i of the chunk sees ctx + i + 1 keys; masked tiles are skipped.
-        const double pairs = q * ctx + q * (q + 1) / 2;
+        // Causal: query i of the chunk sees ctx + i + 1 keys (at most the window); masked tiles
+        // are skipped.
+        const double pairs = causal_pairs(q, ctx);
         flops = 4.0 * s_.head_dim * s_.q_heads * pairs;  // QK^T and PV, 2 FLOPs per MAC
         if (!ideal_) curve = flash_curve(keys);
       } else {
@@ -429,7 +446,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   double t = 0;  // total decode context
   for (const DecodeSeq& d : batch.decode) {
     KVSIM_CHECK(d.context_tokens >= 1, "decode context {}", d.context_tokens);
-    t += static_cast<double>(d.context_tokens);
+    t += static_cast<double>(model_.attended_tokens(d.context_tokens));  // the window's KV
   }
   // Integers below 2^53 add exactly in a double, so adding the aggregate gives the same t as
   // adding its sequences one by one.
@@ -498,15 +515,15 @@ IterationCost LatencyModel::lower_bound(const BatchShape& batch) const {
 }
 
 namespace {
-// A decode-only batch with the given totals: the cost depends on contexts only through their
-// sum, so one sequence carries all of it.
+// A decode-only batch with the given totals, in the aggregate form: the cost depends on contexts
+// only through their sum, which is of attended tokens (each already within a sliding window).
 BatchShape decode_batch(int64_t num_seqs, int64_t total_context_tokens, int block_tokens) {
   KVSIM_CHECK(num_seqs >= 0 && total_context_tokens >= num_seqs, "decode {} seqs, {} context",
               num_seqs, total_context_tokens);
   BatchShape b;
   b.block_tokens = block_tokens;
-  b.decode.assign(static_cast<size_t>(num_seqs), DecodeSeq{1});
-  if (num_seqs > 0) b.decode[0].context_tokens = total_context_tokens - (num_seqs - 1);
+  b.decode_seqs = num_seqs;
+  b.decode_context_tokens = total_context_tokens;
   return b;
 }
 }  // namespace

@@ -34,7 +34,8 @@ struct PrefillChunk {
 
 // A decode sequence: one new token attending to `context_tokens` tokens of KV, the new one
 // included (a sequence whose prompt had P tokens and that has produced g tokens decodes its next
-// token with context P + g).
+// token with context P + g). With a sliding window it reads only the last window tokens
+// (ModelSpec::attended_tokens).
 struct DecodeSeq {
   int64_t context_tokens = 0;
 };
@@ -46,7 +47,8 @@ struct BatchShape {
   int block_tokens = 0;  // paged KV block size in tokens; 0 = contiguous KV
   // More decode sequences given by their count and context sum only, beside `decode`: the cost
   // depends on decode contexts only through their sum (an exact integer sum either way), so the
-  // engine passes its full batch this way instead of one DecodeSeq per sequence.
+  // engine passes its full batch this way instead of one DecodeSeq per sequence. The sum is of
+  // the KV tokens read, each sequence's ModelSpec::attended_tokens (its window with one).
   // Requires: decode_context_tokens >= decode_seqs >= 0.
   int64_t decode_seqs = 0;
   int64_t decode_context_tokens = 0;
@@ -114,6 +116,8 @@ class LatencyModel {
   // total_context_tokens for fixed num_seqs and block size: see decode_step_affine(). The engine
   // uses this to advance k decode steps in closed form: each step adds num_seqs tokens, so
   //   sum_{i=0}^{k-1} (a + b (T + i n)) = k a + b (k T + n k (k-1) / 2).
+  // With a sliding window the contexts are attended tokens (ModelSpec::attended_tokens), which
+  // stop growing at the window: the closed form holds while every sequence is inside it.
   // Requires: num_seqs >= 0, total_context_tokens >= num_seqs (each context counts its new token).
   double decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
                              int block_tokens = 0) const;

@@ -1,14 +1,17 @@
 // Orca/FasterTransformer-style contiguous KV: each request reserves one contiguous region in an
-// address-ordered arena, sized by a reservation policy, placed first-fit or best-fit. External
+// address-ordered arena, sized by a reservation policy, placed first-fit or best-fit, or taken
+// from a binary buddy allocator (the vLLM paper's assumption for its Orca baselines). External
 // fragmentation is not assumed: it emerges from the holes the arena leaves.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
 
+#include "models/memory/buddy_allocator.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/store_accounts.h"
 
@@ -17,12 +20,16 @@ namespace kvsim {
 enum class ReservePolicy {
   kMaxLen,            // max_len tokens for every request (Orca "Max")
   kPromptPlusMaxNew,  // exactly max_total_tokens (Orca "Oracle" when that is the true length)
-  kPow2,              // the next power of two >= max_total_tokens (Orca "Pow2")
+  kPow2,              // the next power of two >= max_total_tokens
+  kPromptPlusPow2New, // the prompt + the next power of two >= the new tokens (the vLLM paper's
+                      // Orca (Pow2): "25 output tokens reserve 32")
   kExact,             // the prompt only; every grow reallocates to the exact new length
 };
-enum class FitPolicy { kFirst, kBest };
+// kBuddy: regions are blocks of a binary buddy allocator over token slots (buddy_allocator.h):
+// a region of n tokens takes bit_ceil(n) slots, and the tail counts as KvUsage::rounding_bytes.
+enum class FitPolicy { kFirst, kBest, kBuddy };
 std::string_view reserve_policy_name(ReservePolicy p);  // "max_len", ...
-std::string_view fit_policy_name(FitPolicy p);          // "first", "best"
+std::string_view fit_policy_name(FitPolicy p);          // "first", "best", "buddy"
 
 struct ContiguousStoreOptions {
   int64_t arena_bytes = 0;
@@ -43,6 +50,7 @@ class ContiguousStore final : public KvStore {
                        const PrefixHashes& prefix = {}) override;
   // Grows in place while the region has room; past it, extends in place into an adjacent hole
   // or moves to a new region (allocated before the old one is freed: the copy's transient peak).
+  // Under `fit: buddy` it always moves (a buddy block does not extend).
   AllocResult grow(RequestId request, int64_t new_total_tokens) override;
   void release(RequestId request) override;
   bool holds(RequestId request) const override { return requests_.count(request) != 0; }
@@ -62,7 +70,9 @@ class ContiguousStore final : public KvStore {
     int64_t reserved_tokens = 0;
     int64_t tokens = 0;
     int64_t max_total = 0;
+    int64_t region_tokens = 0;  // reserved_tokens, or its buddy block (bit_ceil) under kBuddy
   };
+  int64_t region_tokens_for(int64_t reserved) const;
   int64_t reservation_tokens_for(int64_t prompt, int64_t max_total) const;
   // Carves `bytes` out of a hole chosen by the fit policy; -1 when none is large enough.
   int64_t carve(int64_t bytes);
@@ -81,6 +91,8 @@ class ContiguousStore final : public KvStore {
   int64_t free_bytes_ = 0;
   TokenSums sums_;                  // live and reservation tokens
   int64_t reserved_tokens_ = 0;     // sum of reserved_tokens
+  int64_t region_tokens_ = 0;       // sum of region_tokens
+  std::optional<BuddyAllocator> buddy_;  // kBuddy only; then holes_ and by_size_ stay empty
   int64_t last_request_bytes_ = 0;  // for the external-fragmentation figure
   std::unordered_map<RequestId, Req> requests_;
 };

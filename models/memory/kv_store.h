@@ -85,6 +85,11 @@ struct KvUsage {
   int64_t capacity_bytes = 0;   // space the store occupies on the GPU (paged pool, arena; for the
                                 // caching allocator: bytes reserved for KV segments)
   int64_t free_bytes = 0;       // capacity - held (free blocks, arena holes, cached KV bytes)
+  // The part of internal_bytes that is the allocator's rounding of a request's region past its
+  // reservation (a buddy block's tail). The vLLM paper's Figure 2 counts it as the allocator's
+  // external fragmentation, not internal (docs/memory.md, "vLLM Figure 2, reproduced"). 0 for
+  // every store but the contiguous store with `fit: buddy`.
+  int64_t rounding_bytes = 0;
   int64_t requests = 0;         // requests currently holding memory
 
   int64_t footprint_bytes() const { return held_bytes + external_bytes; }

@@ -40,6 +40,8 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   PagedStoreOptions o;
   o.block_tokens = node.get<int64_t>("block_size", 16, {.min = 1, .max = 1 << 20});
   o.enable_prefix_caching = node.get<bool>("enable_prefix_caching", false);
+  // The model's sliding window frees the blocks that leave it (paged_store.h).
+  o.sliding_window = model.sliding_window.value_or(0);
   const int64_t block_bytes = o.block_tokens * model.kv_bytes_per_token();
   if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
     node.child("num_blocks").fail("give num_blocks or gpu_memory_utilization, not both");
@@ -70,13 +72,32 @@ std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec
       {{"max_len", ReservePolicy::kMaxLen},
        {"prompt_plus_max_new", ReservePolicy::kPromptPlusMaxNew},
        {"pow2", ReservePolicy::kPow2},
+       {"prompt_plus_pow2_new", ReservePolicy::kPromptPlusPow2New},
        {"exact", ReservePolicy::kExact}},
       ReservePolicy::kMaxLen);
   o.fit = node.get_enum<FitPolicy>(
-      "fit", {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}}, FitPolicy::kFirst);
+      "fit", {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}, {"buddy", FitPolicy::kBuddy}},
+      FitPolicy::kFirst);
   const int64_t default_len = model.max_position > 0 ? model.max_position : 2048;
   o.max_len = node.get<int64_t>("max_len", default_len, {.min = 1, .max = 1LL << 40});
-  o.arena_bytes = kv_bytes_from_utilization(node, budget, "contiguous KV arena");
+  if (node.has("num_tokens") && node.has("gpu_memory_utilization")) {
+    node.child("num_tokens").fail("give num_tokens or gpu_memory_utilization, not both");
+  }
+  if (auto tokens = node.get_optional<int64_t>("num_tokens", {.min = 1, .max = 1LL << 40})) {
+    // The arena in tokens, as paged's num_blocks (the vLLM paper's Table 1 gives OPT-13B's
+    // 12 GB of KV on an A100-40GB as 15.7K token slots).
+    const auto bytes = checked_mul(*tokens, model.kv_bytes_per_token());
+    const int64_t room = budget.capacity_bytes - budget.non_kv_bytes();
+    if (!bytes || *bytes > room) {
+      node.child("num_tokens").fail(fmt::format(
+          "{} tokens of {} bytes do not fit in the {:.2f} GiB left after context, weights, "
+          "workspace and activations",
+          *tokens, model.kv_bytes_per_token(), to_gib(room)));
+    }
+    o.arena_bytes = *bytes;
+  } else {
+    o.arena_bytes = kv_bytes_from_utilization(node, budget, "contiguous KV arena");
+  }
   return std::make_unique<ContiguousStore>(model.kv_bytes_per_token(), o);
 }
 
@@ -112,7 +133,7 @@ void register_kv_stores(KvStoreRegistry& r) {
          {KvCapability::kPaged | KvCapability::kDeferredGrowth | KvCapability::kPreallocatedPool,
           make_paged}});
   r.add({"contiguous", "one contiguous region per request in a preallocated arena (Orca-style)",
-         {"reserve", "fit", "max_len", "gpu_memory_utilization"},
+         {"reserve", "fit", "max_len", "num_tokens", "gpu_memory_utilization"},
          {KvCapability::kPreallocatedPool, make_contiguous}});
   r.add({"caching_allocator", "KV tensors through PyTorch's caching allocator (HF-style)",
          {"growth", "chunk_tokens", "max_split_size_mb"},

@@ -31,11 +31,13 @@ PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
       block_tokens_(options.block_tokens),
       num_blocks_(options.num_blocks),
       block_bytes_(kv_bytes_per_token * options.block_tokens),
-      prefix_caching_(options.enable_prefix_caching) {
+      prefix_caching_(options.enable_prefix_caching),
+      sliding_window_(options.sliding_window) {
   KVSIM_CHECK(kv_bytes_per_token >= 1 && block_tokens_ >= 1 && num_blocks_ >= 1 &&
                   num_blocks_ < (int64_t{1} << 31),
               "bad paged store: {} bytes/token, {} tokens/block, {} blocks", kv_bytes_per_token,
               block_tokens_, num_blocks_);
+  KVSIM_CHECK(sliding_window_ >= 0, "bad paged store: sliding window {}", sliding_window_);
   const auto n = static_cast<size_t>(num_blocks_);
   blocks_.assign(n, Block{});
   records_ = prefix_caching_;
@@ -118,7 +120,7 @@ void PagedStore::unref(int32_t b) {
 
 // Slack of a request's last block: reservation up to max_total, internal beyond it.
 void PagedStore::add_slack(const Req& r, int sign) {
-  const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
+  const int64_t cap = span_tokens(r);
   const int64_t reservation = reservation_tokens(r.tokens, cap, r.max_total);
   const int64_t internal = cap - r.tokens - reservation;
   reservation_tokens_ += sign * reservation;
@@ -150,8 +152,11 @@ int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tok
 void PagedStore::key_full_blocks(Req& r) {
   const auto full = static_cast<size_t>(
       std::min(static_cast<int64_t>(r.keys.size()), r.tokens / block_tokens_));
+  // Keying follows the tokens and skipping lags them, so no freed block is ever keyed here.
+  KVSIM_CHECK(r.keyed >= full || static_cast<int64_t>(r.keyed) >= r.skipped,
+              "keying block {} of a request that freed {}", r.keyed, r.skipped);
   for (; r.keyed < full; ++r.keyed) {
-    const int32_t b = r.blocks[r.keyed];
+    const int32_t b = r.blocks[r.keyed - static_cast<size_t>(r.skipped)];
     blk(b).key = r.keys[r.keyed];
     by_key_[r.keys[r.keyed]] = b;
   }
@@ -191,6 +196,7 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   r.window = -1;
   r.tokens = prompt_tokens;
   r.max_total = max_total_tokens;
+  r.skipped = 0;  // nothing is computed yet: the prompt's blocks are all needed
   r.blocks.clear();
   r.blocks.reserve(static_cast<size_t>(nblocks));
   for (int32_t b : hits) {
@@ -267,10 +273,38 @@ AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
   return grow_req(r, tokens);
 }
 
+int64_t PagedStore::blocks_to_skip(const Req& r) const {
+  if (sliding_window_ == 0) return 0;
+  // The next query (position r.tokens) attends to positions r.tokens - window + 1 onwards; the
+  // blocks wholly before that are never read again.
+  const int64_t first_needed = r.tokens - sliding_window_ + 1;
+  return first_needed <= 0 ? 0 : first_needed / block_tokens_ - r.skipped;
+}
+
+void PagedStore::skip_window_blocks(Req& r, int64_t n) {
+  if (n <= 0) return;
+  // Oldest first, as vLLM frees skipped blocks; they are full, so each takes block_tokens of
+  // live KV with it. With prefix caching a freed block keeps its key until it is popped for
+  // someone else, and a block another request shares stays held by that one (vLLM's BlockPool).
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t b = r.blocks[static_cast<size_t>(i)];
+    if (records_) {
+      unref(b);
+    } else {
+      push_free_back(b);
+    }
+  }
+  r.blocks.erase(r.blocks.begin(), r.blocks.begin() + n);
+  if (!records_) live_tokens_ -= n * block_tokens_;
+  r.skipped += n;
+  window_freed_ += n;
+}
+
 AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
-  const int64_t have = static_cast<int64_t>(r.blocks.size());
-  const int64_t cap = have * block_tokens_;
+  const int64_t skip = blocks_to_skip(r);
+  const int64_t cap = span_tokens(r);
   if (new_total_tokens <= cap) {
+    skip_window_blocks(r, skip);
     // The decode step's usual case: the last block has room, so no block moves. Same
     // bookkeeping as below with need = 0, without the division.
     add_slack(r, -1);
@@ -282,18 +316,24 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
     add_slack(r, +1);
     return AllocResult::success();
   }
-  const int64_t need = ceil_div(new_total_tokens, block_tokens_) - have;
-  if (need > free_count_) {
+  const int64_t need = ceil_div(new_total_tokens, block_tokens_) - cap / block_tokens_;
+  // Blocks leaving the window serve the growth too (shared ones stay with their other owners).
+  int64_t freed = skip;
+  if (records_) {
+    for (int64_t i = 0; i < skip; ++i) freed -= blk(r.blocks[static_cast<size_t>(i)]).ref > 1;
+  }
+  if (need > free_count_ + freed) {
     return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
                                 free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
   }
   add_slack(r, -1);
+  skip_window_blocks(r, skip);  // before the pops, as vLLM frees them before allocating
   // Fill the last block, then new ones. A shared (full) last block never has room.
   int64_t left = new_total_tokens - r.tokens;
-  if (have > 0) {
+  if (cap > 0) {
     const int64_t room = cap - r.tokens;  // the last block's free slots (0 when shared: full)
     const int64_t add = std::min(room, left);
-    if (records_) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
+    if (records_ && add > 0) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
     live_tokens_ += add;
     left -= add;
   }
@@ -328,12 +368,14 @@ void PagedStore::release(RequestId request) {
     for (int32_t b : r.blocks) __builtin_prefetch(&blk(b), 1);
     for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) unref(*b);
   } else {
-    live_tokens_ -= r.tokens;  // the blocks' fills sum to the request's tokens
+    // The blocks' fills sum to the request's tokens but those of its freed leading blocks.
+    live_tokens_ -= r.tokens - r.skipped * block_tokens_;
     for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) push_free_back(*b);
   }
   r.blocks.clear();  // keeps its capacity for the slot's next request
   r.keys.clear();
   r.keyed = 0;
+  r.skipped = 0;
   r.id = -1;
   r.window = -1;
   index_.erase(request);
@@ -344,12 +386,12 @@ int64_t PagedStore::tokens(RequestId request) const { return held(request, "toke
 
 int64_t PagedStore::tokens_until_growth_allocates(RequestId request) const {
   const Req& r = held(request, "tokens_until_growth_allocates");
-  return static_cast<int64_t>(r.blocks.size()) * block_tokens_ - r.tokens;
+  return span_tokens(r) - r.tokens;
 }
 
 int64_t PagedStore::open(RequestId request) {
   Req& r = held(request, "open");
-  const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
+  const int64_t cap = span_tokens(r);
   r.window = reservation_tokens(r.tokens, cap, r.max_total);
   return r.window;
 }
@@ -408,20 +450,28 @@ void PagedStore::check_invariants() const {
     KVSIM_CHECK(index_.find(id) != IdIndex::kNone &&
                     &slots_[static_cast<size_t>(index_.find(id))] == &r,
                 "request {} is not indexed to its slot", id);
-    KVSIM_CHECK(static_cast<int64_t>(r.blocks.size()) == ceil_div(r.tokens, block_tokens_),
-                "request {} holds {} blocks for {} tokens", id, r.blocks.size(), r.tokens);
-    KVSIM_CHECK(r.keyed <= r.keys.size() && r.keyed <= r.blocks.size(),
+    KVSIM_CHECK(r.skipped + static_cast<int64_t>(r.blocks.size()) ==
+                    ceil_div(r.tokens, block_tokens_),
+                "request {} holds {} blocks ({} freed) for {} tokens", id, r.blocks.size(),
+                r.skipped, r.tokens);
+    // Freed leading blocks lie wholly before the window of the tokens computed so far.
+    KVSIM_CHECK(r.skipped == 0 || (sliding_window_ > 0 &&
+                                   r.skipped * block_tokens_ <= r.tokens - sliding_window_),
+                "request {} freed {} blocks of {} tokens with a window of {}", id, r.skipped,
+                r.tokens, sliding_window_);
+    const int64_t span_blocks = r.skipped + static_cast<int64_t>(r.blocks.size());
+    KVSIM_CHECK(r.keyed <= r.keys.size() && static_cast<int64_t>(r.keyed) <= span_blocks,
                 "request {} keyed {} of {} keys, {} blocks", id, r.keyed, r.keys.size(),
                 r.blocks.size());
     for (size_t j = 0; j < r.blocks.size(); ++j) {
       const auto b = static_cast<size_t>(r.blocks[j]);
       ++owners[b];
       if (!records_) {
-        fill[b] = static_cast<int32_t>(
-            std::min(block_tokens_, r.tokens - static_cast<int64_t>(j) * block_tokens_));
+        fill[b] = static_cast<int32_t>(std::min(
+            block_tokens_, r.tokens - (r.skipped + static_cast<int64_t>(j)) * block_tokens_));
       }
     }
-    const int64_t cap = static_cast<int64_t>(r.blocks.size()) * block_tokens_;
+    const int64_t cap = span_tokens(r);
     const int64_t res = reservation_tokens(r.tokens, cap, r.max_total);
     reservation += res;
     internal += cap - r.tokens - res;

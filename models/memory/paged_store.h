@@ -9,6 +9,11 @@
 // prefill's later chunks): the engine allocates exactly the tokens the coming iteration computes,
 // so a keyed block holds KV that is computed by the end of that iteration (vLLM v1 caches blocks
 // in KVCacheManager.allocate_slots, when the tokens filling them are scheduled).
+// Sliding-window attention (sliding_window > 0): when a request grows, its leading blocks that
+// lie wholly before the window of its computed tokens are freed (vLLM v1's SlidingWindowManager.
+// remove_skipped_blocks: blocks before num_computed_tokens - window + 1), so a decoding sequence
+// holds at most ceil(window / block_tokens) + 1 blocks. With prefix caching a freed block stays
+// cached (findable) until it is popped for someone else.
 #pragma once
 
 #include <cstdint>
@@ -26,11 +31,12 @@ struct PagedStoreOptions {
   int64_t block_tokens = 16;
   int64_t num_blocks = 0;
   bool enable_prefix_caching = false;
+  int64_t sliding_window = 0;  // tokens a query attends to; 0: full attention
 };
 
 class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrowth {
  public:
-  // Requires: block_tokens >= 1, num_blocks >= 1, kv_bytes_per_token >= 1.
+  // Requires: block_tokens >= 1, num_blocks >= 1, kv_bytes_per_token >= 1, sliding_window >= 0.
   PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options);
 
   std::string_view type() const override { return "paged"; }
@@ -64,8 +70,11 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t outstanding() const override { return deferred_tokens_; }
 
   int64_t block_bytes() const { return block_bytes_; }
-  // Blocks a request holds (shared ones included), in order. Requires: holds(request).
+  // Blocks a request holds (shared ones included), in order; with a sliding window, those after
+  // the ones freed from its front. Requires: holds(request).
   const std::vector<int32_t>& block_table(RequestId request) const;
+  // Blocks freed from requests' fronts because they left the sliding window, all time.
+  int64_t window_freed_blocks() const { return window_freed_; }
 
  private:
   struct Req {
@@ -78,7 +87,18 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     // (or were shared hits) so far.
     std::vector<uint64_t> keys;
     size_t keyed = 0;
+    // Sliding window: leading blocks already freed (they held tokens before the window).
+    int64_t skipped = 0;
   };
+  // Token capacity up to the end of the request's last block, freed leading blocks included.
+  int64_t span_tokens(const Req& r) const {
+    return (r.skipped + static_cast<int64_t>(r.blocks.size())) * block_tokens_;
+  }
+  // Sliding window: how many more leading blocks of `r` lie wholly before the window of its
+  // r.tokens computed tokens (0 without a window).
+  int64_t blocks_to_skip(const Req& r) const;
+  // Frees `r`'s first n blocks (full ones; shared ones stay held by their other owners).
+  void skip_window_blocks(Req& r, int64_t n);
   // Blocks of the prompt `prefix` describes that can be keyed: those that end inside the prompt
   // (at most `limit` tokens when prefix.prompt_tokens is unset) and inside the hashes.
   int64_t keyable_blocks(const PrefixHashes& prefix, int64_t limit) const;
@@ -112,6 +132,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t num_blocks_;
   int64_t block_bytes_;
   bool prefix_caching_;
+  int64_t sliding_window_;
+  int64_t window_freed_ = 0;
   // Per block: reference count, filled tokens, free-list links, prefix key (0 = none). One
   // record per block, aligned to half a cache line: popping and freeing a block touch one line of
   // it (and of its free-list neighbour) instead of one line in each of five arrays.

@@ -3,6 +3,7 @@ per policy (outcomes), and the TTFT / end-to-end latency CDFs (latency_cdf)."""
 import math
 import os
 
+from . import engine
 from .inputs import InputProblem, num, policies_in_order, read_csv, read_json
 from .style import GIB, legend_in, line_style, panels
 
@@ -41,16 +42,22 @@ def clusters(times, gap_s):
     return out
 
 
-def run_events(requests, series, policy):
+def mine(rows, policy, replica):
+    """The rows of one policy, and of one cluster replica when replica is set (docs/cluster.md)."""
+    return [r for r in rows
+            if r["policy"] == policy and (replica is None or r.get("replica") == replica)]
+
+
+def run_events(requests, series, policy, replica=None):
     """Event times, which requests.csv does not record, derived from it and timeseries.csv: after
     each group of requests lost in an OOM, the crash is the first sample with nothing running or
     waiting and no live KV, and the restart window lasts until work is back. Rejections and
     truncations are marked at the request's arrival."""
-    mine = [r for r in requests if r["policy"] == policy]
+    mine_requests = mine(requests, policy, replica)
     samples = [(num(r["t_s"]), num(r["running"], 0) + num(r["waiting"], 0),
-                num(r["kv_live_bytes"], 0)) for r in series if r["policy"] == policy]
+                num(r["kv_live_bytes"], 0)) for r in mine(series, policy, replica)]
     windows = []
-    lost = clusters([num(r["arrival_s"]) for r in mine if r["outcome"] == "lost_oom"], 5.0)
+    lost = clusters([num(r["arrival_s"]) for r in mine_requests if r["outcome"] == "lost_oom"], 5.0)
     for first, _ in lost:
         after = [s for s in samples if s[0] > first]
         crash = next((t for t, work, kv in after if work == 0 and kv == 0), None)
@@ -58,26 +65,46 @@ def run_events(requests, series, policy):
             continue  # no sample shows it, or lost in a crash already marked
         back = next((t for t, work, _ in after if t > crash and work > 0), after[-1][0])
         windows.append([crash, back])
-    rejected = [num(r["arrival_s"]) for r in mine
+    rejected = [num(r["arrival_s"]) for r in mine_requests
                 if r["outcome"] in ("rejected", "rejected_too_long")]
-    truncated = [num(r["arrival_s"]) for r in mine if r["outcome"] == "completed_truncated"]
+    truncated = [num(r["arrival_s"]) for r in mine_requests
+                 if r["outcome"] == "completed_truncated"]
     return windows, rejected, truncated
+
+
+# A cluster policy's memory panels: its replicas with the highest in-use peak, at most this many.
+MAX_REPLICA_PANELS = 4
+
+
+def memory_panels(summary):
+    """(policy, replica label or None, replica summary or None) per panel: one per policy, or, for
+    a cluster policy, one per replica (the MAX_REPLICA_PANELS with the highest peak, in order)."""
+    out = []
+    for p in summary["policies"]:
+        replicas = p.get("replicas")
+        if not replicas:
+            out.append((p["name"], None, None))
+            continue
+        worst = sorted(range(len(replicas)), key=lambda i: -replicas[i]["peak_in_use_bytes"])
+        for i in sorted(worst[:MAX_REPLICA_PANELS]):
+            out.append((p["name"], replicas[i]["replica"], replicas[i]))
+    return out
 
 
 def plot_memory(plt, w, d, summary, series, requests):
     np = __import__("numpy")
-    policies = [p["name"] for p in summary["policies"]]
-    n = len(policies)
+    chosen = memory_panels(summary)
+    n = len(chosen)
     fig, grid, lax = panels(plt, n, 1, 1.25, 0.7, sharex=True, sharey=True)
     axes = [row[0] for row in grid]
-    for ax, policy in zip(axes, policies):
-        rows = [r for r in series if r["policy"] == policy]
+    for ax, (policy, replica, rs) in zip(axes, chosen):
+        rows = mine(series, policy, replica)
         t = np.array([num(r["t_s"]) for r in rows])
         stack = [np.array([num(r[f"{k}_bytes"], 0.0) for r in rows]) / GIB
                  for k, _, _ in MEMORY_CATEGORIES]
         ax.stackplot(t, *stack, colors=[c for _, _, c in MEMORY_CATEGORIES],
                      labels=[l for _, l, _ in MEMORY_CATEGORIES], linewidth=0)
-        windows, rejected, truncated = run_events(requests, series, policy)
+        windows, rejected, truncated = run_events(requests, series, policy, replica)
         for i, (a, b) in enumerate(windows):
             ax.axvspan(a, b, facecolor="none", edgecolor="#888888", hatch="//", linewidth=0,
                        label="restart window" if i == 0 else None)
@@ -95,8 +122,13 @@ def plot_memory(plt, w, d, summary, series, requests):
         gpus = layout.get("gpus", 1)
         where = (f", 1 of {gpus} GPUs (TP{layout.get('tensor_parallel', 1)}"
                  f"xPP{layout.get('pipeline_parallel', 1)})" if gpus > 1 else "")
-        ax.set_title(f"{policy}: {p.get('oom_events', 0)} OOM, availability "
-                     f"{100 * p.get('availability', 0):.1f}%{where}", loc="left")
+        if rs is None:
+            ax.set_title(f"{policy}: {p.get('oom_events', 0)} OOM, availability "
+                         f"{100 * p.get('availability', 0):.1f}%{where}", loc="left")
+        else:  # a cluster replica: its own OOMs and requests
+            ax.set_title(f"{policy}, replica {replica} ({rs.get('gpu', '')}): "
+                         f"{rs.get('oom_events', 0)} OOM, {rs.get('requests_total', 0)} requests",
+                         loc="left")
         ax.set_ylabel("GiB per GPU" if gpus > 1 else "GiB")
         ax.margins(x=0, y=0)
         ax.grid(False)
@@ -107,7 +139,10 @@ def plot_memory(plt, w, d, summary, series, requests):
     multi = any((x.get("gpu_layout") or {}).get("gpus", 1) > 1 for x in summary["policies"])
     fig.suptitle("GPU memory by category" + (", per GPU" if multi else "") +
                  " (GiB = 2^30 bytes)")
-    w.save(fig, "memory", "Device memory over time, stacked by category, one panel per policy "
+    per = ("one panel per policy, per replica for a cluster (at most the "
+           f"{MAX_REPLICA_PANELS} replicas with the highest peak)"
+           if any(p.get("replicas") for p in summary["policies"]) else "one panel per policy")
+    w.save(fig, "memory", "Device memory over time, stacked by category, " + per + " "
            "(shared axes). Black line: an OOM crash (the first sample with no work and no live KV "
            "after requests were lost in an OOM); hatched: the restart window until work is back; "
            "ticks: rejected and truncated arrivals. Derived from requests.csv and timeseries.csv.",
@@ -193,3 +228,5 @@ def render(plt, w, d, opts):
     plot_memory(plt, w, d, summary, series, requests)
     plot_outcomes(plt, w, d, summary)
     plot_latency(plt, w, d, requests, opts.long_tokens)
+    engine.plot_batch(plt, w, d, summary)
+    engine.plot_breakdown(plt, w, d, summary)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/config_patch.h"
 #include "models/catalog.h"
 #include "models/memory/kv_store_registry.h"
 #include "workloads/traces/trace_formats.h"
@@ -34,12 +35,21 @@ Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
         s.model.name, s.model.max_position, s.model.kv_bytes_per_token()));
   }
   s.gpu = resolve_gpu(root.child("gpu"), catalog);
+  s.catalog = &catalog;
   root.reject_unknown_keys();
   return s;
 }
 
 Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog) {
   return load_scenario(ConfigNode::parse_file(path), catalog);
+}
+
+Scenario load_scenario_with_sets(const ConfigNode& raw, const std::vector<std::string>& sets,
+                                 const Catalog& catalog) {
+  if (sets.empty()) return load_scenario(raw, catalog);
+  YAML::Node patched = raw.yaml();
+  for (const auto& s : sets) patched = apply_set(patched, s);
+  return load_scenario(ConfigNode::wrap(patched, raw.source()), catalog);
 }
 
 namespace {

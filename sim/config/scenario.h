@@ -22,12 +22,17 @@ struct Scenario {
   ModelSpec model;
   GpuSpec gpu;
   ConfigNode root;  // the whole (patched) document, for the sections the engine reads
+  // The catalog it was loaded with (a cluster's replica groups name their GPUs in it); null:
+  // Catalog::builtin(). Borrowed.
+  const Catalog* catalog = nullptr;
 };
 
 // Sections the engine, workload, policy and metrics code read from `root`. Listed here so the
-// loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h).
+// loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h);
+// `cluster` per policy too (sim/cluster/cluster_config.h); `cost` only by `kvsim capacity`
+// (sim/capacity/capacity_cost.h).
 inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep",
-                                                           "slo"};
+                                                           "slo", "cluster", "cost"};
 
 // The most KV bytes one sequence of the model's max_position tokens may need (1 EB): keeps every
 // byte figure the engine derives from token counts far inside int64.
@@ -36,6 +41,10 @@ inline constexpr int64_t kMaxSequenceKvBytes = 1'000'000'000'000'000'000;
 // Reads and validates the scenario's top level. Throws ConfigError with file:line:col.
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog);
 Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog);
+// The scenario `raw` (a parsed file or text) with every `--set path=value` applied first, in
+// order (core/config_patch.h): what `kvsim run` and the Python module's kvsim.run() load.
+Scenario load_scenario_with_sets(const ConfigNode& raw, const std::vector<std::string>& sets,
+                                 const Catalog& catalog);
 
 // Warnings about settings that are legal but probably unwise (seed B's rules and seed A's
 // guard assumptions). Each is one line naming the position.

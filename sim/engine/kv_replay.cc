@@ -32,6 +32,7 @@ class Replay {
       finish();
     }
     result_.waste = acc_.summary(t_);
+    result_.of_kv_space = space_acc_.summary(t_);
     result_.iterations = t_;
     result_.peak_live_bytes = result_.waste.peak_live_bytes;
     result_.peak_footprint_bytes = result_.waste.peak_footprint_bytes;
@@ -39,12 +40,27 @@ class Replay {
   }
 
  private:
-  KvSample sample() {
+  // Samples the store; `space` gets the Figure 2 view of the same instant (ReplayResult).
+  KvSample sample(KvSample& space) {
     const KvUsage u = store_.usage();
     result_.peak_kv_bytes = std::max(result_.peak_kv_bytes, u.held_bytes);
+    space.live_bytes = u.live_bytes;
+    space.reservation_bytes = u.reservation_bytes;
+    space.internal_bytes = u.internal_bytes - u.rounding_bytes;
+    space.external_bytes = std::max<int64_t>(
+        0, u.capacity_bytes - space.live_bytes - space.reservation_bytes - space.internal_bytes);
     return KvSample::from(u);
   }
-  void sample_hold() { acc_.hold(t_, sample()); }
+  void sample_hold() {
+    KvSample space;
+    acc_.hold(t_, sample(space));
+    space_acc_.hold(t_, space);
+  }
+  void sample_ramp() {
+    KvSample space;
+    acc_.ramp(t_, sample(space));
+    space_acc_.ramp(t_, space);
+  }
   void check() {
     if (options_.check_invariants) store_.check_invariants();
   }
@@ -103,7 +119,7 @@ class Replay {
         KVSIM_CHECK(res.ok, "grow inside the slack of request {} failed", r.index);
       }
       t_ += k;
-      acc_.ramp(t_, sample());
+      sample_ramp();
       check();
       return;
     }
@@ -138,7 +154,7 @@ class Replay {
       if (!preempted.empty()) blocked_ = !kept.empty();
     }
     running_ = std::move(kept);
-    acc_.ramp(t_, sample());
+    sample_ramp();
     check();
   }
 
@@ -172,6 +188,7 @@ class Replay {
   bool blocked_ = false;
   SimTime t_ = 0;
   KvWasteAccumulator acc_;
+  KvWasteAccumulator space_acc_;  // the Figure 2 view
   ReplayResult result_;
 };
 

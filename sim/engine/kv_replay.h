@@ -47,6 +47,12 @@ struct ReplayResult {
   int64_t peak_footprint_bytes = 0;
   int64_t peak_inflight = 0;
   KvWasteSummary waste;         // time-weighted (per iteration)
+  // The vLLM paper's Figure 2 view, time-weighted: each category over the whole KV space
+  // (capacity), with the allocator's rounding (KvUsage::rounding_bytes) moved from internal to
+  // external, and free space that is not a hole too small for the last request counted as
+  // external too ("external frag. & others"): usage_efficiency is the token-states share,
+  // external_fraction = 1 - the other three.
+  KvWasteSummary of_kv_space;
 };
 
 // Replays `requests` in order through `store`, which must be empty; it is empty again after.

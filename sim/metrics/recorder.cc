@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "sim/metrics/breakdown.h"
 
 namespace kvsim {
 
@@ -30,18 +31,21 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
-std::string Recorder::request_header() {
-  return "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,outcome,"
-         "ttft_s,tpot_s,e2e_s,preemptions,tokens_dropped\n";
+std::string Recorder::request_header(bool replica) {
+  return std::string(
+             "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,"
+             "outcome,ttft_s,tpot_s,e2e_s,preemptions,tokens_dropped,"
+             "guard_queue_s,engine_wait_s,prefill_s,decode_s,preempted_s") +
+         (replica ? ",replica\n" : "\n");
 }
 
-std::string Recorder::timeseries_header() {
+std::string Recorder::timeseries_header(bool replica) {
   std::string h = "policy,t_s";
   for (int c = 0; c < kMemCategoryCount; ++c) {
     h += fmt::format(",{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
   }
   return h + ",torch_allocated_bytes,torch_reserved_bytes,driver_free_bytes,guard_queue,waiting,"
-             "running\n";
+             "running" + (replica ? ",replica\n" : "\n");
 }
 
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
@@ -49,13 +53,15 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
   return pool.budget().device_bytes_for_torch();
 }
 
-void Recorder::on_outcome(const RequestState& r) {
+void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
+  if (cluster_) cluster_->on_outcome(r, replica_);
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
   ++summary_.outcomes[outcome_index(r.outcome)];
   last_outcome_ = std::max(last_outcome_, r.finished_at);
   summary_.tokens_dropped += r.tokens_dropped;
   const bool served = r.outcome == Outcome::kCompleted || r.outcome == Outcome::kCompletedTruncated;
   std::string ttft = "", tpot = "", e2e = "";
+  std::string parts = ",,,,";  // the breakdown: served requests only
   if (served) {
     const double t1 = sim_to_seconds(r.first_token_at - r.spec.arrival);
     const double tend = sim_to_seconds(r.finished_at - r.spec.arrival);
@@ -70,6 +76,16 @@ void Recorder::on_outcome(const RequestState& r) {
       tpot = fmt::format("{:.6f}", *per);
     }
     summary_.output_tokens_served += r.generated;
+    // The breakdown in exact ns (9 decimals), so its cells sum to E2E to the nanosecond.
+    const RequestBreakdown b = request_breakdown(r);
+    const std::array<SimTime, 5> ns = {b.guard_queue, b.engine_wait, b.prefill, b.decode, b.preempted};
+    parts.clear();
+    for (size_t i = 0; i < ns.size(); ++i) {
+      breakdown_ns_[i] += ns[i];
+      fmt::format_to(std::back_inserter(parts), "{}{}.{:09d}", i ? "," : "", ns[i] / kNsPerSecond,
+                     ns[i] % kNsPerSecond);
+    }
+    ++summary_.breakdown.count;
     // SLOs score full answers only: a truncated prompt was answered, but not as asked.
     if (summary_.slo && r.outcome == Outcome::kCompleted && summary_.slo->met(t1, per, tend)) {
       ++summary_.slo_met;
@@ -78,11 +94,36 @@ void Recorder::on_outcome(const RequestState& r) {
   }
   if (!request_file_) return;
   line_.clear();
-  fmt::format_to(std::back_inserter(line_), "{},{},{:.6f},{},{},{},{},{},{},{},{},{},{}\n", policy_,
+  fmt::format_to(std::back_inserter(line_), "{},{},{:.6f},{},{},{},{},{},{},{},{},{},{},{}", policy_,
                  r.spec.id, sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens,
                  r.prompt_tokens, r.spec.output_tokens, r.generated, outcome_name(r.outcome),
-                 ttft, tpot, e2e, r.preemptions, r.tokens_dropped);
+                 ttft, tpot, e2e, r.preemptions, r.tokens_dropped, parts);
+  if (!replica.empty()) fmt::format_to(std::back_inserter(line_), ",{}", replica);
+  line_ += '\n';
   write_row(r.spec.id);
+}
+
+void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
+  BatchSummary& b = s.batch;
+  b.iterations = batch_size_.count();
+  b.batch_size = batch_size_.stats();
+  b.batch_tokens = batch_tokens_.stats();
+  b.iteration_s = iteration_time_.stats_seconds();
+  b.batch_size_hist = batch_size_.histogram();
+  b.batch_tokens_hist = batch_tokens_.histogram();
+  b.iteration_s_hist = iteration_time_.histogram_seconds();
+  b.busy_s = sim_to_seconds(busy_ns_);
+  b.flops = static_cast<double>(flops_);
+  b.busy_share = s.duration_s > 0 ? b.busy_s / s.duration_s : 0;
+  b.mfu = s.duration_s > 0 && b.peak_flops_per_s > 0
+              ? b.flops / (b.peak_flops_per_s * s.duration_s)
+              : 0;
+  BreakdownSummary& d = s.breakdown;
+  if (d.count > 0) {
+    const double n = static_cast<double>(d.count);
+    double* out[] = {&d.guard_queue_s, &d.engine_wait_s, &d.prefill_s, &d.decode_s, &d.preempted_s};
+    for (size_t i = 0; i < breakdown_ns_.size(); ++i) *out[i] = sim_to_seconds(breakdown_ns_[i]) / n;
+  }
 }
 
 void Recorder::write_row(int64_t id) {
@@ -126,8 +167,10 @@ void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue
   if (!timeseries_file_) return;
   std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
   for (int64_t b : s.categories()) row += fmt::format(",{}", b);
-  row += fmt::format(",{},{},{},{},{},{}\n", s.torch_allocated_bytes, s.torch_reserved_bytes,
+  row += fmt::format(",{},{},{},{},{},{}", s.torch_allocated_bytes, s.torch_reserved_bytes,
                      s.driver_free_bytes, guard_queue, waiting, running);
+  if (cluster_) row += "," + replica_;
+  row += '\n';
   timeseries_file_->append(row);
 }
 
@@ -168,6 +211,7 @@ PolicySummary Recorder::finish(SimTime end) {
     s.slo_goodput_requests_per_s = span > 0 ? static_cast<double>(s.slo_met) / s.duration_s : 0;
     s.slo_goodput_tokens_per_s = span > 0 ? static_cast<double>(slo_tokens_) / s.duration_s : 0;
   }
+  finish_batch_and_breakdown(s);
   if (request_file_) {  // ids that never finished leave gaps; the rest still go in id order
     for (const auto& [id, row] : pending_rows_) request_file_->append(row);
     pending_rows_.clear();

@@ -8,12 +8,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
+#include "sim/metrics/distribution.h"
 #include "sim/metrics/slo.h"
 #include "sim/serving/request_state.h"
 
@@ -40,6 +42,53 @@ struct GpuLayoutSummary {
   int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
 };
 
+// One replica of a cluster (sim/cluster): its own figures, from its own recorder.
+struct ReplicaSummary {
+  std::string label;  // "<group>-<index>", the requests.csv and timeseries.csv `replica` cell
+  std::string group;
+  int index = 0;      // within its group
+  std::string gpu;
+  std::string role = "mixed";  // prefill/decode disaggregation will add roles
+  int64_t requests_total = 0;
+  std::array<int64_t, 7> outcomes{};  // by outcome_index()
+  int64_t oom_events = 0, restarts = 0, preemptions = 0;
+  int64_t peak_in_use_bytes = 0, peak_driver_used_bytes = 0;
+  double kv_pool_peak_occupancy = 0, kv_pool_mean_occupancy = 0;
+  LatencyStats ttft, tpot, e2e;
+};
+
+// A policy run on a cluster: its router and replicas. The policy's own figures are the cluster
+// totals: counts summed, latency percentiles over every request; its memory figures are those of
+// `memory_replica`, the replica with the highest in-use peak (memory is per replica only).
+struct ClusterSummary {
+  std::string router;
+  std::string memory_replica;
+  std::vector<ReplicaSummary> replicas;
+};
+
+// Batch and engine figures (issue 18 item 3; docs/metrics.md "Batch and engine metrics"): one
+// sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
+// batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
+// duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
+// FLOPs of every iteration (per GPU: one GPU's shard) / (the GPU's dense FP16 peak x duration_s):
+// with TP x PP GPUs each doing its shard, the replica's FLOPs over its GPUs' peak is the same.
+struct BatchSummary {
+  int64_t iterations = 0;
+  LatencyStats batch_size, batch_tokens, iteration_s;
+  Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
+  double busy_s = 0;
+  double busy_share = 0;
+  double flops = 0;            // per GPU, summed over iterations
+  double peak_flops_per_s = 0; // per GPU
+  double mfu = 0;
+};
+
+// Means over served requests of their latency breakdown (sim/metrics/breakdown.h), seconds.
+struct BreakdownSummary {
+  int64_t count = 0;
+  double guard_queue_s = 0, engine_wait_s = 0, prefill_s = 0, decode_s = 0, preempted_s = 0;
+};
+
 struct PolicySummary {
   std::string name;
   int64_t requests_total = 0;
@@ -49,6 +98,7 @@ struct PolicySummary {
   int64_t restarts = 0;
   int64_t preemptions = 0;
   int64_t iterations = 0;             // forward passes (benchmarks' rate; not in the result files)
+  int64_t fast_forward_iterations = 0;  // of them, run in closed form (not in the result files)
   int64_t tokens_dropped = 0;
   int64_t output_tokens_served = 0;
   double duration_s = 0;              // first arrival to last outcome (0 with no request)
@@ -85,6 +135,10 @@ struct PolicySummary {
   double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
+  std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
+
+  BatchSummary batch;          // issue 18 item 3
+  BreakdownSummary breakdown;  // issue 18 item 4
 };
 
 // The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the
@@ -108,14 +162,38 @@ class Recorder {
   // The bounds SLO attainment is scored against (nullopt: no SLO figures).
   void set_slo(std::optional<SloBounds> slo) { summary_.slo = slo; }
 
+  // Cluster replicas (sim/cluster): this recorder keeps the replica's own figures, and its
+  // arrivals and outcomes also go to `cluster`'s recorder (the cluster totals and the
+  // requests.csv rows, which get `replica` as their last column); its timeseries rows get it too.
+  void report_to(Recorder* cluster, std::string replica) {
+    cluster_ = cluster;
+    replica_ = std::move(replica);
+  }
+
   void on_arrival(SimTime t) {
+    if (cluster_) cluster_->on_arrival(t);
     if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
   }
-  void on_outcome(const RequestState& r);
+  // `replica`: the requests.csv `replica` cell (cluster runs only; empty: no such column).
+  void on_outcome(const RequestState& r, std::string_view replica = {});
   void on_oom() { ++summary_.oom_events; }
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
   void on_iteration() { ++summary_.iterations; }
+  void on_fast_forward_iteration() {  // an iteration of a decode stretch run in closed form
+    ++summary_.iterations;
+    ++summary_.fast_forward_iterations;
+  }
+  // Batch and engine metrics (BatchSummary): the peak the MFU is over, and one iteration's shape,
+  // duration and FLOPs (the latency model's, per GPU) when it starts.
+  void set_peak_flops(double per_s) { summary_.batch.peak_flops_per_s = per_s; }
+  void on_batch(int64_t seqs, int64_t tokens, SimTime duration, double flops) {
+    batch_size_.add(seqs);
+    batch_tokens_.add(tokens);
+    iteration_time_.add(duration);
+    busy_ns_ += duration;
+    flops_ += flops;
+  }
   void on_prefix_caching() { summary_.prefix_caching = true; }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;
@@ -134,11 +212,14 @@ class Recorder {
   // id-order buffer still holds (ids never seen leave a gap).
   PolicySummary finish(SimTime end);
 
-  static std::string request_header();
-  static std::string timeseries_header();
+  // With `replica`, a last `replica` column (cluster runs).
+  static std::string request_header(bool replica = false);
+  static std::string timeseries_header(bool replica = false);
 
  private:
   std::string policy_;
+  Recorder* cluster_ = nullptr;  // report_to()
+  std::string replica_;          // report_to()
   PolicySummary summary_;
   std::vector<double> ttft_, tpot_, e2e_;
   KvWasteAccumulator kv_;
@@ -157,7 +238,14 @@ class Recorder {
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
   long double held_byte_ns_ = 0;  // ∫ held dt (1e11 B x 1e13 ns overflows int64)
+  // Batch metrics and the latency breakdown's sums (issue 18 items 3 and 4).
+  CountDistribution batch_size_, batch_tokens_;
+  LogDistribution iteration_time_;
+  SimTime busy_ns_ = 0;
+  long double flops_ = 0;
+  std::array<SimTime, 5> breakdown_ns_{};  // guard_queue, engine_wait, prefill, decode, preempted
   void write_row(int64_t id);  // the row in line_
+  void finish_batch_and_breakdown(PolicySummary& s) const;
 };
 
 }  // namespace kvsim

@@ -22,6 +22,38 @@ nlohmann::ordered_json categories_json(const std::array<int64_t, kMemCategoryCou
   return o;
 }
 
+nlohmann::ordered_json histogram_json(const Histogram& h) {
+  return {{"edges", h.edges}, {"counts", h.counts}};
+}
+
+// Batch and engine metrics (issue 18 item 3; BatchSummary).
+nlohmann::ordered_json batch_json(const BatchSummary& b) {
+  nlohmann::ordered_json size = stats_json(b.batch_size), tokens = stats_json(b.batch_tokens),
+                         time = stats_json(b.iteration_s);
+  size["histogram"] = histogram_json(b.batch_size_hist);
+  tokens["histogram"] = histogram_json(b.batch_tokens_hist);
+  time["histogram"] = histogram_json(b.iteration_s_hist);
+  return {{"iterations", b.iterations},
+          {"batch_size", size},
+          {"batch_tokens", tokens},
+          {"iteration_s", time},
+          {"busy_s", b.busy_s},
+          {"busy_share", b.busy_share},
+          {"flops_per_gpu", b.flops},
+          {"peak_flops_per_s_per_gpu", b.peak_flops_per_s},
+          {"mfu", b.mfu}};
+}
+
+// Means of the served requests' latency breakdown (issue 18 item 4; BreakdownSummary).
+nlohmann::ordered_json breakdown_json(const BreakdownSummary& d) {
+  return {{"count", d.count},
+          {"guard_queue_s", d.guard_queue_s},
+          {"engine_wait_s", d.engine_wait_s},
+          {"prefill_s", d.prefill_s},
+          {"decode_s", d.decode_s},
+          {"preempted_s", d.preempted_s}};
+}
+
 // A bound, or null when the SLO leaves that figure unbounded.
 nlohmann::ordered_json bound_json(const std::optional<double>& b) {
   return b ? nlohmann::ordered_json(*b) : nlohmann::ordered_json(nullptr);
@@ -30,6 +62,31 @@ nlohmann::ordered_json bound_json(const std::optional<double>& b) {
 // "" for a figure of a policy without an SLO (an empty cell in summary.csv).
 std::string slo_cell(const PolicySummary& p, double v) {
   return p.slo ? fmt::format("{:.6f}", v) : "";
+}
+
+// Cluster runs: a table of every policy's replicas after the policies' ("" otherwise).
+std::string replica_table(const std::vector<PolicySummary>& policies) {
+  const bool any = std::any_of(policies.begin(), policies.end(),
+                               [](const PolicySummary& p) { return p.cluster.has_value(); });
+  if (!any) return "";
+  cli::TextTable t({"policy", "replica", "gpu", "requests", "completed", "lost_oom", "unavail",
+                    "OOMs", "restarts", "TTFT p99 (s)", "E2E p99 (s)", "driver peak (GiB)",
+                    "KV peak"});
+  for (const PolicySummary& p : policies) {
+    if (!p.cluster) continue;
+    for (const ReplicaSummary& r : p.cluster->replicas) {
+      auto n = [&](Outcome o) { return std::to_string(r.outcomes[outcome_index(o)]); };
+      t.add_row({p.name, r.label, r.gpu, std::to_string(r.requests_total),
+                 n(Outcome::kCompleted), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
+                 std::to_string(r.oom_events), std::to_string(r.restarts),
+                 fmt::format("{:.3f}", r.ttft.p99), fmt::format("{:.3f}", r.e2e.p99),
+                 fmt::format("{:.2f}", static_cast<double>(r.peak_driver_used_bytes) / (1 << 30)),
+                 fmt::format("{:.1f}%", 100 * r.kv_pool_peak_occupancy)});
+    }
+  }
+  std::string out(1, '\n');  // (not "\n" + ...: a GCC 12 -Wrestrict false positive)
+  out += t.render();
+  return out;
 }
 
 }  // namespace
@@ -87,6 +144,8 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
+    o["batch"] = batch_json(p.batch);
+    o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
     if (p.gpu_layout) {  // parallelism / quantization (issue 15): only where set, see recorder.h
       const GpuLayoutSummary& g = *p.gpu_layout;
       o["gpu_layout"] = {{"memory_figures", "per GPU"},
@@ -98,6 +157,33 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                          {"weights_bytes_per_gpu", g.weights_bytes_per_gpu},
                          {"kv_bytes_per_token_per_gpu", g.kv_bytes_per_token_per_gpu},
                          {"kv_pool_tokens_per_gpu", g.kv_pool_tokens_per_gpu}};
+    }
+    if (p.cluster) {  // cluster runs only (docs/cluster.md), so other summaries keep their bytes
+      o["router"] = p.cluster->router;
+      o["memory_figures"] = "replica " + p.cluster->memory_replica;
+      nlohmann::ordered_json replicas = nlohmann::ordered_json::array();
+      for (const ReplicaSummary& r : p.cluster->replicas) {
+        nlohmann::ordered_json replica_outcomes;
+        for (Outcome oc : kFinalOutcomes) replica_outcomes[std::string(outcome_name(oc))] = r.outcomes[outcome_index(oc)];
+        replicas.push_back({{"replica", r.label},
+                            {"group", r.group},
+                            {"index", r.index},
+                            {"gpu", r.gpu},
+                            {"role", r.role},
+                            {"requests_total", r.requests_total},
+                            {"outcomes", replica_outcomes},
+                            {"oom_events", r.oom_events},
+                            {"restarts", r.restarts},
+                            {"preemptions", r.preemptions},
+                            {"peak_in_use_bytes", r.peak_in_use_bytes},
+                            {"peak_driver_used_bytes", r.peak_driver_used_bytes},
+                            {"kv_pool_peak_occupancy", r.kv_pool_peak_occupancy},
+                            {"kv_pool_mean_occupancy", r.kv_pool_mean_occupancy},
+                            {"ttft_s", stats_json(r.ttft)},
+                            {"tpot_s", stats_json(r.tpot)},
+                            {"e2e_s", stats_json(r.e2e)}});
+      }
+      o["replicas"] = replicas;
     }
     arr.push_back(o);
   }
@@ -163,7 +249,7 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
     }
     t.add_row(row);
   }
-  return t.render();
+  return t.render() + replica_table(policies);
 }
 
 }  // namespace kvsim

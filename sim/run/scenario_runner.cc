@@ -17,12 +17,17 @@
 #include "core/check.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "models/catalog.h"
+#include "sim/cluster/cluster.h"
+#include "sim/cluster/cluster_config.h"
+#include "sim/cluster/cluster_summary.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
 #include "sim/metrics/slo.h"
 #include "sim/metrics/summary_writer.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/replica.h"
+#include "sim/timeline/timeline_writer.h"
 #include "workloads/workload.h"
 
 namespace kvsim {
@@ -35,7 +40,10 @@ constexpr SimTime kClientRetryBackoff = kNsPerSecond;
 // A policy's engine: the scenario's `engine:` with the policy's own `engine:` keys on top.
 // Both are read through the merged map only (peek), so it, not the originals, gets its keys
 // checked; each key keeps the position and path where it was written.
-ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
+// A cluster's replica group's `engine:` (`group`) goes on top of both: the group is the
+// hardware (tensor_parallel on its GPUs), the same whatever the policy.
+ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy,
+                         const std::optional<ConfigNode>& group = std::nullopt) {
   policy.allow({"engine"});  // read here, through the merged map
   std::vector<ConfigNode> layers;
   if (auto base = root.peek("engine")) {
@@ -46,6 +54,7 @@ ConfigNode policy_engine(const ConfigNode& root, const ConfigNode& policy) {
     if (!over->is_map()) over->fail_expected("a map of engine settings");
     layers.push_back(*over);
   }
+  if (group) layers.push_back(*group);
   return ConfigNode::merge(layers, policy);
 }
 
@@ -62,16 +71,24 @@ void check_unique_name(const ConfigNode& policy, std::map<std::string, ConfigNod
 
 }  // namespace
 
-// One policy, ready to run: built by prepare_scenario(), used up by simulate().
-struct PreparedPolicy {
-  std::string name;
+// One replica's engine, pool, latency model and guards.
+struct PreparedReplica {
+  ReplicaIdentity id;  // cluster runs only
   EngineConfig engine;
   std::unique_ptr<GpuMemoryPool> pool;
   std::unique_ptr<LatencyModel> latency;
   std::vector<std::unique_ptr<Guard>> guards;
+  std::optional<GpuLayoutSummary> gpu_layout;  // more than one GPU or a dtype override
+};
+
+// One policy, ready to run: built by prepare_scenario(), used up by simulate().
+struct PreparedPolicy {
+  std::string name;
+  std::vector<PreparedReplica> replicas;  // one without a `cluster:`
+  std::unique_ptr<Router> router;         // cluster runs only
+  std::string router_type;
   Workload workload;
   std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top
-  std::optional<GpuLayoutSummary> gpu_layout;  // more than one GPU or a dtype override
 };
 
 PreparedScenario::PreparedScenario() = default;
@@ -81,10 +98,12 @@ PreparedScenario::~PreparedScenario() = default;
 
 namespace {
 
-std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNode& policy) {
-  auto p = std::make_unique<PreparedPolicy>();
-  p->name = policy.get<std::string>("name");
-  const ConfigNode engine_node = policy_engine(s.root, policy);
+// A replica of `policy` on `gpu`; `group_engine`: its cluster group's engine keys.
+PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy, const GpuSpec& gpu,
+                                const std::optional<ConfigNode>& group_engine) {
+  PreparedReplica r;
+  PreparedReplica* p = &r;
+  const ConfigNode engine_node = policy_engine(s.root, policy, group_engine);
   p->engine = parse_engine_config(engine_node);
   resolve_model_limits(p->engine, engine_node, s.model);  // before the pool's profile run
   const EngineConfig& engine = p->engine;
@@ -106,7 +125,7 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
     throw;
   }
   p->pool = std::make_unique<GpuMemoryPool>(
-      model, s.gpu, kv_node,
+      model, gpu, kv_node,
       PoolOptions{.workspace_bytes = engine.workspace_bytes,
                   .attention = engine.attention,
                   .profile_batched_tokens = engine.max_num_batched_tokens,
@@ -133,37 +152,60 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
   Profile profile;
   if (engine.profile_path.empty()) {
     try {
-      profile = default_profile(s.gpu, engine.attention_kernel);
+      profile = default_profile(gpu, engine.attention_kernel);
     } catch (const InputError& e) {
       engine_node.child("attention_kernel").fail(e.what());
     }
   } else {
     profile = load_profile(engine.profile_path);
   }
-  p->latency = std::make_unique<LatencyModel>(model, s.gpu, profile, engine.attention,
+  p->latency = std::make_unique<LatencyModel>(model, gpu, profile, engine.attention,
                                               engine.tensor_parallel, engine.pipeline_parallel);
   p->guards = make_guards(
       policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), model,
       kv_node.get<std::string>("type"));
+  return r;
+}
+
+std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNode& policy) {
+  auto p = std::make_unique<PreparedPolicy>();
+  p->name = policy.get<std::string>("name");
+  const std::optional<ClusterConfig> cluster = cluster_config(s.root, policy);
+  if (!cluster) {
+    p->replicas.push_back(prepare_replica(s, policy, s.gpu, std::nullopt));
+  } else {
+    const Catalog& catalog = s.catalog ? *s.catalog : Catalog::builtin();
+    for (const ReplicaGroupConfig& g : cluster->groups) {
+      const GpuSpec gpu = g.gpu ? resolve_gpu(*g.gpu, catalog) : s.gpu;
+      for (int i = 0; i < g.count; ++i) {
+        PreparedReplica r = prepare_replica(s, policy, gpu, g.engine);
+        r.id = ReplicaIdentity{.label = fmt::format("{}-{}", g.name, i),
+                               .group = g.name,
+                               .gpu = gpu.name,
+                               .role = g.role,
+                               .index = i};
+        p->replicas.push_back(std::move(r));
+      }
+    }
+    p->router = make_router(cluster->router, RouterContext{.seed = s.seed});
+    p->router_type = cluster->router.get<std::string>("type", "round_robin");
+  }
   p->workload = make_workload(s.root.child("workload"), s.seed);
   p->slo = policy_slo(s.root, policy);
   return p;
 }
 
-// Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
-// (both null) they are not produced.
-PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
-                         AtomicFile* timeseries_file, std::optional<TraceCounters>& trace) {
-  EventQueue events(EventQueue::Limits{.max_events = o.max_events,
-                                       .max_time = seconds_to_sim(o.max_sim_time_s)});
-  Recorder recorder(p.name);
-  recorder.stream_to(requests_file, timeseries_file);
-  recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*p.pool));
-  recorder.set_slo(p.slo);
-  Replica replica(events, *p.pool, *p.latency, p.engine, std::move(p.guards), recorder);
-  replica.set_check_invariants(o.check_invariants);
+// The engine a run uses: `--no-fast-forward` (RunOptions) turns fast-forward off over the
+// scenario's `engine.fast_forward`.
+EngineConfig engine_for_run(EngineConfig engine, const RunOptions& o) {
+  engine.fast_forward = engine.fast_forward && o.fast_forward;
+  return engine;
+}
 
-  Workload& w = p.workload;
+// Feeds `w`'s requests to `replica` (a Replica or a Cluster: arrive, set_on_finished, sample,
+// finish) and runs the event queue dry.
+template <class Target>
+void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o) {
   std::function<void()> pump = [&] {
     if (!w.source) return;
     if (auto next = w.source->next()) {
@@ -203,9 +245,61 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   events.schedule_background(0, sampler);
   events.run();
   replica.finish();
-  if (w.trace_counters && !trace) trace = *w.trace_counters;
-  PolicySummary summary = recorder.finish(events.now());
-  summary.gpu_layout = p.gpu_layout;
+}
+
+// Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
+// (both null) they are not produced.
+// `observer` (a timeline track, or null) sees a single replica's iterations and events; a
+// cluster's replicas have no timeline tracks yet (docs/timeline.md).
+PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
+                         AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
+                         ReplicaObserver* observer) {
+  EventQueue events(EventQueue::Limits{.max_events = o.max_events,
+                                       .max_time = seconds_to_sim(o.max_sim_time_s)});
+  Recorder recorder(p.name);
+  recorder.stream_to(requests_file, timeseries_file);
+  recorder.set_slo(p.slo);
+  PolicySummary summary;
+  if (!p.router) {
+    PreparedReplica& r = p.replicas.front();
+    recorder.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
+    recorder.set_peak_flops(r.latency->gpu().fp16_flops);
+    Replica replica(events, *r.pool, *r.latency, engine_for_run(r.engine, o), std::move(r.guards),
+                    recorder);
+    replica.set_check_invariants(o.check_invariants);
+    replica.set_observer(observer);
+    drive(events, replica, p.workload, o);
+    summary = recorder.finish(events.now());
+    summary.gpu_layout = r.gpu_layout;
+  } else {
+    // Each replica's recorder keeps its figures and timeseries rows; the cluster's (`recorder`)
+    // gets every arrival and outcome: the totals and the requests.csv rows.
+    std::vector<std::unique_ptr<Recorder>> recorders;
+    Cluster cluster(events, std::move(p.router), recorder);
+    std::vector<ReplicaIdentity> ids;
+    for (PreparedReplica& r : p.replicas) {
+      auto& rec = *recorders.emplace_back(std::make_unique<Recorder>(p.name));
+      rec.stream_to(nullptr, timeseries_file);
+      rec.report_to(&recorder, r.id.label);
+      rec.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
+      rec.set_peak_flops(r.latency->gpu().fp16_flops);
+      rec.set_slo(p.slo);
+      cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
+                          std::move(r.guards), rec,
+                          kv_pool_capacity_bytes(*r.pool));
+      ids.push_back(r.id);
+    }
+    cluster.set_check_invariants(o.check_invariants);
+    drive(events, cluster, p.workload, o);
+    summary = recorder.finish(events.now());
+    std::vector<PolicySummary> parts;
+    for (size_t i = 0; i < recorders.size(); ++i) {
+      parts.push_back(recorders[i]->finish(events.now()));
+      parts.back().gpu_layout = p.replicas[i].gpu_layout;
+    }
+    fold_replicas(summary, parts, ids, p.router_type);
+  }
+  if (p.workload.trace_counters && !trace) trace = *p.workload.trace_counters;
   return summary;
 }
 
@@ -259,15 +353,25 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   if (!o.out_dir.empty()) {
     requests_file = std::make_unique<AtomicFile>(dir / "requests.csv");
     timeseries_file = std::make_unique<AtomicFile>(dir / "timeseries.csv");
-    requests_file->append(Recorder::request_header());
-    timeseries_file->append(Recorder::timeseries_header());
+    // A cluster's rows name their replica (only then: other scenarios keep their bytes).
+    const bool cluster = s.root.has("cluster");
+    requests_file->append(Recorder::request_header(cluster));
+    timeseries_file->append(Recorder::timeseries_header(cluster));
   }
-  for (auto& policy : prepared.policies_) {
+  std::unique_ptr<TimelineWriter> timeline;
+  if (!o.timeline_path.empty()) {
+    timeline = std::make_unique<TimelineWriter>(
+        o.timeline_path, TimelineWindow{.start_s = o.timeline_start_s, .end_s = o.timeline_end_s});
+  }
+  for (size_t i = 0; i < prepared.policies_.size(); ++i) {
+    auto& policy = prepared.policies_[i];
     KVSIM_CHECK(policy != nullptr, "simulate: a prepared scenario runs once");
+    ReplicaObserver* observer = timeline ? timeline->track(static_cast<int>(i), policy->name) : nullptr;
     result.policies.push_back(
-        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace));
+        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observer));
     policy.reset();  // frees its pool before the next policy runs
   }
+  if (timeline) timeline->commit();
   if (o.out_dir.empty()) return result;
 
   nlohmann::ordered_json manifest;

@@ -19,9 +19,17 @@ namespace kvsim {
 struct RunOptions {
   std::string out_dir;                 // empty: write nothing
   bool check_invariants = false;       // pool + bookkeeping checks after every iteration
+  // false: every policy steps one iteration per event whatever its engine.fast_forward says
+  // (the outputs are the same; the scenario hash too, as the scenario is untouched).
+  bool fast_forward = true;
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
   double sample_interval_s = 1.0;      // timeseries period
+  // A Chrome trace-event file of the run (sim/timeline/timeline_writer.h), written atomically
+  // whether or not out_dir is set; empty: none. Only what happens in the window is written.
+  std::string timeline_path;
+  double timeline_start_s = 0;
+  double timeline_end_s = std::numeric_limits<double>::infinity();
 };
 
 struct RunResult {

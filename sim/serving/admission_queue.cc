@@ -94,6 +94,7 @@ bool AdmissionQueue::try_admit(RequestState& r) {
     }
   }
   if (auto it = std::find(queue_.begin(), queue_.end(), id); it != queue_.end()) queue_.erase(it);
+  r.admitted_at = events_.now();
   hooks_.admitted(r);
   arm_timeout(r);  // the guard's timeout no longer applies; a deadline still may
   return true;
@@ -134,6 +135,7 @@ void AdmissionQueue::cancel_timeout(RequestState& r) {
 void AdmissionQueue::on_scheduled(RequestState& r) {
   if (r.scheduled) return;
   r.scheduled = true;
+  r.first_scheduled_at = events_.now();
   cancel_timeout(r);
 }
 

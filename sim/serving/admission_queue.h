@@ -61,6 +61,7 @@ class AdmissionQueue {
   AllocFit check_allocation(const RequestState& r, int64_t tokens) const;
 
   int64_t size() const { return static_cast<int64_t>(queue_.size()); }
+  bool has_guards() const { return !guards_.empty(); }
 
  private:
   GuardContext guard_context(const MemorySnapshot& snap) const;

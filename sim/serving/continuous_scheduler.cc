@@ -15,6 +15,8 @@ class ContinuousScheduler final : public Scheduler {
     if (!steps.grow_decodes(it)) return false;
     return steps.admit_prefills(it, limits);
   }
+  // Decode-only with nothing admissible: swap_in is skipped, admit_prefills adds nothing.
+  bool plans_decode_stretches() const override { return true; }
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
+  c.fast_forward = e.get<bool>("fast_forward", true);
   c.max_model_len = e.get<int64_t>("max_model_len", 0, {.min = 1, .max = 1e12});
   c.allow_long_max_model_len = e.get<bool>("allow_long_max_model_len", false);
   if (auto q = e.get_optional<double>("max_queue_time_s",

@@ -53,6 +53,10 @@ struct EngineConfig {
   // Flash prefill kernel generation for the built-in profile (`attention_kernel: auto|fa2|fa3`);
   // unset ("auto") = vLLM's choice for the GPU (FA3 on Hopper, FA2 elsewhere). docs/latency.md.
   std::optional<FlashKernel> attention_kernel;
+  // Decode-only stretches advance in closed form, several iterations per event (Replica's
+  // fast-forward, docs/architecture.md); false steps one iteration per event. Outputs are
+  // byte-identical either way: a switch for checking and benchmarking, not a model choice.
+  bool fast_forward = true;
 };
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws

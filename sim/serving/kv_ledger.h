@@ -37,6 +37,17 @@ class KvLedger {
     }
     return true;
   }
+  // The fast-forward's aggregate form of defer(): `tokens` one-token steps of requests whose
+  // windows have room, counted here without touching their RequestState; each such request
+  // catches up later with catch_up() before anything else reads its window.
+  void defer_many(int64_t tokens) { unreported_ += tokens; }
+  // Applies `steps` one-token deferrals that defer_many() already counted to r's window.
+  // Requires: r's window has that much room.
+  static void catch_up(RequestState& r, int64_t steps) {
+    r.kv_tokens += steps;
+    r.kv_room -= steps;
+    r.kv_deferred += steps;
+  }
   // The slow path, after settle(r): grows r's KV to `target` and, with deferred growth, opens its
   // next window.
   AllocResult grow_decode(RequestState& r, int64_t target);

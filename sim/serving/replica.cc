@@ -22,6 +22,16 @@ std::unique_ptr<Scheduler> registered_scheduler(const std::string& name) {
   return entry->make();
 }
 
+// What the observer is told about an iteration (only computed when there is an observer).
+IterationShape iteration_shape(const IterationPlan& it, SimTime start, SimTime end) {
+  IterationShape shape{.start = start,
+                       .end = end,
+                       .prefill_seqs = static_cast<int64_t>(it.prefill_ids.size()),
+                       .decode_seqs = static_cast<int64_t>(it.decode.size())};
+  for (int64_t chunk : it.prefill_chunks) shape.prefill_tokens += chunk;
+  return shape;
+}
+
 }  // namespace
 
 Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
@@ -51,7 +61,9 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                    [this](const RequestState& r, int64_t tokens) {
                      return admission_.check_allocation(r, tokens);
                    },
-               .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); }}),
+               .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); },
+               .preempted = [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); },
+               .now = [this] { return events_.now(); }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
@@ -62,6 +74,9 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
+  fast_forward_ok_ = config_.fast_forward && scheduler_->plans_decode_stretches() &&
+                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
+                     !pool_.model().sliding_window;
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
@@ -152,7 +167,7 @@ void Replica::start_iteration() {
       }
     }
     int64_t sum = 0;
-    for (const RequestState* r : it.decode) sum += r->context_tokens();
+    for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
     KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);
   }
   shape.decode_seqs = static_cast<int64_t>(it.decode.size());
@@ -168,10 +183,16 @@ void Replica::start_iteration() {
   }
   recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
-  const double seconds = latency_.iteration(shape).seconds + it.extra_seconds;
+  const IterationCost cost = latency_.iteration(shape);
+  const SimTime duration = std::max<SimTime>(1, seconds_to_sim(cost.seconds + it.extra_seconds));
+  int64_t prefill_tokens = 0;
+  for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
+  recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
+                     prefill_tokens + shape.decode_seqs, duration, cost.flops);
   busy_ = true;
+  iteration_start_ = events_.now();
   std::swap(in_flight_, planning_);
-  events_.schedule(std::max<SimTime>(1, seconds_to_sim(seconds)), [this] { end_iteration(); });
+  events_.schedule(duration, [this] { end_iteration(); });
 }
 
 void Replica::end_iteration() {
@@ -201,6 +222,8 @@ void Replica::end_iteration() {
     finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
   }
   recorder_.on_state(now, pool_.snapshot());
+  if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
+  fast_forward();
   kick();
 }
 
@@ -209,6 +232,7 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   pool_.release_activations();
   engine_log()->info("t={:.6f}s OOM on req={}: {}", sim_to_seconds(events_.now()), culprit, why.message());
   if (config_.on_oom == EngineConfig::OnOom::kAbortRequest) {
+    notify(ReplicaEvent::kOomAbort, culprit);
     if (requests_.count(culprit)) finish_request(culprit, Outcome::kLostOom);
     recorder_.on_state(events_.now(), pool_.snapshot());
     events_.schedule(0, [this] { kick(); });
@@ -225,12 +249,14 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   busy_ = false;
   recorder_.on_restart();
   recorder_.on_state(events_.now(), pool_.snapshot());
+  notify(ReplicaEvent::kOomCrash, culprit);  // the state after it: nothing held, nothing queued
   events_.schedule(config_.restart, [this] { restart_done(); });
 }
 
 void Replica::restart_done() {
   down_ = false;
   recorder_.on_state(events_.now(), pool_.snapshot());
+  notify(ReplicaEvent::kRestarted, -1);
   if (check_) check();
   kick();
 }
@@ -251,6 +277,7 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   r.outcome = outcome;
   r.finished_at = events_.now();
   recorder_.on_outcome(r);
+  notify(ReplicaEvent::kFinished, id, outcome);
   const RequestState copy = r;
   requests_.erase(f);
   if (on_finished_) on_finished_(copy);
@@ -275,6 +302,17 @@ void Replica::finish() {
                 "request {} still in flight outside a guard queue at the end", id);
     finish_request(id, Outcome::kTimedOut);
   }
+}
+
+ReplicaState Replica::observed_state() const {
+  const MemorySnapshot s = pool_.snapshot();
+  return {.t = events_.now(),
+          .kv_used_bytes = s.kv_live_bytes + s.kv_waste_bytes,
+          .kv_free_bytes = s.kv_free_bytes,
+          .driver_free_bytes = s.driver_free_bytes,
+          .guard_queue = admission_.size(),
+          .waiting = queues_.waiting_size(),
+          .running = queues_.running_size()};
 }
 
 void Replica::check() const {

@@ -17,6 +17,7 @@
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
+#include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
 #include "sim/serving/admission_queue.h"
 #include "sim/serving/engine_config.h"
@@ -44,6 +45,8 @@ class Replica {
   void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
   void set_check_invariants(bool on) { check_ = on; }
+  // Watcher of iterations and events (the timeline); borrowed, nullptr for none (the default).
+  void set_observer(ReplicaObserver* observer) { observer_ = observer; }
 
   // Sampler hook: a timeseries row now.
   void sample();
@@ -53,6 +56,9 @@ class Replica {
 
   int64_t inflight() const { return queues_.size(); }
   bool idle() const { return requests_.empty(); }
+  // Restarting after an OOM crash: arrivals fail at once (a cluster's router routes around it).
+  bool down() const { return down_; }
+  GpuMemoryPool& pool() const { return pool_; }
   const BatchLimits& limits() const { return limits_; }
 
  private:
@@ -65,6 +71,10 @@ class Replica {
   bool plan();
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
+  // Right after an iteration ended: runs the decode-only iterations that would follow before
+  // anything else happens, in closed form (replica_fast_forward.cc), and moves the clock to the
+  // end of the last one. Runs none when the next iteration is not such a one.
+  void fast_forward();
   void run_admission();  // the guard queue moves, unless the replica is down
 
   void oom(int64_t culprit, const AllocResult& why);
@@ -72,6 +82,11 @@ class Replica {
 
   void finish_request(int64_t id, Outcome outcome);
   void check() const;
+  // The observer's view now (called only when there is one).
+  ReplicaState observed_state() const;
+  void notify(ReplicaEvent kind, int64_t request_id, Outcome outcome = Outcome::kNone) {
+    if (observer_) observer_->on_event(kind, request_id, outcome, observed_state());
+  }
 
   EventQueue& events_;
   GpuMemoryPool& pool_;
@@ -82,6 +97,8 @@ class Replica {
   Recorder& recorder_;
   std::function<void(const RequestState&)> on_finished_;
   bool check_ = false;
+  ReplicaObserver* observer_ = nullptr;
+  SimTime iteration_start_ = 0;  // when in_flight_ started
 
   // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its
   // elements never move (node-based), so the queues and the iterations hold their addresses and
@@ -95,6 +112,12 @@ class Replica {
   IterationPlan planning_;
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
+  // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred growth,
+  // no sliding window); its per-stretch scratch, reused.
+  bool fast_forward_ok_ = false;
+  std::vector<int64_t> ff_synced_;                    // by position in running(): see the .cc
+  std::vector<std::pair<int64_t, int32_t>> ff_due_;   // heap of (step, position)
+  std::vector<int32_t> ff_now_;                       // positions due at the current step
   bool busy_ = false;
   bool down_ = false;
   bool kick_pending_ = false;  // a late kick is scheduled

@@ -35,6 +35,15 @@ struct RequestState {
   SimTime first_token_at = -1;
   SimTime finished_at = -1;
   SimTime queued_at = -1;  // when it reached the guard queue (its arrival)
+  // The latency breakdown's phase changes (sim/metrics/breakdown.h; integer ns, so its parts
+  // sum to E2E exactly): admitted past the guards, first entered the running batch, and the
+  // time spent preempted (from a preemption to re-entering the running batch), split by whether
+  // the first token had come yet. preempted_at: the pending preemption's start, -1 when none.
+  SimTime admitted_at = -1;
+  SimTime first_scheduled_at = -1;
+  SimTime preempted_at = -1;
+  SimTime preempted_before_first_token = 0;
+  SimTime preempted_after_first_token = 0;
   // Two bounds on waiting, served by one pending event (`timeout`, at the earlier of the two that
   // apply; AdmissionQueue arms it): a queueing guard's timeout_s, while the request is in the
   // guard queue, and the request's max_queue_time deadline, until its first scheduling. -1: none.
@@ -54,6 +63,13 @@ struct RequestState {
   int64_t context_tokens() const { return prompt_tokens + generated; }
   int64_t max_total_tokens() const { return prompt_tokens + spec.output_tokens; }
   // Running with its (re)prefill done: each iteration adds one token.
+  // A preempted request re-enters the running batch at `now`: close its preempted interval.
+  void end_preemption(SimTime now) {
+    if (preempted_at < 0) return;
+    (first_token_at < 0 ? preempted_before_first_token : preempted_after_first_token) +=
+        now - preempted_at;
+    preempted_at = -1;
+  }
   bool decoding() const { return phase == Phase::kRunning && prefilled >= prefill_target; }
 };
 

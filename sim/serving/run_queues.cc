@@ -126,7 +126,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
     // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).
     if (ledger_.defer(r, target)) {
       it.decode.push_back(rp);
-      it.decode_context += r.context_tokens();
+      it.decode_context += pool_.model().attended_tokens(r.context_tokens());
       continue;
     }
     ledger_.settle(r);
@@ -134,7 +134,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
       AllocResult a = ledger_.grow_decode(r, target);
       if (a) {
         it.decode.push_back(rp);
-        it.decode_context += r.context_tokens();
+        it.decode_context += pool_.model().attended_tokens(r.context_tokens());
         break;
       }
       if (!can_preempt()) {
@@ -218,6 +218,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     waiting_.pop_front();
     KvLedger::forget(r);
     r.phase = Phase::kRunning;
+    r.end_preemption(hooks_.now());
     r.prefill_target = target;
     r.prefilled = cached;
     // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
@@ -238,14 +239,16 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t id = r.spec.id;
   recorder_.on_preemption();
   ++r.preemptions;
+  r.preempted_at = hooks_.now();
   erase_from(running_, &r);
   if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
     it.decode.erase(d);
-    it.decode_context -= r.context_tokens();
+    it.decode_context -= pool_.model().attended_tokens(r.context_tokens());
   }
   const int64_t tokens = ledger_.release(r);
   const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();
   r.prefilled = 0;
+  if (hooks_.preempted) hooks_.preempted(r);  // its KV is free now
   if (preemption_ == EngineConfig::Preemption::kSwap &&
       swap_used_bytes_ + bytes <= swap_space_bytes_ && r.generated > 0) {
     swap_used_bytes_ += bytes;
@@ -270,10 +273,35 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     swapped_.pop_front();
     KvLedger::forget(r);
     r.phase = Phase::kRunning;
+    r.end_preemption(hooks_.now());
     r.prefill_target = r.swapped_tokens;
     r.prefilled = r.swapped_tokens;  // decoding at once
     running_.push_back(&r);
   }
+}
+
+bool RunQueues::admission_blocked(const BatchLimits& limits, bool guarded) const {
+  if (waiting_.empty()) return true;
+  const auto n = static_cast<int64_t>(running_.size());
+  if (n >= limits.max_num_seqs) return true;
+  const int64_t budget = limits.max_num_batched_tokens - n;
+  if (budget <= 0) return true;
+  const PagedBlocks* paged = pool_.kv().paged();
+  if (guarded || !preallocated_ || paged == nullptr) return false;
+  // admit_prefills' first allocation for the head, with no prefill planned before it.
+  const RequestState& r = requests_.at(waiting_.front());
+  const int64_t target = r.context_tokens();
+  const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
+                            .block_tokens = r.spec.hash_block_tokens,
+                            .prompt_tokens = r.prompt_tokens};
+  const int64_t cached = paged->prefix_caching() ? paged->cached_prefix_tokens(prefix, target) : 0;
+  const int64_t todo = target - cached;
+  const int64_t chunk = limits.chunked_prefill ? std::min(todo, budget) : todo;
+  const int64_t bt = paged->block_tokens();
+  // At least the blocks its prefix hits do not cover come off the free list. Evicting cached
+  // blocks only shrinks the hits, which never lowers this count (see the fast-forward's notes).
+  const int64_t need = (cached + chunk + bt - 1) / bt - cached / bt;
+  return need > paged->free_blocks();
 }
 
 void RunQueues::check() const {

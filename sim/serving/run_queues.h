@@ -43,6 +43,8 @@ class RunQueues final : public PlanSteps {
     // request `r` (AdmissionQueue::check_allocation); absent = always kOk.
     std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
     std::function<void(RequestState& r)> scheduled;  // a waiting request entered the running batch
+    std::function<void(const RequestState& r)> preempted;  // `r` was just preempted (may be empty)
+    std::function<SimTime()> now;  // the simulated time (the latency breakdown's timestamps)
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
@@ -71,6 +73,13 @@ class RunQueues final : public PlanSteps {
   // The running request a KV shortage preempts first under the scheduling policy. Requires: one
   // is running.
   RequestState* preemption_victim() const;
+
+  // Whether admit_prefills, after a decode-only grow_decodes of every running request, admits
+  // nothing and makes no call with an effect, and keeps doing so while free blocks only shrink
+  // (a decode-only stretch): no waiting request, or max_num_seqs running, or no token budget
+  // left, or (without allocation-checking guards, `guarded` false) a head that needs more free
+  // paged blocks than there are now. Conservative: false whenever unsure.
+  bool admission_blocked(const BatchLimits& limits, bool guarded) const;
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }

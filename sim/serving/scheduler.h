@@ -36,7 +36,9 @@ struct IterationPlan {
   // Decoding sequences, by address: no lookup per sequence. Safe because a running request
   // stays in the replica's requests until end_iteration (finish_request checks it).
   std::vector<RequestState*> decode;
-  int64_t decode_context = 0;  // sum of the decoding sequences' context tokens
+  // Sum of the decoding sequences' attended KV tokens: their contexts, each capped at the model's
+  // sliding window (ModelSpec::attended_tokens).
+  int64_t decode_context = 0;
   // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
   // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running.
   int64_t running_prefills = -1;
@@ -77,6 +79,11 @@ class Scheduler {
   virtual ~Scheduler() = default;
   // Plans one iteration into `it` (empty on entry). False when an OOM ended the plan.
   virtual bool plan(IterationPlan& it, const BatchLimits& limits, PlanSteps& steps) const = 0;
+  // Whether, while every running request decodes and nothing can be admitted (no swapped
+  // request, no waiting one, or max_num_seqs running), each plan is exactly one grow_decodes walk
+  // and nothing else: then the replica may fast-forward such stretches in closed form instead of
+  // calling plan() each step. False (the safe default) keeps one plan() per iteration.
+  virtual bool plans_decode_stretches() const { return false; }
 };
 
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;

@@ -156,7 +156,8 @@ TEST_CASE("plot rejects a folder that holds no kvsim results with one line and e
 
 TEST_CASE("plot renders a run's memory, outcome and latency figures, identically twice") {
   REQUIRE_MATPLOTLIB();
-  check_figures(tiny_run(), {"memory", "outcomes", "latency_cdf"}, manifest_hash(tiny_run()));
+  check_figures(tiny_run(), {"memory", "outcomes", "latency_cdf", "batch", "breakdown"},
+                manifest_hash(tiny_run()));
 }
 
 TEST_CASE("plot renders a two-key sweep as heatmaps and a one-key sweep as lines") {
@@ -256,7 +257,7 @@ TEST_CASE("report writes one self-contained HTML page with every figure, identic
   }
   const std::string html = read_text(tmp + "/a.html");
   CHECK(html == read_text(tmp + "/b.html"));
-  CHECK(count(html, "src=\"data:image/png;base64,") == 3);
+  CHECK(count(html, "src=\"data:image/png;base64,") == 5);  // memory, outcomes, latency_cdf, batch, breakdown
   CHECK(html.find("http://") == std::string::npos);  // nothing fetched: readable offline
   CHECK(html.find("https://") == std::string::npos);
   CHECK(html.find("<script") == std::string::npos);
@@ -330,7 +331,7 @@ TEST_CASE("report loads in headless Chromium with every figure and no console me
   CHECK(c.dom.find("</html>") != std::string::npos);
   CHECK(console_lines(c.log).empty());
   // Every figure is an <img> whose data: URI decodes to the 700-px-wide PNG it was rendered as.
-  CHECK(count(c.dom, "<img") == 3);
+  CHECK(count(c.dom, "<img") == 5);
   const std::string key = "src=\"data:image/png;base64,";
   size_t images = 0;
   for (size_t at = c.dom.find(key); at != std::string::npos; at = c.dom.find(key, at + 1)) {
@@ -342,6 +343,6 @@ TEST_CASE("report loads in headless Chromium with every figure and no console me
     CHECK(png_size(png).height >= 300);
     ++images;
   }
-  CHECK(images == 3);
+  CHECK(images == 5);
   fs::remove_all(tmp);
 }

@@ -61,6 +61,27 @@ TEST_CASE("every scenario in scenarios/ runs", "[cli][e2e][scenarios]") {
   }
 }
 
+// The fast-forward (docs/architecture.md) must not show in any result: every shipped scenario
+// writes the same bytes with --no-fast-forward (stepping every iteration) as without.
+TEST_CASE("every scenario in scenarios/ writes identical files with --no-fast-forward",
+          "[cli][e2e][scenarios][fast_forward]") {
+  const std::string dir = make_temp_dir("kvsim-ff");
+  for (const auto& e : fs::directory_iterator(fs::path(KVSIM_SOURCE_DIR) / "scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO("scenario " << e.path().filename());
+    const std::string stem = dir + "/" + e.path().stem().string();
+    auto ff = run_cli("run -o '" + stem + "-ff' '" + e.path().string() + "'");
+    auto step = run_cli("run --no-fast-forward -o '" + stem + "-step' '" + e.path().string() + "'");
+    REQUIRE(ff.exit_code == 0);
+    REQUIRE(step.exit_code == 0);
+    for (const char* f : {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
+      INFO(f);
+      CHECK(kvsim::test::read_text(stem + "-ff/" + f) == kvsim::test::read_text(stem + "-step/" + f));
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("run --set overrides a key; a bad path is a clean error", "[cli]") {
   auto r = run_cli("run --no-output --set policies.0.name=renamed --set workload.duration_s=30");
   REQUIRE(r.exit_code == 0);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "models/memory/kv_store_registry.h"
+#include "sim/cluster/router.h"
 #include "sim/guards/guard_registry.h"
 #include "sim/serving/scheduler.h"
 #include "workloads/generators/open_loop.h"
@@ -83,6 +84,11 @@ void check_table(const Registry<F>& registry, const std::string& doc, const std:
 
 TEST_CASE("the README's guard table lists every registered guard and its keys", "[contract][docs]") {
   check_table(guard_registry(), "README.md", "| type | parameters | what it does |", true);
+}
+
+TEST_CASE("docs/cluster.md's router table lists every registered router and its keys",
+          "[contract][docs]") {
+  check_table(router_registry(), "docs/cluster.md", "| router | keys | what it does |", true);
 }
 
 TEST_CASE("docs/metrics.md's scheduler table lists every registered scheduler and its keys",

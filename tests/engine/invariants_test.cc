@@ -18,7 +18,9 @@ using kvsim::test::run_yaml;
 
 namespace {
 
-std::string random_scenario(uint64_t seed) {
+// `wide`: the fast-forward identity test's variety on top (more paged stores, vllm_v0 and the
+// scheduling policies, bursts, longer outputs, max_num_seqs caps, a queue deadline).
+std::string random_scenario(uint64_t seed, bool wide = false) {
   std::mt19937_64 g(seed);
   auto pick = [&](std::initializer_list<const char*> xs) {
     return *(xs.begin() + static_cast<long>(g() % xs.size()));
@@ -34,11 +36,28 @@ std::string random_scenario(uint64_t seed) {
                              "[{type: max_model_len, max_model_len: 12000, on_fail: truncate}, {type: reserve}]"});
   const double rate = 0.5 + static_cast<double>(g() % 200) / 10.0;
   const char* scheduler = pick({"continuous", "continuous", "static"});
+  if (wide && g() % 4 == 0) scheduler = "vllm_v0";
   const char* chunked = pick({"true", "false"});
   // Unchunked, the batch must hold a whole request (max_model_len): 4,096 only with chunking,
   // which the static scheduler never does.
   const char* batched = pick({"16384", "4096"});
   const bool chunks = chunked == std::string("true") && scheduler == std::string("continuous");
+  std::string extra_engine, extra_workload;
+  const char* outputs = "{type: uniform, min: 1, max: 300}";
+  if (wide) {
+    if (g() % 2 == 0) kv = pick({"{type: paged, block_size: 16}", "{type: paged, block_size: 8}"});
+    extra_engine = fmt::format("  scheduling_policy: {}\n  max_num_seqs: {}\n",
+                               pick({"fcfs", "priority", "shortest_prompt_first"}),
+                               pick({"256", "256", "8", "3"}));
+    if (g() % 3 == 0) extra_engine += "  max_queue_time_s: 4\n";
+    if (g() % 2 == 0) {
+      extra_workload = fmt::format(
+          "  bursts: [{{at_s: {}, count: {}, prompt_tokens: {{type: uniform, min: 16, max: 6000}}, "
+          "output_tokens: 200}}]\n",
+          g() % 4, 1 + g() % 12);
+    }
+    outputs = pick({"{type: uniform, min: 1, max: 300}", "{type: uniform, min: 100, max: 900}"});
+  }
   return fmt::format(R"(
 name: random-{}
 seed: {}
@@ -54,16 +73,16 @@ engine:
   on_oom: {}
   restart_s: 3
   kv: {}
-workload:
+{}workload:
   arrivals: {{type: poisson, rate: {}}}
   max_requests: 40
   prompt_tokens: {{type: mixture, components: [{{weight: 0.8, type: uniform, min: 16, max: 2048}}, {{weight: 0.2, type: uniform, min: 4096, max: 14000}}]}}
-  output_tokens: {{type: uniform, min: 1, max: 300}}
-policies: [{{name: p, guards: {}}}]
+  output_tokens: {}
+{}policies: [{{name: p, guards: {}}}]
 )",
                      seed, seed, scheduler, chunked, chunks ? batched : "16384",
-                     pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv, rate,
-                     guards);
+                     pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv,
+                     extra_engine, rate, outputs, extra_workload, guards);
 }
 
 }  // namespace
@@ -78,6 +97,45 @@ TEST_CASE("random scenarios keep every invariant and account for every request",
   for (int64_t n : p.outcomes) total += n;
   CHECK(total == p.requests_total);
   CHECK(p.requests_total >= 40);
+}
+
+// Every output file, byte for byte, in both engine modes (engine.fast_forward, docs/architecture.md
+// "Fast-forward"): the closed-form decode stretches must be invisible in the results. Unchecked
+// runs (checking mode steps every iteration), with a short sampling period so that samples fall
+// inside would-be stretches. Small scenarios: 200 of them run in a few seconds.
+TEST_CASE("fast-forward and stepping write identical result files", "[property][engine][fast_forward]") {
+  namespace fs = std::filesystem;
+  const uint64_t seed = GENERATE(range(0, 200));
+  const std::string yaml = random_scenario(1000 + seed, /*wide=*/true);
+  INFO("seed " << 1000 + seed << "\n" << yaml);
+  const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+  const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-ff-{}-{}", ::getpid(), seed);
+  auto files = [](const fs::path& dir) {
+    std::string all;
+    for (const char* f : {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
+      std::ifstream in(dir / f, std::ios::binary);
+      std::ostringstream b;
+      b << in.rdbuf();
+      all += std::string(f) + "\n" + b.str();
+    }
+    return all;
+  };
+  RunOptions o;
+  o.sample_interval_s = 0.37;
+  o.out_dir = (base / "ff").string();
+  const RunResult ff = run_scenario(s, o);
+  o.out_dir = (base / "step").string();
+  o.fast_forward = false;
+  const RunResult step = run_scenario(s, o);
+  CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
+  CHECK(step.policies.at(0).fast_forward_iterations == 0);
+  static int64_t fast_forwarded = 0;  // over the seeds so far: the stretches do happen
+  fast_forwarded += ff.policies.at(0).fast_forward_iterations;
+  if (seed == 199) CHECK(fast_forwarded > 1000);
+  const std::string a = files(base / "ff"), b = files(base / "step");
+  CHECK(a.size() > 500);
+  CHECK(a == b);
+  fs::remove_all(base);
 }
 
 TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", "[engine][determinism]") {
@@ -104,4 +162,45 @@ TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", 
   CHECK(a.size() > 1000);
   CHECK(a == b);
   fs::remove_all(base);
+}
+
+// The same random scenarios on a random cluster (1 to 4 replicas of two groups, any router), in
+// checking mode: every replica's outcomes add up to its requests, and the replicas' outcomes add
+// up to the totals, but for the requests routed to nothing (failed_unavailable while every
+// replica was down), which no replica saw.
+TEST_CASE("random clusters conserve requests across replicas", "[property][engine][cluster]") {
+  const uint64_t seed = GENERATE(range(0, 20));
+  std::mt19937_64 g(seed ^ 0x5eed);
+  const char* routers[] = {"round_robin", "random", "least_outstanding", "least_kv",
+                           "session_affinity", "prefix_affinity"};
+  const std::string yaml =
+      random_scenario(seed) +
+      fmt::format("cluster:\n  replicas: [{{name: x, count: {}}}, {{name: y, count: {}}}]\n"
+                  "  router: {{type: {}}}\n",
+                  1 + g() % 2, 1 + g() % 2, routers[g() % 6]);
+  INFO("seed " << seed << "\n" << yaml);
+  const RunResult r = run_yaml(yaml, /*check=*/true);
+  const PolicySummary& p = r.policies.at(0);
+  REQUIRE(p.cluster);
+  std::array<int64_t, 7> sum{};
+  int64_t requests = 0, ooms = 0;
+  for (const ReplicaSummary& x : p.cluster->replicas) {
+    int64_t own = 0;
+    for (size_t o = 0; o < sum.size(); ++o) {
+      sum[o] += x.outcomes[o];
+      own += x.outcomes[o];
+    }
+    CHECK(own == x.requests_total);
+    requests += x.requests_total;
+    ooms += x.oom_events;
+  }
+  const size_t unavailable = outcome_index(Outcome::kFailedUnavailable);
+  const int64_t unrouted = p.outcomes[unavailable] - sum[unavailable];
+  CHECK(unrouted >= 0);
+  CHECK(requests + unrouted == p.requests_total);
+  for (size_t o = 0; o < sum.size(); ++o) {
+    if (o != unavailable) CHECK(sum[o] == p.outcomes[o]);
+  }
+  CHECK(ooms == p.oom_events);
+  CHECK(p.requests_total >= 40);
 }

@@ -139,7 +139,9 @@ TEST_CASE("decode_step_seconds equals iteration() on decode-only batches with th
   int64_t total = 0;
   for (int i = 0; i < n; ++i) {
     ctx.push_back(1 + static_cast<int64_t>(rng() % 30000));
-    total += ctx.back();
+    // The sum the engine passes is of attended tokens: each context capped at the model's
+    // sliding window (mistral-7b: 4,096), as iteration() caps each DecodeSeq.
+    total += m.model().attended_tokens(ctx.back());
   }
   const auto it = m.iteration(decode_batch(ctx, block));
   // Same code path: exactly equal.

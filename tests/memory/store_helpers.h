@@ -22,6 +22,8 @@ inline std::vector<std::string> store_yamls() {
       "{type: contiguous, reserve: prompt_plus_max_new, fit: best}",
       "{type: contiguous, reserve: pow2}",
       "{type: contiguous, reserve: exact, fit: best}",
+      "{type: contiguous, reserve: prompt_plus_pow2_new, fit: buddy}",
+      "{type: contiguous, reserve: exact, fit: buddy}",
       "{type: caching_allocator, growth: preallocate}",
       "{type: caching_allocator, growth: concat}",
       "{type: caching_allocator, growth: chunked, chunk_tokens: 64}",

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include "core/config_node.h"
@@ -54,7 +55,31 @@ policies:
 // 2.3 KiB or more per run; allocator noise (arenas, a grown free list) is well under 1 MiB.
 constexpr long kManyRunsBoundKib = 4 * 1024;
 
+// Peak RSS shows retention only in a plain build with /proc: AddressSanitizer keeps freed memory
+// in its quarantine and grows its shadow with every allocation, so RSS climbs by design there.
+// Such runs print "memory test skipped:" (ctest lists them as Skipped, tests/CMakeLists.txt).
+bool rss_measurable_or_skip() {
+#if defined(__SANITIZE_ADDRESS__)
+  const bool asan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  const bool asan = true;
+#else
+  const bool asan = false;
+#endif
+#else
+  const bool asan = false;
+#endif
+  std::string why;
+  if (asan) why = "AddressSanitizer's quarantine and shadow memory grow RSS by design";
+  else if (many_runs_status_kib("VmHWM") == 0) why = "no /proc/self/status to read VmHWM from";
+  if (why.empty()) return true;
+  std::cout << "memory test skipped: " << why << std::endl;
+  return false;
+}
+
 TEST_CASE("2000 runs of one scenario in one process: peak RSS stops growing", "[sweep][memory]") {
+  if (!rss_measurable_or_skip()) return;
   const Catalog& catalog = Catalog::builtin();
   const fs::path dir = fs::temp_directory_path() / fmt::format("kvsim-many-runs-{}", ::getpid());
   long warm = 0;
@@ -71,11 +96,11 @@ TEST_CASE("2000 runs of one scenario in one process: peak RSS stops growing", "[
   const long end = many_runs_status_kib("VmHWM");
   fs::remove_all(dir);
   INFO("VmHWM after 200 runs " << warm << " KiB, after 2000 " << end << " KiB");
-  if (warm == 0) return;  // no /proc: nothing to measure
   CHECK(end - warm < kManyRunsBoundKib);
 }
 
 TEST_CASE("20000 parses, loads and lints of scenarios: peak RSS stops growing", "[sweep][memory]") {
+  if (!rss_measurable_or_skip()) return;
   // The fuzz_scenario target's loop (tests/fuzz/fuzz_scenario.cc) in a plain build: the issue saw
   // RSS grow under libFuzzer + ASan; here it must not. A bad variant goes through the error path.
   const Catalog& catalog = Catalog::builtin();
@@ -102,6 +127,7 @@ TEST_CASE("20000 parses, loads and lints of scenarios: peak RSS stops growing", 
 
 // The lazy plan: walking every point of a sweep builds and drops one tree at a time.
 TEST_CASE("walking 20000 sweep points holds one point at a time", "[sweep][memory]") {
+  if (!rss_measurable_or_skip()) return;
   std::string values;
   for (int i = 0; i < 20000; ++i) values += fmt::format("{}{}", i ? "," : "", i);
   const SweepPlan plan = expand_sweep(ConfigNode::parse_string(

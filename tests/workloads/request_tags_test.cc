@@ -4,6 +4,7 @@
 
 #include "core/config_node.h"
 #include "core/errors.h"
+#include "core/fnv1a.h"
 #include "tests/workloads/test_util.h"
 #include "workloads/traces/trace_reader.h"
 #include "workloads/workload.h"
@@ -102,4 +103,25 @@ TEST_CASE("generated workloads stamp priority and max_queue_time_s; bursts may o
       "  duration_s: 1\n  max_queue_time_s: 0\n",
       "w.yaml");
   CHECK_THROWS_WITH(make_workload(bad.child("workload"), 1), Catch::Matchers::StartsWith("w.yaml:6:21: "));
+}
+
+// The optional session_id column (docs/cluster.md's session_affinity router): any text, hashed
+// (FNV-1a of the trimmed cell); equal text, equal id; an empty cell or no column: no session.
+TEST_CASE("normalized CSV: optional session_id column", "[trace][tags]") {
+  auto v = read_trace(
+      "arrival_s,prompt_tokens,output_tokens,session_id\n"
+      "0.0,100,10,conv-a\n"
+      "0.5,200,20,\n"
+      "1.0,300,30, conv-a \n"
+      "1.5,400,40,conv-b\n");
+  REQUIRE(v.size() == 4);
+  REQUIRE(v[0].session_id);
+  CHECK(*v[0].session_id == fnv1a64("conv-a"));
+  CHECK(!v[1].session_id);
+  REQUIRE(v[2].session_id);
+  CHECK(*v[2].session_id == *v[0].session_id);
+  REQUIRE(v[3].session_id);
+  CHECK(*v[3].session_id != *v[0].session_id);
+  auto plain = read_trace("arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n");
+  CHECK(!plain.at(0).session_id);
 }

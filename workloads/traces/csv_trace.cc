@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/fnv1a.h"
 #include "workloads/traces/field_parse.h"
 #include "workloads/traces/row_parser.h"
 
@@ -89,6 +90,7 @@ class CsvRowParser final : public RowParser {
       for (size_t i = 0; i < names.size(); ++i) {
         if (iequal(trim(names[i]), "priority")) priority_col_ = i;
         if (iequal(trim(names[i]), "max_queue_time_s")) queue_time_col_ = i;
+        if (iequal(trim(names[i]), "session_id")) session_col_ = i;
       }
     }
     header_list_.clear();
@@ -129,6 +131,11 @@ class CsvRowParser final : public RowParser {
     row.hash_block_tokens = 0;
     row.priority = 0;
     row.max_queue_time.reset();
+    row.session_id.reset();
+    if (session_col_ != kNone) {
+      const std::string_view f = trim(fields_[session_col_]);
+      if (!f.empty()) row.session_id = fnv1a64(f);
+    }
     if (priority_col_ != kNone) {
       if (const std::string_view f = trim(fields_[priority_col_]); !f.empty()) {
         auto v = trace_detail::parse_int(f);
@@ -169,7 +176,7 @@ class CsvRowParser final : public RowParser {
   size_t n_fields_ = 0;
   static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t time_col_ = 0, prompt_col_ = 0, output_col_ = 0;
-  size_t priority_col_ = kNone, queue_time_col_ = kNone;  // optional (CsvLayout::request_columns)
+  size_t priority_col_ = kNone, queue_time_col_ = kNone, session_col_ = kNone;  // optional (CsvLayout::request_columns)
   std::string time_name_, prompt_name_, output_name_, header_list_;
   std::vector<std::string_view> fields_;
 };

@@ -30,6 +30,7 @@ struct RawRow {
   int64_t hash_block_tokens = 0;
   int64_t priority = 0;                   // optional column (normalized CSV); 0 when absent
   std::optional<int64_t> max_queue_time;  // ns; optional column (normalized CSV)
+  std::optional<uint64_t> session_id;     // FNV-1a of the optional `session_id` cell (normalized CSV)
   std::string_view time_text;  // the time field as written, valid until the next call
 };
 
@@ -40,7 +41,8 @@ struct CsvLayout {
   const char* output;
   bool datetime;  // the time is a calendar date-time (Azure), not a number of seconds
   // The format may carry the optional per-request columns `priority` (an integer, lower served
-  // first) and `max_queue_time_s` (seconds > 0); an empty cell means not given.
+  // first), `max_queue_time_s` (seconds > 0) and `session_id` (any text: a conversation or
+  // user, for a cluster's session_affinity router); an empty cell means not given.
   bool request_columns = false;
 };
 

@@ -136,6 +136,7 @@ class TraceSource final : public WorkloadSource {
     r.output_tokens = row_.output_tokens;
     r.priority = row_.priority;
     r.max_queue_time = row_.max_queue_time;
+    r.session_id = row_.session_id;
     if (options_.max_prompt_tokens && r.prompt_tokens > *options_.max_prompt_tokens) {
       r.prompt_tokens = *options_.max_prompt_tokens;
       ++counters_->clipped_prompt;

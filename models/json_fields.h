@@ -1,5 +1,6 @@
-// The --json form of each result type the commands print: one to_json per type, its fields in
-// one list, shared by a command's --json output and its --plot data.
+// The JSON form of each result type the commands print (`kvsim models/gpus/kv/latency/
+// plausibility --json`) and the Python module returns: one to_json per type, its fields in one
+// list, shared by a command's --json output, its --plot data and kvsim.kv() etc.
 #pragma once
 
 #include <initializer_list>
@@ -14,7 +15,7 @@
 #include "models/model_spec.h"
 #include "models/gpu_spec.h"
 
-namespace kvsim::cli {
+namespace kvsim {
 
 nlohmann::ordered_json to_json(const KvRow& r);
 nlohmann::ordered_json to_json(const OpCost& o);
@@ -43,4 +44,4 @@ nlohmann::ordered_json to_json_array(const Items& items, const Extra&... extra) 
   return arr;
 }
 
-}  // namespace kvsim::cli
+}  // namespace kvsim

@@ -1,6 +1,6 @@
-#include "apps/kvsim/json_fields.h"
+#include "models/json_fields.h"
 
-namespace kvsim::cli {
+namespace kvsim {
 
 nlohmann::ordered_json to_json(const KvRow& r) {
   nlohmann::ordered_json o;
@@ -118,6 +118,8 @@ nlohmann::ordered_json to_json(const GpuSpec& g) {
   o["pcie_bytes_per_s"] = g.pcie_bytes_per_s;
   o["nvlink_bytes_per_s"] = g.nvlink_bytes_per_s;
   o["source"] = g.source;
+  o["gpu_hour_usd"] = g.gpu_hour_usd;  // capacity search prices (docs/capacity.md)
+  o["price_source"] = g.price_source;
   return o;
 }
 
@@ -128,4 +130,4 @@ nlohmann::ordered_json pick(const nlohmann::ordered_json& j,
   return out;
 }
 
-}  // namespace kvsim::cli
+}  // namespace kvsim

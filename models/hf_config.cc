@@ -1,0 +1,206 @@
+#include "models/hf_config.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace kvsim {
+
+// The one registration site: every architecture kvsim reads, with what sets it apart. Keys common
+// to all (hidden_size, num_attention_heads, num_hidden_layers, intermediate_size, vocab_size,
+// max_position_embeddings, head_dim, tie_word_embeddings, torch_dtype) are read for each.
+const std::vector<HfArchitecture>& hf_architectures() {
+  static const std::vector<HfArchitecture> table = {
+      // name                  family     gqa    bias   gated  moe    switch window
+      {"LlamaForCausalLM", "Llama", true, false, true, false, false, false},
+      {"MistralForCausalLM", "Mistral", true, false, true, false, false, true},
+      {"MixtralForCausalLM", "Mixtral", true, false, true, true, false, true},
+      {"Qwen2ForCausalLM", "Qwen2", true, true, true, false, true, true},
+      {"Phi3ForCausalLM", "Phi-3", true, false, true, false, false, true},
+      {"PhiForCausalLM", "Phi-2", true, false, false, false, false, false},
+      {"GPTNeoXForCausalLM", "GPT-NeoX (Pythia)", false, false, false, false, false, false},
+  };
+  return table;
+}
+
+namespace {
+
+using HfJson = nlohmann::json;
+
+// "line:col" (1-based) of byte offset `at` of `text`.
+std::string hf_line_col(const std::string& text, size_t at) {
+  at = std::min(at, text.size());
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return fmt::format("{}:{}", line, at - line_start + 1);
+}
+
+// Reads keys of one config.json, naming the file and the key's place in messages.
+class HfReader {
+ public:
+  HfReader(const HfJson& j, const std::string& text, const std::string& source)
+      : j_(j), text_(text), source_(source) {}
+
+  // "file:line:col" of `"key"` in the text (the file's start when it is not there).
+  std::string where(const std::string& key) const {
+    const size_t at = text_.find("\"" + key + "\"");
+    return fmt::format("{}:{}", source_, hf_line_col(text_, at == std::string::npos ? 0 : at));
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw InputError(fmt::format("{}: {}", where(key), message));
+  }
+  // A key present and not null.
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+
+  int64_t integer(const std::string& key, int64_t min, int64_t max) const {
+    if (!has(key)) fail(key, fmt::format("config.json has no '{}'", key));
+    return integer_at(key, min, max);
+  }
+  int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) const {
+    return has(key) ? integer_at(key, min, max) : fallback;
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const HfJson& v = j_.at(key);
+    if (!v.is_boolean()) {
+      fail(key, fmt::format("'{}': expected true or false, got {}", key, v.dump()));
+    }
+    return v.get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const HfJson& v = j_.at(key);
+    if (!v.is_string()) fail(key, fmt::format("'{}': expected a string, got {}", key, v.dump()));
+    return v.get<std::string>();
+  }
+
+ private:
+  int64_t integer_at(const std::string& key, int64_t min, int64_t max) const {
+    const HfJson& v = j_.at(key);
+    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
+      fail(key, fmt::format("'{}': expected an integer in [{}, {}], got {}", key, min, max,
+                            v.dump()));
+    }
+    return v.get<int64_t>();
+  }
+
+  const HfJson& j_;
+  const std::string& text_;
+  const std::string& source_;
+};
+
+// torch_dtype as vLLM's dtype "auto" takes it: BF16 stays BF16, FP16 and FP32 run as FP16.
+DType hf_dtype(const HfReader& r) {
+  const std::string key = r.has("torch_dtype") ? "torch_dtype" : "dtype";  // newer transformers
+  const std::string t = r.string(key, "float16");
+  if (t == "bfloat16") return DType::kBf16;
+  if (t == "float16" || t == "float32") return DType::kFp16;
+  r.fail(key, fmt::format("'{}': expected bfloat16, float16 or float32, got \"{}\"", key, t));
+}
+
+}  // namespace
+
+ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
+  HfJson j;
+  try {
+    j = HfJson::parse(text);
+  } catch (const HfJson::parse_error& e) {
+    // e.byte is the 1-based offset of the last character the parser read (the end of the
+    // offending token). The message after "parse error at line L, column C: " says what it
+    // expected.
+    const size_t at = e.byte > 0 ? e.byte - 1 : 0;
+    std::string what = e.what();
+    if (const size_t p = what.find("parse error"); p != std::string::npos) {
+      const size_t colon = what.find(": ", p);
+      what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
+    }
+    throw InputError(fmt::format("{}:{}: malformed JSON: {}", source, hf_line_col(text, at), what));
+  }
+  if (!j.is_object()) {
+    throw InputError(fmt::format("{}:1:1: expected a config.json object, got {}", source,
+                                 j.type_name()));
+  }
+  const HfReader r(j, text, source);
+  std::string supported;
+  for (const HfArchitecture& a : hf_architectures()) {
+    supported += (supported.empty() ? "" : ", ") + std::string(a.name);
+  }
+  if (!j.contains("architectures") || !j["architectures"].is_array() ||
+      j["architectures"].empty() || !j["architectures"][0].is_string()) {
+    r.fail("architectures", fmt::format("config.json names no architecture ('architectures': "
+                                        "[\"...\"]); kvsim models {}", supported));
+  }
+  const std::string arch_name = j["architectures"][0].get<std::string>();
+  const HfArchitecture* arch = nullptr;
+  for (const HfArchitecture& a : hf_architectures()) {
+    if (arch_name == a.name) arch = &a;
+  }
+  if (arch == nullptr) {
+    r.fail("architectures", fmt::format("architecture '{}' is not one kvsim can model "
+                                        "(supported: {})",
+                                        arch_name, supported));
+  }
+
+  ModelSpec m;
+  m.name = source;
+  m.display_name = r.string("_name_or_path", fmt::format("{} ({})", arch->family, source));
+  m.source = fmt::format("{} ({}, read as {})", source, arch_name, arch->family);
+  m.hidden = static_cast<int>(r.integer("hidden_size", 1, 1 << 20));
+  m.heads = static_cast<int>(r.integer("num_attention_heads", 1, 4096));
+  m.kv_heads = arch->grouped_kv
+                   ? static_cast<int>(r.integer("num_key_value_heads", m.heads, 1, 4096))
+                   : m.heads;  // GPT-NeoX: multi-head attention, no KV-head key
+  if (m.heads % m.kv_heads != 0) {
+    r.fail("num_key_value_heads", fmt::format("expected a divisor of num_attention_heads ({}), "
+                                              "got {}", m.heads, m.kv_heads));
+  }
+  if (!r.has("head_dim") && m.hidden % m.heads != 0) {
+    r.fail("hidden_size", fmt::format("hidden_size {} is not a multiple of num_attention_heads {} "
+                                      "and there is no head_dim", m.hidden, m.heads));
+  }
+  m.head_dim = static_cast<int>(r.integer("head_dim", m.hidden / m.heads, 1, 4096));
+  m.layers = static_cast<int>(r.integer("num_hidden_layers", 1, 1000));
+  m.ffn = static_cast<int>(r.integer("intermediate_size", 1, 1 << 22));
+  m.vocab = static_cast<int>(r.integer("vocab_size", 1, 1 << 24));
+  m.max_position = r.integer("max_position_embeddings", 1, 1'000'000'000);
+  m.tied_embeddings = r.boolean("tie_word_embeddings", false);
+  m.gated_mlp = arch->gated_mlp;
+  m.qkv_bias = arch->qkv_bias || r.boolean("attention_bias", false);
+  if (arch->experts) {
+    m.num_experts = static_cast<int>(r.integer("num_local_experts", 1, 4096));
+    m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, m.num_experts));
+  }
+  // sliding_window may be null (Mistral v0.2 onwards, Mixtral): full attention. Qwen2 carries a
+  // window but applies it only with use_sliding_window.
+  if (arch->window && r.has("sliding_window") &&
+      (!arch->window_switch || r.boolean("use_sliding_window", false))) {
+    m.sliding_window = static_cast<int>(r.integer("sliding_window", 1, 1 << 30));
+  }
+  m.weight_dtype = m.kv_dtype = hf_dtype(r);
+  return m;
+}
+
+ModelSpec read_hf_config(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    throw InputError(fmt::format("{}: no such model file (a Hugging Face config.json)",
+                                 file.string()));
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read the model config", file.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_hf_config(text.str(), file.string());
+}
+
+}  // namespace kvsim

@@ -1,0 +1,34 @@
+// A model from a Hugging Face config.json: the architectures kvsim can model and the keys each
+// reads, registered in one table (hf_config.cc, kHfArchitectures), so `model:` in a scenario and
+// `--model` on the command line take any such file (docs/models.md lists what is read).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.h"
+
+namespace kvsim {
+
+// Reads `file` (a config.json). Throws InputError, one line naming the file and, where the
+// problem sits in it, line:col: malformed JSON, an architecture kvsim cannot model (the
+// message lists the supported ones), a missing or mistyped key.
+ModelSpec read_hf_config(const std::filesystem::path& file);
+// The same from the file's text; `source` names it in messages and in ModelSpec::source.
+ModelSpec parse_hf_config(const std::string& text, const std::string& source);
+
+// One supported `architectures` entry and what kvsim makes of it.
+struct HfArchitecture {
+  const char* name;         // e.g. "LlamaForCausalLM"
+  const char* family;       // e.g. "Llama"
+  bool grouped_kv;          // reads num_key_value_heads (else every head has its own K and V)
+  bool qkv_bias;            // Q, K and V carry biases (Qwen2)
+  bool gated_mlp;           // gate, up and down (SwiGLU); else up and down (GELU)
+  bool experts;             // reads num_local_experts and num_experts_per_tok (Mixtral)
+  bool window_switch;       // sliding_window counts only when use_sliding_window is true (Qwen2)
+  bool window;              // reads sliding_window at all
+};
+const std::vector<HfArchitecture>& hf_architectures();
+
+}  // namespace kvsim

@@ -1,0 +1,55 @@
+// Replicas behind a router (docs/cluster.md). Each replica is the single-replica engine of
+// sim/serving (its own memory pool, scheduler, guards, OOM crashes and restarts) with its own
+// recorder; the cluster only routes arrivals and keeps what a load balancer knows: the requests
+// it sent to each replica and has not seen finish.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/cluster/router.h"
+#include "sim/metrics/recorder.h"
+#include "sim/serving/replica.h"
+
+namespace kvsim {
+
+class Cluster {
+ public:
+  // `totals` records what no replica sees: arrivals routed to nothing (every replica down).
+  Cluster(EventQueue& events, std::unique_ptr<Router> router, Recorder& totals);
+
+  // Adds a replica (its collaborators borrowed, as Replica's); `label` names it in results.
+  // `kv_pool_bytes`: the denominator of the KV usage it reports (kv_pool_capacity_bytes()).
+  Replica& add_replica(std::string label, GpuMemoryPool& pool, const LatencyModel& latency,
+                       EngineConfig config, std::vector<std::unique_ptr<Guard>> guards,
+                       Recorder& recorder, int64_t kv_pool_bytes);
+
+  // A request arrives now: the router picks an up replica, or it fails as failed_unavailable.
+  void arrive(const RequestSpec& spec);
+  // Called with every request that reaches its outcome, on whichever replica.
+  void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
+  void set_check_invariants(bool on);
+  void sample();  // a timeseries row per replica, in order
+  void finish();
+
+  size_t size() const { return members_.size(); }
+
+ private:
+  struct Member {
+    std::string label;
+    std::unique_ptr<Replica> replica;
+    double kv_pool_bytes = 0;
+    int64_t outstanding = 0;
+  };
+
+  EventQueue& events_;
+  std::unique_ptr<Router> router_;
+  Recorder& totals_;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::vector<ReplicaView> views_;  // reused per arrival
+  std::function<void(const RequestState&)> on_finished_;
+};
+
+}  // namespace kvsim

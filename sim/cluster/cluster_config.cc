@@ -1,0 +1,84 @@
+#include "sim/cluster/cluster_config.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+namespace kvsim {
+
+namespace {
+
+// Labels go into CSV cells unquoted.
+bool label_safe(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+constexpr int kMaxReplicas = 4096;
+
+}  // namespace
+
+int ClusterConfig::replicas() const {
+  int n = 0;
+  for (const auto& g : groups) n += g.count;
+  return n;
+}
+
+std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const ConfigNode& policy) {
+  policy.allow({"cluster"});
+  const auto own = policy.peek("cluster");
+  const auto section = root.optional_child("cluster");
+  if (!section) {
+    if (own) own->fail("a policy's `cluster:` needs a scenario `cluster:` section");
+    return std::nullopt;
+  }
+  if (!section->is_map()) section->fail_expected("a map with `replicas:` and `router:`");
+  ClusterConfig c{.router = ConfigNode::parse_string("{type: round_robin}", "default router")};
+  const ConfigNode groups = section->child("replicas");
+  if (!groups.is_sequence() || groups.size() == 0) {
+    groups.fail_expected("a non-empty list of replica groups");
+  }
+  std::map<std::string, int> seen;  // name -> line
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ConfigNode g = groups.at(i);
+    if (!g.is_map()) g.fail_expected("a replica group like {name: a100, count: 2}");
+    ReplicaGroupConfig group;
+    group.name = g.get<std::string>("name", fmt::format("group{}", i));
+    if (!label_safe(group.name)) {
+      g.child("name").fail("a group name is letters, digits, '_', '-' or '.'");
+    }
+    if (auto it = seen.find(group.name); it != seen.end()) {
+      g.child("name").fail(
+          fmt::format("duplicate replica group name '{}' (first at line {})", group.name, it->second));
+    }
+    seen.emplace(group.name, g.line());
+    group.count = g.get<int>("count", 1, {.min = 1, .max = kMaxReplicas});
+    group.role = g.get_enum("role", {"mixed"}, std::string("mixed"));
+    group.gpu = g.optional_child("gpu");
+    g.allow({"engine"});
+    group.engine = g.peek("engine");
+    if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");
+    c.groups.push_back(std::move(group));
+  }
+  if (c.replicas() > kMaxReplicas) {
+    groups.fail(fmt::format("{} replicas in all; at most {}", c.replicas(), kMaxReplicas));
+  }
+  // The router maps are checked by make_router(); the section's other keys by the scenario's
+  // final unknown-key check.
+  section->allow({"router"});
+  if (auto r = section->peek("router")) c.router = *r;
+  if (own) {
+    if (!own->is_map()) own->fail_expected("a map with `router:`");
+    own->allow({"router"});
+    if (auto r = own->peek("router")) c.router = *r;
+    own->reject_unknown_keys();
+  }
+  return c;
+}
+
+}  // namespace kvsim

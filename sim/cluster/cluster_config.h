@@ -1,0 +1,33 @@
+// The scenario's `cluster:` section (docs/cluster.md): groups of identical replicas and the
+// router in front of them. A policy may replace the router (`policies[i].cluster.router`); the
+// replicas are the hardware, the same for every policy.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config_node.h"
+
+namespace kvsim {
+
+struct ReplicaGroupConfig {
+  std::string name;                   // labels its replicas "<name>-<index>"
+  int count = 1;
+  std::string role = "mixed";         // the only role until prefill/decode disaggregation
+  std::optional<ConfigNode> gpu;      // a catalog name or inline spec; absent: the scenario's
+  std::optional<ConfigNode> engine;   // merged over the policy's engine (peeked, not read)
+};
+
+struct ClusterConfig {
+  std::vector<ReplicaGroupConfig> groups;
+  ConfigNode router;  // the `router:` map the policy runs with
+  int replicas() const;
+};
+
+// The cluster `policy` runs on: nullopt when the scenario has no `cluster:` (one replica, as
+// before). Errors (file:line:col) for a malformed section, a policy `cluster:` without a
+// scenario one, and keys other than `router` in a policy's `cluster:`.
+std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const ConfigNode& policy);
+
+}  // namespace kvsim

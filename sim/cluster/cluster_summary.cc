@@ -1,0 +1,72 @@
+#include "sim/cluster/cluster_summary.h"
+
+#include "core/check.h"
+
+namespace kvsim {
+
+void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& replicas,
+                   const std::vector<ReplicaIdentity>& identities, std::string router) {
+  KVSIM_CHECK(replicas.size() == identities.size() && !replicas.empty(), "fold_replicas: sizes");
+  ClusterSummary c;
+  c.router = std::move(router);
+  size_t worst = 0;
+  std::array<int64_t, 7> routed_outcomes{};
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const PolicySummary& r = replicas[i];
+    const ReplicaIdentity& id = identities[i];
+    totals.oom_events += r.oom_events;
+    totals.restarts += r.restarts;
+    totals.preemptions += r.preemptions;
+    totals.iterations += r.iterations;
+    totals.prefix_caching = totals.prefix_caching || r.prefix_caching;
+    totals.prefix_hit_blocks += r.prefix_hit_blocks;
+    totals.prefix_hit_tokens += r.prefix_hit_tokens;
+    totals.prefix_query_tokens += r.prefix_query_tokens;
+    if (r.peak_in_use_bytes > replicas[worst].peak_in_use_bytes) worst = i;
+    for (size_t o = 0; o < routed_outcomes.size(); ++o) routed_outcomes[o] += r.outcomes[o];
+    c.replicas.push_back(ReplicaSummary{.label = id.label,
+                                        .group = id.group,
+                                        .index = id.index,
+                                        .gpu = id.gpu,
+                                        .role = id.role,
+                                        .requests_total = r.requests_total,
+                                        .outcomes = r.outcomes,
+                                        .oom_events = r.oom_events,
+                                        .restarts = r.restarts,
+                                        .preemptions = r.preemptions,
+                                        .peak_in_use_bytes = r.peak_in_use_bytes,
+                                        .peak_driver_used_bytes = r.peak_driver_used_bytes,
+                                        .kv_pool_peak_occupancy = r.kv_pool_peak_occupancy,
+                                        .kv_pool_mean_occupancy = r.kv_pool_mean_occupancy,
+                                        .ttft = r.ttft,
+                                        .tpot = r.tpot,
+                                        .e2e = r.e2e});
+  }
+  // Conservation: every outcome the totals hold is a replica's, except the requests routed to
+  // nothing (failed_unavailable while every replica was down).
+  const size_t unavailable = outcome_index(Outcome::kFailedUnavailable);
+  for (size_t o = 0; o < routed_outcomes.size(); ++o) {
+    KVSIM_CHECK(o == unavailable ? routed_outcomes[o] <= totals.outcomes[o]
+                                 : routed_outcomes[o] == totals.outcomes[o],
+                "cluster outcome {}: replicas {} vs totals {}", o, routed_outcomes[o], totals.outcomes[o]);
+  }
+  totals.prefix_hit_rate = totals.prefix_query_tokens > 0
+                               ? static_cast<double>(totals.prefix_hit_tokens) /
+                                     static_cast<double>(totals.prefix_query_tokens)
+                               : 0.0;
+  const PolicySummary& w = replicas[worst];
+  c.memory_replica = identities[worst].label;
+  totals.peak_driver_used_bytes = w.peak_driver_used_bytes;
+  totals.kv = w.kv;
+  totals.peak_snapshot_bytes = w.peak_snapshot_bytes;
+  totals.peak_snapshot_t_s = w.peak_snapshot_t_s;
+  totals.peak_in_use_bytes = w.peak_in_use_bytes;
+  totals.category_peaks_bytes = w.category_peaks_bytes;
+  totals.kv_pool_bytes = w.kv_pool_bytes;
+  totals.kv_pool_peak_occupancy = w.kv_pool_peak_occupancy;
+  totals.kv_pool_mean_occupancy = w.kv_pool_mean_occupancy;
+  totals.gpu_layout = w.gpu_layout;
+  totals.cluster = std::move(c);
+}
+
+}  // namespace kvsim

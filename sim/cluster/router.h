@@ -1,0 +1,56 @@
+// A cluster's router: where each arriving request goes. It sees what a load balancer in front of
+// the replicas sees (docs/cluster.md): per replica, the requests it sent there that have not
+// finished, the KV cache usage the replica reports, and whether the replica is up (a replica
+// restarting after an OOM crash is down). Never the replica's queues or its memory internals.
+// Routers are named by `cluster.router.type` through a Registry<RouterFactory>
+// (register_routers.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "core/config_node.h"
+#include "core/registry.h"
+#include "workloads/request_spec.h"
+
+namespace kvsim {
+
+// One replica as the router sees it.
+struct ReplicaView {
+  int64_t outstanding = 0;  // routed here and not yet finished
+  double kv_usage = 0;      // KV held for requests / the KV pool (vLLM's kv_cache_usage_perc)
+  bool up = true;           // false while restarting after an OOM crash
+};
+
+class Router {
+ public:
+  virtual ~Router() = default;
+  // The index of the replica `spec` goes to, or -1 when none is up. Only up replicas are chosen.
+  virtual int route(const RequestSpec& spec, std::span<const ReplicaView> replicas) = 0;
+};
+
+struct RouterContext {
+  uint64_t seed = 0;  // the scenario's seed (random routing)
+};
+
+// Builds a router from its `cluster.router` map (keys already declared by the registry entry).
+using RouterFactory =
+    std::function<std::unique_ptr<Router>(const ConfigNode& node, const RouterContext& context)>;
+
+const Registry<RouterFactory>& router_registry();
+void register_routers(Registry<RouterFactory>& registry);
+
+// The router `node` names (`type:`, default round_robin); unknown keys are errors.
+std::unique_ptr<Router> make_router(const ConfigNode& node, const RouterContext& context);
+
+// The factories (routers.cc).
+std::unique_ptr<Router> make_round_robin_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_random_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_least_outstanding_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_least_kv_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_session_affinity_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_prefix_affinity_router(const ConfigNode&, const RouterContext&);
+
+}  // namespace kvsim

@@ -1,0 +1,61 @@
+// Streaming distributions of per-iteration figures (batch size, batch tokens, iteration time):
+// a run can have millions of iterations, so unlike latency_stats (which keeps every sample) these
+// keep counts per bucket only.
+//   CountDistribution: exact counts of non-negative integers (memory: one entry per distinct
+//     value, at most the largest batch), so its percentiles equal latency_stats' on the samples.
+//   LogDistribution: durations in SimTime ns, bucketed geometrically (bucket k holds
+//     [g^k, g^(k+1)) ns, g = 1.01); a percentile reads the bucket's geometric middle, within
+//     0.5% of the true order statistic (relative); the mean is exact (a running sum).
+// Both interpolate between order statistics as latency_stats does (NumPy's default).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/sim_time.h"
+
+namespace kvsim {
+
+struct LatencyStats;
+
+// A fixed-bin histogram for the figure: `counts[i]` samples in [edges[i], edges[i + 1]).
+struct Histogram {
+  std::vector<double> edges;
+  std::vector<int64_t> counts;
+};
+
+class CountDistribution {
+ public:
+  void add(int64_t value) {
+    ++counts_[value];
+    ++n_;
+    sum_ += value;
+  }
+  int64_t count() const { return n_; }
+  LatencyStats stats() const;
+  // At most `max_bins` equal-width bins of whole numbers over [min, max + 1).
+  Histogram histogram(int max_bins = 32) const;
+
+ private:
+  std::map<int64_t, int64_t> counts_;
+  int64_t n_ = 0;
+  long double sum_ = 0;
+};
+
+class LogDistribution {
+ public:
+  static constexpr double kGrowth = 1.01;  // bucket width ratio: <= 0.5% relative error
+  void add(SimTime ns);
+  int64_t count() const { return n_; }
+  LatencyStats stats_seconds() const;       // in seconds
+  Histogram histogram_seconds(int max_bins = 32) const;
+
+ private:
+  std::map<int64_t, int64_t> counts_;  // by bucket; bucket -1 holds 0 ns
+  int64_t n_ = 0;
+  long double sum_ns_ = 0;
+  static double middle_seconds(int64_t bucket);
+};
+
+}  // namespace kvsim

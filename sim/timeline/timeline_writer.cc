@@ -1,0 +1,145 @@
+#include "sim/timeline/timeline_writer.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+
+namespace kvsim {
+
+namespace {
+
+// Trace-event timestamps are microseconds; simulated time is integer nanoseconds, written
+// exactly (three decimals) so the file's bytes depend only on the run.
+std::string micros(SimTime ns) { return fmt::format("{}.{:03d}", ns / 1000, static_cast<int>(ns % 1000)); }
+
+SimTime window_bound(double seconds) {
+  if (std::isinf(seconds)) return std::numeric_limits<SimTime>::max();
+  return seconds_to_sim(seconds);
+}
+
+double parse_seconds(const std::string& text, const std::string& whole, double empty) {
+  if (text.empty()) return empty;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v) || v < 0) {
+    throw InputError(fmt::format("--timeline-window '{}': expected START:END in seconds (>= 0)", whole));
+  }
+  return v;
+}
+
+// The instant event's name for a request's outcome, or nullptr for outcomes that are not a
+// refusal (served requests; lost ones are the crash's).
+const char* refusal_name(Outcome o) {
+  switch (o) {
+    case Outcome::kRejected:
+    case Outcome::kRejectedTooLong:
+    case Outcome::kTimedOut:
+    case Outcome::kFailedUnavailable: return outcome_name(o).data();
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+TimelineWindow parse_timeline_window(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) {
+    throw InputError(fmt::format("--timeline-window '{}': expected START:END in seconds (>= 0)", text));
+  }
+  TimelineWindow w;
+  w.start_s = parse_seconds(text.substr(0, colon), text, 0.0);
+  w.end_s = parse_seconds(text.substr(colon + 1), text, std::numeric_limits<double>::infinity());
+  if (w.end_s <= w.start_s) {
+    throw InputError(fmt::format("--timeline-window '{}': END must be after START", text));
+  }
+  return w;
+}
+
+// One replica's track: turns what the replica reports into trace events.
+class TimelineWriter::Track final : public ReplicaObserver {
+ public:
+  Track(TimelineWriter& w, int pid, int tid) : w_(w), pid_(pid), tid_(tid) {}
+
+  void on_iteration(const IterationShape& s, const ReplicaState& after) override {
+    if (w_.in_window(s.start)) {
+      const char* name = s.prefill_seqs == 0 ? "decode" : s.decode_seqs == 0 ? "prefill" : "prefill+decode";
+      w_.emit(fmt::format(
+          R"({{"name":"{}","cat":"iteration","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},)"
+          R"("args":{{"prefill_tokens":{},"prefill_seqs":{},"decode_tokens":{},"batch_size":{},"duration_ms":{:.6f}}}}})",
+          name, micros(s.start), micros(s.end - s.start), pid_, tid_, s.prefill_tokens,
+          s.prefill_seqs, s.decode_seqs, s.prefill_seqs + s.decode_seqs,
+          sim_to_seconds(s.end - s.start) * 1e3));
+    }
+    counters(after);
+  }
+
+  void on_event(ReplicaEvent kind, int64_t id, Outcome outcome, const ReplicaState& now) override {
+    const char* name = nullptr;
+    switch (kind) {
+      case ReplicaEvent::kOomCrash: name = "OOM crash"; break;
+      case ReplicaEvent::kOomAbort: name = "OOM abort"; break;
+      case ReplicaEvent::kRestarted: name = "restarted"; break;
+      case ReplicaEvent::kPreempted: name = "preempted"; break;
+      case ReplicaEvent::kFinished: name = refusal_name(outcome); break;
+    }
+    if (name == nullptr || !w_.in_window(now.t)) return;
+    const std::string args = id >= 0 ? fmt::format(R"({{"request":{}}})", id) : "{}";
+    w_.emit(fmt::format(R"({{"name":"{}","cat":"event","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
+                        name, micros(now.t), pid_, tid_, args));
+    if (kind == ReplicaEvent::kOomCrash || kind == ReplicaEvent::kRestarted) counters(now);
+  }
+
+ private:
+  void counters(const ReplicaState& s) {
+    if (!w_.in_window(s.t)) return;
+    const std::string head = fmt::format(R"("ph":"C","ts":{},"pid":{},"tid":{})", micros(s.t), pid_, tid_);
+    w_.emit(fmt::format(R"({{"name":"KV cache bytes",{},"args":{{"used":{},"free":{}}}}})", head,
+                        s.kv_used_bytes, s.kv_free_bytes));
+    w_.emit(fmt::format(R"({{"name":"driver free bytes",{},"args":{{"free":{}}}}})", head,
+                        s.driver_free_bytes));
+    w_.emit(fmt::format(R"({{"name":"queues",{},"args":{{"guard_queue":{},"waiting":{},"running":{}}}}})",
+                        head, s.guard_queue, s.waiting, s.running));
+  }
+
+  TimelineWriter& w_;
+  int pid_;
+  int tid_;
+};
+
+TimelineWriter::TimelineWriter(const std::filesystem::path& path, TimelineWindow window)
+    : file_(path), start_(window_bound(window.start_s)), end_(window_bound(window.end_s)) {
+  file_.append(R"({"displayTimeUnit":"ms","traceEvents":[)");
+}
+
+TimelineWriter::~TimelineWriter() = default;
+
+ReplicaObserver* TimelineWriter::track(int policy, const std::string& policy_name, int replica) {
+  const int pid = policy + 1;
+  const int tid = replica + 1;
+  const std::string name = nlohmann::json(policy_name).dump();  // quoted and escaped
+  emit(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                   pid, tid, name));
+  emit(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                   pid, tid, pid));
+  emit(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"replica {}"}}}})",
+                   pid, tid, replica));
+  tracks_.push_back(std::make_unique<Track>(*this, pid, tid));
+  return tracks_.back().get();
+}
+
+void TimelineWriter::emit(const std::string& event) {
+  file_.append(first_ ? "\n" : ",\n");
+  file_.append(event);
+  first_ = false;
+}
+
+void TimelineWriter::commit() {
+  file_.append("\n]}\n");
+  file_.commit();
+}
+
+}  // namespace kvsim

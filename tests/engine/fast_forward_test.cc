@@ -1,0 +1,146 @@
+// The fast-forward (Replica::fast_forward, docs/architecture.md "Fast-forward") on a batch worked
+// out by hand: three requests arrive together, prefill in one iteration, then decode in a pool of
+// six 16-token blocks that runs short at a known step. Completion times, the preemption, the
+// iteration count and the KV held at a sample time are derived below and checked in both modes.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "models/catalog.h"
+#include "models/latency/latency_model.h"
+#include "models/latency/profile.h"
+#include "tests/engine/engine_test_util.h"
+
+using namespace kvsim;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Requests 0, 1, 2 at t = 0 with prompts 12, 20, 40 and 28, 28, 30 output tokens; llama-3-8b
+// (128 KiB of KV per token) on an A100-80GB, a paged store of exactly 6 blocks of 16 tokens.
+std::string scenario(const fs::path& trace) {
+  return fmt::format(R"(
+name: ff-hand
+model: llama-3-8b
+gpu: a100-sxm4-80gb
+engine:
+  kv: {{type: paged, block_size: 16, num_blocks: 6}}
+workload:
+  trace: {{path: {}}}
+policies: [{{name: p, guards: []}}]
+)",
+                     trace.string());
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+// The engine's step: the latency model's time for the shape, rounded to the clock's ns, at least 1.
+SimTime decode_step(const LatencyModel& m, int64_t seqs, int64_t context) {
+  BatchShape s;
+  s.block_tokens = 16;
+  s.decode_seqs = seqs;
+  s.decode_context_tokens = context;
+  return std::max<SimTime>(1, seconds_to_sim(m.iteration(s).seconds));
+}
+
+}  // namespace
+
+TEST_CASE("fast-forward: completion times, the first block shortage and a sample, by hand",
+          "[engine][fast_forward]") {
+  const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-ffhand-{}", ::getpid());
+  fs::create_directories(base);
+  {
+    std::ofstream t(base / "trace.csv");
+    t << "arrival_s,prompt_tokens,output_tokens\n0,12,28\n0,20,28\n0,40,30\n";
+  }
+  const Scenario s = load_scenario(ConfigNode::parse_string(scenario(base / "trace.csv"), "t.yaml"),
+                                   Catalog::builtin());
+  const Catalog& catalog = Catalog::builtin();
+  const ModelSpec model = catalog.model("llama-3-8b");
+  const GpuSpec gpu = catalog.gpu("a100-sxm4-80gb");
+  const LatencyModel lat(model, gpu, default_profile(gpu), AttentionKind::kFlash);
+
+  // Iteration 1 prefills all three (76 tokens; the whole prompts fit the 16,384 budget) and gives
+  // each its first token: TTFT = t1. The prompts hold 1 + 2 + 3 = 6 blocks: none is free.
+  BatchShape pre;
+  pre.block_tokens = 16;
+  pre.prefill = {{12, 0, true}, {20, 0, true}, {40, 0, true}};
+  const SimTime t1 = std::max<SimTime>(1, seconds_to_sim(lat.iteration(pre).seconds));
+  // Decode step j (j = 1, 2, ...) plans with generated = j, so request i's target is
+  // prompt_i + j: contexts 12 + j, 20 + j, 40 + j. Each window ends at its block boundary:
+  // request 0 needs a 2nd block at 12 + j = 17 (j = 5), request 2 a 4th at 40 + j = 49 (j = 9),
+  // request 1 a 3rd at 20 + j = 33 (j = 13). So steps 1-4 run three requests (context
+  // 72 + 3j) in one fast-forward stretch; step 5 finds no free block for request 0 and
+  // preempts the newest, request 2 (its 3 blocks back, 1 of them to request 0: 2 free), which
+  // then waits for its recompute (45 tokens = 3 blocks > 2 free) until the others end.
+  SimTime t5 = t1;
+  for (int64_t j = 1; j <= 4; ++j) t5 += decode_step(lat, 3, 72 + 3 * j);
+  // Steps 5-27 run requests 0 and 1 (context 32 + 2j); request 1 takes a free block at
+  // j = 13 and request 0 the last one at 12 + j = 33 (j = 21). Their last targets, 12 + 27 and
+  // 20 + 27 = 47, stay inside their 3 blocks (48 tokens): both have 28 tokens after step 27.
+  // (With 30 output tokens request 1 would need a 4th block at step 29 and be preempted too.)
+  SimTime t27 = t5;
+  for (int64_t j = 5; j <= 27; ++j) t27 += decode_step(lat, 2, 32 + 2 * j);
+  // A sample inside the first stretch, between the ends of steps 2 and 3, sees steps 1-2 done
+  // and step 3 in flight (planned: its tokens counted): 12 + 20 + 40 + 3 x 3 = 81 tokens live,
+  // 6 blocks held (96 tokens), 128 KiB each.
+  const SimTime t2 = t1 + decode_step(lat, 3, 75) + decode_step(lat, 3, 78);
+  const SimTime t3 = t2 + decode_step(lat, 3, 81);
+  const double sample_s = sim_to_seconds(t2 + (t3 - t2) / 2);
+  const int64_t kv_token_bytes = 131072;  // 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
+
+  std::string outputs[2];
+  for (int mode = 0; mode < 2; ++mode) {
+    RunOptions o;
+    o.out_dir = (base / (mode == 0 ? "ff" : "step")).string();
+    o.fast_forward = mode == 0;
+    o.sample_interval_s = sample_s;
+    const RunResult r = run_scenario(s, o);
+    const PolicySummary& p = r.policies.at(0);
+    INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
+    CHECK(p.preemptions == 1);
+    CHECK(test::count(p, Outcome::kCompleted) == 3);
+    // Fast-forward runs steps 1-4 in closed form (stopping before step 5, the shortage) and,
+    // after the preemption, steps 6-26 (step 5 is real; step 27 completes both requests; the
+    // samples at 2, 3, 4... x sample_s each end a stretch early, so at least that many).
+    if (mode == 0) {
+      CHECK(p.fast_forward_iterations >= 4);
+    } else {
+      CHECK(p.fast_forward_iterations == 0);
+    }
+    const std::string requests = slurp(base / (mode == 0 ? "ff" : "step") / "requests.csv");
+    // TTFT t1 for all three; requests 0 and 1 end at t27 after 28 tokens, request 2 was
+    // preempted once.
+    const std::string ttft = fmt::format("{:.6f}", sim_to_seconds(t1));
+    const std::string e2e = fmt::format("{:.6f}", sim_to_seconds(t27));
+    CHECK(requests.find(fmt::format("p,0,0.000000,12,12,28,28,completed,{},", ttft)) != std::string::npos);
+    CHECK(requests.find(fmt::format("p,1,0.000000,20,20,28,28,completed,{},", ttft)) != std::string::npos);
+    CHECK(requests.find(fmt::format(",{},0,0\n", e2e)) != std::string::npos);
+    CHECK(requests.find("p,2,0.000000,40,40,30,30,completed,") != std::string::npos);
+    CHECK(requests.find(",1,0\n") != std::string::npos);  // request 2's one preemption
+    // The first sample row after t = 0: live KV 81 tokens, the rest of the 6 blocks waste.
+    const std::string ts = slurp(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
+    const std::string row = fmt::format("p,{:.3f},", sample_s);
+    const auto at = ts.find(row);
+    REQUIRE(at != std::string::npos);
+    const std::string line = ts.substr(at, ts.find('\n', at) - at);
+    CHECK(line.find(fmt::format(",{},{},", 81 * kv_token_bytes, 15 * kv_token_bytes)) !=
+          std::string::npos);
+    outputs[mode] = slurp(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests + ts;
+  }
+  CHECK(outputs[0] == outputs[1]);
+  fs::remove_all(base);
+}

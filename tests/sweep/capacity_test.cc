@@ -1,0 +1,154 @@
+// `kvsim capacity` (issue 18 item 5): a search whose answer is derived by hand, its resume, and
+// the cheapest configuration over a grid.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+#include "models/catalog.h"
+#include "models/latency/latency_model.h"
+#include "models/latency/profile.h"
+#include "sim/capacity/capacity_search.h"
+
+using namespace kvsim;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const char* name) {
+  const fs::path d = fs::temp_directory_path() / fmt::format("kvsim-{}-{}", name, ::getpid());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// One sequence at a time (max_num_seqs 1): each request is a 100-token prefill then 99 decode
+// steps, T seconds in all, whatever the load; requests arrive every 1/rate s.
+constexpr int kRequests = 1000;
+const char* kSerial = R"(
+name: serial
+model: llama-3-8b
+gpu: h100-sxm
+engine: {kv: {type: paged, block_size: 16}, max_num_seqs: 1}
+workload:
+  arrivals: {type: fixed, rate: 0.5}
+  max_requests: 1000
+  prompt_tokens: 100
+  output_tokens: 100
+policies: [{name: serial, guards: []}]
+)";
+
+CapacityOptions options(const fs::path& out, int jobs) {
+  CapacityOptions o;
+  o.source = "serial.yaml";
+  o.scenario = YAML::Load(kSerial);
+  o.criterion = parse_capacity_criterion("ttft_p99_s=1", 0.99);
+  o.search_key = "workload.arrivals.rate";
+  o.tolerance = 0.01;
+  o.sweep.out_dir = out;
+  o.sweep.jobs = jobs;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("capacity search: a serial server's rate bound, derived by hand, and its resume",
+          "[capacity]") {
+  // The service time of one request: the prefill iteration (its TTFT, p) then decode steps with
+  // contexts 101 .. 199, each iteration rounded to whole ns as the engine does.
+  const Catalog& cat = Catalog::builtin();
+  const GpuSpec& gpu = cat.gpu("h100-sxm");
+  const LatencyModel lm(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
+  BatchShape prefill;
+  prefill.block_tokens = 16;
+  prefill.prefill = {{.tokens = 100, .context_tokens = 0, .emits_token = true}};
+  const SimTime p = seconds_to_sim(lm.iteration(prefill).seconds);
+  SimTime t = p;
+  for (int g = 1; g < 100; ++g) {
+    BatchShape d;
+    d.block_tokens = 16;
+    d.decode_seqs = 1;
+    d.decode_context_tokens = 100 + g;
+    t += seconds_to_sim(lm.iteration(d).seconds);
+  }
+  const double T = sim_to_seconds(t), P = sim_to_seconds(p);
+  // Below rate 1/T nobody waits: TTFT = P for all. Above it request k (0-based) starts k T after
+  // the first and arrived k/rate after it: TTFT_k = P + k (T - 1/rate), linear in k, so the p99
+  // (interpolated at position 0.99 (N - 1)) is P + 0.99 (N - 1)(T - 1/rate). The SLO TTFT p99 <= 1
+  // holds up to rate* = 1 / (T - (1 - P) / (0.99 (N - 1))).
+  const double rate_star = 1.0 / (T - (1.0 - P) / (0.99 * (kRequests - 1)));
+  const fs::path dir = fresh_dir("capacity-serial");
+  const CapacityReport r = run_capacity(options(dir, 2), cat);
+  REQUIRE(r.configs.size() == 1);
+  const CapacityConfig& c = r.configs[0];
+  INFO(fmt::format("T {} P {} rate* {} found [{}, {})", T, P, rate_star, c.max_load, c.fail_load));
+  CHECK(c.max_load <= rate_star * (1 + 1e-6));  // ns rounding of arrival times
+  CHECK(c.fail_load >= rate_star * (1 - 1e-6));
+  CHECK(c.fail_load - c.max_load <= 0.01 * c.fail_load);  // the stated tolerance
+  CHECK(c.met);  // the scenario's own rate, 0.5/s, is served
+  CHECK(c.cost.gpus == 1);
+  CHECK(c.cost.cost_per_hour_usd() == gpu.gpu_hour_usd);
+  CHECK(r.points_run == c.probes.size());
+  CHECK(r.points_skipped == 0);
+
+  // Resume: the same search into the same folder runs nothing and finds the same answer.
+  const CapacityReport again = run_capacity(options(dir, 2), cat);
+  CHECK(again.points_run == 0);
+  CHECK(again.points_skipped == c.probes.size());
+  CHECK(again.configs[0].max_load == c.max_load);
+  CHECK(capacity_csv(again) == capacity_csv(r));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("capacity over a grid: the cheapest configuration that serves the load", "[capacity]") {
+  // At 1.5 requests/s the serial server (rate bound ~1.2/s, above) fails its TTFT bound; two
+  // sequences at a time serve it. H100 at 2.99 $/h vs A100 at 1.79 $/h (catalog prices); the
+  // scenario's cost: block makes the A100 cost 5 $/h instead.
+  const fs::path dir = fresh_dir("capacity-grid");
+  CapacityOptions o = options(dir, 2);
+  o.search_key.clear();
+  o.scenario["workload"]["arrivals"]["rate"] = 1.5;
+  o.scenario["cost"] = YAML::Load("{gpu_hour_usd: {a100-sxm4-80gb: 5}}");
+  o.over = {parse_capacity_axis("engine.max_num_seqs=1..2"),
+            parse_capacity_axis("gpu=a100-sxm4-80gb,h100-sxm")};
+  const CapacityReport r = run_capacity(o, Catalog::builtin());
+  REQUIRE(r.configs.size() == 4);  // (1, a100), (1, h100), (2, a100), (2, h100)
+  CHECK_FALSE(r.configs[0].met);
+  CHECK_FALSE(r.configs[1].met);
+  CHECK(r.configs[3].met);
+  CHECK(r.configs[0].cost.gpu_hour_usd == 5.0);
+  CHECK(r.configs[0].cost.price_source == "scenario cost: block");
+  CHECK(r.configs[3].cost.gpu_hour_usd == 2.99);
+  CHECK(r.cheapest == 3);  // the H100 at 2.99 beats the A100 at 5 (whether or not it serves)
+  fs::remove_all(dir);
+}
+
+TEST_CASE("capacity: bad criteria and axes are named", "[capacity]") {
+  CHECK_THROWS_WITH(parse_capacity_criterion("ttft_p98_s=2", 0),
+                    Catch::Contains("unknown figure 'ttft_p98_s'"));
+  CHECK_THROWS_WITH(parse_capacity_criterion("ttft_p99_s", 0), Catch::Contains("name=value"));
+  CHECK_THROWS_WITH(parse_capacity_criterion("", 0), Catch::Contains("no bound"));
+  CHECK_THROWS_WITH(parse_capacity_axis("gpu"), Catch::Contains("KEY=a,b,c"));
+  CHECK_THROWS_WITH(parse_capacity_axis("x=5..2"), Catch::Contains("lo <= hi"));
+  CHECK(parse_capacity_axis("cluster.replicas.0.count=1..3").values ==
+        std::vector<std::string>{"1", "2", "3"});
+}
+
+TEST_CASE("capacity cost: GPUs = TP x PP (the policy's engine first) x replicas", "[capacity]") {
+  const YAML::Node t = YAML::Load(R"(
+gpu: h100-sxm
+engine: {tensor_parallel: 2, pipeline_parallel: 2}
+cluster: {replicas: [{count: 3}, {count: 1}]}
+policies: [{name: a, engine: {tensor_parallel: 4}}, {name: b}]
+)");
+  const ConfigCost a = config_cost(t, "t.yaml", "a", Catalog::builtin());
+  CHECK(a.gpus == 4 * 2 * 4);  // policy a's TP 4, the scenario's PP 2, 3 + 1 replicas
+  CHECK(a.cost_per_hour_usd() == Approx(32 * 2.99));
+  const ConfigCost b = config_cost(t, "t.yaml", "b", Catalog::builtin());
+  CHECK(b.gpus == 2 * 2 * 4);
+}
