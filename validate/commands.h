@@ -58,6 +58,17 @@ struct DeviceQueryOptions {
 // usable, 1 when not (no device, no driver, or a build without CUDA: the reason is printed).
 int run_device_query(const DeviceQueryOptions& o);
 
+struct ImportOptions {
+  std::filesystem::path input;    // Vidur's mlp.csv, or the folder holding it
+  std::filesystem::path out_dir;
+  std::string gpu;                // catalog GPU ("" = guessed from the path: a100, h100, ...)
+  int64_t tp = 1;                 // which num_tensor_parallel_workers rows to import
+  bool quiet = false;
+};
+// Converts Vidur's profiling CSV into out_dir/measurements.csv + manifest.json (+ vidur_ops.csv,
+// which row came from which Vidur operation and token count). Returns the number of rows.
+int run_import_vidur(const ImportOptions& o);
+
 // The GPU spec a measure run is relative to, as recorded in its manifest.json.
 GpuSpec manifest_gpu(const std::filesystem::path& dir);
 

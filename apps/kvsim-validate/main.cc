@@ -2,17 +2,22 @@
 // latency model's profile and reports the simulator's error on held-out shapes.
 //   measure --grid G.yaml --backend cpu|cuda -o DIR   memprobe --backend cpu|cuda -o DIR
 //   calibrate DIR -o profile.yaml                     compare DIR --profile profile.yaml
-//   device [--json] [-o FILE]
+//   device [--json] [-o FILE]                         import vidur mlp.csv -o DIR
+//   profile --gpu NAME [--attention-kernel fa2|fa3] -o profile.yaml
 // Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
 // 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "core/data_path.h"
 #include "apps/cli_main.h"
+#include "core/atomic_file.h"
 #include "core/errors.h"
+#include "models/catalog.h"
+#include "models/latency/profile.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
 
@@ -51,6 +56,34 @@ void add_commands(CLI::App& app, int& exit_code) {
   d->add_flag("--json", dq->json, "print the JSON record");
   d->add_option("-o,--out", dq->out, "also write the JSON record to this file");
   d->callback([dq, &exit_code] { exit_code = run_device_query(*dq); });
+
+  auto io = std::make_shared<ImportOptions>();
+  CLI::App* im = app.add_subcommand("import", "convert another profiler's measurements into a measure folder");
+  im->require_subcommand(1);
+  CLI::App* iv = im->add_subcommand("vidur", "Vidur's profiling mlp.csv (docs/validate.md, Importing)");
+  iv->add_option("input", io->input, "mlp.csv, or the folder holding it")->required()->check(CLI::ExistingPath);
+  iv->add_option("-o,--out", io->out_dir, "output folder")->required();
+  iv->add_option("--gpu", io->gpu, "catalog GPU the data was measured on (default: from the path)");
+  iv->add_option("--tp", io->tp, "tensor-parallel rows to import")->check(CLI::Range(1, 64))->capture_default_str();
+  iv->add_flag("--quiet", io->quiet, "no summary");
+  iv->callback([io] { run_import_vidur(*io); });
+
+  struct ProfileOptions {
+    std::string gpu, kernel;
+    std::string out;
+  };
+  auto pf = std::make_shared<ProfileOptions>();
+  CLI::App* pr = app.add_subcommand("profile", "write kvsim's built-in profile of a catalog GPU (the YAML compare reads)");
+  pr->add_option("--gpu", pf->gpu, "catalog GPU")->required();
+  pr->add_option("--attention-kernel", pf->kernel, "flash generation: fa2 or fa3 (default: vLLM's choice for the GPU)")
+      ->check(CLI::IsMember({"fa2", "fa3"}));
+  pr->add_option("-o,--out", pf->out, "profile YAML to write")->required();
+  pr->callback([pf] {
+    const kvsim::GpuSpec g = kvsim::Catalog::builtin().gpu(pf->gpu);
+    std::optional<kvsim::FlashKernel> k;
+    if (!pf->kernel.empty()) k = pf->kernel == "fa3" ? kvsim::FlashKernel::kFa3 : kvsim::FlashKernel::kFa2;
+    kvsim::write_file_atomic(pf->out, kvsim::write_profile_yaml(kvsim::default_profile(g, k)));
+  });
 
   auto xo = std::make_shared<CompareOptions>();
   CLI::App* x = app.add_subcommand("compare", "predict the held-out measurements; MAPE per kernel class");

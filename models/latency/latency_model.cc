@@ -1,7 +1,10 @@
 #include "models/latency/latency_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -66,10 +69,33 @@ struct Rates {
   double launch_s;
 };
 
+// Output tile shapes (rows x columns) of the GEMM kernels cuBLAS and CUTLASS pick among for
+// FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes), then the 16-row tiles of the
+// skinny kernels that batch-1 decode with quantized weights uses (Marlin and AWQ's GEMV-like
+// kernels: one m16 tensor-core fragment of rows).
+constexpr std::pair<int64_t, int64_t> kTiles[] = {
+    {64, 64},  {128, 64},  {64, 128},  {128, 128}, {256, 64},
+    {64, 256}, {256, 128}, {128, 256}, {16, 128},  {16, 256}};
+
+// Row counts LatencyModel's GEMM memo keeps (larger batches are costed afresh): grown as batches
+// of more rows appear, at most 24 B x 16k per GEMM shape.
+constexpr size_t kGemmMemoMaxRows = size_t{1} << 14;
+
 class Costing {
  public:
-  Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal)
-      : s_(s), g_(g), p_(p), ideal_(ideal) {}
+  using Memo = std::array<std::vector<GemmMemo>, 6>;
+  Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr)
+      : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {
+    // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
+    // never faster than peak (profile.h, gemm_tile_half_intensity).
+    const double h = p_.gemm_tile_half_intensity;
+    const double floor = p_.of(OpClass::kGemm).compute_efficiency;
+    for (size_t i = 0; i < std::size(kTiles); ++i) {
+      const auto [tm, tn] = kTiles[i];
+      const double intensity = static_cast<double>(tm * tn) / static_cast<double>(tm + tn);
+      tile_slowdown_[i] = std::max(floor, 64.0 * (intensity + h) / (intensity * (64 + h)));
+    }
+  }
 
   // Rates of `c` for a table axis value `x` (ignored where the class has no table).
   Rates rates(OpClass c, double x, double compute_curve = 1.0, double memory_curve = 1.0,
@@ -102,14 +128,105 @@ class Costing {
 
   // A GEMM of m rows, k inputs, n outputs (per GPU), weights read once. `quantized`: a decoder
   // linear layer, whose weights are weights_dtype; else (router, LM head) 16-bit weights.
+  // Costed from its tiling (docs/latency.md "GEMMs: tiles and waves"): the output is cut into
+  // tiles of one of kTiles' shapes, optionally split along k (split-K) while that still fits one
+  // wave; the tiles run in waves of one tile per SM, each wave taking a whole tile's compute time
+  // however few tiles it holds. Compute and memory combine smoothly, and like cuBLAS's heuristics
+  // (which pick the fastest kernel) the candidate of least combined time is taken. The
+  // lower bound keeps the plain roofline (no tiles, efficiency 1), which no tiling beats.
+  // `memo_id`: which of LatencyModel's per-shape memos holds this GEMM (-1: none; the shape
+  // must be the same at every call with that id, which the model's fixed dimensions ensure).
   OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
-              double reps, bool quantized = true) const {
+              double reps, int memo_id, bool quantized = true) const {
     const double flops = 2.0 * m * k * n;
     const double wb = quantized ? s_.wb : s_.ewb;
     const double bytes = weight_elems * wb + m * k * kActBytes + m * n * kActBytes;
     const double scale = quantized ? s_.gemm_flops_scale : 1.0;
-    return op(name, OpClass::kGemm, flops, bytes, 1, reps,
-              rates(OpClass::kGemm, m, 1.0, 1.0, scale));
+    const Rates r = rates(OpClass::kGemm, m, 1.0, 1.0, scale);
+    OpCost o = op(name, OpClass::kGemm, flops, bytes, 1, reps, r);
+    if (ideal_ || g_.sm_count <= 0 || p_.table(OpClass::kGemm, TableMetric::kComputeEfficiency)) {
+      return o;  // no SM count (an inline GPU spec) or a measured table: the roofline
+    }
+    GemmMemo* slot = nullptr;
+    if (memo_ != nullptr && memo_id >= 0 && m <= static_cast<double>(kGemmMemoMaxRows)) {
+      std::vector<GemmMemo>& v = (*memo_)[static_cast<size_t>(memo_id)];
+      const auto row = static_cast<size_t>(m);
+      if (row >= v.size()) v.resize(std::min(kGemmMemoMaxRows, std::max(2 * row, size_t{256})) + 1);
+      slot = &v[row];
+      if (slot->seconds >= 0) {
+        o.compute_s = slot->compute_s * reps;
+        o.memory_s = slot->memory_s * reps;
+        o.seconds = slot->seconds * reps + o.overhead_s;
+        o.bound = slot->compute_s >= slot->memory_s ? Bound::kCompute : Bound::kMemory;
+        return o;
+      }
+    }
+    const double sms = g_.sm_count;
+    // Seconds of one tile-k-slice FLOP on one SM at the class's full-wave efficiency.
+    const double sm_s_per_flop = sms / r.flops_per_s;
+    const double mem1 = bytes / r.bytes_per_s;
+    // Tile counts in integers (m and n are whole rows and columns): the divisions by the
+    // constant tile sides compile to shifts.
+    const auto mi = static_cast<int64_t>(m);
+    const auto ni = static_cast<int64_t>(n);
+    const auto si = static_cast<int64_t>(sms);
+    const double inv_sms = 1.0 / sms;
+    const double q = p_.gemm_combine_exponent;
+    double best = -1, best_c = 0, best_m = 0;
+    for (size_t i = 0; i < std::size(kTiles); ++i) {
+      const auto [tm, tn] = kTiles[i];
+      const int64_t tiles = ((mi + tm - 1) / tm) * ((ni + tn - 1) / tn);
+      const double tile_s = 2.0 * tm * tn * k * sm_s_per_flop * tile_slowdown_[i];  // one tile
+      for (int64_t split = 1; split <= 8; split *= 2) {
+        if (split > 1 && tiles * split > si) break;
+        // ceil(tiles x split / SMs) without a 64-bit division per candidate.
+        const int64_t work = tiles * split;
+        auto waves = static_cast<int64_t>(static_cast<double>(work) * inv_sms);
+        while (waves * si < work) ++waves;
+        while (waves > 0 && (waves - 1) * si >= work) --waves;
+        const double c = static_cast<double>(waves) * tile_s / static_cast<double>(split);
+        // Split-K writes and reads back FP32 partial sums of the whole output.
+        const double mem = split > 1 ? mem1 + 8.0 * m * n * split / r.bytes_per_s : mem1;
+        // The candidate of least combined time (below); comparing c^q + mem^q is enough.
+        const double t = q == 3.0 ? c * c * c + mem * mem * mem : std::pow(c, q) + std::pow(mem, q);
+        if (best < 0 || t < best) {
+          best = t;
+          best_c = c;
+          best_m = mem;
+        }
+      }
+    }
+    const double hi = std::max(best_c, best_m);
+    const double x = std::min(best_c, best_m) / hi;
+    // (c^q + m^q)^(1/q) = hi (1 + x^q)^(1/q), x = lo/hi: no overflow, exact for lo = 0; q = 3
+    // (the built-in profiles) without pow, which the engine would pay every iteration.
+    const double one = q == 3.0 ? hi * std::cbrt(1.0 + x * x * x)
+                                : hi * std::pow(1.0 + std::pow(x, q), 1.0 / q);
+    if (slot != nullptr) *slot = {best_c, best_m, one};
+    o.compute_s = best_c * reps;
+    o.memory_s = best_m * reps;
+    o.seconds = one * reps + o.overhead_s;
+    o.bound = best_c >= best_m ? Bound::kCompute : Bound::kMemory;
+    return o;
+  }
+
+  // Elementwise kernels (norms, activation, adds, rotary, gathers, KV writes), run `reps` times:
+  // each kernel moves its bytes at the class's memory rate but takes at least the profile's
+  // elementwise floor (a small kernel's minimum duration), plus its launch overhead.
+  OpCost elementwise(std::string_view name, std::initializer_list<double> kernel_bytes,
+                     double flops, double reps, double m) const {
+    const Rates r = rates(OpClass::kElementwise, m);
+    double bytes = 0;
+    double one = 0;
+    const double floor = ideal_ ? 0.0 : p_.elementwise_floor_s;
+    for (double b : kernel_bytes) {
+      bytes += b;
+      one += std::max(floor, b / r.bytes_per_s);
+    }
+    OpCost o = op(name, OpClass::kElementwise, flops, bytes,
+                  static_cast<double>(kernel_bytes.size()), reps, r);
+    o.seconds = std::max(o.compute_s, one * reps) + o.overhead_s;
+    return o;
   }
 
   // Query-key pairs of a causal chunk of q queries after ctx tokens: query i sees
@@ -267,6 +384,8 @@ class Costing {
   const GpuSpec& g_;
   const Profile& p_;
   bool ideal_;
+  Memo* memo_;
+  std::array<double, std::size(kTiles)> tile_slowdown_{};
 };
 
 void add(IterationCost& it, OpCost o) {
@@ -315,7 +434,7 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
 IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal) const {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
   const Shape s = shape_of(model_, gpu_, tp_, pp_);
-  const Costing k(s, gpu_, p, ideal);
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
   double m = 0;     // rows through the linear layers
   double emit = 0;  // rows through the LM head
   for (const PrefillChunk& c : batch.prefill) {
@@ -345,15 +464,12 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
-  const Rates ew = k.rates(OpClass::kElementwise, m);
-  add(it, Costing::op("embedding", OpClass::kElementwise, 0.0, m * s.hidden * (s.ewb + kActBytes),
-                      1, 1, ew));
-  add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L));
-  add(it, Costing::op("kv_cache_write", OpClass::kElementwise, 0.0,
-                      m * 2 * kv_out * (kActBytes + s.kvb), 1, L, ew));
+  add(it, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
+  add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
+  add(it, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   if (!batch.prefill.empty()) add(it, k.prefill_attention(batch.prefill, attention_));
   if (n > 0) add(it, k.decode_attention(n, t, batch.block_tokens, attention_));
-  add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L));
+  add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
   if (s.tp > 1) add(it, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
 
   // MLP (SwiGLU): gate and up in one GEMM, then down; MoE routes each row to top-k experts and
@@ -361,22 +477,26 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double touched = experts_touched(s.experts, s.topk, m);
   const double rows = m * s.topk;
   if (s.experts > 1) {
-    add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, false));
+    add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, 4, false));
   }
-  add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L));
-  add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L));
+  add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L,
+                s.experts > 1 ? -1 : 2));
+  add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L, s.experts > 1 ? -1 : 3));
 
   // Two RMSNorms (read+write), two residual adds (2 reads, 1 write), SiLU x up (2 reads,
   // 1 write of the ffn rows), rotary on Q and K (read+write).
   const double norm_elems = m * s.hidden;
   const double act_elems = rows * s.ffn;
   const double rope_elems = m * (q_out + kv_out);
-  const double ew_bytes =
-      (2 * 2 * norm_elems + 2 * 3 * norm_elems + 3 * act_elems + 2 * rope_elems) * kActBytes;
+  const double norm_b = 2 * norm_elems * kActBytes;
+  const double add_b = 3 * norm_elems * kActBytes;
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
-  add(it, Costing::op("norm_act_residual", OpClass::kElementwise, ew_flops, ew_bytes, 6, L, ew));
+  add(it, k.elementwise("norm_act_residual",
+                        {norm_b, norm_b, add_b, add_b, 3 * act_elems * kActBytes,
+                         2 * rope_elems * kActBytes},
+                        ew_flops, L, m));
   if (emit > 0) {
-    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, false));
+    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, false));
   }
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.

@@ -8,6 +8,7 @@
 // no overheads. See docs/latency.md for the operation list, the assumptions and the limits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -89,6 +90,11 @@ struct AffineCost {
   double at(double total_context_tokens) const { return a + b * total_context_tokens; }
 };
 
+// One cached GEMM cost (LatencyModel's memo; per unit of repetition; seconds < 0: empty).
+struct GemmMemo {
+  double compute_s = 0, memory_s = 0, seconds = -1;
+};
+
 class LatencyModel {
  public:
   // Requires: tensor_parallel, pipeline_parallel >= 1. Throws InputError when the model cannot
@@ -128,6 +134,13 @@ class LatencyModel {
 
  private:
   IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal) const;
+
+  // The tiled cost of each of the model's GEMMs (qkv, o, gate_up, down, router, lm_head) by row
+  // count, for the row counts already seen: the engine asks for the same batch sizes over and
+  // over, and the tile search is the costliest part of an iteration. A cache of a pure
+  // function: results are identical with or without it. Not shared between threads (each
+  // simulation builds its own LatencyModel).
+  mutable std::array<std::vector<GemmMemo>, 6> gemm_memo_;
 
   ModelSpec model_;
   GpuSpec gpu_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -132,42 +133,123 @@ const EfficiencyTable* Profile::table(OpClass c, TableMetric m) const {
   return nullptr;
 }
 
-Profile default_profile(const GpuSpec& gpu) {
-  // The numbers and their sources are spelled out in models/catalog/profiles/a100-sxm4-80gb.yaml
-  // (a test checks that file matches these values) and in docs/latency.md.
+std::string_view flash_kernel_name(FlashKernel k) { return k == FlashKernel::kFa3 ? "fa3" : "fa2"; }
+
+namespace {
+
+bool is_hopper(const GpuSpec& gpu) {
+  return gpu.name.rfind("h100", 0) == 0 || gpu.name.rfind("h200", 0) == 0;
+}
+
+// The per-GPU part of a profile: GEMM tiling, elementwise traffic, flash attention. Fitted on
+// Vidur's measured kernel times (../shared/reference/measured/vidur, imported with
+// `kvsim-validate import vidur`) on every other token count; held-out error on the rest is in
+// docs/fidelity.md. GPUs without measurements borrow the nearest fitted GPU's efficiencies.
+struct GpuFit {
+  double gemm_compute, gemm_memory, gemm_floor_us;  // full-wave efficiencies, per-GEMM constant
+  double ew_memory, ew_floor_us;                    // elementwise bandwidth efficiency, floor
+  double fa2_compute, fa3_compute;                  // flash prefill; fa3 0 = not available
+  const char* gemm_source;
+  const char* ew_source;
+  const char* flash_source;
+};
+
+constexpr const char* kFa2A100 =
+    "FA2: forward 230 TFLOP/s = 0.73 of A100's 312 (FlashAttention-2 paper, Dao 2023, fig. 4; "
+    "facts.md 5)";
+constexpr const char* kFlashHopper =
+    "FA2 on H100: 335 TFLOP/s at 16k tokens, head dim 128 (FlashAttention-2 paper, H100 figure) "
+    "= 0.349 x 989.4 x 16384/(16384+512); FA3: 740 TFLOP/s FP16 (FlashAttention-3 paper, Shah et "
+    "al. 2024) = 0.772 of peak the same way";
+
+const GpuFit kA100{
+    0.725, 0.751, 0.0, 0.463, 5.4, 0.73, 0.0,
+    "fitted on Vidur A100-80GB Llama-2-7B and Llama-3-8B GEMMs (every other token count); held "
+    "out (per layer, GEMMs): 4.3% / 2.7% MAPE, worst bin 9.2% / 9.3% (docs/fidelity.md)",
+    "fitted on Vidur A100 norm/rope/act/add kernels (sum per layer); train MAPE 2.5%",
+    kFa2A100};
+const GpuFit kH100{
+    0.772, 1.0, 11.0, 0.507, 4.0, 0.349, 0.772,
+    "fitted on Vidur H100-SXM Llama-2-7B GEMMs (every other token count); held out (per layer, "
+    "GEMMs): 4.5% MAPE, worst bin 9.4% (docs/fidelity.md); memory 1.0 with an 11 us per-GEMM "
+    "constant = 2.4 TB/s effective on a 100 MB weight stream",
+    "fitted on Vidur H100 norm/rope/act/add kernels (sum per layer); train MAPE 5.2%",
+    kFlashHopper};
+
+struct DerivedFit {
+  const char* gpu;
+  const GpuFit* from;
+  const char* why;
+};
+// Unmeasured GPUs: which fitted GPU's efficiencies they take, and why.
+constexpr DerivedFit kDerived[] = {
+    {"a100-sxm4-40gb", &kA100, "same GA100 die and SM count as the A100-80GB; HBM2 peak from the catalog"},
+    {"h200", &kH100, "same GH100 die, 132 SMs, as the H100; only HBM3e (4.8 TB/s) differs"},
+    {"l40s", &kA100, "assumption: Ada AD102 (142 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
+    {"a40", &kA100, "assumption: Ampere GA102 (84 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
+};
+
+}  // namespace
+
+FlashKernel default_flash_kernel(const GpuSpec& gpu) {
+  return is_hopper(gpu) ? FlashKernel::kFa3 : FlashKernel::kFa2;
+}
+
+Profile default_profile(const GpuSpec& gpu, std::optional<FlashKernel> flash) {
+  // The numbers and their sources are spelled out in models/catalog/profiles/<gpu>.yaml (a test
+  // checks those files match these values), docs/latency.md and docs/fidelity.md.
+  const GpuFit* fit = &kA100;
+  std::string derived;
+  if (gpu.name.rfind("h100", 0) == 0) fit = &kH100;
+  for (const DerivedFit& d : kDerived) {
+    if (gpu.name == d.gpu) {
+      fit = d.from;
+      derived = fmt::format(" (derived: {})", d.why);
+    }
+  }
+  const FlashKernel fk = flash.value_or(default_flash_kernel(gpu));
+  if (fk == FlashKernel::kFa3 && !is_hopper(gpu) && !gpu.name.empty()) {
+    throw InputError(fmt::format(
+        "attention_kernel fa3: FlashAttention-3 runs on Hopper GPUs only (h100-sxm, h200), not {}",
+        gpu.name));
+  }
   Profile p;
   p.name = gpu.name.empty() ? "default" : gpu.name + "-default";
   p.gpu = gpu.name;
-  p.source = "kvsim built-in defaults; sources in models/catalog/profiles/a100-sxm4-80gb.yaml";
-  auto set = [&](OpClass c, double ce, double me, const char* src) {
+  p.source = fmt::format("kvsim built-in profile{}; flash kernel {}", derived, flash_kernel_name(fk));
+  auto set = [&](OpClass c, double ce, double me, double launch_us, std::string src) {
     p.of(c) = ClassParams{.compute_efficiency = ce,
                           .memory_efficiency = me,
-                          .launch_overhead_s = 4e-6,
-                          .source = src};
+                          .launch_overhead_s = launch_us * 1e-6,
+                          .source = std::move(src)};
   };
-  set(OpClass::kGemm, 0.75, 0.80,
-      "compute: FA2 paper end-to-end GPT training 225 TFLOP/s = 72% of A100 peak (facts.md 5), "
-      "so large GEMMs run at >= that; memory: assumption, below the 74-79% facts.md 7 calls the "
-      "high end for batch-1 decode");
-  set(OpClass::kAttentionNative, 0.60, 0.80,
+  set(OpClass::kGemm, fit->gemm_compute, fit->gemm_memory, fit->gemm_floor_us,
+      fit->gemm_source + derived);
+  set(OpClass::kAttentionNative, 0.60, 0.80, 4,
       "assumption (eager batched matmuls below FA2's 73%); score traffic counted explicitly");
-  set(OpClass::kAttentionFlash, 0.73, 0.80,
-      "compute: FA2 forward peak 230 TFLOP/s = 73% of 312 on A100 (facts.md 5); memory: "
-      "assumption");
-  set(OpClass::kAttentionDecode, 0.50, 0.80,
+  const double fa = fk == FlashKernel::kFa3 ? fit->fa3_compute : fit->fa2_compute;
+  set(OpClass::kAttentionFlash, fa, 0.80, 4,
+      fmt::format("{} ({} selected); memory: assumption{}", fit->flash_source,
+                  flash_kernel_name(fk), derived));
+  set(OpClass::kAttentionDecode, 0.50, 0.80, 4,
       "memory: between 0.69 (asymptote of FA2 paged decode on H100, onnxruntime PR 21414) and "
       "0.946 (vLLM paged_attention_v2 ncu on RTX 4090, flashinfer 188) (facts.md 5)");
-  set(OpClass::kElementwise, 0.50, 0.70, "assumption: short memory-bound kernels");
-  set(OpClass::kAllReduce, 1.0, 0.70, "assumption: NCCL ring bus bandwidth / link peak");
+  set(OpClass::kElementwise, 0.50, fit->ew_memory, 0, fit->ew_source + derived);
+  set(OpClass::kAllReduce, 1.0, 0.70, 4, "assumption: NCCL ring bus bandwidth / link peak");
   p.flash_seq_half_tokens = 512;
   p.flash_head_dim_exponent = 0.2;
   p.decode_context_half_tokens = 117;
   p.paged_block_half_tokens = 1;
   p.native_score_passes = 4;
   p.native_score_bytes = 2;
+  p.gemm_tile_half_intensity = 8;
+  p.gemm_combine_exponent = 3;
+  p.elementwise_floor_s = fit->ew_floor_us * 1e-6;
   p.curves_source =
       "decode_context_half_tokens: fit of e*c/(c+h) to 14.8% at 32 and 47.4% at 256 tokens "
-      "(onnxruntime PR 21414, facts.md 5); native passes: facts.md 7; the rest assumptions";
+      "(onnxruntime PR 21414, facts.md 5); native passes: facts.md 7; gemm tile half-intensity "
+      "and combine exponent: shared by the A100 and H100 fits (docs/fidelity.md); the rest "
+      "assumptions";
   p.iteration_overhead_s = 1e-3;
   p.allreduce_latency_s = 10e-6;
   p.overheads_source = "assumptions, to be replaced by calibration";
@@ -213,6 +295,12 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
         c->get<double>("native_score_passes", p.native_score_passes, {.min = 1, .max = 64});
     p.native_score_bytes =
         c->get<double>("native_score_bytes", p.native_score_bytes, {.min = 1, .max = 8});
+    p.gemm_tile_half_intensity =
+        c->get<double>("gemm_tile_half_intensity", p.gemm_tile_half_intensity, {.min = 0, .max = 1e4});
+    p.gemm_combine_exponent =
+        c->get<double>("gemm_combine_exponent", p.gemm_combine_exponent, {.min = 1, .max = 64});
+    p.elementwise_floor_s =
+        c->get<double>("elementwise_floor_us", p.elementwise_floor_s * 1e6, kMicros) * 1e-6;
     p.curves_source = c->get<std::string>("source", p.curves_source);
   }
   if (auto o = root.optional_child("overheads")) {
@@ -263,10 +351,12 @@ std::string write_profile_yaml(const Profile& p) {
   o += fmt::format(
       "curves:\n  flash_seq_half_tokens: {}\n  flash_head_dim_exponent: {}\n"
       "  decode_context_half_tokens: {}\n  paged_block_half_tokens: {}\n"
-      "  native_score_passes: {}\n  native_score_bytes: {}\n  source: {}\n",
+      "  native_score_passes: {}\n  native_score_bytes: {}\n  gemm_tile_half_intensity: {}\n"
+      "  gemm_combine_exponent: {}\n  elementwise_floor_us: {}\n  source: {}\n",
       num(p.flash_seq_half_tokens), num(p.flash_head_dim_exponent),
       num(p.decode_context_half_tokens), num(p.paged_block_half_tokens), num(p.native_score_passes),
-      num(p.native_score_bytes), quoted(p.curves_source));
+      num(p.native_score_bytes), num(p.gemm_tile_half_intensity), num(p.gemm_combine_exponent),
+      num(p.elementwise_floor_s * 1e6), quoted(p.curves_source));
   o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n  source: {}\n",
                    num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6),
                    quoted(p.overheads_source));

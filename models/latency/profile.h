@@ -88,6 +88,17 @@ struct Profile {
   // and write, read for PV = 4), each of `native_score_bytes` per element.
   double native_score_passes = 4.0;
   double native_score_bytes = 2.0;
+  // GEMM tiling (LatencyModel: tiles and waves over the SMs). A tile of tm x tn outputs runs at
+  // gemm compute efficiency x I/(I + h) x (64 + h)/64, capped at 1, where I = tm tn/(tm + tn) is
+  // its arithmetic intensity in FLOPs per loaded element and h = gemm_tile_half_intensity (a
+  // 128x64 tile, I = 64, runs at the class's efficiency; smaller tiles slower, larger faster).
+  double gemm_tile_half_intensity = 16.0;
+  // Compute and memory time of the chosen tiling overlap imperfectly:
+  // seconds = (compute^q + memory^q)^(1/q), q = gemm_combine_exponent (q -> inf: the hard max).
+  double gemm_combine_exponent = 3.0;
+  // The shortest an elementwise kernel (norm, activation, add, rotary, gather, KV write) can
+  // run, however little it moves: seconds = max(floor, bytes / rate) per kernel.
+  double elementwise_floor_s = 0.0;
   std::string curves_source;
 
   double iteration_overhead_s = 0.0;  // per engine step: scheduling, sampling, detokenising
@@ -102,9 +113,19 @@ struct Profile {
   const EfficiencyTable* table(OpClass c, TableMetric m) const;
 };
 
-// kvsim's defaults for `gpu` (the same numbers as models/catalog/profiles/a100-sxm4-80gb.yaml,
-// which cites their sources). Efficiencies are GPU-independent defaults; name/gpu are filled in.
-Profile default_profile(const GpuSpec& gpu);
+// The prefill flash-attention kernel generation: FlashAttention-2 (Ampere and later) or
+// FlashAttention-3 (Hopper only: TMA, warp specialisation, wgmma).
+enum class FlashKernel { kFa2, kFa3 };
+std::string_view flash_kernel_name(FlashKernel k);  // "fa2", "fa3"
+// vLLM's choice: FA3 on Hopper (compute capability 9.x), FA2 elsewhere.
+FlashKernel default_flash_kernel(const GpuSpec& gpu);
+
+// kvsim's profile for `gpu`: fitted to measured kernel times where measurements exist (A100,
+// H100), derived from the nearest fitted GPU otherwise, with its sources and held-out error in
+// each class's `source` (models/catalog/profiles/<gpu>.yaml holds the same numbers; docs/
+// fidelity.md the fits). `flash` picks the flash-attention generation (default: vLLM's choice);
+// throws InputError for FA3 on a GPU that is not Hopper.
+Profile default_profile(const GpuSpec& gpu, std::optional<FlashKernel> flash = std::nullopt);
 
 // Every efficiency 1, every overhead and latency floor 0, no tables: the physical lower bound.
 Profile ideal_profile();

@@ -16,6 +16,7 @@
 #include "core/fnv1a.h"
 #include "core/check.h"
 #include "core/data_path.h"
+#include "core/errors.h"
 #include "models/catalog.h"
 #include "sim/cluster/cluster.h"
 #include "sim/cluster/cluster_config.h"
@@ -143,8 +144,21 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy, con
         .kv_pool_tokens_per_gpu = p->pool->kv().usage().capacity_bytes / share.kv_bytes_per_token()};
   }
   engine_node.reject_unknown_keys();
-  const Profile profile =
-      engine.profile_path.empty() ? default_profile(gpu) : load_profile(engine.profile_path);
+  if (engine.attention_kernel && !engine.profile_path.empty()) {
+    engine_node.child("attention_kernel")
+        .fail("attention_kernel picks the built-in profile's flash efficiency; with engine.profile "
+              "the profile file decides (write one with kvsim-validate profile --attention-kernel)");
+  }
+  Profile profile;
+  if (engine.profile_path.empty()) {
+    try {
+      profile = default_profile(gpu, engine.attention_kernel);
+    } catch (const InputError& e) {
+      engine_node.child("attention_kernel").fail(e.what());
+    }
+  } else {
+    profile = load_profile(engine.profile_path);
+  }
   p->latency = std::make_unique<LatencyModel>(model, gpu, profile, engine.attention,
                                               engine.tensor_parallel, engine.pipeline_parallel);
   p->guards = make_guards(

@@ -49,6 +49,10 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.attention = e.get_enum<AttentionKind>(
       "attention", {{"flash", AttentionKind::kFlash}, {"native", AttentionKind::kNative}},
       AttentionKind::kFlash);
+  if (e.optional_child("attention_kernel")) {
+    const std::string k = e.get_enum("attention_kernel", {"auto", "fa2", "fa3"});
+    if (k != "auto") c.attention_kernel = k == "fa3" ? FlashKernel::kFa3 : FlashKernel::kFa2;
+  }
   c.tensor_parallel = e.get<int>("tensor_parallel", 1, {.min = 1, .max = 64});
   c.pipeline_parallel = e.get<int>("pipeline_parallel", 1, {.min = 1, .max = 64});
   // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/dtype.h"
+#include "models/latency/profile.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
 
@@ -49,6 +50,9 @@ struct EngineConfig {
   std::optional<DType> kv_cache_dtype;
   int64_t workspace_bytes = 512 * (int64_t{1} << 20);
   std::string profile_path;  // calibrated latency profile; empty = the GPU's defaults
+  // Flash prefill kernel generation for the built-in profile (`attention_kernel: auto|fa2|fa3`);
+  // unset ("auto") = vLLM's choice for the GPU (FA3 on Hopper, FA2 elsewhere). docs/latency.md.
+  std::optional<FlashKernel> attention_kernel;
   // Decode-only stretches advance in closed form, several iterations per event (Replica's
   // fast-forward, docs/architecture.md); false steps one iteration per event. Outputs are
   // byte-identical either way: a switch for checking and benchmarking, not a model choice.

@@ -63,7 +63,7 @@ TEST_CASE("kvsim models and gpus list the catalogs", "[cli]") {
   auto g = run_cli("gpus --json");
   REQUIRE(g.exit_code == 0);
   auto gj = nlohmann::json::parse(g.out);
-  CHECK(gj.size() == 5);
+  CHECK(gj.size() == 6);  // a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm, h200, l40s, a40
   auto human = run_cli("gpus");
   CHECK_THAT(human.out, Contains("h200"));
 }
