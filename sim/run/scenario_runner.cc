@@ -249,11 +249,11 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
 
 // Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
 // (both null) they are not produced.
-// `observer` (a timeline track, or null) sees a single replica's iterations and events; a
-// cluster's replicas have no timeline tracks yet (docs/timeline.md).
+// `observe(i, label)` gives replica i's timeline track (null: no timeline): a single replica is
+// replica 0, a cluster's replicas are numbered in the order they are built and named by label.
 PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
                          AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
-                         ReplicaObserver* observer) {
+                         const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe) {
   EventQueue events(EventQueue::Limits{.max_events = o.max_events,
                                        .max_time = seconds_to_sim(o.max_sim_time_s)});
   Recorder recorder(p.name);
@@ -267,7 +267,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
     Replica replica(events, *r.pool, *r.latency, engine_for_run(r.engine, o), std::move(r.guards),
                     recorder);
     replica.set_check_invariants(o.check_invariants);
-    replica.set_observer(observer);
+    if (observe) replica.set_observer(observe(0, ""));
     drive(events, replica, p.workload, o);
     summary = recorder.finish(events.now());
     summary.gpu_layout = r.gpu_layout;
@@ -284,9 +284,10 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
       rec.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
       rec.set_peak_flops(r.latency->gpu().fp16_flops);
       rec.set_slo(p.slo);
-      cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
+      Replica& member = cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
                           std::move(r.guards), rec,
                           kv_pool_capacity_bytes(*r.pool));
+      if (observe) member.set_observer(observe(static_cast<int>(ids.size()), r.id.label));
       ids.push_back(r.id);
     }
     cluster.set_check_invariants(o.check_invariants);
@@ -366,9 +367,14 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   for (size_t i = 0; i < prepared.policies_.size(); ++i) {
     auto& policy = prepared.policies_[i];
     KVSIM_CHECK(policy != nullptr, "simulate: a prepared scenario runs once");
-    ReplicaObserver* observer = timeline ? timeline->track(static_cast<int>(i), policy->name) : nullptr;
+    std::function<ReplicaObserver*(int, const std::string&)> observe;
+    if (timeline) {
+      observe = [&timeline, i, &name = policy->name](int replica, const std::string& label) {
+        return timeline->track(static_cast<int>(i), name, replica, label);
+      };
+    }
     result.policies.push_back(
-        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observer));
+        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observe));
     policy.reset();  // frees its pool before the next policy runs
   }
   if (timeline) timeline->commit();

@@ -117,7 +117,8 @@ TimelineWriter::TimelineWriter(const std::filesystem::path& path, TimelineWindow
 
 TimelineWriter::~TimelineWriter() = default;
 
-ReplicaObserver* TimelineWriter::track(int policy, const std::string& policy_name, int replica) {
+ReplicaObserver* TimelineWriter::track(int policy, const std::string& policy_name, int replica,
+                                       const std::string& replica_name) {
   const int pid = policy + 1;
   const int tid = replica + 1;
   const std::string name = nlohmann::json(policy_name).dump();  // quoted and escaped
@@ -125,8 +126,10 @@ ReplicaObserver* TimelineWriter::track(int policy, const std::string& policy_nam
                    pid, tid, name));
   emit(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
                    pid, tid, pid));
-  emit(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"replica {}"}}}})",
-                   pid, tid, replica));
+  const std::string thread =
+      nlohmann::json(replica_name.empty() ? fmt::format("replica {}", replica) : replica_name).dump();
+  emit(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                   pid, tid, thread));
   tracks_.push_back(std::make_unique<Track>(*this, pid, tid));
   return tracks_.back().get();
 }

@@ -37,8 +37,10 @@ class TimelineWriter {
   TimelineWriter& operator=(const TimelineWriter&) = delete;
 
   // The observer of policy `policy`'s replica `replica`: its track (pid = policy + 1,
-  // tid = replica + 1, both named). Owned by the writer; valid until the writer goes.
-  ReplicaObserver* track(int policy, const std::string& policy_name, int replica = 0);
+  // tid = replica + 1, both named; the thread "replica N", or `replica_name` when given, e.g. a
+  // cluster replica's label). Owned by the writer; valid until the writer goes.
+  ReplicaObserver* track(int policy, const std::string& policy_name, int replica = 0,
+                         const std::string& replica_name = "");
   // Closes the JSON and renames the file into place.
   void commit();
 

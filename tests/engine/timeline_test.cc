@@ -268,3 +268,31 @@ TEST_CASE("timeline: --timeline-window's text", "[engine][timeline]") {
   CHECK_THROWS_WITH(parse_timeline_window("a:b"),
                     "--timeline-window 'a:b': expected START:END in seconds (>= 0)");
 }
+
+TEST_CASE("a cluster's replicas get a timeline track each, named by their label", "[timeline]") {
+  // Two identical replicas behind round robin; two requests of 16 prompt + 4 output tokens, 1 s
+  // apart: request 0 goes to a-0, request 1 to a-1. Each replica then runs what kOneRequest's
+  // replica runs: one 16-token prefill and three one-token decodes, 4 slices, on its own track
+  // (pid 1; tid 1 for a-0, tid 2 for a-1), and the two tracks are named a-0 and a-1.
+  const Traced t = run_traced(R"(name: two-replicas
+model: seed-7b-mha
+gpu: a100-sxm4-80gb
+engine: {kv: {type: paged}}
+cluster: {replicas: [{name: a, count: 2}], router: {type: round_robin}}
+workload:
+  arrivals: {type: fixed, rate: 1}
+  max_requests: 2
+  prompt_tokens: 16
+  output_tokens: 4
+policies: [{name: p, guards: []}]
+)");
+  check_schema(t.trace);
+  std::map<int, int> slices;
+  for (const json& e : events(t.trace, "X")) ++slices[e["tid"].get<int>()];
+  CHECK(slices == std::map<int, int>{{1, 4}, {2, 4}});
+  std::map<int, std::string> names;
+  for (const json& e : events(t.trace, "M", "thread_name")) {
+    names[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+  }
+  CHECK(names == std::map<int, std::string>{{1, "a-0"}, {2, "a-1"}});
+}
