@@ -58,12 +58,27 @@ std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const Config
     }
     seen.emplace(group.name, g.line());
     group.count = g.get<int>("count", 1, {.min = 1, .max = kMaxReplicas});
-    group.role = g.get_enum("role", {"mixed"}, std::string("mixed"));
+    group.role = g.get_enum("role", {"mixed", "prefill", "decode"}, std::string("mixed"));
     group.gpu = g.optional_child("gpu");
     g.allow({"engine"});
     group.engine = g.peek("engine");
     if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");
     c.groups.push_back(std::move(group));
+  }
+  // Disaggregation needs both halves: a prefill replica's requests must have somewhere to decode,
+  // and arrivals somewhere to prefill.
+  bool prefill = false, decode = false;
+  for (const auto& grp : c.groups) {
+    prefill |= grp.role != "decode";
+    decode |= grp.role != "prefill";
+  }
+  if (!decode) groups.fail("`role: prefill` groups need a `decode` or `mixed` group to hand off to");
+  if (!prefill) groups.fail("`role: decode` groups need a `prefill` or `mixed` group to take arrivals");
+  if (auto t = section->optional_child("kv_transfer")) {
+    if (!t->is_map()) t->fail_expected("a map like {gb_per_s: 50, latency_us: 20}");
+    c.kv_transfer_gb_per_s = t->get<double>("gb_per_s", c.kv_transfer_gb_per_s, {.min = 1e-6, .max = 1e6});
+    c.kv_transfer_latency_us = t->get<double>("latency_us", c.kv_transfer_latency_us, {.min = 0, .max = 1e9});
+    t->reject_unknown_keys();
   }
   if (c.replicas() > kMaxReplicas) {
     groups.fail(fmt::format("{} replicas in all; at most {}", c.replicas(), kMaxReplicas));

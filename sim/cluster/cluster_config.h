@@ -14,7 +14,7 @@ namespace kvsim {
 struct ReplicaGroupConfig {
   std::string name;                   // labels its replicas "<name>-<index>"
   int count = 1;
-  std::string role = "mixed";         // the only role until prefill/decode disaggregation
+  std::string role = "mixed";         // mixed, prefill or decode (docs/cluster.md)
   std::optional<ConfigNode> gpu;      // a catalog name or inline spec; absent: the scenario's
   std::optional<ConfigNode> engine;   // merged over the policy's engine (peeked, not read)
 };
@@ -22,6 +22,9 @@ struct ReplicaGroupConfig {
 struct ClusterConfig {
   std::vector<ReplicaGroupConfig> groups;
   ConfigNode router;  // the `router:` map the policy runs with
+  // `kv_transfer: {gb_per_s, latency_us}`: the prefill-to-decode KV link (disaggregated runs).
+  double kv_transfer_gb_per_s = 100;
+  double kv_transfer_latency_us = 0;
   int replicas() const;
 };
 
