@@ -1,6 +1,6 @@
 // The scenario's `cluster:` section (docs/cluster.md): groups of identical replicas and the
-// router in front of them. A policy may replace the router (`policies[i].cluster.router`); the
-// replicas are the hardware, the same for every policy.
+// router in front of them. A policy may replace the router (`policies[i].cluster.router`) and the
+// replica groups (`policies[i].cluster.replicas`: colocated vs disaggregated on the same traffic).
 #pragma once
 
 #include <optional>
@@ -30,7 +30,7 @@ struct ClusterConfig {
 
 // The cluster `policy` runs on: nullopt when the scenario has no `cluster:` (one replica, as
 // before). Errors (file:line:col) for a malformed section, a policy `cluster:` without a
-// scenario one, and keys other than `router` in a policy's `cluster:`.
+// scenario one, and keys other than `router` and `replicas` in a policy's `cluster:`.
 std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const ConfigNode& policy);
 
 }  // namespace kvsim

@@ -109,7 +109,9 @@ void RunQueues::unswap_oldest() {
   const int64_t id = swapped_.front();
   RequestState& r = requests_.at(id);
   swapped_.pop_front();
-  swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+  // A transferred request that cannot fit even alone computes its KV again here instead.
+  if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+  r.kv_transferred = false;
   r.phase = Phase::kWaiting;
   enqueue_waiting(id, true);
 }
