@@ -122,3 +122,48 @@ TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][
              Catch::Contains("bad.yaml:6:") && Catch::Contains("gbps"));
   CHECK(error_of("[{name: p, role: prefill}, {name: m, role: mixed}]") == "no error");
 }
+
+// Back-pressure: the decode replica's paged pool has 70 blocks of 16 tokens (1,120 tokens); each
+// request (1,000 prompt + 20 output tokens) needs 64 blocks, so only one fits. A arrives at 0,
+// B at 1 ms (fixed rate 1,000/s), one prefill replica, link 10 GB/s + 50 us (X below):
+//   prefill side: A's prefill [0, P]; B waits for it and prefills alone [P, 2P] (P: 1,000 tokens);
+//   A reaches the decode replica at P + X and decodes 19 steps alone (contexts 1,001..1,019,
+//     D in all): done at P + X + D;
+//   B reaches it at 2P + X (< P + X + D since D > P, checked) but does not fit beside A: it
+//     waits until A finishes, then decodes its 19 steps alone: done at P + X + 2D.
+// So E2E(A) = P + X + D; E2E(B) = P + X + 2D - 1 ms; TTFT(A) = P, TTFT(B) = 2P - 1 ms.
+TEST_CASE("a decode replica out of KV holds a transferred request back until one finishes",
+          "[engine][cluster][disagg]") {
+  const RunResult r = run_yaml(R"(
+name: backpressure
+model: llama-3-8b
+gpu: h200
+cluster:
+  replicas:
+    - {name: p, count: 1, role: prefill}
+    - {name: d, count: 1, role: decode, engine: {kv: {type: paged, block_size: 16, num_blocks: 70}}}
+  kv_transfer: {gb_per_s: 10, latency_us: 50}
+workload:
+  arrivals: {type: fixed, rate: 1000}
+  max_requests: 2
+  prompt_tokens: 1000
+  output_tokens: 20
+policies: [{name: pd, guards: []}]
+)");
+  const PolicySummary& p = r.policies.at(0);
+  REQUIRE(p.cluster);
+  CHECK(count(p, Outcome::kCompleted) == 2);
+  const int64_t kv_bytes = Catalog::builtin().model("llama-3-8b").kv_bytes_per_token();
+  const double P = sim_to_seconds(prefill_ns(1000));
+  const double X = sim_to_seconds(seconds_to_sim(50e-6 + 1000.0 * kv_bytes / 10e9));
+  SimTime d_ns = 0;
+  for (int64_t c = 1001; c <= 1019; ++c) d_ns += decode_ns(c);
+  const double D = sim_to_seconds(d_ns);
+  REQUIRE(D > P);  // B arrives at the decode side while A still decodes
+  const double a = P + X + D, b = P + X + 2 * D - 0.001;
+  CHECK(p.e2e.count == 2);
+  CHECK(p.e2e.mean == Approx((a + b) / 2).epsilon(1e-9));
+  CHECK(p.e2e.p90 == Approx(a + 0.9 * (b - a)).epsilon(1e-9));
+  CHECK(p.ttft.mean == Approx((P + 2 * P - 0.001) / 2).epsilon(1e-9));
+  CHECK(p.preemptions == 0);
+}
