@@ -11,15 +11,21 @@ Cluster::Cluster(EventQueue& events, std::unique_ptr<Router> router, Recorder& t
 
 Replica& Cluster::add_replica(std::string label, GpuMemoryPool& pool, const LatencyModel& latency,
                               EngineConfig config, std::vector<std::unique_ptr<Guard>> guards,
-                              Recorder& recorder, int64_t kv_pool_bytes) {
+                              Recorder& recorder, int64_t kv_pool_bytes, ReplicaRole role) {
   auto m = std::make_unique<Member>();
   m->label = std::move(label);
   m->replica = std::make_unique<Replica>(events_, pool, latency, std::move(config),
                                          std::move(guards), recorder);
   m->kv_pool_bytes = static_cast<double>(kv_pool_bytes);
+  m->role = role;
   Member* member = m.get();
-  m->replica->set_on_finished([this, member](const RequestState& r) {
+  const size_t index = members_.size();
+  m->replica->set_on_finished([this, member, index](const RequestState& r) {
     --member->outstanding;
+    if (r.prefill_only) {
+      hand_off(r, index);
+      return;
+    }
     if (on_finished_) on_finished_(r);
   });
   members_.push_back(std::move(m));
@@ -32,7 +38,7 @@ void Cluster::arrive(const RequestSpec& spec) {
     const Member& m = *members_[i];
     ReplicaView& v = views_[i];
     v.outstanding = m.outstanding;
-    v.up = !m.replica->down();
+    v.up = !m.replica->down() && m.role != ReplicaRole::kDecode;  // arrivals go to prefill-capable
     const double held = static_cast<double>(m.replica->pool().kv().usage().held_bytes);
     v.kv_usage = m.kv_pool_bytes > 0 ? held / m.kv_pool_bytes : 0.0;
   }
@@ -53,7 +59,52 @@ void Cluster::arrive(const RequestSpec& spec) {
               "router chose replica {}, which is not up", i);
   Member& m = *members_[i];
   ++m.outstanding;  // before arrive(): it may finish the request at once
-  m.replica->arrive(spec);
+  if (m.role == ReplicaRole::kPrefill) {
+    handed_.emplace(spec.id, spec);
+    m.replica->arrive_prefill_only(spec);
+  } else {
+    m.replica->arrive(spec);
+  }
+}
+
+void Cluster::hand_off(const RequestState& r, size_t from) {
+  auto f = handed_.find(r.spec.id);
+  KVSIM_CHECK(f != handed_.end(), "request {} handed off twice", r.spec.id);
+  RequestState state = r;
+  state.spec = f->second;
+  state.prefill_only = false;
+  handed_.erase(f);
+  const bool served = r.outcome == Outcome::kCompleted || r.outcome == Outcome::kCompletedTruncated;
+  if (!served) {  // it failed on the prefill side: that is its outcome
+    state.truncated = r.truncated;
+    totals_.on_outcome(state, members_[from]->label);
+    if (on_finished_) on_finished_(state);
+    return;
+  }
+  // The decode side: the up decode-capable replica with the fewest outstanding requests (ties:
+  // the lowest index), as DistServe's and Splitwise's least-loaded choice.
+  int best = -1;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const Member& m = *members_[i];
+    if (m.role == ReplicaRole::kPrefill || m.replica->down()) continue;
+    if (best < 0 || m.outstanding < members_[best]->outstanding) best = static_cast<int>(i);
+  }
+  if (best < 0) {
+    state.phase = Phase::kDone;
+    state.outcome = Outcome::kFailedUnavailable;
+    state.finished_at = events_.now();
+    totals_.on_outcome(state, "none");
+    if (on_finished_) on_finished_(state);
+    return;
+  }
+  Member& to = *members_[best];
+  ++to.outstanding;
+  const int64_t bytes = r.prompt_tokens * members_[from]->replica->pool().kv().kv_bytes_per_token();
+  const SimTime took = transfer_.duration(bytes);
+  totals_.on_kv_transfer(sim_to_seconds(took));
+  state.outcome = Outcome::kNone;
+  state.phase = Phase::kGuardQueue;
+  events_.schedule(took, [&to, state] { to.replica->arrive_transferred(state); });
 }
 
 void Cluster::set_check_invariants(bool on) {

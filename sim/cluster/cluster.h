@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,18 @@
 
 namespace kvsim {
 
+// Disaggregated prefill and decode (docs/cluster.md): the link a request's KV crosses from its
+// prefill replica to its decode replica: latency_us + bytes / gb_per_s.
+struct KvTransfer {
+  double gb_per_s = 0;  // 1e9 bytes per second
+  double latency_us = 0;
+  SimTime duration(int64_t bytes) const {
+    return seconds_to_sim(latency_us * 1e-6 + static_cast<double>(bytes) / (gb_per_s * 1e9));
+  }
+};
+
+enum class ReplicaRole { kMixed, kPrefill, kDecode };
+
 class Cluster {
  public:
   // `totals` records what no replica sees: arrivals routed to nothing (every replica down).
@@ -24,7 +37,9 @@ class Cluster {
   // `kv_pool_bytes`: the denominator of the KV usage it reports (kv_pool_capacity_bytes()).
   Replica& add_replica(std::string label, GpuMemoryPool& pool, const LatencyModel& latency,
                        EngineConfig config, std::vector<std::unique_ptr<Guard>> guards,
-                       Recorder& recorder, int64_t kv_pool_bytes);
+                       Recorder& recorder, int64_t kv_pool_bytes,
+                       ReplicaRole role = ReplicaRole::kMixed);
+  void set_kv_transfer(KvTransfer t) { transfer_ = t; }
 
   // A request arrives now: the router picks an up replica, or it fails as failed_unavailable.
   void arrive(const RequestSpec& spec);
@@ -42,7 +57,10 @@ class Cluster {
     std::unique_ptr<Replica> replica;
     double kv_pool_bytes = 0;
     int64_t outstanding = 0;
+    ReplicaRole role = ReplicaRole::kMixed;
   };
+  // A prefill replica finished `r`'s first token: its KV crosses to a decode replica.
+  void hand_off(const RequestState& r, size_t from);
 
   EventQueue& events_;
   std::unique_ptr<Router> router_;
@@ -50,6 +68,8 @@ class Cluster {
   std::vector<std::unique_ptr<Member>> members_;
   std::vector<ReplicaView> views_;  // reused per arrival
   std::function<void(const RequestState&)> on_finished_;
+  KvTransfer transfer_;
+  std::map<int64_t, RequestSpec> handed_;  // prefill-only requests in flight: their full spec
 };
 
 }  // namespace kvsim

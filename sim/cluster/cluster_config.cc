@@ -21,6 +21,52 @@ bool label_safe(const std::string& s) {
 
 constexpr int kMaxReplicas = 4096;
 
+// The replica groups of a `replicas:` list, checked: names, counts, roles (both halves of a
+// disaggregated cluster or neither).
+std::vector<ReplicaGroupConfig> parse_groups(const ConfigNode& groups) {
+  std::vector<ReplicaGroupConfig> out;
+  if (!groups.is_sequence() || groups.size() == 0) {
+    groups.fail_expected("a non-empty list of replica groups");
+  }
+  std::map<std::string, int> seen;  // name -> line
+  int replicas = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ConfigNode g = groups.at(i);
+    if (!g.is_map()) g.fail_expected("a replica group like {name: a100, count: 2}");
+    ReplicaGroupConfig group;
+    group.name = g.get<std::string>("name", fmt::format("group{}", i));
+    if (!label_safe(group.name)) {
+      g.child("name").fail("a group name is letters, digits, '_', '-' or '.'");
+    }
+    if (auto it = seen.find(group.name); it != seen.end()) {
+      g.child("name").fail(
+          fmt::format("duplicate replica group name '{}' (first at line {})", group.name, it->second));
+    }
+    seen.emplace(group.name, g.line());
+    group.count = g.get<int>("count", 1, {.min = 1, .max = kMaxReplicas});
+    group.role = g.get_enum("role", {"mixed", "prefill", "decode"}, std::string("mixed"));
+    group.gpu = g.optional_child("gpu");
+    g.allow({"engine"});
+    group.engine = g.peek("engine");
+    if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");
+    replicas += group.count;
+    out.push_back(std::move(group));
+  }
+  if (replicas > kMaxReplicas) {
+    groups.fail(fmt::format("{} replicas in all; at most {}", replicas, kMaxReplicas));
+  }
+  // Disaggregation needs both halves: a prefill replica's requests must have somewhere to decode,
+  // and arrivals somewhere to prefill.
+  bool prefill = false, decode = false;
+  for (const auto& grp : out) {
+    prefill |= grp.role != "decode";
+    decode |= grp.role != "prefill";
+  }
+  if (!decode) groups.fail("`role: prefill` groups need a `decode` or `mixed` group to hand off to");
+  if (!prefill) groups.fail("`role: decode` groups need a `prefill` or `mixed` group to take arrivals");
+  return out;
+}
+
 }  // namespace
 
 int ClusterConfig::replicas() const {
@@ -39,34 +85,12 @@ std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const Config
   }
   if (!section->is_map()) section->fail_expected("a map with `replicas:` and `router:`");
   ClusterConfig c{.router = ConfigNode::parse_string("{type: round_robin}", "default router")};
-  const ConfigNode groups = section->child("replicas");
-  if (!groups.is_sequence() || groups.size() == 0) {
-    groups.fail_expected("a non-empty list of replica groups");
-  }
-  std::map<std::string, int> seen;  // name -> line
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const ConfigNode g = groups.at(i);
-    if (!g.is_map()) g.fail_expected("a replica group like {name: a100, count: 2}");
-    ReplicaGroupConfig group;
-    group.name = g.get<std::string>("name", fmt::format("group{}", i));
-    if (!label_safe(group.name)) {
-      g.child("name").fail("a group name is letters, digits, '_', '-' or '.'");
-    }
-    if (auto it = seen.find(group.name); it != seen.end()) {
-      g.child("name").fail(
-          fmt::format("duplicate replica group name '{}' (first at line {})", group.name, it->second));
-    }
-    seen.emplace(group.name, g.line());
-    group.count = g.get<int>("count", 1, {.min = 1, .max = kMaxReplicas});
-    group.role = g.get_enum("role", {"mixed"}, std::string("mixed"));
-    group.gpu = g.optional_child("gpu");
-    g.allow({"engine"});
-    group.engine = g.peek("engine");
-    if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");
-    c.groups.push_back(std::move(group));
-  }
-  if (c.replicas() > kMaxReplicas) {
-    groups.fail(fmt::format("{} replicas in all; at most {}", c.replicas(), kMaxReplicas));
+  c.groups = parse_groups(section->child("replicas"));
+  if (auto t = section->optional_child("kv_transfer")) {
+    if (!t->is_map()) t->fail_expected("a map like {gb_per_s: 50, latency_us: 20}");
+    c.kv_transfer_gb_per_s = t->get<double>("gb_per_s", c.kv_transfer_gb_per_s, {.min = 1e-6, .max = 1e6});
+    c.kv_transfer_latency_us = t->get<double>("latency_us", c.kv_transfer_latency_us, {.min = 0, .max = 1e9});
+    t->reject_unknown_keys();
   }
   // The router maps are checked by make_router(); the section's other keys by the scenario's
   // final unknown-key check.
@@ -74,8 +98,10 @@ std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const Config
   if (auto r = section->peek("router")) c.router = *r;
   if (own) {
     if (!own->is_map()) own->fail_expected("a map with `router:`");
-    own->allow({"router"});
+    own->allow({"router", "replicas"});
     if (auto r = own->peek("router")) c.router = *r;
+    // A policy may bring its own hardware: the colocated-vs-disaggregated comparison.
+    if (auto g = own->peek("replicas")) c.groups = parse_groups(*g);
     own->reject_unknown_keys();
   }
   return c;

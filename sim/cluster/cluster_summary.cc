@@ -23,7 +23,14 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
     totals.prefix_hit_tokens += r.prefix_hit_tokens;
     totals.prefix_query_tokens += r.prefix_query_tokens;
     if (r.peak_in_use_bytes > replicas[worst].peak_in_use_bytes) worst = i;
-    for (size_t o = 0; o < routed_outcomes.size(); ++o) routed_outcomes[o] += r.outcomes[o];
+    // A prefill replica's completions are first tokens handed to a decode replica, whose outcome
+    // is the request's (docs/cluster.md, disaggregation); its failures are the request's own.
+    const bool prefill = id.role == "prefill";
+    for (size_t o = 0; o < routed_outcomes.size(); ++o) {
+      const bool handed = o == outcome_index(Outcome::kCompleted) ||
+                          o == outcome_index(Outcome::kCompletedTruncated);
+      if (!(prefill && handed)) routed_outcomes[o] += r.outcomes[o];
+    }
     c.replicas.push_back(ReplicaSummary{.label = id.label,
                                         .group = id.group,
                                         .index = id.index,

@@ -54,7 +54,7 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
 }
 
 void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
-  if (cluster_) cluster_->on_outcome(r, replica_);
+  if (cluster_ && !r.prefill_only) cluster_->on_outcome(r, replica_);
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
   ++summary_.outcomes[outcome_index(r.outcome)];
   last_outcome_ = std::max(last_outcome_, r.finished_at);

@@ -48,7 +48,7 @@ struct ReplicaSummary {
   std::string group;
   int index = 0;      // within its group
   std::string gpu;
-  std::string role = "mixed";  // prefill/decode disaggregation will add roles
+  std::string role = "mixed";  // mixed, prefill or decode (docs/cluster.md)
   int64_t requests_total = 0;
   std::array<int64_t, 7> outcomes{};  // by outcome_index()
   int64_t oom_events = 0, restarts = 0, preemptions = 0;
@@ -64,6 +64,9 @@ struct ClusterSummary {
   std::string router;
   std::string memory_replica;
   std::vector<ReplicaSummary> replicas;
+  // Disaggregated runs: each request's KV transfer time from its prefill to its decode replica
+  // (count 0: no prefill replica; then summary.json has no `kv_transfer_s`).
+  LatencyStats kv_transfer;
 };
 
 // Batch and engine figures (issue 18 item 3; docs/metrics.md "Batch and engine metrics"): one
@@ -170,8 +173,12 @@ class Recorder {
     replica_ = std::move(replica);
   }
 
-  void on_arrival(SimTime t) {
-    if (cluster_) cluster_->on_arrival(t);
+  // `forward`: false for the decode half of a disaggregated request (the cluster saw it arrive).
+  // A disaggregated request's KV moved from its prefill to its decode replica in `seconds`.
+  void on_kv_transfer(double seconds) { kv_transfer_.push_back(seconds); }
+  LatencyStats kv_transfer_stats() const { return latency_stats(kv_transfer_); }
+  void on_arrival(SimTime t, bool forward = true) {
+    if (cluster_ && forward) cluster_->on_arrival(t);
     if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
   }
   // `replica`: the requests.csv `replica` cell (cluster runs only; empty: no such column).
@@ -222,6 +229,7 @@ class Recorder {
   std::string replica_;          // report_to()
   PolicySummary summary_;
   std::vector<double> ttft_, tpot_, e2e_;
+  std::vector<double> kv_transfer_;  // on_kv_transfer()
   KvWasteAccumulator kv_;
   SimTime first_arrival_ = 0;
   SimTime last_outcome_ = 0;

@@ -184,6 +184,7 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                             {"e2e_s", stats_json(r.e2e)}});
       }
       o["replicas"] = replicas;
+      if (p.cluster->kv_transfer.count > 0) o["kv_transfer_s"] = stats_json(p.cluster->kv_transfer);
     }
     arr.push_back(o);
   }

@@ -86,6 +86,7 @@ struct PreparedPolicy {
   std::string name;
   std::vector<PreparedReplica> replicas;  // one without a `cluster:`
   std::unique_ptr<Router> router;         // cluster runs only
+  KvTransfer kv_transfer;                 // cluster runs only: the prefill-to-decode link
   std::string router_type;
   Workload workload;
   std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top
@@ -189,6 +190,8 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
     }
     p->router = make_router(cluster->router, RouterContext{.seed = s.seed});
     p->router_type = cluster->router.get<std::string>("type", "round_robin");
+    p->kv_transfer = {.gb_per_s = cluster->kv_transfer_gb_per_s,
+                      .latency_us = cluster->kv_transfer_latency_us};
   }
   p->workload = make_workload(s.root.child("workload"), s.seed);
   p->slo = policy_slo(s.root, policy);
@@ -286,11 +289,15 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
       rec.set_slo(p.slo);
       Replica& member = cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
                           std::move(r.guards), rec,
-                          kv_pool_capacity_bytes(*r.pool));
+                          kv_pool_capacity_bytes(*r.pool),
+                          r.id.role == "prefill"  ? ReplicaRole::kPrefill
+                          : r.id.role == "decode" ? ReplicaRole::kDecode
+                                                  : ReplicaRole::kMixed);
       if (observe) member.set_observer(observe(static_cast<int>(ids.size()), r.id.label));
       ids.push_back(r.id);
     }
     cluster.set_check_invariants(o.check_invariants);
+    cluster.set_kv_transfer(p.kv_transfer);
     drive(events, cluster, p.workload, o);
     summary = recorder.finish(events.now());
     std::vector<PolicySummary> parts;
@@ -299,6 +306,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
       parts.back().gpu_layout = p.replicas[i].gpu_layout;
     }
     fold_replicas(summary, parts, ids, p.router_type);
+    summary.cluster->kv_transfer = recorder.kv_transfer_stats();
   }
   if (p.workload.trace_counters && !trace) trace = *p.workload.trace_counters;
   return summary;

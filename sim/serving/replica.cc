@@ -101,6 +101,40 @@ void Replica::arrive(const RequestSpec& spec) {
   if (admission_.arrive(r)) kick();
 }
 
+void Replica::arrive_prefill_only(const RequestSpec& spec) {
+  RequestSpec first = spec;
+  first.output_tokens = 1;
+  requests_[spec.id].prefill_only = true;
+  arrive(first);
+}
+
+void Replica::arrive_transferred(const RequestState& from) {
+  recorder_.on_arrival(events_.now(), false);
+  RequestState& r = requests_[from.spec.id];
+  r.spec = from.spec;
+  r.prompt_tokens = from.prompt_tokens;
+  r.truncated = from.truncated;
+  r.tokens_dropped = from.tokens_dropped;
+  r.generated = from.generated;
+  r.queued_at = from.queued_at;
+  r.admitted_at = from.admitted_at;
+  r.first_scheduled_at = from.first_scheduled_at;
+  r.first_token_at = from.first_token_at;
+  r.preempted_before_first_token = from.preempted_before_first_token;
+  r.scheduled = true;
+  r.kv_transferred = true;
+  if (down_) {
+    finish_request(r.spec.id, Outcome::kFailedUnavailable);
+    return;
+  }
+  if (r.generated >= r.spec.output_tokens) {  // a one-token answer: nothing left to decode
+    finish_request(r.spec.id, r.truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+    return;
+  }
+  queues_.admit_transferred(r);
+  kick();
+}
+
 void Replica::run_admission() {
   if (!down_) admission_.run();
 }

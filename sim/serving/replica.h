@@ -41,6 +41,13 @@ class Replica {
 
   // A request arrives now (events.now()).
   void arrive(const RequestSpec& spec);
+  // Disaggregated serving (docs/cluster.md). arrive_prefill_only: run `spec` for its first token
+  // only; its outcome goes to this replica's figures, not the cluster's. arrive_transferred: the
+  // prefill side's state `from` (first token made, prompt KV computed) continues here, decoding
+  // as soon as its KV fits (the time stamps of its prefill kept, so TTFT and E2E are the
+  // request's).
+  void arrive_prefill_only(const RequestSpec& spec);
+  void arrive_transferred(const RequestState& from);
   // Called with every request that reaches its outcome (closed-loop clients hook in here).
   void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.

@@ -30,6 +30,11 @@ struct RequestState {
   Phase phase = Phase::kGuardQueue;
   Outcome outcome = Outcome::kNone;
   bool truncated = false;
+  // Disaggregated serving (docs/cluster.md): the prefill side runs it for its first token only
+  // (its outcome is not the request's: the cluster totals skip it); the decode side receives it
+  // with its prompt's KV transferred, waiting in the swapped queue until its KV fits.
+  bool prefill_only = false;
+  bool kv_transferred = false;
   int64_t tokens_dropped = 0;     // prompt tokens cut by guards
   int preemptions = 0;
   SimTime first_token_at = -1;

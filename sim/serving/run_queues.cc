@@ -86,12 +86,18 @@ void RunQueues::admit(RequestState& r) {
   enqueue_waiting(r.spec.id, false);
 }
 
+void RunQueues::admit_transferred(RequestState& r) {
+  r.phase = Phase::kSwapped;
+  r.swapped_tokens = r.prompt_tokens;
+  enqueue_swapped(r.spec.id);
+}
+
 void RunQueues::remove(RequestState& r) {
   switch (r.phase) {
     case Phase::kWaiting: erase_from(waiting_, r.spec.id); break;
     case Phase::kRunning: erase_from(running_, &r); break;
     case Phase::kSwapped:
-      swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+      if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
       erase_from(swapped_, r.spec.id);
       break;
     case Phase::kGuardQueue:
@@ -103,7 +109,9 @@ void RunQueues::unswap_oldest() {
   const int64_t id = swapped_.front();
   RequestState& r = requests_.at(id);
   swapped_.pop_front();
-  swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+  // A transferred request that cannot fit even alone computes its KV again here instead.
+  if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+  r.kv_transferred = false;
   r.phase = Phase::kWaiting;
   enqueue_waiting(id, true);
 }
@@ -267,9 +275,12 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     const int64_t id = swapped_.front();
     RequestState& r = requests_.at(id);
     if (!pool_.allocate_kv(id, r.swapped_tokens, std::max(r.max_total_tokens(), r.swapped_tokens))) break;
-    const int64_t bytes = r.swapped_tokens * pool_.kv().kv_bytes_per_token();
-    swap_used_bytes_ -= bytes;
-    it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
+    if (!r.kv_transferred) {
+      const int64_t bytes = r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+      swap_used_bytes_ -= bytes;
+      it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
+    }
+    r.kv_transferred = false;
     swapped_.pop_front();
     KvLedger::forget(r);
     r.phase = Phase::kRunning;

@@ -61,6 +61,9 @@ class RunQueues final : public PlanSteps {
 
   // A request passed the guards: it waits for its prefill.
   void admit(RequestState& r);
+  // A disaggregated request whose prompt KV arrives from a prefill replica: it waits in the
+  // swapped queue (no host copy, no PCIe time) and swaps in, decoding at once, when it fits.
+  void admit_transferred(RequestState& r);
   // Takes a request out of whichever queue its phase names (it is finishing).
   void remove(RequestState& r);
   // Preempts `r` (running): its KV is freed, and it is swapped out or waits to recompute.
