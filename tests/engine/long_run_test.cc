@@ -84,7 +84,7 @@ TEST_CASE("progress_line: simulated time, requests done, rate, ETA when the tota
         "kvsim: policy paged  t=0.0 s simulated  0 requests done (0/s)");
 }
 
-TEST_CASE("--max-wall-s: a run stopped at once keeps what finished, in-flight counted",
+TEST_CASE("max_wall_s: a run stopped at once keeps what finished, in-flight counted",
           "[engine]") {
   // 5,000 requests of 64 prompt / 64 output tokens at 100/s: an event each, more than 4,096.
   // A wall limit of 1 ns has passed at the first poll (after event 4,096): the run stops there,
