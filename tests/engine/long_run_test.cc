@@ -6,6 +6,7 @@
 
 #include "sim/engine/event_queue.h"
 #include "sim/metrics/recorder.h"
+#include "sim/metrics/summary_writer.h"
 #include "tests/engine/engine_test_util.h"
 
 using namespace kvsim;
@@ -117,4 +118,23 @@ policies:
   const RunResult full = run_scenario(s2, RunOptions{});
   CHECK_FALSE(full.policies.front().in_flight_at_stop.has_value());
   CHECK(full.policies.front().requests_total == 5000);
+}
+
+TEST_CASE("summary.json: sketch and partial keys only when they apply", "[metrics]") {
+  // An exact, complete policy: neither key, so every existing summary.json keeps its bytes.
+  PolicySummary exact;
+  exact.name = "a";
+  const auto a = summary_json({exact})["policies"][0];
+  CHECK_FALSE(a.contains("latency_percentiles"));
+  CHECK_FALSE(a.contains("sketch_rel_error"));
+  CHECK_FALSE(a.contains("partial"));
+  CHECK_FALSE(a.contains("in_flight_at_stop"));
+  PolicySummary cut = exact;
+  cut.latency_sketched = true;
+  cut.in_flight_at_stop = 3;
+  const auto b = summary_json({cut})["policies"][0];
+  CHECK(b["latency_percentiles"] == "sketch");
+  CHECK(b["sketch_rel_error"] == 0.005);
+  CHECK(b["partial"] == "max_wall_s");
+  CHECK(b["in_flight_at_stop"] == 3);
 }
