@@ -5,6 +5,9 @@
 // stay full. Replays it with one policy (paged store, continuous batching, no guard) through
 // run_scenario, writing the normal result folder, and prints one JSON line:
 //   {"requests":…, "wall_s":…, "requests_per_s":…, "iterations_per_s":…, "peak_rss_bytes":…}
+// (requests: those that arrived; with --max-wall-s S the replay stops after S wall seconds and
+// the line gets "partial": "max_wall_s" and in_flight_at_stop). A terminal stderr gets a progress
+// line every second.
 // wall_s covers the replay and its result files, not building the trace.
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
   bool fast_forward = true;
   double output_mean = 0;  // --output-mean: outputs drawn geometric with this mean instead
+  double max_wall_s = 0;  // --max-wall-s: stop the replay cleanly (partial results)
   std::string keep;  // --out: the result folder to keep (default: a temporary one, removed)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -83,6 +88,8 @@ int main(int argc, char** argv) {
       rate = std::atof(argv[++i]);
     } else if (a == "--output-mean" && i + 1 < argc) {
       output_mean = std::atof(argv[++i]);
+    } else if (a == "--max-wall-s" && i + 1 < argc) {
+      max_wall_s = std::atof(argv[++i]);
     } else if (a == "--no-fast-forward") {
       fast_forward = false;
     } else if (a == "--out" && i + 1 < argc) {
@@ -90,7 +97,7 @@ int main(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
-                 "[--out DIR]\n");
+                 "[--max-wall-s S] [--out DIR]\n");
       return 2;
     }
   }
@@ -153,6 +160,13 @@ policies:
   o.out_dir = keep.empty() ? (dir / "out").string() : keep;
   o.fast_forward = fast_forward;
   o.sample_interval_s = 10.0;
+  o.max_wall_s = max_wall_s;
+  // A trace of N requests at R req/s spans ~N/R s: 10^7 at 2/s passes the 30-day default, and
+  // 10^8 would pass the default event limit too. A bench trace is finite: no runaway to catch.
+  o.max_sim_time_s = 1e12;
+  o.max_events = std::numeric_limits<uint64_t>::max();
+  o.progress = isatty(fileno(stderr)) != 0;
+  o.progress_total = requests;
   const double cpu0 = cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   const kvsim::RunResult r = kvsim::run_scenario(s, o);
@@ -171,6 +185,11 @@ policies:
   j["sim_duration_s"] = p.duration_s;
   j["completed"] = p.outcomes[kvsim::outcome_index(kvsim::Outcome::kCompleted)];
   j["fast_forward"] = fast_forward;
+  j["latency_percentiles"] = p.latency_sketched ? "sketch" : "exact";
+  if (p.in_flight_at_stop) {  // --max-wall-s cut the replay short
+    j["partial"] = "max_wall_s";
+    j["in_flight_at_stop"] = *p.in_flight_at_stop;
+  }
   fmt::print("{}\n", j.dump());
   fs::remove_all(dir);
   return 0;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <unistd.h>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -42,7 +43,16 @@ void run(RunArgs& a) {
     a.options.timeline_end_s = w.end_s;
   }
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
+  a.options.progress = isatty(fileno(stderr)) != 0;  // never in pipes, tests or CI
   const RunResult r = run_scenario(s, a.options);
+  for (const PolicySummary& p : r.policies) {
+    if (p.in_flight_at_stop) {
+      fmt::print(stderr,
+                 "kvsim: --max-wall-s {} reached: policy {} stopped with {} request(s) in flight"
+                 "; its results are partial (summary.json \"partial\": \"max_wall_s\")\n",
+                 a.options.max_wall_s, p.name, p.in_flight_at_stop.value());
+    }
+  }
   fmt::print("scenario {} (model {}, gpu {}, seed {}): {}\n\n", s.name, s.model.name, s.gpu.name,
              s.seed, s.description);
   fmt::print("{}", summary_table(r.policies));
@@ -83,6 +93,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--max-events", a->options.max_events, "stop a runaway run after this many events")
       ->capture_default_str();
   cmd->add_option("--max-sim-time", a->options.max_sim_time_s, "stop a runaway run at this simulated time (s)")
+      ->capture_default_str();
+  cmd->add_option("--max-wall-s", a->options.max_wall_s,
+                  "stop cleanly after this many wall-clock seconds; results are written, marked "
+                  "partial (0: no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--sample-interval", a->options.sample_interval_s, "timeseries period (s)")
       ->check(CLI::Range(1e-6, 1e9))

@@ -86,11 +86,12 @@ bool EventQueue::step() {
   free_slots_.push_back(slot);
   if (!slots_[slot].background) --live_;
   fn();
+  if (poll_ && processed_ % kPollEvents == 0 && poll_()) stopped_ = true;
   return true;
 }
 
 void EventQueue::run_until(SimTime end) {
-  while (!empty() && next_time() <= end) step();
+  while (!stopped_ && !empty() && next_time() <= end) step();
 }
 
 void EventQueue::advance_to(SimTime t) {

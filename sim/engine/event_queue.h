@@ -55,6 +55,13 @@ class EventQueue {
   void run_until(SimTime end);
   void run() { run_until(std::numeric_limits<SimTime>::max()); }
 
+  // A wall-clock hook (--max-wall-s, the progress line; issue 17 item 4): `poll` runs after every
+  // kPollEvents-th event (a clock read per event would cost more than the event); when it returns
+  // true, run_until() returns with the pending events left unrun and stopped() is true.
+  static constexpr uint64_t kPollEvents = 4096;
+  void set_poll(std::function<bool()> poll) { poll_ = std::move(poll); }
+  bool stopped() const { return stopped_; }
+
   // Lets a caller that advances time without events (closed-form fast-forward) move the clock.
   // Requires: now() <= t <= next_time().
   void advance_to(SimTime t);
@@ -80,6 +87,8 @@ class EventQueue {
   uint64_t next_seq_ = 0;
   uint64_t processed_ = 0;
   uint64_t live_ = 0;
+  std::function<bool()> poll_;
+  bool stopped_ = false;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
   // Callbacks live in reusable slots, so memory stays bounded by the events pending, not by
   // every event ever scheduled. An id is (generation << 32 | slot); a stale id matches nothing.

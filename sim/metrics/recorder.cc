@@ -31,6 +31,27 @@ LatencyStats latency_stats(std::vector<double> v) {
   return s;
 }
 
+void LatencySamples::add_to_sketch(double seconds) {
+  sketch_.add(std::llround(seconds * 1e9));  // latencies are whole ns but TPOT (a quotient)
+  sum_s_ += seconds;
+}
+
+void LatencySamples::add(double seconds) {
+  if (sketched_) return add_to_sketch(seconds);
+  if (exact_.size() < exact_limit_) return exact_.push_back(seconds);
+  sketched_ = true;
+  for (double x : exact_) add_to_sketch(x);
+  exact_ = {};  // frees the samples
+  add_to_sketch(seconds);
+}
+
+LatencyStats LatencySamples::stats() const {
+  if (!sketched_) return latency_stats(exact_);
+  LatencyStats s = sketch_.stats_seconds();
+  s.mean = static_cast<double>(sum_s_ / static_cast<long double>(s.count));
+  return s;
+}
+
 std::string Recorder::request_header(bool replica) {
   return std::string(
              "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,"
@@ -65,14 +86,14 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
   if (served) {
     const double t1 = sim_to_seconds(r.first_token_at - r.spec.arrival);
     const double tend = sim_to_seconds(r.finished_at - r.spec.arrival);
-    ttft_.push_back(t1);
-    e2e_.push_back(tend);
+    ttft_.add(t1);
+    e2e_.add(tend);
     ttft = fmt::format("{:.6f}", t1);
     e2e = fmt::format("{:.6f}", tend);
     std::optional<double> per;
     if (r.generated > 1) {
       per = (tend - t1) / static_cast<double>(r.generated - 1);
-      tpot_.push_back(*per);
+      tpot_.add(*per);
       tpot = fmt::format("{:.6f}", *per);
     }
     summary_.output_tokens_served += r.generated;
@@ -174,12 +195,13 @@ void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue
   timeseries_file_->append(row);
 }
 
-PolicySummary Recorder::finish(SimTime end) {
+PolicySummary Recorder::finish(SimTime end, bool stopped) {
   PolicySummary s = summary_;
   s.name = policy_;
   int64_t total = 0;
   for (int64_t n : s.outcomes) total += n;
-  KVSIM_CHECK(total == s.requests_total, "policy {}: {} outcomes for {} requests", policy_, total,
+  if (stopped) s.in_flight_at_stop = s.requests_total - total;
+  KVSIM_CHECK(stopped || total == s.requests_total, "policy {}: {} outcomes for {} requests", policy_, total,
               s.requests_total);
   const int64_t served = s.outcomes[outcome_index(Outcome::kCompleted)] +
                          s.outcomes[outcome_index(Outcome::kCompletedTruncated)];
@@ -187,9 +209,10 @@ PolicySummary Recorder::finish(SimTime end) {
   const SimTime span = s.requests_total > 0 ? std::max<SimTime>(0, last_outcome_ - first_arrival_) : 0;
   s.duration_s = sim_to_seconds(span);
   s.goodput_tokens_per_s = span > 0 ? static_cast<double>(s.output_tokens_served) / s.duration_s : 0;
-  s.ttft = latency_stats(ttft_);
-  s.tpot = latency_stats(tpot_);
-  s.e2e = latency_stats(e2e_);
+  s.ttft = ttft_.stats();
+  s.tpot = tpot_.stats();
+  s.e2e = e2e_.stats();
+  s.latency_sketched = ttft_.sketched() || tpot_.sketched() || e2e_.sketched();
   if (!kv_.empty()) s.kv = kv_.summary(end);
   s.prefix_hit_rate = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) /
                                                       static_cast<double>(s.prefix_query_tokens)

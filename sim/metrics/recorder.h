@@ -28,6 +28,29 @@ struct LatencyStats {
 // Percentiles with linear interpolation between order statistics (NumPy's default).
 LatencyStats latency_stats(std::vector<double> values);
 
+// One latency metric's samples (issue 17 item 4: 10^8 requests in bounded memory). Exact, as
+// latency_stats, up to `exact_limit` samples (every scenario, golden and test stays exact and
+// byte-identical); the sample past it moves them all into a LogDistribution (geometric buckets,
+// ratio 1.01: percentiles within kSketchRelError of the exact ones, relative; mean from a
+// running sum), whose memory is one entry per bucket used (~2,300 buckets span 1 ns to 10^6 s).
+class LatencySamples {
+ public:
+  static constexpr size_t kDefaultExactLimit = 1'000'000;
+  static constexpr double kSketchRelError = 0.005;  // sqrt(1.01) - 1 < 0.5%
+  explicit LatencySamples(size_t exact_limit = kDefaultExactLimit) : exact_limit_(exact_limit) {}
+  void add(double seconds);
+  bool sketched() const { return sketched_; }
+  LatencyStats stats() const;
+
+ private:
+  size_t exact_limit_;
+  bool sketched_ = false;
+  std::vector<double> exact_;
+  LogDistribution sketch_;    // in ns, once sketched
+  long double sum_s_ = 0;     // the mean's running sum, once sketched
+  void add_to_sketch(double seconds);
+};
+
 // How a policy spreads the model over GPUs and what one GPU holds (issue 15): written to
 // summary.json only for policies with more than one GPU or an engine dtype override, so
 // single-GPU results keep their bytes. Every memory figure of the summary is per GPU.
@@ -140,6 +163,13 @@ struct PolicySummary {
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
   std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
 
+  // Issue 17 item 4. A latency metric past LatencySamples' exact limit: percentiles from the
+  // sketch (summary.json says so; absent when exact, so small runs keep their bytes).
+  bool latency_sketched = false;
+  // A run stopped by --max-wall-s: requests arrived but without an outcome when it stopped
+  // (outcomes + in_flight_at_stop = requests_total); nullopt for a run that ran to its end.
+  std::optional<int64_t> in_flight_at_stop;
+
   BatchSummary batch;          // issue 18 item 3
   BreakdownSummary breakdown;  // issue 18 item 4
 };
@@ -175,14 +205,19 @@ class Recorder {
 
   // `forward`: false for the decode half of a disaggregated request (the cluster saw it arrive).
   // A disaggregated request's KV moved from its prefill to its decode replica in `seconds`.
-  void on_kv_transfer(double seconds) { kv_transfer_.push_back(seconds); }
-  LatencyStats kv_transfer_stats() const { return latency_stats(kv_transfer_); }
+  void on_kv_transfer(double seconds) { kv_transfer_.add(seconds); }
+  LatencyStats kv_transfer_stats() const { return kv_transfer_.stats(); }
   void on_arrival(SimTime t, bool forward = true) {
     if (cluster_ && forward) cluster_->on_arrival(t);
     if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
   }
   // `replica`: the requests.csv `replica` cell (cluster runs only; empty: no such column).
   void on_outcome(const RequestState& r, std::string_view replica = {});
+  int64_t outcomes_recorded() const {  // for the progress line
+    int64_t n = 0;
+    for (int64_t c : summary_.outcomes) n += c;
+    return n;
+  }
   void on_oom() { ++summary_.oom_events; }
   void on_restart() { ++summary_.restarts; }
   void on_preemption() { ++summary_.preemptions; }
@@ -217,7 +252,9 @@ class Recorder {
 
   // `end`: when the run's last event happened (closes the waste integral). Writes the rows the
   // id-order buffer still holds (ids never seen leave a gap).
-  PolicySummary finish(SimTime end);
+  // `stopped`: the run was cut short (--max-wall-s): requests without an outcome are counted as
+  // in_flight_at_stop instead of failing the outcomes-sum-to-requests check.
+  PolicySummary finish(SimTime end, bool stopped = false);
 
   // With `replica`, a last `replica` column (cluster runs).
   static std::string request_header(bool replica = false);
@@ -228,8 +265,8 @@ class Recorder {
   Recorder* cluster_ = nullptr;  // report_to()
   std::string replica_;          // report_to()
   PolicySummary summary_;
-  std::vector<double> ttft_, tpot_, e2e_;
-  std::vector<double> kv_transfer_;  // on_kv_transfer()
+  LatencySamples ttft_, tpot_, e2e_;
+  LatencySamples kv_transfer_;  // on_kv_transfer()
   KvWasteAccumulator kv_;
   SimTime first_arrival_ = 0;
   SimTime last_outcome_ = 0;

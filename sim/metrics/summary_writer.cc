@@ -111,6 +111,15 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
     o["ttft_s"] = stats_json(p.ttft);
     o["tpot_s"] = stats_json(p.tpot);
     o["e2e_s"] = stats_json(p.e2e);
+    // Issue 17 item 4: only when they apply, so exact, complete runs keep their bytes.
+    if (p.latency_sketched) {
+      o["latency_percentiles"] = "sketch";
+      o["sketch_rel_error"] = LatencySamples::kSketchRelError;
+    }
+    if (p.in_flight_at_stop) {
+      o["partial"] = "max_wall_s";
+      o["in_flight_at_stop"] = *p.in_flight_at_stop;
+    }
     // Memory peaks, KV pool occupancy and SLO figures (issue 14 items 9 and 14).
     o["peak_snapshot"] = {{"t_s", p.peak_snapshot_t_s},
                           {"in_use_bytes", p.peak_in_use_bytes},

@@ -1,5 +1,8 @@
 #include "sim/run/scenario_runner.h"
 
+#include <chrono>
+#include <cmath>
+
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -14,6 +17,7 @@
 #include "models/parallelism.h"
 #include "core/atomic_file.h"
 #include "core/fnv1a.h"
+#include "core/text_table.h"
 #include "core/check.h"
 #include "core/data_path.h"
 #include "core/errors.h"
@@ -247,7 +251,7 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
   };
   events.schedule_background(0, sampler);
   events.run();
-  replica.finish();
+  if (!events.stopped()) replica.finish();  // stopped (--max-wall-s): in-flight requests stay so
 }
 
 // Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
@@ -256,10 +260,30 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
 // replica 0, a cluster's replicas are numbered in the order they are built and named by label.
 PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
                          AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
-                         const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe) {
+                         const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe,
+                         std::chrono::steady_clock::time_point started) {
   EventQueue events(EventQueue::Limits{.max_events = o.max_events,
                                        .max_time = seconds_to_sim(o.max_sim_time_s)});
   Recorder recorder(p.name);
+  // The wall-clock hook: --max-wall-s and the progress line (never in outputs: they stay a pure
+  // function of the scenario, bar the partial marks of a stopped run).
+  const auto policy_started = std::chrono::steady_clock::now();
+  auto next_progress = policy_started + std::chrono::seconds(1);
+  if (o.max_wall_s > 0 || o.progress) {
+    events.set_poll([&] {
+      const auto now = std::chrono::steady_clock::now();
+      if (o.progress && now >= next_progress) {
+        next_progress = now + std::chrono::seconds(1);
+        const double wall = std::chrono::duration<double>(now - policy_started).count();
+        fmt::print(stderr, "\r{}\x1b[K", progress_line(p.name, sim_to_seconds(events.now()),
+                                                      recorder.outcomes_recorded(),
+                                                      o.progress_total, wall));
+        std::fflush(stderr);
+      }
+      return o.max_wall_s > 0 &&
+             std::chrono::duration<double>(now - started).count() >= o.max_wall_s;
+    });
+  }
   recorder.stream_to(requests_file, timeseries_file);
   recorder.set_slo(p.slo);
   PolicySummary summary;
@@ -272,7 +296,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
     replica.set_check_invariants(o.check_invariants);
     if (observe) replica.set_observer(observe(0, ""));
     drive(events, replica, p.workload, o);
-    summary = recorder.finish(events.now());
+    summary = recorder.finish(events.now(), events.stopped());
     summary.gpu_layout = r.gpu_layout;
   } else {
     // Each replica's recorder keeps its figures and timeseries rows; the cluster's (`recorder`)
@@ -299,16 +323,17 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
     cluster.set_check_invariants(o.check_invariants);
     cluster.set_kv_transfer(p.kv_transfer);
     drive(events, cluster, p.workload, o);
-    summary = recorder.finish(events.now());
+    summary = recorder.finish(events.now(), events.stopped());
     std::vector<PolicySummary> parts;
     for (size_t i = 0; i < recorders.size(); ++i) {
-      parts.push_back(recorders[i]->finish(events.now()));
+      parts.push_back(recorders[i]->finish(events.now(), events.stopped()));
       parts.back().gpu_layout = p.replicas[i].gpu_layout;
     }
     fold_replicas(summary, parts, ids, p.router_type);
     summary.cluster->kv_transfer = recorder.kv_transfer_stats();
   }
   if (p.workload.trace_counters && !trace) trace = *p.workload.trace_counters;
+  if (o.progress) fmt::print(stderr, "\r\x1b[K");  // clears the progress line
   return summary;
 }
 
@@ -349,7 +374,21 @@ PreparedScenario prepare_scenario(const Scenario& s, const RunOptions&) {
   return prepared;
 }
 
+std::string progress_line(const std::string& policy, double sim_s, int64_t done,
+                          std::optional<int64_t> total, double wall_s) {
+  const double rate = wall_s > 0 ? static_cast<double>(done) / wall_s : 0;
+  std::string line = fmt::format("kvsim: policy {}  t={:.1f} s simulated  {} requests done ({}/s)",
+                                 policy, sim_s, cli::with_commas(done),
+                                 cli::with_commas(std::llround(rate)));
+  if (total && rate > 0) {
+    const double eta = static_cast<double>(std::max<int64_t>(0, *total - done)) / rate;
+    line += fmt::format("  ETA {:.0f} s", eta);
+  }
+  return line;
+}
+
 RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
+  const auto started = std::chrono::steady_clock::now();
   const Scenario& s = prepared.scenario();
   RunResult result;
   result.scenario_hash = prepared.hash();
@@ -382,7 +421,7 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
       };
     }
     result.policies.push_back(
-        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observe));
+        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observe, started));
     policy.reset();  // frees its pool before the next policy runs
   }
   if (timeline) timeline->commit();

@@ -25,6 +25,13 @@ struct RunOptions {
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
   double sample_interval_s = 1.0;      // timeseries period
+  // Issue 17 item 4. Stop cleanly once the wall clock since simulate() began passes this (0: no
+  // limit): what finished is written, each policy marked partial (PolicySummary::in_flight_at_stop).
+  double max_wall_s = 0;
+  // A progress line on stderr about every second (the CLI sets it when stderr is a terminal);
+  // `progress_total`: the requests a policy will issue, when known (gives the ETA).
+  bool progress = false;
+  std::optional<int64_t> progress_total;
   // A Chrome trace-event file of the run (sim/timeline/timeline_writer.h), written atomically
   // whether or not out_dir is set; empty: none. Only what happens in the window is written.
   std::string timeline_path;
@@ -39,6 +46,12 @@ struct RunResult {
   // the same rows). summary.json gets it as "trace".
   std::optional<TraceCounters> trace;
 };
+
+// The progress line (no newline): simulated time, requests with an outcome, their rate over the
+// wall time so far, and with a known total the ETA at that rate. E.g.
+// "kvsim: policy paged  t=120.0 s simulated  3,000 requests done (1,500/s)  ETA 2 s".
+std::string progress_line(const std::string& policy, double sim_s, int64_t done,
+                          std::optional<int64_t> total, double wall_s);
 
 // FNV-1a of a scenario tree's YAML text: the `scenario_hash` of manifest.json and summary.json.
 std::string scenario_hash(const YAML::Node& tree);
