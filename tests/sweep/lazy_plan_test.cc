@@ -8,6 +8,7 @@
 
 #include "core/config_patch.h"
 #include "core/errors.h"
+#include "tests/sanitizer.h"
 #include "sim/sweep/sweep_plan.h"
 
 namespace kvsim {
@@ -94,17 +95,7 @@ TEST_CASE("lazy points: a million-point plan is not materialised", "[sweep]") {
   // issue's measure) would be 30 GB. 64 MiB is a generous bound for the parse and the plan.
   // The bound is checked where RSS means something: not under AddressSanitizer, whose redzones
   // and quarantine inflate every allocation (the Release stage of the suites checks it).
-#if defined(__SANITIZE_ADDRESS__)
-  const bool asan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  const bool asan = true;
-#else
-  const bool asan = false;
-#endif
-#else
-  const bool asan = false;
-#endif
+  const bool asan = kvsim::test::kAddressSanitizer;
   if (before > 0 && !asan) CHECK(after - before < 64 * 1024);
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/config_node.h"
+#include "tests/sanitizer.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
@@ -59,17 +60,7 @@ constexpr long kManyRunsBoundKib = 4 * 1024;
 // in its quarantine and grows its shadow with every allocation, so RSS climbs by design there.
 // Such runs print "memory test skipped:" (ctest lists them as Skipped, tests/CMakeLists.txt).
 bool rss_measurable_or_skip() {
-#if defined(__SANITIZE_ADDRESS__)
-  const bool asan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  const bool asan = true;
-#else
-  const bool asan = false;
-#endif
-#else
-  const bool asan = false;
-#endif
+  const bool asan = kvsim::test::kAddressSanitizer;
   std::string why;
   if (asan) why = "AddressSanitizer's quarantine and shadow memory grow RSS by design";
   else if (many_runs_status_kib("VmHWM") == 0) why = "no /proc/self/status to read VmHWM from";
