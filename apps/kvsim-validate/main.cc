@@ -4,6 +4,7 @@
 //   calibrate DIR -o profile.yaml                     compare DIR --profile profile.yaml
 //   device [--json] [-o FILE]                         import vidur mlp.csv -o DIR
 //   profile --gpu NAME [--attention-kernel fa2|fa3] -o profile.yaml
+//   replay SCENARIO --backend cpu|cuda -o DIR [--profile P] [--repeats K] [--threads N] [--seed S]
 // Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
 // 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include "models/latency/profile.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
+#include "validate/replay/replay.h"
 
 namespace {
 
@@ -92,6 +94,22 @@ void add_commands(CLI::App& app, int& exit_code) {
   x->add_option("-o,--out", xo->out_dir, "where compare.csv/json go (default: dir)");
   x->add_flag("--quiet", xo->quiet, "no table");
   x->callback([xo] { run_compare(*xo); });
+
+  auto ro = std::make_shared<ReplayOptions>();
+  CLI::App* r = app.add_subcommand("replay", "run a scenario through kvsim's engine, each iteration timed by a real forward pass");
+  r->add_option("scenario", ro->scenario, "scenario YAML")->required()->check(CLI::ExistingFile);
+  r->add_option("--backend", ro->backend, "forward pass: cpu (Eigen, kernels/cpu_ref) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  r->add_option("-o,--out", ro->out_dir, "output folder")->required();
+  r->add_option("--profile", ro->profile, "latency profile for every policy's modeled column (default: the scenario's)")
+      ->check(CLI::ExistingFile);
+  r->add_option("--repeats", ro->repeats, "timed executions per iteration; the median is used")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  r->add_option("--threads", ro->threads, "CPU threads for the GEMMs (cpu backend)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  r->add_option("--seed", ro->seed, "seed of the weights, inputs and filled KV")->capture_default_str();
+  r->add_flag("--quiet", ro->quiet, "no summary line");
+  r->callback([ro] { run_replay(*ro); });
 }
 
 }  // namespace

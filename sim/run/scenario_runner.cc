@@ -258,7 +258,7 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
 // (both null) they are not produced.
 // `observe(i, label)` gives replica i's timeline track (null: no timeline): a single replica is
 // replica 0, a cluster's replicas are numbered in the order they are built and named by label.
-PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* requests_file,
+PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& o, AtomicFile* requests_file,
                          AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
                          const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe,
                          std::chrono::steady_clock::time_point started) {
@@ -286,6 +286,17 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
   }
   recorder.stream_to(requests_file, timeseries_file);
   recorder.set_slo(p.slo);
+  // Issue 21: the replicas' clocks (none without make_clock); they outlive the replicas' runs.
+  std::vector<std::unique_ptr<IterationClock>> clocks;
+  auto clock_for = [&](int replica, const std::string& label, const GpuMemoryPool& pool) -> IterationClock* {
+    if (!o.make_clock) return nullptr;
+    clocks.push_back(o.make_clock(ReplicaContext{.policy_index = policy_index,
+                                                 .policy = p.name,
+                                                 .replica = replica,
+                                                 .label = label,
+                                                 .pool = &pool}));
+    return clocks.back().get();
+  };
   PolicySummary summary;
   if (!p.router) {
     PreparedReplica& r = p.replicas.front();
@@ -295,6 +306,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
                     recorder);
     replica.set_check_invariants(o.check_invariants);
     if (observe) replica.set_observer(observe(0, ""));
+    replica.set_clock(clock_for(0, "", *r.pool));
     drive(events, replica, p.workload, o);
     summary = recorder.finish(events.now(), events.stopped());
     summary.gpu_layout = r.gpu_layout;
@@ -318,6 +330,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
                           : r.id.role == "decode" ? ReplicaRole::kDecode
                                                   : ReplicaRole::kMixed);
       if (observe) member.set_observer(observe(static_cast<int>(ids.size()), r.id.label));
+      member.set_clock(clock_for(static_cast<int>(ids.size()), r.id.label, *r.pool));
       ids.push_back(r.id);
     }
     cluster.set_check_invariants(o.check_invariants);
@@ -421,7 +434,7 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
       };
     }
     result.policies.push_back(
-        run_policy(*policy, o, requests_file.get(), timeseries_file.get(), result.trace, observe, started));
+        run_policy(*policy, static_cast<int>(i), o, requests_file.get(), timeseries_file.get(), result.trace, observe, started));
     policy.reset();  // frees its pool before the next policy runs
   }
   if (timeline) timeline->commit();
@@ -437,6 +450,10 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   manifest["gpu"] = s.gpu.name;
   manifest["resolved_scenario"] = prepared.resolved_text();
   manifest["files"] = {"summary.json", "summary.csv", "requests.csv", "timeseries.csv"};
+  for (const auto& [name, file] : o.extra_files) manifest["files"].push_back(name);
+  if (o.marks.is_object()) {
+    for (const auto& [key, value] : o.marks.items()) manifest[key] = value;
+  }
   // Multi-GPU policies (issue 15): only then, so single-GPU manifests keep their bytes.
   nlohmann::ordered_json gpus;
   for (const PolicySummary& p : result.policies) {
@@ -448,6 +465,7 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   }
   requests_file->commit();
   timeseries_file->commit();
+  for (const auto& [name, file] : o.extra_files) file->commit();
   write_file_atomic(dir / "summary.csv", summary_csv(result.policies));
   auto summary = summary_json(result.policies);
   summary["scenario_hash"] = result.scenario_hash;
@@ -459,6 +477,9 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
                         {"outside_window", t.outside_window},
                         {"clipped_prompt", t.clipped_prompt},
                         {"clipped_output", t.clipped_output}};
+  }
+  if (o.marks.is_object()) {
+    for (const auto& [key, value] : o.marks.items()) summary[key] = value;
   }
   write_file_atomic(dir / "summary.json", summary.dump(2) + "\n");
   write_file_atomic(dir / "manifest.json", manifest.dump(2) + "\n");  // last: marks completion

@@ -10,11 +10,30 @@
 #include <string>
 #include <vector>
 
+#include <functional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "models/memory/gpu_memory_pool.h"
 #include "sim/config/scenario.h"
 #include "sim/metrics/recorder.h"
+#include "sim/serving/iteration_clock.h"
 #include "workloads/traces/trace_reader.h"
 
 namespace kvsim {
+
+// The replica a clock is made for (RunOptions::make_clock): its policy, its place in it and its
+// memory pool (the model as the engine resolved it, the KV store and its size).
+struct ReplicaContext {
+  int policy_index = 0;       // in the scenario's `policies:` order
+  std::string policy;         // the policy's name
+  int replica = 0;            // 0 without a cluster; else in the order the replicas are built
+  std::string label;          // "" without a cluster; else the cluster's replica label
+  const GpuMemoryPool* pool = nullptr;
+};
+using ClockMaker = std::function<std::unique_ptr<IterationClock>(const ReplicaContext&)>;
 
 struct RunOptions {
   std::string out_dir;                 // empty: write nothing
@@ -37,6 +56,15 @@ struct RunOptions {
   std::string timeline_path;
   double timeline_start_s = 0;
   double timeline_end_s = std::numeric_limits<double>::infinity();
+  // Issue 21 (`kvsim-validate replay`): each replica's iteration clock, made before it runs and
+  // kept until its policy ends (empty: the latency model times every iteration, as `kvsim run`).
+  ClockMaker make_clock;
+  // What the outputs say about such a run: `marks` (a JSON object) go at the top level of
+  // manifest.json and summary.json (nothing when null); `extra_files` (a name in out_dir, the
+  // file streamed by the caller) are committed with the other results and listed in the
+  // manifest's files.
+  nlohmann::ordered_json marks;
+  std::vector<std::pair<std::string, AtomicFile*>> extra_files;
 };
 
 struct RunResult {

@@ -1,6 +1,7 @@
 #include "sim/serving/replica.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <spdlog/spdlog.h>
 
@@ -62,7 +63,11 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      return admission_.check_allocation(r, tokens);
                    },
                .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); },
-               .preempted = [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); },
+               .preempted =
+                   [this](const RequestState& r) {
+                     if (clock_ != nullptr) clock_->release(r.spec.id);  // recompute or swap-out
+                     notify(ReplicaEvent::kPreempted, r.spec.id);
+                   },
                .now = [this] { return events_.now(); }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
@@ -218,7 +223,9 @@ void Replica::start_iteration() {
   recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
   const IterationCost cost = latency_.iteration(shape);
-  const SimTime duration = std::max<SimTime>(1, seconds_to_sim(cost.seconds + it.extra_seconds));
+  // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
+  const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
+  const SimTime duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
   recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
@@ -227,6 +234,35 @@ void Replica::start_iteration() {
   iteration_start_ = events_.now();
   std::swap(in_flight_, planning_);
   events_.schedule(duration, [this] { end_iteration(); });
+}
+
+double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
+                              const IterationCost& cost) {
+  ClockBatch& b = clock_batch_;
+  b.prefill.clear();
+  b.decode.clear();
+  for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
+    const RequestState& r = requests_.at(it.prefill_ids[i]);
+    const int64_t chunk = it.prefill_chunks[i];
+    b.prefill.push_back({.request_id = r.spec.id,
+                         .kv_before = r.prefilled,
+                         .new_tokens = chunk,
+                         .emits_token = r.prefilled + chunk >= r.prefill_target});
+  }
+  // A decoding sequence's KV lacks its last token (generated last iteration): this step
+  // computes that token's KV and attends to all context_tokens().
+  for (const RequestState* r : it.decode) {
+    b.decode.push_back({.request_id = r->spec.id,
+                        .kv_before = r->context_tokens() - 1,
+                        .new_tokens = 1,
+                        .emits_token = true});
+  }
+  b.start_s = sim_to_seconds(events_.now());
+  b.shape = &shape;
+  b.modeled = &cost;
+  const double s = clock_->seconds(b);
+  KVSIM_CHECK(s > 0 && std::isfinite(s), "the iteration clock returned {} s", s);
+  return s;
 }
 
 void Replica::end_iteration() {
@@ -279,6 +315,7 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   for (int64_t id : lost) finish_request(id, Outcome::kLostOom);
   admission_.on_restart();
   pool_.restart();
+  if (clock_ != nullptr) clock_->release_all();
   down_ = true;
   busy_ = false;
   recorder_.on_restart();
@@ -304,6 +341,8 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   // The iteration in flight holds running requests by address until it ends.
   KVSIM_CHECK(!busy_ || r.phase != Phase::kRunning,
               "request {} finishes while its iteration is in flight", id);
+  // Only a running request holds KV: a waiting or swapped one was released when preempted.
+  if (clock_ != nullptr && r.phase == Phase::kRunning) clock_->release(id);
   ledger_.release_if_held(r);
   admission_.on_finish(r);
   queues_.remove(r);

@@ -5,7 +5,8 @@
 //   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
 //   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
 //   KvLedger        every KV call about a request, with the deferred decode growth protocol
-// One forward pass is one event; its duration comes from the latency model.
+// One forward pass is one event; its duration comes from the latency model, or from an
+// IterationClock when one is set (`kvsim-validate replay`: the iteration executed for real).
 #pragma once
 
 #include <functional>
@@ -21,6 +22,7 @@
 #include "sim/metrics/recorder.h"
 #include "sim/serving/admission_queue.h"
 #include "sim/serving/engine_config.h"
+#include "sim/serving/iteration_clock.h"
 #include "sim/serving/kv_ledger.h"
 #include "sim/serving/request_state.h"
 #include "sim/serving/run_queues.h"
@@ -54,6 +56,13 @@ class Replica {
   void set_check_invariants(bool on) { check_ = on; }
   // Watcher of iterations and events (the timeline); borrowed, nullptr for none (the default).
   void set_observer(ReplicaObserver* observer) { observer_ = observer; }
+  // Where each iteration's duration comes from: borrowed, nullptr for the latency model (the
+  // default). A clock is asked once per iteration, so the replica no longer fast-forwards; it is
+  // told when a request's KV is dropped (release) and when a crash drops all of it (release_all).
+  void set_clock(IterationClock* clock) {
+    clock_ = clock;
+    if (clock_ != nullptr) fast_forward_ok_ = false;
+  }
 
   // Sampler hook: a timeseries row now.
   void sample();
@@ -88,6 +97,8 @@ class Replica {
   void restart_done();
 
   void finish_request(int64_t id, Outcome outcome);
+  // The clock's duration of the planned iteration `it` (clock_ set): its sequences as ClockSeqs.
+  double clock_seconds(const IterationPlan& it, const BatchShape& shape, const IterationCost& cost);
   void check() const;
   // The observer's view now (called only when there is one).
   ReplicaState observed_state() const;
@@ -105,6 +116,8 @@ class Replica {
   std::function<void(const RequestState&)> on_finished_;
   bool check_ = false;
   ReplicaObserver* observer_ = nullptr;
+  IterationClock* clock_ = nullptr;
+  ClockBatch clock_batch_;  // reused: its vectors keep their capacity
   SimTime iteration_start_ = 0;  // when in_flight_ started
 
   // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its
