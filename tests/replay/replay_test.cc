@@ -1,0 +1,341 @@
+// `kvsim-validate replay` with fake clocks (ReplayOptions::clock_override): the engine is kvsim's
+// own (a clock returning the modeled time reproduces `kvsim run` byte for byte), the ClockBatch
+// sequence and the times of a one-request run derived by hand, and the release calls under
+// preemption (recompute and swap).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "models/catalog.h"
+#include "sim/config/scenario.h"
+#include "sim/run/scenario_runner.h"
+#include "validate/replay/replay.h"
+
+using namespace kvsim;
+using namespace kvsim::validate;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / fmt::format("kvsim-replay-{}-{}", name, ::getpid());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+fs::path write_scenario(const fs::path& dir, const std::string& yaml) {
+  const fs::path p = dir / "scenario.yaml";
+  std::ofstream(p) << yaml;
+  return p;
+}
+
+// The marks a replay adds to summary.json and manifest.json (RunOptions::marks).
+const char* const kMarks[] = {"clock", "backend", "device", "repeats", "threads", "forward_seed"};
+
+std::string json_without_marks(const fs::path& p) {
+  auto j = nlohmann::ordered_json::parse(slurp(p));
+  for (const char* k : kMarks) j.erase(k);
+  return j.dump(2);
+}
+
+// The modeled clock: what the latency model said, so the engine's times are those of `kvsim run`.
+class ModeledClock : public IterationClock {
+ public:
+  double seconds(const ClockBatch& b) override { return b.modeled->seconds; }
+};
+
+// Records every batch and release, in order; times: 1 ms for an iteration with a prefill chunk,
+// 0.5 ms for a decode-only one (or the modeled time).
+struct Event {
+  bool release = false;  // else a sequence of a batch
+  bool release_all = false;
+  ClockSeq seq;
+  bool decode = false;
+  double start_s = 0;
+};
+
+class RecordingFakeClock : public IterationClock {
+ public:
+  RecordingFakeClock(std::vector<Event>& log, bool modeled) : log_(log), modeled_(modeled) {}
+  double seconds(const ClockBatch& b) override {
+    for (const ClockSeq& s : b.prefill) log_.push_back({.seq = s, .decode = false, .start_s = b.start_s});
+    for (const ClockSeq& s : b.decode) log_.push_back({.seq = s, .decode = true, .start_s = b.start_s});
+    if (modeled_) return b.modeled->seconds;
+    return b.prefill.empty() ? 0.0005 : 0.001;
+  }
+  void release(int64_t id) override { log_.push_back({.release = true, .seq = {.request_id = id}}); }
+  void release_all() override { log_.push_back({.release = true, .release_all = true}); }
+
+ private:
+  std::vector<Event>& log_;
+  bool modeled_;
+};
+
+struct Cli {
+  int exit_code = -1;
+  std::string err;
+};
+
+Cli run_validate(const std::string& args) {
+  const fs::path dir = fresh_dir("cli");
+  const std::string cmd = fmt::format("'{}' {} >'{}' 2>'{}' </dev/null", KVSIM_VALIDATE_BIN, args,
+                                      (dir / "out").string(), (dir / "err").string());
+  const int status = std::system(cmd.c_str());
+  Cli r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "err")};
+  fs::remove_all(dir);
+  return r;
+}
+
+// replay-cpu-tiny's two policies (a roomy pool and a tight one that preempts by recompute), one
+// more that preempts by swap, and one with chunked prefill: every path a clock sees.
+std::string variants_scenario() {
+  std::string yaml = slurp(fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml");
+  yaml += R"(  - name: paged-swap
+    engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, preemption: swap, swap_space_gb: 0.01}
+    guards: []
+  - name: chunked
+    engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, chunked_prefill: true, max_num_batched_tokens: 256}
+    guards: []
+)";
+  return yaml;
+}
+
+}  // namespace
+
+TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's result files", "[replay]") {
+  // The replay is kvsim's engine, not a second scheduler: with the latency model's own seconds
+  // as the "measured" time, every result file is byte-identical to a plain run's (which also
+  // fast-forwards decode stretches: the replay never does, so this checks that too). summary.json
+  // differs only by the replay's marks (clock, backend, device, repeats, threads, forward_seed),
+  // removed before comparing; summary.csv, requests.csv and timeseries.csv carry no marks.
+  const fs::path dir = fresh_dir("identity");
+  const fs::path scenario = write_scenario(dir, variants_scenario());
+
+  const Scenario s = load_scenario_file(scenario, Catalog::builtin());
+  RunOptions plain;
+  plain.out_dir = (dir / "plain").string();
+  const RunResult r = run_scenario(s, plain);
+  REQUIRE(r.policies.size() == 4);
+  REQUIRE(r.policies[1].preemptions > 0);  // the tight pool preempts by recompute
+  REQUIRE(r.policies[2].preemptions > 0);  // and by swap
+
+  ReplayOptions o;
+  o.scenario = scenario;
+  o.out_dir = dir / "replay";
+  o.quiet = true;
+  o.clock_override = [](const ForwardSetup&) { return std::make_unique<ModeledClock>(); };
+  run_replay(o);
+
+  for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
+    INFO(f);
+    CHECK(slurp(dir / "plain" / f) == slurp(dir / "replay" / f));
+  }
+  CHECK(json_without_marks(dir / "plain" / "summary.json") ==
+        json_without_marks(dir / "replay" / "summary.json"));
+  const auto summary = nlohmann::json::parse(slurp(dir / "replay" / "summary.json"));
+  CHECK(summary["clock"] == "measured");
+  CHECK(summary["backend"] == "cpu");
+  const auto manifest = nlohmann::json::parse(slurp(dir / "replay" / "manifest.json"));
+  CHECK(manifest["clock"] == "measured");
+  CHECK(manifest["files"].back() == "iterations.csv");
+
+  // iterations.csv: one row per iteration; with this clock measured_s == modeled_s on every row.
+  std::istringstream rows(slurp(dir / "replay" / "iterations.csv"));
+  std::string line;
+  std::getline(rows, line);
+  CHECK(line + "\n" == kIterationsHeader);
+  int64_t n = 0;
+  while (std::getline(rows, line)) {
+    const auto last = line.rfind(',');
+    const auto before = line.rfind(',', last - 1);
+    CHECK(line.substr(before + 1, last - before - 1) == line.substr(last + 1));
+    ++n;
+  }
+  CHECK(n > 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("one request on a fixed-time clock: the ClockBatch sequence and its times by hand", "[replay]") {
+  // One request, prompt P = 100, output N = 4, arriving at t = 1 s (fixed arrivals at rate 1:
+  // the k-th at k/rate). The clock takes 1 ms for an iteration with a prefill chunk, 0.5 ms for a
+  // decode-only one.
+  //   iteration 0 at 1.000 s: prefill {id 0, kv_before 0, new 100, emits}; first token at 1.001
+  //   iteration 1 at 1.001 s: decode {0, kv_before 100, new 1}: the KV holds the prompt, not yet
+  //     the first generated token (this step computes it); context_tokens() = 100 + 1 = 101
+  //   iteration 2 at 1.0015 s: decode {0, 101, 1}; iteration 3 at 1.002 s: decode {0, 102, 1}:
+  //     kv_before = P + i - 1 for decode i = 1..N-1; the 4th token ends it at 1.0025 s.
+  // TTFT = 0.001 s, E2E = 0.001 + 3 x 0.0005 = 0.0025 s, TPOT = (E2E - TTFT) / 3 = 0.0005 s;
+  // prefill_s 0.001, decode_s 0.0015. The request is released once, when it finishes.
+  const fs::path dir = fresh_dir("one");
+  const fs::path scenario = write_scenario(dir, R"(
+name: one
+seed: 1
+model: llama-tiny
+gpu: cpu-host
+engine: {max_model_len: 1024, kv: {type: paged, block_size: 16, num_blocks: 64}}
+workload:
+  arrivals: {type: fixed, rate: 1}
+  prompt_tokens: {type: fixed, value: 100}
+  output_tokens: {type: fixed, value: 4}
+  max_requests: 1
+policies: [{name: one, guards: []}]
+)");
+  std::vector<Event> log;
+  ForwardSetup seen;
+  ReplayOptions o;
+  o.scenario = scenario;
+  o.out_dir = dir / "out";
+  o.quiet = true;
+  o.repeats = 3;
+  o.threads = 2;
+  o.seed = 9;
+  o.clock_override = [&](const ForwardSetup& f) {
+    seen = f;
+    return std::make_unique<RecordingFakeClock>(log, false);
+  };
+  run_replay(o);
+
+  // The forward pass the clock would be built from: the pool's model and blocks, the options.
+  CHECK(seen.model.name == "llama-tiny");
+  CHECK(seen.block_tokens == 16);
+  CHECK(seen.num_blocks == 64);
+  CHECK(seen.repeats == 3);
+  CHECK(seen.threads == 2);
+  CHECK(seen.seed == 9);
+
+  REQUIRE(log.size() == 5);
+  auto same = [](const ClockSeq& a, int64_t kv_before, int64_t new_tokens) {
+    return a.request_id == 0 && a.kv_before == kv_before && a.new_tokens == new_tokens && a.emits_token;
+  };
+  CHECK((!log[0].decode && same(log[0].seq, 0, 100)));
+  CHECK(log[0].start_s == 1.0);
+  for (int i = 1; i <= 3; ++i) {
+    INFO("decode " << i);
+    CHECK((log[i].decode && same(log[i].seq, 100 + i - 1, 1)));
+  }
+  CHECK((log[4].release && !log[4].release_all && log[4].seq.request_id == 0));
+
+  std::istringstream req(slurp(dir / "out" / "requests.csv"));
+  std::string header, row;
+  std::getline(req, header);
+  std::getline(req, row);
+  CHECK(row == "one,0,1.000000,100,100,4,4,completed,0.001000,0.000500,0.002500,0,0,"
+               "0.000000000,0.000000000,0.001000000,0.001500000,0.000000000");
+
+  // iterations.csv, but for modeled_s (the latency model's figure): start_s, the prefill and
+  // decode counts, the decode context (context_tokens(): 101, 102, 103) and the measured time.
+  std::istringstream it(slurp(dir / "out" / "iterations.csv"));
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(it, l);) lines.push_back(l.substr(0, l.rfind(',', l.rfind(',') - 1)) + l.substr(l.rfind(',')));
+  const std::vector<std::string> expected = {
+      "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,measured_s",
+      "one,0,0,1.000000000,1,100,0,0,0.001",
+      "one,0,1,1.001000000,0,0,1,101,0.0005",
+      "one,0,2,1.001500000,0,0,1,102,0.0005",
+      "one,0,3,1.002000000,0,0,1,103,0.0005"};
+  CHECK(lines == expected);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("release calls under preemption: once per drop, never twice without a use between", "[replay]") {
+  // Each policy's clock log is checked for:
+  //  (a) every release names a request that was in a batch since its previous release (none
+  //      released twice without being used in between, none released before it ran);
+  //  (b) while a request holds KV its batches follow on: kv_before = the previous kv_before +
+  //      new_tokens; after a release it comes back with kv_before 0 (recompute) or, swapped in,
+  //      with what it held (> 0);
+  //  (c) at the end nothing is held: each of the 200 requests was released after its last batch;
+  //  (d) releases = 200 finishes + the policy's preemptions (each preemption drops the victim's
+  //      KV once; no OOM here, so every request finishes while running and is released once).
+  const fs::path dir = fresh_dir("release");
+  const fs::path scenario = write_scenario(dir, variants_scenario());
+  std::vector<std::vector<Event>> logs;
+  ReplayOptions o;
+  o.scenario = scenario;
+  o.out_dir = dir / "out";
+  o.quiet = true;
+  logs.reserve(8);
+  o.clock_override = [&](const ForwardSetup&) {
+    logs.emplace_back();
+    return std::make_unique<RecordingFakeClock>(logs.back(), true);
+  };
+  run_replay(o);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  REQUIRE(logs.size() == 4);
+  for (size_t p = 0; p < logs.size(); ++p) {
+    const auto& policy = summary["policies"][p];
+    INFO("policy " << policy["name"].get<std::string>());
+    std::map<int64_t, ClockSeq> held;  // in a batch since its last release: its last ClockSeq
+    std::set<int64_t> ran;
+    int64_t releases = 0, swapped_back = 0;
+    bool ok_a = true, ok_b = true;
+    for (const Event& e : logs[p]) {
+      const int64_t id = e.seq.request_id;
+      if (e.release) {
+        REQUIRE(!e.release_all);
+        ++releases;
+        if (held.erase(id) == 0) ok_a = false;
+        continue;
+      }
+      ran.insert(id);
+      if (auto h = held.find(id); h != held.end()) {
+        if (e.seq.kv_before != h->second.kv_before + h->second.new_tokens) ok_b = false;
+      } else if (e.seq.kv_before > 0) {
+        ++swapped_back;
+      }
+      held[id] = e.seq;
+    }
+    CHECK(ok_a);
+    CHECK(ok_b);
+    CHECK(held.empty());
+    CHECK(ran.size() == 200);
+    CHECK(releases == 200 + policy["preemptions"].get<int64_t>());
+    if (policy["name"] == "paged-swap") CHECK(swapped_back > 0);
+    if (policy["name"] != "paged-swap") CHECK(swapped_back == 0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("kvsim-validate replay: bad input is one line and exit 2", "[replay]") {
+  const fs::path scenario = fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml";
+  const fs::path out = fresh_dir("bad") / "out";
+  const Cli repeats =
+      run_validate(fmt::format("replay '{}' --backend cpu --repeats 0 -o '{}'", scenario.string(), out.string()));
+  CHECK(repeats.exit_code == 2);
+  CHECK(repeats.err.find("--repeats") != std::string::npos);
+  const Cli backend =
+      run_validate(fmt::format("replay '{}' --backend tpu -o '{}'", scenario.string(), out.string()));
+  CHECK(backend.exit_code == 2);
+  CHECK(backend.err.find("--backend") != std::string::npos);
+  // A bad scenario key: the file:line:col of the loader, through the same path as `kvsim run`.
+  const fs::path dir = fresh_dir("badkey");
+  const fs::path bad = write_scenario(dir, "name: x\nseed: 1\nmodle: llama-tiny\n");
+  const Cli key = run_validate(fmt::format("replay '{}' -o '{}'", bad.string(), out.string()));
+  CHECK(key.exit_code == 2);
+  CHECK(key.err.find("scenario.yaml:3:1") != std::string::npos);
+  CHECK(std::count(key.err.begin(), key.err.end(), '\n') <= 1);
+  CHECK_THROWS_AS(run_replay(ReplayOptions{.scenario = bad, .backend = "tpu", .out_dir = out}), InputError);
+  fs::remove_all(dir);
+}
