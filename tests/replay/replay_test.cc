@@ -21,6 +21,7 @@
 
 #include "core/errors.h"
 #include "models/catalog.h"
+#include "models/latency/profile.h"
 #include "sim/config/scenario.h"
 #include "sim/run/scenario_runner.h"
 #include "validate/replay/replay.h"
@@ -315,6 +316,60 @@ TEST_CASE("release calls under preemption: once per drop, never twice without a 
     if (policy["name"] == "paged-swap") CHECK(swapped_back > 0);
     if (policy["name"] != "paged-swap") CHECK(swapped_back == 0);
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--profile replaces every policy's engine.profile", "[replay]") {
+  // Three policies: one without an engine of its own, one with its own engine.profile (which
+  // --profile must override too), one with other engine keys. The replay with --profile P and
+  // the modeled clock must write what a plain run writes with every policy's engine.profile = P
+  // (the scenario's engine and each policy's, set through --set), and differ from the replay
+  // without it (P is the H100's built-in profile, fa3 efficiencies; cpu-host's built-in profile
+  // is the A100's, as for every GPU without its own).
+  const fs::path dir = fresh_dir("profile");
+  const fs::path h100 = dir / "h100.yaml";
+  const fs::path cpu = dir / "cpu.yaml";
+  std::ofstream(h100) << write_profile_yaml(default_profile(Catalog::builtin().gpu("h100-sxm")));
+  std::ofstream(cpu) << write_profile_yaml(default_profile(Catalog::builtin().gpu("cpu-host")));
+  const fs::path scenario = write_scenario(dir, fmt::format(R"(
+name: profiles
+seed: 3
+model: llama-tiny
+gpu: cpu-host
+engine: {{max_model_len: 1024, kv: {{type: paged, block_size: 16, num_blocks: 256}}}}
+workload:
+  arrivals: {{type: poisson, rate: 8}}
+  prompt_tokens: {{type: uniform, min: 32, max: 512}}
+  output_tokens: {{type: uniform, min: 16, max: 64}}
+  max_requests: 30
+policies:
+  - {{name: plain, guards: []}}
+  - {{name: own-profile, engine: {{profile: {}}}, guards: []}}
+  - {{name: own-engine, engine: {{max_num_seqs: 8}}, guards: []}}
+)",
+                                                            cpu.string()));
+  auto replay = [&](const fs::path& out, const fs::path& profile) {
+    ReplayOptions o;
+    o.scenario = scenario;
+    o.out_dir = out;
+    o.profile = profile;
+    o.quiet = true;
+    o.clock_override = [](const ForwardSetup&) { return std::make_unique<ModeledClock>(); };
+    run_replay(o);
+  };
+  replay(dir / "with", h100);
+  replay(dir / "without", "");
+  const std::string p = fs::absolute(h100).string();
+  const Scenario s = load_scenario_with_sets(
+      ConfigNode::parse_file(scenario),
+      {"engine.profile=" + p, "policies.0.engine.profile=" + p, "policies.1.engine.profile=" + p,
+       "policies.2.engine.profile=" + p},
+      Catalog::builtin());
+  RunOptions plain;
+  plain.out_dir = (dir / "plain").string();
+  run_scenario(s, plain);
+  CHECK(slurp(dir / "with" / "requests.csv") == slurp(dir / "plain" / "requests.csv"));
+  CHECK(slurp(dir / "with" / "requests.csv") != slurp(dir / "without" / "requests.csv"));
   fs::remove_all(dir);
 }
 
