@@ -319,7 +319,7 @@ TEST_CASE("release calls under preemption: once per drop, never twice without a 
   fs::remove_all(dir);
 }
 
-TEST_CASE("--profile replaces every policy's engine.profile", "[replay]") {
+TEST_CASE("replay's profile option replaces every policy's engine.profile", "[replay]") {
   // Three policies: one without an engine of its own, one with its own engine.profile (which
   // --profile must override too), one with other engine keys. The replay with --profile P and
   // the modeled clock must write what a plain run writes with every policy's engine.profile = P
