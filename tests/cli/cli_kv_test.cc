@@ -57,13 +57,14 @@ TEST_CASE("kvsim models and gpus list the catalogs", "[cli]") {
   std::vector<std::string> names;
   for (const auto& e : j) names.push_back(e["name"]);
   for (const char* want : {"llama-2-7b", "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2.5-7b",
-                           "mixtral-8x7b", "seed-7b-mha"}) {
+                           "mixtral-8x7b", "seed-7b-mha", "llama-tiny"}) {
     CHECK(std::find(names.begin(), names.end(), want) != names.end());
   }
   auto g = run_cli("gpus --json");
   REQUIRE(g.exit_code == 0);
   auto gj = nlohmann::json::parse(g.out);
-  CHECK(gj.size() == 6);  // a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm, h200, l40s, a40
+  // a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm, h200, l40s, a40, and cpu-host (the CPU replay's)
+  CHECK(gj.size() == 7);
   auto human = run_cli("gpus");
   CHECK_THAT(human.out, Contains("h200"));
 }
