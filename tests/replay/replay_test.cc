@@ -178,6 +178,72 @@ TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's resu
   fs::remove_all(dir);
 }
 
+TEST_CASE("a cluster's replicas each get their own clock", "[replay]") {
+  // Two replicas behind round robin, 20 requests at 10/s: with the modeled clock the files are a
+  // plain run's (summary.json but for the marks), two clocks are made (one per replica, with the
+  // same ForwardSetup: the same group), and iterations.csv has rows of replica 0 and replica 1,
+  // each replica's `index` counting 0, 1, 2, ... and its start_s never going back.
+  const fs::path dir = fresh_dir("cluster");
+  const fs::path scenario = write_scenario(dir, R"(
+name: two
+seed: 5
+model: llama-tiny
+gpu: cpu-host
+engine: {max_model_len: 1024, kv: {type: paged, block_size: 16, num_blocks: 128}}
+cluster:
+  replicas: [{name: r, count: 2}]
+  router: {type: round_robin}
+workload:
+  arrivals: {type: fixed, rate: 10}
+  prompt_tokens: {type: uniform, min: 32, max: 256}
+  output_tokens: {type: uniform, min: 8, max: 32}
+  max_requests: 20
+policies: [{name: rr, guards: []}]
+)");
+  const Scenario s = load_scenario_file(scenario, Catalog::builtin());
+  RunOptions plain;
+  plain.out_dir = (dir / "plain").string();
+  run_scenario(s, plain);
+  int clocks = 0;
+  ReplayOptions o;
+  o.scenario = scenario;
+  o.out_dir = dir / "replay";
+  o.quiet = true;
+  o.clock_override = [&](const ForwardSetup& f) {
+    ++clocks;
+    CHECK(f.num_blocks == 128);
+    return std::make_unique<ModeledClock>();
+  };
+  run_replay(o);
+  CHECK(clocks == 2);
+  for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
+    INFO(f);
+    CHECK(slurp(dir / "plain" / f) == slurp(dir / "replay" / f));
+  }
+  CHECK(json_without_marks(dir / "plain" / "summary.json") ==
+        json_without_marks(dir / "replay" / "summary.json"));
+  std::istringstream rows(slurp(dir / "replay" / "iterations.csv"));
+  std::string line;
+  std::getline(rows, line);
+  int64_t next[2] = {0, 0};
+  double last[2] = {0, 0};
+  while (std::getline(rows, line)) {
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    REQUIRE(f.size() == 10);
+    CHECK(f[0] == "rr");
+    const int r = std::stoi(f[1]);
+    REQUIRE((r == 0 || r == 1));
+    CHECK(std::stoll(f[2]) == next[r]++);
+    CHECK(std::stod(f[3]) >= last[r]);
+    last[r] = std::stod(f[3]);
+  }
+  CHECK(next[0] > 0);
+  CHECK(next[1] > 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("one request on a fixed-time clock: the ClockBatch sequence and its times by hand", "[replay]") {
   // One request, prompt P = 100, output N = 4, arriving at t = 1 s (fixed arrivals at rate 1:
   // the k-th at k/rate). The clock takes 1 ms for an iteration with a prefill chunk, 0.5 ms for a
