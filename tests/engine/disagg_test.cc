@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
+
+#include <fmt/format.h>
 
 #include "core/errors.h"
 #include "core/sim_time.h"
@@ -313,4 +316,62 @@ policies: [{name: x, guards: []}]
   const std::string one = summary_csv(single.policies);
   CHECK(one.find("replica") == std::string::npos);
   CHECK(std::count(one.begin(), one.end(), '\n') == 2);
+}
+
+// Random disaggregated clusters in checking mode (pool and bookkeeping invariants after every
+// iteration, KV held during transfers included): small GPUs, so pools fill, prefill replicas
+// stall on held KV, replicas crash or abort on OOMs with transfers in flight. Every request ends
+// once: each replica's outcomes add up to its requests, the totals' to the requests, and the
+// run ends with no hand-off or transfer left (Cluster::finish checks).
+TEST_CASE("random disaggregated clusters account for every request", "[property][engine][disagg]") {
+  const uint64_t seed = GENERATE(range(0, 24));
+  std::mt19937_64 g(seed ^ 0xd15a);
+  auto pick = [&](std::initializer_list<const char*> xs) {
+    return *(xs.begin() + static_cast<long>(g() % xs.size()));
+  };
+  const char* kv = pick({"{type: paged, block_size: 16}", "{type: paged, block_size: 32}",
+                         "{type: contiguous, reserve: prompt_plus_max_new}",
+                         "{type: caching_allocator, growth: chunked, chunk_tokens: 512}"});
+  const std::string mixed = g() % 3 == 0 ? ", {name: m, count: 1}" : "";
+  const std::string yaml = fmt::format(R"(
+name: random-disagg-{}
+seed: {}
+model: llama-3-8b
+gpu: {{name: g, memory_gb: {}, hbm_gb_per_s: 1000, fp16_tflops: 200}}
+engine:
+  chunked_prefill: {}
+  preemption: {}
+  on_oom: {}
+  restart_s: 2
+  kv: {}
+cluster:
+  replicas: [{{name: p, count: {}, role: prefill}}, {{name: d, count: {}, role: decode}}{}]
+  router: {{type: {}}}
+  kv_transfer: {{gb_per_s: {}, latency_us: 20}}
+workload:
+  arrivals: {{type: poisson, rate: {}}}
+  max_requests: 40
+  prompt_tokens: {{type: uniform, min: 16, max: 6000}}
+  output_tokens: {{type: uniform, min: 1, max: 300}}
+policies: [{{name: p, guards: []}}]
+)",
+                                       seed, seed, pick({"24", "28", "40"}), pick({"true", "false"}),
+                                       pick({"recompute", "swap", "off"}),
+                                       pick({"crash", "abort_request"}), kv, 1 + g() % 2,
+                                       1 + g() % 2, mixed,
+                                       pick({"round_robin", "least_outstanding", "least_kv"}),
+                                       pick({"0.5", "5", "50"}), 1 + g() % 20);
+  INFO(yaml);
+  const RunResult r = run_yaml(yaml, /*check=*/true);
+  const PolicySummary& p = r.policies.at(0);
+  REQUIRE(p.cluster);
+  int64_t total = 0;
+  for (int64_t n : p.outcomes) total += n;
+  CHECK(total == p.requests_total);
+  CHECK(p.requests_total == 40);
+  for (const ReplicaSummary& x : p.cluster->replicas) {
+    int64_t own = 0;
+    for (int64_t n : x.outcomes) own += n;
+    CHECK(own == x.requests_total);
+  }
 }
