@@ -352,14 +352,14 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   }
   KVSIM_CHECK(r.outcome == Outcome::kNone, "request {} ends twice ({} then {})", id,
               outcome_name(r.outcome), outcome_name(outcome));
-  const bool served = outcome == Outcome::kCompleted || outcome == Outcome::kCompletedTruncated;
-  if (r.prefill_only && served && r.phase == Phase::kRunning) {
-    hand_off(r, outcome);
-    return;
-  }
   // The iteration in flight holds running requests by address until it ends.
   KVSIM_CHECK(!busy_ || r.phase != Phase::kRunning,
               "request {} finishes while its iteration is in flight", id);
+  const bool served = outcome == Outcome::kCompleted || outcome == Outcome::kCompletedTruncated;
+  if (r.prefill_only && served && r.phase == Phase::kRunning) {
+    hand_off(r, outcome);  // its KV stays until its transfer ends
+    return;
+  }
   ledger_.release_if_held(r);
   admission_.on_finish(r);
   queues_.remove(r);
