@@ -1,7 +1,7 @@
 // The CPU forward pass behind `kvsim-validate replay --backend cpu`: an IterationClock that runs
 // each iteration's batch through a Llama-shaped decoder (llama_weights.h) in float32 over a real
 // paged KV pool (paged_kv_pool.h) and returns the measured wall time of the whole forward pass
-// (docs/fidelity.md "The CPU forward pass").
+// (docs/validate.md "The replay's CPU forward pass").
 //
 // One iteration, for the batch's T new tokens packed into one [T, hidden] activation matrix
 // (prefill chunks first, then decode tokens, in the batch's order), as vLLM's model runner packs
