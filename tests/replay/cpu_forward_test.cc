@@ -240,6 +240,17 @@ TEST_CASE("the clock's repeats rewrite the same KV: repeats = 3 leaves the logit
   CHECK(a.run(decode) == b.run(decode));
 }
 
+TEST_CASE("GEMMs split over 3 threads give the same logits within float rounding",
+          "[replay][cpu_forward]") {
+  ForwardSetup s = tiny_setup();
+  s.threads = 3;  // the QKV GEMM's 128 output columns in slices of 43, 43 and 42
+  CpuForward f(s);
+  const auto ref = dense_reference(f.weights(), s, 4, 10);
+  f.run(batch({{4, 0, 6, false}}, {}));
+  const auto logits = f.run(batch({{4, 6, 4, true}}, {}));
+  check_row(logits, 0, ref[9]);
+}
+
 TEST_CASE("a pool that runs dry names the request", "[replay][cpu_forward]") {
   // 9 tokens on blocks of 4 need ceil(9 / 4) = 3 blocks; the pool has 2.
   CpuForward f(tiny_setup(2));

@@ -200,7 +200,7 @@ void CpuForward::forward() {
                 static_cast<size_t>(H) * sizeof(float));
     ++e;
   }
-  float* normed = &sel_[static_cast<size_t>(emitting_ * H)];
+  float* normed = sel_.data() + emitting_ * H;  // sel_ may be empty: no emitting row
   rms_norm_rows(sel_.data(), weights_.final_norm.data(), normed, emitting_, H);
   linear_f32(normed, weights_.lm_head_or_embed().data(), logits_.data(), emitting_, m.vocab, H,
              threads);
