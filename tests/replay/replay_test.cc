@@ -439,6 +439,80 @@ policies:
   fs::remove_all(dir);
 }
 
+TEST_CASE("disaggregated replicas: the prefill side releases at the transfer's end", "[replay]") {
+  // One prefill and one decode replica, 40 requests (outputs >= 2, so every one transfers), the
+  // modeled clock with a log per replica (made in build order: prefill, then decode):
+  //  - the result files are a plain run's (the hand-off and transfer paths without fast-forward);
+  //  - prefill side: each request runs prefill chunks only, then is released once, when its KV
+  //    leaves with the transfer (Replica::release_handed_off): 40 releases, nothing held at the end;
+  //  - decode side: each request first appears as a decode step whose KV holds the transferred
+  //    prompt (kv_before = prompt tokens > 0: the clock fills it untimed), continues by one token
+  //    a step, and is released once when it finishes: 40 releases, nothing held.
+  const fs::path dir = fresh_dir("disagg");
+  const fs::path scenario = write_scenario(dir, R"(
+name: pd
+seed: 4
+model: llama-tiny
+gpu: cpu-host
+engine: {max_model_len: 1024, kv: {type: paged, block_size: 16, num_blocks: 256}}
+cluster:
+  replicas:
+    - {name: p, count: 1, role: prefill}
+    - {name: d, count: 1, role: decode}
+  kv_transfer: {gb_per_s: 10, latency_us: 50}
+workload:
+  arrivals: {type: poisson, rate: 20}
+  prompt_tokens: {type: uniform, min: 32, max: 256}
+  output_tokens: {type: uniform, min: 2, max: 32}
+  max_requests: 40
+policies: [{name: pd, guards: []}]
+)");
+  const Scenario s = load_scenario_file(scenario, Catalog::builtin());
+  RunOptions plain;
+  plain.out_dir = (dir / "plain").string();
+  run_scenario(s, plain);
+  std::vector<std::vector<Event>> logs;
+  logs.reserve(4);
+  ReplayOptions o;
+  o.scenario = scenario;
+  o.out_dir = dir / "replay";
+  o.quiet = true;
+  o.clock_override = [&](const ForwardSetup&) {
+    logs.emplace_back();
+    return std::make_unique<RecordingFakeClock>(logs.back(), true);
+  };
+  run_replay(o);
+  for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
+    INFO(f);
+    CHECK(slurp(dir / "plain" / f) == slurp(dir / "replay" / f));
+  }
+  REQUIRE(logs.size() == 2);
+  for (int side = 0; side < 2; ++side) {
+    INFO((side == 0 ? "prefill side" : "decode side"));
+    std::map<int64_t, ClockSeq> held;
+    std::set<int64_t> released;
+    bool ok = true;
+    for (const Event& e : logs[side]) {
+      const int64_t id = e.seq.request_id;
+      if (e.release) {
+        if (held.erase(id) == 0 || !released.insert(id).second) ok = false;  // once, after use
+        continue;
+      }
+      if (side == 0 && e.decode) ok = false;  // the prefill side never decodes
+      if (auto h = held.find(id); h != held.end()) {
+        if (e.seq.kv_before != h->second.kv_before + h->second.new_tokens) ok = false;
+      } else if (side == 1 && !(e.decode && e.seq.kv_before > 0)) {
+        ok = false;  // arrives on the decode side with the prompt's KV
+      }
+      held[id] = e.seq;
+    }
+    CHECK(ok);
+    CHECK(held.empty());
+    CHECK(released.size() == 40);
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("kvsim-validate replay: bad input is one line and exit 2", "[replay]") {
   const fs::path scenario = fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml";
   const fs::path out = fresh_dir("bad") / "out";
