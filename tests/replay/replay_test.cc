@@ -109,18 +109,40 @@ Cli run_validate(const std::string& args) {
   return r;
 }
 
-// replay-cpu-tiny's two policies (a roomy pool and a tight one that preempts by recompute), one
-// more that preempts by swap, and one with chunked prefill: every path a clock sees.
+// scenarios/replay-cpu-tiny.yaml's model, device and pools, loaded harder (8 requests/s, where
+// the modeled tight pool preempts), with two more policies: one that preempts by swap and one with
+// chunked prefill. Every path a clock sees.
 std::string variants_scenario() {
-  std::string yaml = slurp(fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml");
-  yaml += R"(  - name: paged-swap
+  return R"(
+name: variants
+seed: 21
+model: llama-tiny
+gpu: cpu-host
+engine:
+  scheduler: continuous
+  max_num_seqs: 32
+  max_num_batched_tokens: 2048
+  max_model_len: 1024
+  workspace_gb: 0.25
+workload:
+  arrivals: {type: poisson, rate: 8}
+  prompt_tokens: {type: lognormal, median: 160, sigma: 0.7, min: 32, max: 512}
+  output_tokens: {type: lognormal, median: 48, sigma: 0.6, min: 16, max: 128}
+  max_requests: 200
+policies:
+  - name: paged
+    engine: {kv: {type: paged, block_size: 16, num_blocks: 512}}
+    guards: []
+  - name: paged-tight
+    engine: {kv: {type: paged, block_size: 16, num_blocks: 192}}
+    guards: []
+  - name: paged-swap
     engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, preemption: swap, swap_space_gb: 0.01}
     guards: []
   - name: chunked
     engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, chunked_prefill: true, max_num_batched_tokens: 256}
     guards: []
 )";
-  return yaml;
 }
 
 }  // namespace
@@ -128,11 +150,13 @@ std::string variants_scenario() {
 TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's result files", "[replay]") {
   // The replay is kvsim's engine, not a second scheduler: with the latency model's own seconds
   // as the "measured" time, every result file is byte-identical to a plain run's (which also
-  // fast-forwards decode stretches: the replay never does, so this checks that too). summary.json
+  // fast-forwards decode stretches: the replay never does, so this checks that too), on
+  // variants_scenario() and on scenarios/replay-cpu-tiny.yaml as shipped. summary.json
   // differs only by the replay's marks (clock, backend, device, repeats, threads, forward_seed),
   // removed before comparing; summary.csv, requests.csv and timeseries.csv carry no marks.
   const fs::path dir = fresh_dir("identity");
   const fs::path scenario = write_scenario(dir, variants_scenario());
+  const fs::path shipped = fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml";
 
   const Scenario s = load_scenario_file(scenario, Catalog::builtin());
   RunOptions plain;
@@ -175,6 +199,20 @@ TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's resu
     ++n;
   }
   CHECK(n > 0);
+
+  // The shipped scenario as it is, the same way.
+  RunOptions shipped_plain;
+  shipped_plain.out_dir = (dir / "shipped-plain").string();
+  run_scenario(load_scenario_file(shipped, Catalog::builtin()), shipped_plain);
+  o.scenario = shipped;
+  o.out_dir = dir / "shipped-replay";
+  run_replay(o);
+  for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
+    INFO(f);
+    CHECK(slurp(dir / "shipped-plain" / f) == slurp(dir / "shipped-replay" / f));
+  }
+  CHECK(json_without_marks(dir / "shipped-plain" / "summary.json") ==
+        json_without_marks(dir / "shipped-replay" / "summary.json"));
   fs::remove_all(dir);
 }
 
