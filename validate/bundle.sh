@@ -4,7 +4,8 @@
 #   DIR/bin/      kvsim-validate, kvsim_kernels_tests, kvsim (stripped; RUNPATH $ORIGIN/../lib)
 #   DIR/lib/      every shared library they load that is not the C/C++ runtime or the driver
 #   DIR/lib/compat/  this machine's libstdc++ and libgcc_s, for a node whose own are too old
-#   DIR/share/kvsim/  the catalogs and profiles (models/catalog), scenarios, validate/grids
+#   DIR/share/kvsim/  the catalogs and profiles (models/catalog), scenarios (among them
+#                     replay-gpu-llama3-8b.yaml, run-on-gpu.sh's end-to-end step), validate/grids
 #   DIR/run-on-gpu.sh, DIR/bundle-check.sh, DIR/MANIFEST.txt, DIR/SHA256SUMS
 # CUDA: the runtime linked statically, kernels for sm_80 and sm_90 (SASS + PTX), cuBLAS and
 # cuBLASLt opened at run time from the node's toolkit (KVSIM_STATIC_CUDA, kernels/cublas_dlopen.cc):
@@ -116,6 +117,11 @@ cp -r "$ROOT/models/catalog" "$DIR/share/kvsim/models/"
 cp -r "$ROOT/scenarios" "$DIR/share/kvsim/"
 cp -r "$ROOT/validate/grids" "$DIR/share/kvsim/validate/"
 install -m 755 "$ROOT/validate/run-on-gpu.sh" "$ROOT/validate/bundle-check.sh" "$DIR/"
+# run-on-gpu.sh's end-to-end step replays this scenario (with the catalogs above).
+if [[ ! -f $DIR/share/kvsim/scenarios/replay-gpu-llama3-8b.yaml ]]; then
+  echo "bundle: scenarios/replay-gpu-llama3-8b.yaml is missing (run-on-gpu.sh's e2e step needs it)" >&2
+  exit 3
+fi
 
 # ---- manifest -----------------------------------------------------------------------------------
 # The newest symbol versions the binaries and libraries ask of glibc and libstdc++: the node's
