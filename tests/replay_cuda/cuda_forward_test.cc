@@ -95,7 +95,7 @@ double r16(double v) { return kernels::round_to(Precision::kFp16, static_cast<fl
 // computed from scratch over all its tokens, fp16 rounding at every tensor the device stores.
 class Reference {
  public:
-  explicit Reference(const ForwardSetup& s) : s_(s), m_(s.model) {}
+  explicit Reference(const ForwardSetup& s) : s_(s), m_(s_.model) {}
 
   // Logits at the last of the request's first `length` tokens.
   std::vector<double> logits(int64_t request_id, int64_t length) const {
