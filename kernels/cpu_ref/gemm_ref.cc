@@ -1,5 +1,7 @@
 #include "kernels/cpu_ref/gemm_ref.h"
 
+#include <Eigen/Core>
+
 #include "core/check.h"
 
 namespace kvsim::kernels {
@@ -30,16 +32,16 @@ void gemm_reference(const GemmShape& s, std::span<const float> x, std::span<cons
 void gemm_cpu(const GemmShape& s, Precision p, std::span<const float> x, std::span<const float> w,
               std::span<float> y) {
   check_sizes(s, x.size(), w.size(), y.size());
-  // Both operands are read along k, so the inner loop is two contiguous streams.
-  for (int64_t i = 0; i < s.m; ++i) {
-    const float* xi = &x[static_cast<size_t>(i * s.k)];
-    for (int64_t j = 0; j < s.n; ++j) {
-      const float* wj = &w[static_cast<size_t>(j * s.k)];
-      float acc = 0;
-      for (int64_t c = 0; c < s.k; ++c) acc += xi[c] * wj[c];
-      y[static_cast<size_t>(i * s.n + j)] = round_to(p, acc);
-    }
-  }
+  // Eigen's blocked float GEMM: the one the replay's CPU forward pass runs its linear layers with
+  // (validate/replay/cpu_linear.cc), so the CPU profile that `kvsim-validate calibrate` fits
+  // from these timings describes that forward pass. Then the output's rounding to `p`, as cuBLAS
+  // writes FP16/BF16.
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const Mat> xm(x.data(), s.m, s.k);
+  const Eigen::Map<const Mat> wm(w.data(), s.n, s.k);
+  Eigen::Map<Mat> ym(y.data(), s.m, s.n);
+  ym.noalias() = xm * wm.transpose();
+  round_all(p, y);
 }
 
 }  // namespace kvsim::kernels

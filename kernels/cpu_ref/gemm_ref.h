@@ -11,7 +11,8 @@ namespace kvsim::kernels {
 
 void gemm_reference(const GemmShape& s, std::span<const float> x, std::span<const float> w,
                     std::span<float> y);
-// Float accumulation, output rounded to `p` (cuBLAS with FP32 compute and FP16/BF16 output).
+// Float accumulation (Eigen's blocked GEMM), output rounded to `p` (cuBLAS with FP32 compute
+// and FP16/BF16 output).
 void gemm_cpu(const GemmShape& s, Precision p, std::span<const float> x, std::span<const float> w,
               std::span<float> y);
 

@@ -188,7 +188,7 @@ def run(scenario, *, seed=None, set=None, policies=None, timeline=None, timeline
 
 
 class SweepResult:
-    """A sweep's folder: summary (summary.csv: a row per point and policy) and points/."""
+    """A sweep's folder: summary (summary.csv: a row per point and policy; with a cluster, also a row per replica) and points/."""
 
     def __init__(self, directory, keep=None):
         self.dir = directory

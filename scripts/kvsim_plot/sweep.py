@@ -133,7 +133,9 @@ def heatmaps(plt, rows, axes, policies, metric, label, scale):
 def render(plt, w, d, opts):
     """Every figure of sweep folder d (from its summary.csv)."""
     path = os.path.join(d, "summary.csv")
-    rows = read_csv(path)
+    # A cluster's summary.csv adds a row per replica after each policy's total (replica "all"):
+    # the sweep figures draw the totals.
+    rows = [r for r in read_csv(path) if r.get("replica", "all") in ("", "all")]
     if not rows or "policy" not in rows[0]:
         raise InputProblem(f"{path}: no rows, or no 'policy' column")
     cols = list(rows[0].keys())

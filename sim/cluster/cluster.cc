@@ -1,5 +1,7 @@
 #include "sim/cluster/cluster.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace kvsim {
@@ -26,8 +28,17 @@ Replica& Cluster::add_replica(std::string label, GpuMemoryPool& pool, const Late
       hand_off(r, index);
       return;
     }
+    // It ended on its decode replica before its KV arrived (that replica crashed): the prefill
+    // replica's copy is not needed any more.
+    if (transfers_.count(r.spec.id)) {
+      const Handoff h = forget(r.spec.id);
+      members_[h.from]->replica->release_handed_off(r.spec.id);
+    }
     if (on_finished_) on_finished_(r);
   });
+  m->replica->set_transfer_hooks({.pulled = [this](int64_t id) { pulled(id); },
+                                  .abandoned = [this](int64_t id) { abandoned(id); },
+                                  .dropped = [this](int64_t id) { dropped(id); }});
   members_.push_back(std::move(m));
   views_.resize(members_.size());
   return *member->replica;
@@ -81,6 +92,8 @@ void Cluster::hand_off(const RequestState& r, size_t from) {
     if (on_finished_) on_finished_(state);
     return;
   }
+  // Served: its KV stays on the prefill replica (kHandingOff) until the transfer ends.
+  Replica& source = *members_[from]->replica;
   // The decode side: the up decode-capable replica with the fewest outstanding requests (ties:
   // the lowest index), as DistServe's and Splitwise's least-loaded choice.
   int best = -1;
@@ -90,6 +103,7 @@ void Cluster::hand_off(const RequestState& r, size_t from) {
     if (best < 0 || m.outstanding < members_[best]->outstanding) best = static_cast<int>(i);
   }
   if (best < 0) {
+    source.release_handed_off(r.spec.id);
     state.phase = Phase::kDone;
     state.outcome = Outcome::kFailedUnavailable;
     state.finished_at = events_.now();
@@ -99,12 +113,70 @@ void Cluster::hand_off(const RequestState& r, size_t from) {
   }
   Member& to = *members_[best];
   ++to.outstanding;
-  const int64_t bytes = r.prompt_tokens * members_[from]->replica->pool().kv().kv_bytes_per_token();
-  const SimTime took = transfer_.duration(bytes);
-  totals_.on_kv_transfer(sim_to_seconds(took));
   state.outcome = Outcome::kNone;
   state.phase = Phase::kGuardQueue;
-  events_.schedule(took, [&to, state] { to.replica->arrive_transferred(state); });
+  if (state.generated >= state.spec.output_tokens) {
+    // A one-token answer: nothing to decode, nothing to move; it ends on the decode side at once.
+    source.release_handed_off(r.spec.id);
+  } else {
+    transfers_.emplace(r.spec.id,
+                       Handoff{.from = from,
+                               .to = static_cast<size_t>(best),
+                               .bytes = r.prompt_tokens * source.pool().kv().kv_bytes_per_token(),
+                               .handed_at = events_.now()});
+  }
+  to.replica->arrive_transferred(state);
+}
+
+void Cluster::pulled(int64_t id) {
+  auto t = transfers_.find(id);
+  KVSIM_CHECK(t != transfers_.end(), "request {} pulled without a hand-off", id);
+  members_[t->second.from]->link_queue.push_back(id);
+  start_transfer(t->second.from);
+}
+
+void Cluster::start_transfer(size_t from) {
+  Member& m = *members_[from];
+  if (m.link_busy || m.link_queue.empty()) return;
+  const int64_t id = m.link_queue.front();
+  m.link_queue.pop_front();
+  const Handoff& h = transfers_.at(id);
+  const SimTime took = transfer_.duration(h.bytes);
+  totals_.on_kv_transfer_wait(sim_to_seconds(events_.now() - h.handed_at));
+  totals_.on_kv_transfer(sim_to_seconds(took));
+  m.link_busy = true;
+  events_.schedule(took, [this, from, id] { transfer_done(from, id); });
+}
+
+void Cluster::transfer_done(size_t from, int64_t id) {
+  members_[from]->link_busy = false;
+  if (transfers_.count(id)) {  // (else a crash on either side ended it while it crossed)
+    const Handoff h = forget(id);
+    members_[h.from]->replica->release_handed_off(id);
+    members_[h.to]->replica->receive_transferred(id);
+  }
+  start_transfer(from);
+}
+
+void Cluster::abandoned(int64_t id) {
+  const Handoff h = forget(id);
+  members_[h.from]->replica->release_handed_off(id);
+}
+
+void Cluster::dropped(int64_t id) {
+  if (!transfers_.count(id)) return;
+  const Handoff h = forget(id);
+  members_[h.to]->replica->cancel_transferred(id);
+}
+
+Cluster::Handoff Cluster::forget(int64_t id) {
+  auto t = transfers_.find(id);
+  KVSIM_CHECK(t != transfers_.end(), "request {} has no hand-off", id);
+  const Handoff h = t->second;
+  transfers_.erase(t);
+  std::deque<int64_t>& q = members_[h.from]->link_queue;
+  if (auto it = std::find(q.begin(), q.end(), id); it != q.end()) q.erase(it);
+  return h;
 }
 
 void Cluster::set_check_invariants(bool on) {
@@ -119,7 +191,9 @@ void Cluster::finish() {
   for (auto& m : members_) {
     m->replica->finish();
     KVSIM_CHECK(m->outstanding == 0, "replica {}: {} requests never finished", m->label, m->outstanding);
+    KVSIM_CHECK(m->link_queue.empty() && !m->link_busy, "replica {}: transfers left", m->label);
   }
+  KVSIM_CHECK(transfers_.empty(), "{} hand-offs never ended", transfers_.size());
 }
 
 }  // namespace kvsim

@@ -4,6 +4,7 @@
 // it sent to each replica and has not seen finish.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,7 +18,8 @@
 namespace kvsim {
 
 // Disaggregated prefill and decode (docs/cluster.md): the link a request's KV crosses from its
-// prefill replica to its decode replica: latency_us + bytes / gb_per_s.
+// prefill replica to its decode replica: latency_us + bytes / gb_per_s. Each prefill replica's
+// outgoing link is one FIFO server: its transfers run one at a time.
 struct KvTransfer {
   double gb_per_s = 0;  // 1e9 bytes per second
   double latency_us = 0;
@@ -58,9 +60,27 @@ class Cluster {
     double kv_pool_bytes = 0;
     int64_t outstanding = 0;
     ReplicaRole role = ReplicaRole::kMixed;
+    // Its outgoing KV link: the transfers whose decode side has allocated, in that order, and
+    // whether one is under way.
+    std::deque<int64_t> link_queue;
+    bool link_busy = false;
   };
-  // A prefill replica finished `r`'s first token: its KV crosses to a decode replica.
+  // A request between its first token (on `from`, holding its KV) and the end of its transfer
+  // to `to` (which holds it in its swapped queue, then its KV while the transfer runs).
+  struct Handoff {
+    size_t from = 0, to = 0;
+    int64_t bytes = 0;
+    SimTime handed_at = 0;  // its first token: the wait for room and the link runs from here
+  };
+  // A prefill replica finished `r`'s first token: its KV will cross to a decode replica.
   void hand_off(const RequestState& r, size_t from);
+  void pulled(int64_t id);         // the decode side allocated: queue on the prefill's link
+  void start_transfer(size_t from);  // the link's next transfer, if it is free
+  void transfer_done(size_t from, int64_t id);
+  void abandoned(int64_t id);      // the decode side recomputes it: the prefill side frees
+  void dropped(int64_t id);        // the prefill side lost its KV: it ends on the decode side
+  // Forgets `id`'s hand-off (its transfer will not end it); returns it.
+  Handoff forget(int64_t id);
 
   EventQueue& events_;
   std::unique_ptr<Router> router_;
@@ -70,6 +90,7 @@ class Cluster {
   std::function<void(const RequestState&)> on_finished_;
   KvTransfer transfer_;
   std::map<int64_t, RequestSpec> handed_;  // prefill-only requests in flight: their full spec
+  std::map<int64_t, Handoff> transfers_;   // first token out, transfer not yet ended
 };
 
 }  // namespace kvsim

@@ -90,6 +90,9 @@ struct ClusterSummary {
   // Disaggregated runs: each request's KV transfer time from its prefill to its decode replica
   // (count 0: no prefill replica; then summary.json has no `kv_transfer_s`).
   LatencyStats kv_transfer;
+  // ... and how long each waited, from its first token to its transfer's start, for room on the
+  // decode replica and for its prefill replica's link (summary.json `kv_transfer_wait_s`).
+  LatencyStats kv_transfer_wait;
 };
 
 // Batch and engine figures (issue 18 item 3; docs/metrics.md "Batch and engine metrics"): one
@@ -207,6 +210,8 @@ class Recorder {
   // A disaggregated request's KV moved from its prefill to its decode replica in `seconds`.
   void on_kv_transfer(double seconds) { kv_transfer_.add(seconds); }
   LatencyStats kv_transfer_stats() const { return kv_transfer_.stats(); }
+  void on_kv_transfer_wait(double seconds) { kv_transfer_wait_.add(seconds); }
+  LatencyStats kv_transfer_wait_stats() const { return kv_transfer_wait_.stats(); }
   void on_arrival(SimTime t, bool forward = true) {
     if (cluster_ && forward) cluster_->on_arrival(t);
     if (summary_.requests_total++ == 0 || t < first_arrival_) first_arrival_ = t;
@@ -267,6 +272,7 @@ class Recorder {
   PolicySummary summary_;
   LatencySamples ttft_, tpot_, e2e_;
   LatencySamples kv_transfer_;  // on_kv_transfer()
+  LatencySamples kv_transfer_wait_;  // on_kv_transfer_wait()
   KvWasteAccumulator kv_;
   SimTime first_arrival_ = 0;
   SimTime last_outcome_ = 0;

@@ -193,7 +193,10 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                             {"e2e_s", stats_json(r.e2e)}});
       }
       o["replicas"] = replicas;
-      if (p.cluster->kv_transfer.count > 0) o["kv_transfer_s"] = stats_json(p.cluster->kv_transfer);
+      if (p.cluster->kv_transfer.count > 0) {
+        o["kv_transfer_s"] = stats_json(p.cluster->kv_transfer);
+        o["kv_transfer_wait_s"] = stats_json(p.cluster->kv_transfer_wait);
+      }
     }
     arr.push_back(o);
   }
@@ -210,7 +213,13 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
   }
   out += ",usage_efficiency,internal_fraction,reservation_fraction,external_fraction";
   out += ",peak_in_use_bytes,kv_pool_peak_occupancy,kv_pool_mean_occupancy";
-  out += ",slo_attainment,slo_goodput_requests_per_s,slo_goodput_tokens_per_s\n";
+  out += ",slo_attainment,slo_goodput_requests_per_s,slo_goodput_tokens_per_s";
+  // Cluster runs: a last `replica` column, `all` on the policy's totals row, followed by a row
+  // per replica (its label) with the figures ReplicaSummary has and empty cells for the rest.
+  // Without a cluster, no such column: single-replica runs keep their bytes.
+  const bool replicas = std::any_of(policies.begin(), policies.end(),
+                                    [](const PolicySummary& p) { return p.cluster.has_value(); });
+  out += replicas ? ",replica\n" : "\n";
   for (const PolicySummary& p : policies) {
     out += fmt::format("{},{}", p.name, p.requests_total);
     for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", p.outcomes[outcome_index(oc)]);
@@ -224,9 +233,27 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
                        p.kv.reservation_fraction, p.kv.external_fraction);
     out += fmt::format(",{},{:.6f},{:.6f}", p.peak_in_use_bytes, p.kv_pool_peak_occupancy,
                        p.kv_pool_mean_occupancy);
-    out += fmt::format(",{},{},{}\n", slo_cell(p, p.slo_attainment),
+    out += fmt::format(",{},{},{}", slo_cell(p, p.slo_attainment),
                        slo_cell(p, p.slo_goodput_requests_per_s),
                        slo_cell(p, p.slo_goodput_tokens_per_s));
+    if (!replicas) {
+      out += '\n';
+      continue;
+    }
+    out += ",all\n";
+    if (!p.cluster) continue;
+    for (const ReplicaSummary& r : p.cluster->replicas) {
+      out += fmt::format("{},{}", p.name, r.requests_total);
+      for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", r.outcomes[outcome_index(oc)]);
+      out += fmt::format(",,{},{},{},,", r.oom_events, r.restarts, r.preemptions);
+      for (const LatencyStats* s : {&r.ttft, &r.tpot, &r.e2e}) {
+        out += fmt::format(",{:.6f},{:.6f},{:.6f}", s->p50, s->p90, s->p99);
+      }
+      out += std::string(kMemCategoryCount + 4, ',');
+      out += fmt::format(",{},{:.6f},{:.6f}", r.peak_in_use_bytes, r.kv_pool_peak_occupancy,
+                         r.kv_pool_mean_occupancy);
+      out += fmt::format(",,,,{}\n", r.label);
+    }
   }
   return out;
 }

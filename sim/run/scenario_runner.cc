@@ -331,6 +331,7 @@ PolicySummary run_policy(PreparedPolicy& p, const RunOptions& o, AtomicFile* req
     }
     fold_replicas(summary, parts, ids, p.router_type);
     summary.cluster->kv_transfer = recorder.kv_transfer_stats();
+    summary.cluster->kv_transfer_wait = recorder.kv_transfer_wait_stats();
   }
   if (p.workload.trace_counters && !trace) trace = *p.workload.trace_counters;
   if (o.progress) fmt::print(stderr, "\r\x1b[K");  // clears the progress line

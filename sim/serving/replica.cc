@@ -63,7 +63,16 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                    },
                .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); },
                .preempted = [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); },
-               .now = [this] { return events_.now(); }}),
+               .now = [this] { return events_.now(); },
+               .pulled =
+                   [this](const RequestState& r) {
+                     recorder_.on_state(events_.now(), pool_.snapshot());  // its KV is held now
+                     if (transfer_hooks_.pulled) transfer_hooks_.pulled(r.spec.id);
+                   },
+               .abandoned =
+                   [this](const RequestState& r) {
+                     if (transfer_hooks_.abandoned) transfer_hooks_.abandoned(r.spec.id);
+                   }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
@@ -135,6 +144,39 @@ void Replica::arrive_transferred(const RequestState& from) {
   kick();
 }
 
+void Replica::receive_transferred(int64_t id) {
+  queues_.receive(requests_.at(id));
+  kick();
+}
+
+void Replica::cancel_transferred(int64_t id) {
+  finish_request(id, Outcome::kLostOom);
+  recorder_.on_state(events_.now(), pool_.snapshot());
+  kick();
+}
+
+void Replica::release_handed_off(int64_t id) {
+  auto f = requests_.find(id);
+  KVSIM_CHECK(f != requests_.end() && f->second.phase == Phase::kHandingOff,
+              "request {} released while not handed off", id);
+  ledger_.release_if_held(f->second);
+  queues_.remove(f->second);
+  requests_.erase(f);
+  recorder_.on_state(events_.now(), pool_.snapshot());
+  kick();  // admissions may fit now
+}
+
+void Replica::hand_off(RequestState& r, Outcome outcome) {
+  admission_.on_finish(r);
+  queues_.hand_off(r);
+  r.outcome = outcome;
+  r.finished_at = events_.now();
+  recorder_.on_outcome(r);
+  notify(ReplicaEvent::kFinished, r.spec.id, outcome);
+  const RequestState copy = r;
+  if (on_finished_) on_finished_(copy);
+}
+
 void Replica::run_admission() {
   if (!down_) admission_.run();
 }
@@ -160,6 +202,8 @@ bool Replica::plan() {
     // request under fcfs) yields its memory (preemption) or, with preemption off, the server is
     // out of memory.
     if (!queues_.has_running()) {
+      // KV held for transfers into this replica frees up or runs when they end: wait for them.
+      if (queues_.receiving() > 0) return false;
       queues_.unswap_oldest();
     } else if (queues_.can_preempt() && queues_.running_size() > 1) {
       queues_.preempt(*queues_.preemption_victim(), it);
@@ -299,11 +343,23 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
+  if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
+    ledger_.release_if_held(r);
+    queues_.remove(r);
+    requests_.erase(f);
+    if (transfer_hooks_.dropped) transfer_hooks_.dropped(id);
+    return;
+  }
   KVSIM_CHECK(r.outcome == Outcome::kNone, "request {} ends twice ({} then {})", id,
               outcome_name(r.outcome), outcome_name(outcome));
   // The iteration in flight holds running requests by address until it ends.
   KVSIM_CHECK(!busy_ || r.phase != Phase::kRunning,
               "request {} finishes while its iteration is in flight", id);
+  const bool served = outcome == Outcome::kCompleted || outcome == Outcome::kCompletedTruncated;
+  if (r.prefill_only && served && r.phase == Phase::kRunning) {
+    hand_off(r, outcome);  // its KV stays until its transfer ends
+    return;
+  }
   ledger_.release_if_held(r);
   admission_.on_finish(r);
   queues_.remove(r);

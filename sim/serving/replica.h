@@ -41,13 +41,26 @@ class Replica {
 
   // A request arrives now (events.now()).
   void arrive(const RequestSpec& spec);
-  // Disaggregated serving (docs/cluster.md). arrive_prefill_only: run `spec` for its first token
-  // only; its outcome goes to this replica's figures, not the cluster's. arrive_transferred: the
-  // prefill side's state `from` (first token made, prompt KV computed) continues here, decoding
-  // as soon as its KV fits (the time stamps of its prefill kept, so TTFT and E2E are the
-  // request's).
+  // Disaggregated serving (docs/cluster.md), the prefill side. arrive_prefill_only: run `spec`
+  // for its first token only; its outcome (completed at the first token) goes to this replica's
+  // figures, not the cluster's, and reaches on_finished while the request keeps its KV here
+  // (kHandingOff) until release_handed_off(): its transfer ended, or will not happen.
   void arrive_prefill_only(const RequestSpec& spec);
+  void release_handed_off(int64_t id);
+  // The decode side. arrive_transferred: the prefill side's state `from` (first token made,
+  // prompt KV computed) waits here until its KV fits; then it is allocated (hooks.pulled: the
+  // transfer may start) and receive_transferred() (the transfer ended) starts its decoding. The
+  // time stamps of its prefill are kept, so TTFT and E2E are the request's.
+  // cancel_transferred: its prefill replica lost the KV (a crash): it ends lost_oom here.
   void arrive_transferred(const RequestState& from);
+  void receive_transferred(int64_t id);
+  void cancel_transferred(int64_t id);
+  struct TransferHooks {
+    std::function<void(int64_t id)> pulled;     // decode side: KV allocated, transfer may start
+    std::function<void(int64_t id)> abandoned;  // decode side: fits not even alone: recomputes here
+    std::function<void(int64_t id)> dropped;    // prefill side: a handed-off request's KV was lost
+  };
+  void set_transfer_hooks(TransferHooks hooks) { transfer_hooks_ = std::move(hooks); }
   // Called with every request that reaches its outcome (closed-loop clients hook in here).
   void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
@@ -88,6 +101,8 @@ class Replica {
   void restart_done();
 
   void finish_request(int64_t id, Outcome outcome);
+  // A prefill-only request's first token is out: its outcome is recorded, its KV stays.
+  void hand_off(RequestState& r, Outcome outcome);
   void check() const;
   // The observer's view now (called only when there is one).
   ReplicaState observed_state() const;
@@ -103,6 +118,7 @@ class Replica {
   std::unique_ptr<Scheduler> scheduler_;
   Recorder& recorder_;
   std::function<void(const RequestState&)> on_finished_;
+  TransferHooks transfer_hooks_;
   bool check_ = false;
   ReplicaObserver* observer_ = nullptr;
   SimTime iteration_start_ = 0;  // when in_flight_ started

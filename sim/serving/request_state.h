@@ -15,7 +15,13 @@ enum class Phase {
   kGuardQueue,  // held by a guard (queue action), not yet admitted
   kWaiting,     // admitted, waiting for (re)prefill
   kRunning,     // in the running batch: prefilling (chunked) or decoding (see decoding())
-  kSwapped,     // preempted by swap: KV in host memory
+  kSwapped,     // preempted by swap: KV in host memory (also a disaggregated request waiting
+                // on its decode replica for room: see kv_transferred)
+  // Disaggregated serving (docs/cluster.md), KV held outside the queues while it crosses the
+  // link: on the prefill replica, its first token is out and its KV stays until the transfer
+  // ends; on the decode replica, its KV is allocated and the transfer is under way.
+  kHandingOff,
+  kReceiving,
   kDone,
 };
 
@@ -31,8 +37,9 @@ struct RequestState {
   Outcome outcome = Outcome::kNone;
   bool truncated = false;
   // Disaggregated serving (docs/cluster.md): the prefill side runs it for its first token only
-  // (its outcome is not the request's: the cluster totals skip it); the decode side receives it
-  // with its prompt's KV transferred, waiting in the swapped queue until its KV fits.
+  // (its outcome is not the request's: the cluster totals skip it) and holds its KV until the
+  // transfer ends; the decode side waits in the swapped queue until its KV fits, allocates it
+  // (the transfer may start then) and decodes once the transfer ends.
   bool prefill_only = false;
   bool kv_transferred = false;
   int64_t tokens_dropped = 0;     // prompt tokens cut by guards

@@ -88,8 +88,23 @@ void RunQueues::admit(RequestState& r) {
 
 void RunQueues::admit_transferred(RequestState& r) {
   r.phase = Phase::kSwapped;
-  r.swapped_tokens = r.prompt_tokens;
+  r.swapped_tokens = r.context_tokens();  // the prompt and the first token
   enqueue_swapped(r.spec.id);
+}
+
+void RunQueues::receive(RequestState& r) {
+  KVSIM_CHECK(r.phase == Phase::kReceiving, "request {} received while not receiving", r.spec.id);
+  --receiving_;
+  r.phase = Phase::kRunning;
+  running_.push_back(&r);
+}
+
+void RunQueues::hand_off(RequestState& r) {
+  KVSIM_CHECK(r.phase == Phase::kRunning, "request {} handed off while not running", r.spec.id);
+  erase_from(running_, &r);
+  ledger_.settle(r);
+  r.phase = Phase::kHandingOff;
+  ++handing_off_;
 }
 
 void RunQueues::remove(RequestState& r) {
@@ -100,6 +115,8 @@ void RunQueues::remove(RequestState& r) {
       if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
       erase_from(swapped_, r.spec.id);
       break;
+    case Phase::kReceiving: --receiving_; break;
+    case Phase::kHandingOff: --handing_off_; break;
     case Phase::kGuardQueue:
     case Phase::kDone: break;
   }
@@ -110,10 +127,12 @@ void RunQueues::unswap_oldest() {
   RequestState& r = requests_.at(id);
   swapped_.pop_front();
   // A transferred request that cannot fit even alone computes its KV again here instead.
+  const bool abandoned = r.kv_transferred;
   if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
   r.kv_transferred = false;
   r.phase = Phase::kWaiting;
   enqueue_waiting(id, true);
+  if (abandoned && hooks_.abandoned) hooks_.abandoned(r);
 }
 
 bool RunQueues::grow_decodes(IterationPlan& it) {
@@ -217,7 +236,9 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
         hooks_.oom(id, a);
         return false;
       }
-      if (running_.empty() && it.prefill_ids.empty() && swapped_.empty()) {
+      // (KV held for transfers frees up when they end: not empty.)
+      if (running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
+          handing_off_ == 0) {
         hooks_.finish(id, Outcome::kRejectedTooLong);  // an empty pool cannot hold it
         continue;
       }
@@ -271,22 +292,27 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
 }
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
-  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) < limits.max_num_seqs) {
+  // Requests receiving their KV join the batch when their transfer ends: they count already.
+  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) + receiving_ < limits.max_num_seqs) {
     const int64_t id = swapped_.front();
     RequestState& r = requests_.at(id);
     if (!pool_.allocate_kv(id, r.swapped_tokens, std::max(r.max_total_tokens(), r.swapped_tokens))) break;
-    if (!r.kv_transferred) {
-      const int64_t bytes = r.swapped_tokens * pool_.kv().kv_bytes_per_token();
-      swap_used_bytes_ -= bytes;
-      it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
-    }
-    r.kv_transferred = false;
     swapped_.pop_front();
     KvLedger::forget(r);
-    r.phase = Phase::kRunning;
-    r.end_preemption(hooks_.now());
     r.prefill_target = r.swapped_tokens;
     r.prefilled = r.swapped_tokens;  // decoding at once
+    if (r.kv_transferred) {  // the decode side pulls: the KV crosses the link now
+      r.kv_transferred = false;
+      r.phase = Phase::kReceiving;
+      ++receiving_;
+      if (hooks_.pulled) hooks_.pulled(r);
+      continue;
+    }
+    const int64_t bytes = r.swapped_tokens * pool_.kv().kv_bytes_per_token();
+    swap_used_bytes_ -= bytes;
+    it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
+    r.phase = Phase::kRunning;
+    r.end_preemption(hooks_.now());
     running_.push_back(&r);
   }
 }
@@ -328,6 +354,15 @@ void RunQueues::check() const {
   for (int64_t id : waiting_) {
     KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);
   }
+  int64_t receiving = 0, handing_off = 0;
+  for (const auto& [id, r] : requests_) {
+    if (r.phase != Phase::kReceiving && r.phase != Phase::kHandingOff) continue;
+    (r.phase == Phase::kReceiving ? receiving : handing_off) += 1;
+    KVSIM_CHECK(pool_.kv().holds(id), "request {} holds no KV during its transfer", id);
+  }
+  KVSIM_CHECK(receiving == receiving_ && handing_off == handing_off_,
+              "transfers: {} receiving, {} handing off vs counted {}, {}", receiving, handing_off,
+              receiving_, handing_off_);
 }
 
 }  // namespace kvsim

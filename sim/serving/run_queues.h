@@ -45,6 +45,11 @@ class RunQueues final : public PlanSteps {
     std::function<void(RequestState& r)> scheduled;  // a waiting request entered the running batch
     std::function<void(const RequestState& r)> preempted;  // `r` was just preempted (may be empty)
     std::function<SimTime()> now;  // the simulated time (the latency breakdown's timestamps)
+    // Disaggregated serving, decode side (may be empty): `r`'s KV is allocated here (kReceiving:
+    // its transfer may start); `r` gave up waiting for room and recomputes here (its prefill
+    // replica's copy is not needed any more).
+    std::function<void(const RequestState& r)> pulled;
+    std::function<void(const RequestState& r)> abandoned;
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
@@ -61,9 +66,17 @@ class RunQueues final : public PlanSteps {
 
   // A request passed the guards: it waits for its prefill.
   void admit(RequestState& r);
-  // A disaggregated request whose prompt KV arrives from a prefill replica: it waits in the
-  // swapped queue (no host copy, no PCIe time) and swaps in, decoding at once, when it fits.
+  // Disaggregated serving (docs/cluster.md). admit_transferred: a request whose KV is on a
+  // prefill replica waits in the swapped queue (no host copy, no PCIe time) until its prompt and
+  // first token fit; swap_in then allocates them and moves it to kReceiving (hooks.pulled).
+  // receive: its transfer ended: it joins the running batch, decoding. hand_off (prefill side):
+  // a running request whose first token is out leaves the batch and keeps its KV (kHandingOff)
+  // until its transfer ends. Requests in either state hold KV outside the three queues.
   void admit_transferred(RequestState& r);
+  void receive(RequestState& r);
+  void hand_off(RequestState& r);
+  int64_t receiving() const { return receiving_; }
+  int64_t handing_off() const { return handing_off_; }
   // Takes a request out of whichever queue its phase names (it is finishing).
   void remove(RequestState& r);
   // Preempts `r` (running): its KV is freed, and it is swapped out or waits to recompute.
@@ -89,7 +102,8 @@ class RunQueues final : public PlanSteps {
   int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size()); }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
   int64_t size() const {
-    return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size());
+    return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size()) +
+           receiving_ + handing_off_;
   }
   // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
   // Requires: running requests settled (no window open).
@@ -120,6 +134,8 @@ class RunQueues final : public PlanSteps {
   std::vector<RequestState*> running_;
   std::deque<int64_t> swapped_;
   int64_t swap_used_bytes_ = 0;
+  int64_t receiving_ = 0;    // kReceiving requests (decode side)
+  int64_t handing_off_ = 0;  // kHandingOff requests (prefill side)
   std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
 };
 

@@ -3,7 +3,7 @@
 // over a real paged KV pool holding real K and V values, and the clock returns its measured wall
 // time. `kvsim-validate replay` gives one to the engine in place of the latency model
 // (docs/fidelity.md "End to end"). Backends:
-//   cpu   Eigen GEMMs and the kernels/cpu_ref attention kernels, float       (cpu_forward.cc)
+//   cpu   Eigen GEMMs and Eigen-tiled paged attention, float32             (cpu_forward.cc)
 //   cuda  cuBLAS GEMMs and the kernels/*.cu attention kernels, fp16/bf16     (cuda_forward.cu)
 #pragma once
 
