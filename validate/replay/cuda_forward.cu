@@ -93,7 +93,7 @@ struct Plan {
 
 class CudaForwardPass final : public CudaForward {
  public:
-  explicit CudaForwardPass(const ForwardSetup& s) : s_(s), m_(s_.model) {
+  CudaForwardPass(const ForwardSetup& s, const LlamaWeights* weights) : s_(s), m_(s_.model) {
     check_supported();
     const cu::DeviceInfo info = cu::probe_device();
     if (!info.available) throw InputError("--backend cuda: no CUDA device (" + info.why_not + ")");
@@ -111,7 +111,7 @@ class CudaForwardPass final : public CudaForward {
                        gib(mem.free_bytes) + " GiB free");
     }
     cu::init_libraries();
-    init_weights();
+    init_weights(weights);
     k_pool_ = cu::DeviceBuffer(int64_t{m_.layers} * pool_elements_ * 2);
     v_pool_ = cu::DeviceBuffer(int64_t{m_.layers} * pool_elements_ * 2);
     cu::fill_random(k_pool_.get(), int64_t{m_.layers} * pool_elements_, kernels::Precision::kFp16,
@@ -189,29 +189,55 @@ class CudaForwardPass final : public CudaForward {
     return int64_t{m_.layers} * per_layer + h + (m_.tied_embeddings ? 1 : 2) * m_.vocab * h;
   }
 
-  cu::DeviceBuffer make_weight(int layer, WeightKind kind, int64_t elements) {
+  // One tensor: uploaded from `host` when given (rounded to fp16), else drawn on the device from
+  // its own stream (tensor_index: a running count, so every tensor's values differ).
+  cu::DeviceBuffer make_weight(const std::vector<float>* host, int64_t elements, bool norm) {
     cu::DeviceBuffer b(elements * 2);
-    const WeightInit w = weight_init(m_, kind);
-    cudafwd::init_weights<<<grid_for(elements), kThreads>>>(
-        as_half(b), elements, weight_stream(s_.seed, layer, kind), w.offset, w.scale);
+    const uint64_t stream = cudafwd::mix64(s_.seed ^ cudafwd::mix64(++tensor_index_));
+    if (host != nullptr) {
+      const std::vector<uint16_t> bits = kernels::pack(kernels::Precision::kFp16, *host);
+      b.upload(bits.data(), elements * 2);
+      return b;
+    }
+    // llama_weights.h's distributions: norms uniform in [0.9, 1.1]; linear layers (and the
+    // embedding) uniform in [-a, a] with a = 0.02 sqrt(3), standard deviation 0.02.
+    const float offset = norm ? 1.0f : 0.0f;
+    const float scale = norm ? 0.1f : static_cast<float>(0.02 * std::sqrt(3.0));
+    cudafwd::init_weights<<<grid_for(elements), kThreads>>>(as_half(b), elements, stream, offset,
+                                                            scale);
     CUDA_CHECK_LAUNCH();
     return b;
   }
 
-  void init_weights() {
-    const int64_t h = m_.hidden;
-    embedding_ = make_weight(-1, WeightKind::kEmbedding, m_.vocab * h);
-    final_norm_ = make_weight(-1, WeightKind::kFinalNorm, h);
-    if (!m_.tied_embeddings) lm_head_ = make_weight(-1, WeightKind::kLmHead, m_.vocab * h);
+  // A given tensor, checked against the size this model needs.
+  const std::vector<float>* given(const std::vector<float>& v, int64_t n) const {
+    if (static_cast<int64_t>(v.size()) != n) {
+      throw InputError("--backend cuda: the given weights do not have " + m_.name + "'s shape");
+    }
+    return &v;
+  }
+
+  void init_weights(const LlamaWeights* host) {
+    const int64_t h = m_.hidden, v = m_.vocab, q = int64_t{qkv_width_}, f = m_.ffn;
+    const int64_t hd = int64_t{m_.heads} * m_.head_dim;
+    if (host && static_cast<int>(host->layers.size()) != m_.layers) {
+      throw InputError("--backend cuda: the given weights do not have " + m_.name + "'s shape");
+    }
+    embedding_ = make_weight(host ? given(host->embed, v * h) : nullptr, v * h, false);
+    final_norm_ = make_weight(host ? given(host->final_norm, h) : nullptr, h, true);
+    if (!m_.tied_embeddings) {
+      lm_head_ = make_weight(host ? given(host->lm_head, v * h) : nullptr, v * h, false);
+    }
     layers_.resize(static_cast<size_t>(m_.layers));
     for (int l = 0; l < m_.layers; ++l) {
       LayerWeights& w = layers_[static_cast<size_t>(l)];
-      w.attn_norm = make_weight(l, WeightKind::kAttnNorm, h);
-      w.wqkv = make_weight(l, WeightKind::kWqkv, int64_t{qkv_width_} * h);
-      w.wo = make_weight(l, WeightKind::kWo, h * m_.heads * m_.head_dim);
-      w.mlp_norm = make_weight(l, WeightKind::kMlpNorm, h);
-      w.gate_up = make_weight(l, WeightKind::kGateUp, 2 * int64_t{m_.ffn} * h);
-      w.down = make_weight(l, WeightKind::kDown, h * m_.ffn);
+      const LlamaLayerWeights* g = host ? &host->layers[static_cast<size_t>(l)] : nullptr;
+      w.attn_norm = make_weight(g ? given(g->attn_norm, h) : nullptr, h, true);
+      w.wqkv = make_weight(g ? given(g->wqkv, q * h) : nullptr, q * h, false);
+      w.wo = make_weight(g ? given(g->wo, h * hd) : nullptr, h * hd, false);
+      w.mlp_norm = make_weight(g ? given(g->mlp_norm, h) : nullptr, h, true);
+      w.gate_up = make_weight(g ? given(g->w_gate_up, 2 * f * h) : nullptr, 2 * f * h, false);
+      w.down = make_weight(g ? given(g->w_down, h * f) : nullptr, h * f, false);
     }
   }
 
@@ -242,7 +268,7 @@ class CudaForwardPass final : public CudaForward {
   void add_rows(Plan& p, const ClockSeq& c, const SeqKv& seq) {
     for (int64_t i = 0; i < c.new_tokens; ++i) {
       const int64_t position = c.kv_before + i;
-      p.ids.push_back(forward_token(s_.seed, c.request_id, position, m_.vocab));
+      p.ids.push_back(replay_token_id(s_.seed, c.request_id, position, m_.vocab));
       p.pos.push_back(static_cast<int32_t>(position));
       p.slots.push_back(int64_t{seq.table[static_cast<size_t>(position / s_.block_tokens)]} *
                             s_.block_tokens + position % s_.block_tokens);
@@ -344,16 +370,16 @@ class CudaForwardPass final : public CudaForward {
       __half* vp = as_half(v_pool_) + l * layer_pool;
       if (l == 0) {
         cudafwd::rms_norm<<<static_cast<unsigned>(t), kThreads>>>(
-            as_half(x_), as_half(w.attn_norm), as_half(h_), m_.hidden, kRmsEps);
+            as_half(x_), as_half(w.attn_norm), as_half(h_), m_.hidden, static_cast<float>(kRmsNormEps));
       } else {  // the previous layer's MLP output joins the residual here
         cudafwd::add_rms_norm<<<static_cast<unsigned>(t), kThreads>>>(
-            as_half(x_), as_half(delta_), as_half(w.attn_norm), as_half(h_), m_.hidden, kRmsEps);
+            as_half(x_), as_half(delta_), as_half(w.attn_norm), as_half(h_), m_.hidden, static_cast<float>(kRmsNormEps));
       }
       CUDA_CHECK_LAUNCH();
       gemm(h_, w.wqkv, qkv_, t, qkv_width_, h);
       cudafwd::rope<<<static_cast<unsigned>(t), kThreads>>>(
           as_half(qkv_), static_cast<const int32_t*>(d_pos_.get()), m_.heads + m_.kv_heads,
-          m_.head_dim, qkv_width_, static_cast<float>(std::log2(kRopeBase)));
+          m_.head_dim, qkv_width_, static_cast<float>(std::log2(kRopeTheta)));
       CUDA_CHECK_LAUNCH();
       cudafwd::kv_scatter<<<static_cast<unsigned>(t), kThreads>>>(
           as_half(qkv_), static_cast<const int64_t*>(d_slots_.get()), kp, vp, m_.heads,
@@ -362,7 +388,7 @@ class CudaForwardPass final : public CudaForward {
       attention(p, kp, vp);
       gemm(attn_, w.wo, delta_, t, h, hd);
       cudafwd::add_rms_norm<<<static_cast<unsigned>(t), kThreads>>>(
-          as_half(x_), as_half(delta_), as_half(w.mlp_norm), as_half(h_), m_.hidden, kRmsEps);
+          as_half(x_), as_half(delta_), as_half(w.mlp_norm), as_half(h_), m_.hidden, static_cast<float>(kRmsNormEps));
       CUDA_CHECK_LAUNCH();
       gemm(h_, w.gate_up, gate_up_, t, 2 * int64_t{m_.ffn}, h);
       cudafwd::silu_mul<<<grid_for(t * m_.ffn), kThreads>>>(as_half(gate_up_), as_half(act_), t,
@@ -377,7 +403,7 @@ class CudaForwardPass final : public CudaForward {
     cudafwd::gather_rows<<<static_cast<unsigned>(e), kThreads>>>(
         as_half(x_), static_cast<const int32_t*>(d_emit_rows_.get()), as_half(xe_), m_.hidden);
     cudafwd::rms_norm<<<static_cast<unsigned>(e), kThreads>>>(
-        as_half(xe_), as_half(final_norm_), as_half(he_), m_.hidden, kRmsEps);
+        as_half(xe_), as_half(final_norm_), as_half(he_), m_.hidden, static_cast<float>(kRmsNormEps));
     CUDA_CHECK_LAUNCH();
     gemm(he_, lm_head(), logits_, e, m_.vocab, h);
   }
@@ -459,6 +485,7 @@ class CudaForwardPass final : public CudaForward {
   std::unordered_map<int64_t, SeqKv> seqs_;
   int64_t aliased_ = 0;
   int64_t emitted_ = 0;
+  uint64_t tensor_index_ = 0;
   // Per-iteration indices and scratch.
   cu::DeviceBuffer d_ids_, d_pos_, d_slots_, d_prefill_tables_, d_decode_tables_,
       d_decode_contexts_, d_emit_rows_;
@@ -468,8 +495,9 @@ class CudaForwardPass final : public CudaForward {
 
 }  // namespace
 
-std::unique_ptr<CudaForward> make_cuda_forward_pass(const ForwardSetup& setup) {
-  return std::make_unique<CudaForwardPass>(setup);
+std::unique_ptr<CudaForward> make_cuda_forward_pass(const ForwardSetup& setup,
+                                                    const LlamaWeights* weights) {
+  return std::make_unique<CudaForwardPass>(setup, weights);
 }
 
 std::unique_ptr<IterationClock> make_cuda_forward(const ForwardSetup& setup) {

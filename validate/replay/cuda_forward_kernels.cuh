@@ -16,11 +16,19 @@
 
 #include <cstdint>
 
-#include "validate/replay/cuda_forward.h"
 
 namespace kvsim::validate::cudafwd {
 
 constexpr int kThreads = 256;
+
+// Device-drawn weights: element i of a tensor is offset + scale * u, u uniform in [-1, 1) from a
+// SplitMix64 hash of (the tensor's stream, i), so any tensor fills in parallel, in one pass.
+__host__ __device__ inline uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 inline unsigned grid_for(int64_t n) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;
@@ -30,7 +38,9 @@ inline unsigned grid_for(int64_t n) {
 __global__ void init_weights(__half* dst, int64_t n, uint64_t stream, float offset, float scale) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    dst[i] = __float2half_rn(weight_value(stream, i, offset, scale));
+    const uint64_t r = mix64(stream ^ static_cast<uint64_t>(i) * 0xd1b54a32d192ed03ull);
+    const float u = static_cast<float>(r >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    dst[i] = __float2half_rn(offset + scale * u);
   }
 }
 
