@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds, on a CPU machine with nvcc, a self-contained folder that runs the hardware validation
 # on a bare GPU node (CUDA driver, no kvsim libraries, no network, no apt):
-#   DIR/bin/      kvsim-validate, kvsim_kernels_tests, kvsim (stripped; RUNPATH $ORIGIN/../lib)
+#   DIR/bin/      kvsim-validate, kvsim_kernels_tests, kvsim_replay_cuda_tests (the CUDA forward
+#                 pass against its reference), kvsim (stripped; RUNPATH $ORIGIN/../lib)
 #   DIR/lib/      every shared library they load that is not the C/C++ runtime or the driver
 #   DIR/lib/compat/  this machine's libstdc++ and libgcc_s, for a node whose own are too old
-#   DIR/share/kvsim/  the catalogs and profiles (models/catalog), scenarios, validate/grids
+#   DIR/share/kvsim/  the catalogs and profiles (models/catalog), scenarios (among them
+#                     replay-gpu-llama3-8b.yaml, run-on-gpu.sh's end-to-end step), validate/grids
 #   DIR/run-on-gpu.sh, DIR/bundle-check.sh, DIR/MANIFEST.txt, DIR/SHA256SUMS
 # CUDA: the runtime linked statically, kernels for sm_80 and sm_90 (SASS + PTX), cuBLAS and
 # cuBLASLt opened at run time from the node's toolkit (KVSIM_STATIC_CUDA, kernels/cublas_dlopen.cc):
@@ -61,7 +63,7 @@ else
   BUILD=${KVSIM_BUNDLE_BUILD:-$ROOT/build-bundle}
   args+=(-DKVSIM_WITH_CUDA=ON -DKVSIM_STATIC_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=80;90"
          -DCMAKE_CUDA_COMPILER="$NVCC")
-  targets=(kvsim-validate kvsim_kernels_tests kvsim)
+  targets=(kvsim-validate kvsim_kernels_tests kvsim_replay_cuda_tests kvsim)
 fi
 if command -v ccache >/dev/null; then
   args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
@@ -90,7 +92,8 @@ mkdir -p "$DIR/bin" "$DIR/lib" "$DIR/share/kvsim/models" "$DIR/share/kvsim/valid
 DIR=$(cd "$DIR" && pwd)
 install -m 755 "$BUILD/kvsim-validate" "$DIR/bin/"
 if [[ $REDUCED -eq 0 ]]; then
-  install -m 755 "$BUILD/kvsim" "$BUILD/tests/kernels/kvsim_kernels_tests" "$DIR/bin/"
+  install -m 755 "$BUILD/kvsim" "$BUILD/tests/kernels/kvsim_kernels_tests" \
+    "$BUILD/tests/replay_cuda/kvsim_replay_cuda_tests" "$DIR/bin/"
 fi
 strip --strip-unneeded "$DIR"/bin/*
 
@@ -116,6 +119,11 @@ cp -r "$ROOT/models/catalog" "$DIR/share/kvsim/models/"
 cp -r "$ROOT/scenarios" "$DIR/share/kvsim/"
 cp -r "$ROOT/validate/grids" "$DIR/share/kvsim/validate/"
 install -m 755 "$ROOT/validate/run-on-gpu.sh" "$ROOT/validate/bundle-check.sh" "$DIR/"
+# run-on-gpu.sh's end-to-end step replays this scenario (with the catalogs above).
+if [[ ! -f $DIR/share/kvsim/scenarios/replay-gpu-llama3-8b.yaml ]]; then
+  echo "bundle: scenarios/replay-gpu-llama3-8b.yaml is missing (run-on-gpu.sh's e2e step needs it)" >&2
+  exit 3
+fi
 
 # ---- manifest -----------------------------------------------------------------------------------
 # The newest symbol versions the binaries and libraries ask of glibc and libstdc++: the node's

@@ -14,8 +14,11 @@
 #   from a source tree (validate/run-on-gpu.sh): first builds build-gpu/ (nvcc, cmake >= 3.25 and
 #     kvsim's libraries; KVSIM_GPU_BUILD to reuse a folder, JOBS to cap parallelism).
 # Steps: bundle check (ldd), device query, kernel correctness tests, quick grid (cuda), memprobe,
-# calibrate, compare, the targets, the profile loaded by the simulator, and a CPU-backend smoke of
-# the same pipeline. Each has its own time limit, cut further to what is left of the run's budget
+# calibrate, compare, the targets, the profile loaded by the simulator, a CPU-backend smoke of
+# the same pipeline, and last, optionally, the end-to-end replay on the GPU (kvsim's engine with
+# every iteration run by the CUDA forward pass, first checked by kvsim_replay_cuda_tests:
+# `kvsim-validate e2e`, or `replay` in a binary without e2e; KVSIM_E2E=0 turns it off; it needs KVSIM_E2E_MIN_S, default 150 s, of the budget
+# left, else it is skipped, not failed). Each has its own time limit, cut further to what is left of the run's budget
 # (KVSIM_RUN_BUDGET_S: 330 s from a bundle, 600 s from source), so the run ends in time. A failed
 # step is reported and the run goes on with every step that does not depend on it. Without a
 # usable GPU the GPU steps are reported as skipped ("no device") and the rest still runs.
@@ -38,8 +41,10 @@ if [[ -x $HERE/bin/kvsim-validate ]]; then
   BUNDLE=$HERE
   BIN=$HERE/bin/kvsim-validate
   KTESTS=$HERE/bin/kvsim_kernels_tests
+  FTESTS=$HERE/bin/kvsim_replay_cuda_tests
   KVSIM=$HERE/bin/kvsim
   GRIDS=$HERE/share/kvsim/validate/grids
+  SCENARIOS=$HERE/share/kvsim/scenarios
   BUDGET=${KVSIM_RUN_BUDGET_S:-330}
 else
   MODE=source
@@ -47,8 +52,10 @@ else
   BUILD=${KVSIM_GPU_BUILD:-$ROOT/build-gpu}
   BIN=$BUILD/kvsim-validate
   KTESTS=$BUILD/tests/kernels/kvsim_kernels_tests
+  FTESTS=$BUILD/tests/replay_cuda/kvsim_replay_cuda_tests
   KVSIM=$BUILD/kvsim
   GRIDS=$ROOT/validate/grids
+  SCENARIOS=$ROOT/scenarios
   BUDGET=${KVSIM_RUN_BUDGET_S:-600}
 fi
 WORK=${KVSIM_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/kvsim-gpu.XXXXXX")}
@@ -147,6 +154,10 @@ write_summary() {
     else
       echo "MAPE by kernel class: no GPU comparison"
     fi
+    e2e_status=$(awk -F'\t' '$1 == "e2e" {print $2}' "$R/steps.tsv" | tail -n 1)
+    forward_status=$(awk -F'\t' '$1 == "forward-tests" {print $2}' "$R/steps.tsv" | tail -n 1)
+    echo "CUDA forward pass vs its reference (forward-tests.txt): ${forward_status:-not run}"
+    echo "end to end on the GPU (measured replay, e2e/): ${e2e_status:-not run}"
     if [[ -s $R/cpu-smoke/compare.txt ]]; then
       echo "CPU-backend smoke (pipeline check, not GPU figures): $(head -n 1 "$R/cpu-smoke/compare.txt")"
     fi
@@ -204,7 +215,8 @@ else
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DKVSIM_WITH_CUDA=ON \
     "-DCMAKE_CUDA_ARCHITECTURES=80;90" -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" &&
     step build 300 "$R/build.log" \
-      cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target kvsim-validate kvsim_kernels_tests kvsim
+      cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target kvsim-validate kvsim_kernels_tests \
+      kvsim_replay_cuda_tests kvsim
   [[ -x $BIN ]] || { log "no kvsim-validate; stopping"; pack; exit 3; }
 fi
 
@@ -312,6 +324,48 @@ mkdir -p "$C"
 step cpu-measure 60 "$C/measure.log" "$BIN" measure --grid "$GRIDS/cpu-tiny.yaml" --backend cpu -o "$C" --quiet &&
   step cpu-calibrate 20 "$C/calibrate.txt" "$BIN" calibrate "$C" -o "$C/profile.yaml" &&
   step cpu-compare 20 "$C/compare.txt" "$BIN" compare "$C" --profile "$C/profile.yaml"
+
+# ---- end to end on the GPU: kvsim's engine, each iteration's time measured by the CUDA forward pass
+# First the forward pass against its dense reference (kvsim_replay_cuda_tests, seconds): the
+# replay's clock is only as good as it. Older bundles lack the binary.
+if [[ $DEVICE -ne 1 ]]; then
+  skip forward-tests "$NODEV"
+elif [[ -x $FTESTS ]]; then
+  step forward-tests 60 "$R/forward-tests.txt" "$FTESTS" --durations yes
+else
+  skip forward-tests "no kvsim_replay_cuda_tests in this $MODE"
+fi
+pack
+# Then the replay, last and optional: everything above is complete before it starts. It runs only
+# with a device and enough of the budget left for a full replay (a replay cut short has no
+# comparison to show).
+E2E_SCENARIO=$SCENARIOS/replay-gpu-llama3-8b.yaml
+E2E_LIMIT=${KVSIM_E2E_LIMIT_S:-240}
+E2E_MIN=${KVSIM_E2E_MIN_S:-150}
+e2e_left=$((BUDGET - (SECONDS - START) - RESERVE))
+if [[ ${KVSIM_E2E:-1} == 0 ]]; then
+  skip e2e "KVSIM_E2E=0"
+elif [[ $DEVICE -ne 1 ]]; then
+  skip e2e "$NODEV"
+elif [[ ! -f $E2E_SCENARIO ]]; then
+  skip e2e "no $E2E_SCENARIO in this $MODE"
+  FAILED+=(e2e)
+elif [[ $e2e_left -lt $E2E_MIN ]]; then
+  skip e2e "${e2e_left}s left of the ${BUDGET}s budget, it needs ${E2E_MIN}s (raise KVSIM_RUN_BUDGET_S)"
+else
+  # `e2e` (modeled and measured replay, compared) where the binary has it; else the measured
+  # replay alone.
+  commands=$("$BIN" --help 2>/dev/null)
+  if grep -qE '^[[:space:]]+e2e[[:space:]]' <<<"$commands"; then
+    step e2e "$E2E_LIMIT" "$R/e2e.log" "$BIN" e2e "$E2E_SCENARIO" --backend cuda -o "$R/e2e"
+  elif grep -qE '^[[:space:]]+replay[[:space:]]' <<<"$commands"; then
+    log "e2e: this kvsim-validate has no e2e command; running replay instead"
+    step e2e "$E2E_LIMIT" "$R/e2e.log" "$BIN" replay "$E2E_SCENARIO" --backend cuda -o "$R/e2e"
+  else
+    skip e2e "this kvsim-validate has neither e2e nor replay"
+  fi
+fi
+pack
 
 log "done in $((SECONDS - START))s"
 [[ ${#FAILED[@]} -gt 0 ]] && log "failed steps: ${FAILED[*]}"

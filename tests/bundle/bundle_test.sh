@@ -66,10 +66,11 @@ C=$W/elsewhere/kvsim-bundle
 check "bundle-check.sh: RUNPATH and ldd clean on the moved copy" "$C/bundle-check.sh" "$C"
 for f in MANIFEST.txt SHA256SUMS run-on-gpu.sh bundle-check.sh share/kvsim/models/catalog/models.yaml \
          share/kvsim/models/catalog/gpus.yaml share/kvsim/validate/grids/quick.yaml \
-         share/kvsim/validate/grids/cpu-tiny.yaml bin/kvsim-validate; do
+         share/kvsim/validate/grids/cpu-tiny.yaml share/kvsim/scenarios/replay-gpu-llama3-8b.yaml \
+         bin/kvsim-validate; do
   [[ -e $C/$f ]] || bad "bundle holds $f"
 done
-ok "bundle holds the manifest, scripts, catalogs and grids"
+ok "bundle holds the manifest, scripts, catalogs, grids and the GPU replay scenario"
 check "SHA256SUMS match" bash -c "cd '$C' && sha256sum --quiet -c SHA256SUMS"
 for key in git_commit cuda_toolkit glibc_required libstdcxx_required; do
   grep -q "^$key: ." "$C/MANIFEST.txt" || bad "MANIFEST.txt records $key"
