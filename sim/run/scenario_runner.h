@@ -4,14 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
-
-#include <functional>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
