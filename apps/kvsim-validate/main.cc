@@ -4,6 +4,7 @@
 //   calibrate DIR -o profile.yaml                     compare DIR --profile profile.yaml
 //   device [--json] [-o FILE]                         import vidur mlp.csv -o DIR
 //   profile --gpu NAME [--attention-kernel fa2|fa3] -o profile.yaml
+//   e2e SCENARIO --backend cpu|cuda -o DIR [--repeats K] [--threads N]
 // Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
 // 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@
 #include "models/latency/profile.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
+#include "validate/replay/e2e.h"
 
 namespace {
 
@@ -92,6 +94,19 @@ void add_commands(CLI::App& app, int& exit_code) {
   x->add_option("-o,--out", xo->out_dir, "where compare.csv/json go (default: dir)");
   x->add_flag("--quiet", xo->quiet, "no table");
   x->callback([xo] { run_compare(*xo); });
+
+  // e2e: calibrate, modeled run, measured replay, compare (validate/replay/e2e.h).
+  auto eo = std::make_shared<E2eOptions>();
+  CLI::App* e = app.add_subcommand("e2e", "kvsim's end-to-end error here: calibrate, run the model and the measured replay, compare");
+  e->add_option("scenario", eo->scenario, "scenario YAML (e.g. scenarios/replay-cpu-tiny.yaml)")->required()->check(CLI::ExistingFile);
+  e->add_option("--backend", eo->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  e->add_option("-o,--out", eo->out_dir, "output folder")->required();
+  e->add_option("--repeats", eo->repeats, "timed executions per replayed iteration (median)")->check(CLI::Range(1, 1000))->capture_default_str();
+  e->add_option("--threads", eo->threads, "CPU threads of the forward pass")->check(CLI::Range(1, 1024))->capture_default_str();
+  e->add_option("--seed", eo->seed, "weights, inputs and KV values of the forward pass")->capture_default_str();
+  e->add_flag("--quiet", eo->quiet, "no progress lines or table");
+  e->add_flag_function("--no-plot", [eo](int64_t) { eo->plot = false; }, "do not render e2e.png");
+  e->callback([eo] { run_e2e(*eo); });
 }
 
 }  // namespace
