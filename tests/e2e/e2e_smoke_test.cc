@@ -22,7 +22,7 @@ description: "six short requests for the e2e smoke test"
 seed: 3
 model: llama-tiny
 gpu: cpu-host
-engine: {kv: {type: paged, block_size: 16}, max_num_batched_tokens: 256}
+engine: {kv: {type: paged, block_size: 16}, max_num_batched_tokens: 512, max_model_len: 512}
 workload:
   arrivals: {type: poisson, rate: 50}
   max_requests: 6
