@@ -59,6 +59,12 @@ TEST_CASE("e2e grid: the model's GEMMs, attention and decode at the engine's sha
   CHECK(g.cases[16].gemm.n == 128256);
   CHECK(g.cases[24].paged.block_size == 8);
   CHECK(g.timing.repetitions == 5);
+  // On cuda: the GPU timing (15 repetitions, L2 flushed) and flash v2, the tiled kernel.
+  const Grid gpu = parse_grid(e2e_grid_yaml(s, "cuda"), "e2e.yaml", "cuda");
+  REQUIRE(gpu.cases.size() == 40);
+  CHECK(gpu.timing.repetitions == 15);
+  CHECK(gpu.cases[20].kind == KernelClass::kFlash);
+  CHECK(gpu.cases[20].version == 2);
 }
 
 namespace {

@@ -74,9 +74,10 @@ std::string e2e_grid_yaml(const Scenario& s, const std::string& backend) {
     y += fmt::format("  - {{class: native, dtypes: [fp16], batch: [1], heads: [{}], seq: {}, "
                      "head_dim: [{}], causal: [true]}}\n", h, list(chunks), d);
   } else {
-    y += fmt::format("  - {{class: flash, dtypes: [fp16], batch: [1], heads: [{}], kv_heads: [{}], "
-                     "seq: {}, context: [0, 256], head_dim: [{}], causal: [true]}}\n",
-                     h, kvh, list(chunks), d);
+    // On a GPU the tiled tensor-core kernel (flash v2), not v1's one-thread-per-row cross-check.
+    y += fmt::format("  - {{class: flash, versions: [{}], dtypes: [fp16], batch: [1], heads: [{}], "
+                     "kv_heads: [{}], seq: {}, context: [0, 256], head_dim: [{}], causal: [true]}}\n",
+                     cpu ? 1 : 2, h, kvh, list(chunks), d);
   }
   y += fmt::format("  - {{class: paged_decode, dtypes: [fp16], batch: [1, 8, 32], heads: [{}], "
                    "kv_heads: [{}], head_dim: [{}], context: {}, block_size: [{}]}}\n",

@@ -6,7 +6,8 @@
 //                 engine's max_num_batched_tokens); lm_head (vocab, hidden) at m = 1, 4, 16, 64
 //                 (one row per sequence that emits a token)
 //   flash/native  prefill attention (the engine's `attention`), H and H_kv heads of D, chunks of
-//                 16, 64, 256, 512 new tokens after 0 and 256 cached ones (native: no cache)
+//                 16, 64, 256, 512 new tokens after 0 and 256 cached ones (native: no cache);
+//                 on cuda flash v2, the tiled kernel (v1 is a one-thread-per-row cross-check)
 //   paged_decode  1, 8 and 32 sequences at contexts 32, 128, 512, 2048 (up to max_position), the
 //                 scenario's block size
 //   membw_copy    0.25 to 16 MiB (the elementwise class's bandwidth)
