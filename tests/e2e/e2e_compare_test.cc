@@ -190,6 +190,18 @@ TEST_CASE("e2e compare: the written files", "[e2e_compare]") {
   CHECK(rows.find("p,ttft,3,0.2,0.25,-0.2,0.28,0.29,-0.0344827586,0.2\n") != std::string::npos);
 }
 
+TEST_CASE("e2e compare: the one-screen table", "[e2e_compare]") {
+  const fs::path d = make_folders();
+  const std::string t = e2e_table(compare_e2e(d / "modeled", d / "measured"));
+  INFO(t);
+  // MAPE 12.0%, median +0.0%, p90 +16.0% (above); TTFT medians 200.00 / 250.00 ms, -20.0%.
+  CHECK(t.find("12.0%") != std::string::npos);
+  CHECK(t.find("+16.0%") != std::string::npos);
+  CHECK(t.find("200.00 / 250.00") != std::string::npos);
+  CHECK(t.find("p: outcomes modeled [completed 3, rejected 1] measured [completed 3, rejected 1] "
+               "(identical); preemptions 1 / 2") != std::string::npos);
+}
+
 TEST_CASE("e2e compare: bad input names the file and line", "[e2e_compare]") {
   const fs::path d = make_folders();
   write(d / "measured/iterations.csv",
