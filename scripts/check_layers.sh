@@ -5,8 +5,6 @@
 #   models/ workloads/ kernels/  core/ and themselves
 #   sim/                       core/ models/ workloads/ sim/
 #   validate/                  core/ models/ kernels/ validate/
-#   validate/replay/           those and sim/ workloads/: kvsim's engine with a measured clock
-#                              (issue 21) stands on the engine; nothing in sim/ includes it
 #   apps/                      anything (nothing includes apps/ but apps/)
 #   python/                    core/ models/ workloads/ sim/ python/ (a peer of apps/, not above it)
 # Prints one line per violation (file:line: folder may not include target) and exits 1 if any.
@@ -33,10 +31,8 @@ for layer in "${layers[@]}"; do
     target="${target%%/*}"
     # Only includes of the project's own top-level folders count (a plain "x.h" is a sibling).
     [[ " ${layers[*]} " == *" $target "* ]] || continue
-    ok="${allowed[$layer]}"
-    [[ "$file" == "$root/validate/replay/"* ]] && ok="$ok sim workloads"
-    if [[ " $ok " != *" $target "* ]]; then
-      echo "${file#"$root"/}:$line: $layer/ may not include $target/ (allowed: $ok)"
+    if [[ " ${allowed[$layer]} " != *" $target "* ]]; then
+      echo "${file#"$root"/}:$line: $layer/ may not include $target/ (allowed: ${allowed[$layer]})"
       bad=1
     fi
   done < <(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' --include='*.cuh' \
