@@ -33,6 +33,30 @@ TEST_CASE("e2e device: a peak below 1.25x the best measured rate is raised to it
   CHECK(same.gpu.hbm_bytes_per_s == 2e10);
 }
 
+TEST_CASE("e2e device: bytes/s from the main-memory copies, FLOP/s from every kernel", "[e2e_device]") {
+  auto copy = [](int64_t mib, double seconds) {
+    Measurement m;
+    m.c.kind = KernelClass::kMembwCopy;
+    m.c.bytes = mib << 20;
+    m.reps = 5;
+    m.seconds = seconds;
+    return m;
+  };
+  Measurement gemm;
+  gemm.c.kind = KernelClass::kGemm;
+  gemm.c.gemm = {64, 512, 512};  // 2 x 64 x 512 x 512 = 33,554,432 FLOPs
+  gemm.reps = 5;
+  gemm.seconds = 33554432 / 5e10;  // 50 GFLOP/s
+  // A 1 MiB copy from cache, three times the rate of the 64 MiB one from main memory.
+  const std::vector<Measurement> rows = {copy(1, 1e-5), copy(64, 64 * 3e-5), gemm};
+  REQUIRE(rows[0].bytes_per_s() == Approx(3 * rows[1].bytes_per_s()));
+  const auto [flops, bytes] = best_rates(rows);
+  CHECK(flops == Approx(5e10).epsilon(1e-12));
+  CHECK(bytes == rows[1].bytes_per_s());
+  // No copy of 64 MiB or more: the best rate of any kernel (the cached copy here).
+  CHECK(best_rates({rows[0], rows[2]}).second == rows[0].bytes_per_s());
+}
+
 TEST_CASE("e2e device: the scenario on the raised device, paths made absolute", "[e2e_device]") {
   const fs::path d = fs::temp_directory_path() / "kvsim_e2e_device_test";
   fs::remove_all(d);

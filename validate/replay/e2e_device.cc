@@ -7,12 +7,15 @@
 namespace kvsim::validate {
 
 std::pair<double, double> best_rates(const std::vector<Measurement>& rows) {
-  double flops = 0, bytes = 0;
+  double flops = 0, bytes = 0, dram = 0;
   for (const Measurement& m : rows) {
     flops = std::max(flops, m.flop_per_s());
     bytes = std::max(bytes, m.bytes_per_s());
+    if (m.c.kind == KernelClass::kMembwCopy && m.c.bytes >= kMainMemoryCopyBytes) {
+      dram = std::max(dram, m.bytes_per_s());
+    }
   }
-  return {flops, bytes};
+  return {flops, dram > 0 ? dram : bytes};
 }
 
 DevicePeaks raise_peaks(const GpuSpec& catalog, double best_flops, double best_bytes) {

@@ -82,7 +82,8 @@ std::string e2e_grid_yaml(const Scenario& s, const std::string& backend) {
   y += fmt::format("  - {{class: paged_decode, dtypes: [fp16], batch: [1, 8, 32], heads: [{}], "
                    "kv_heads: [{}], head_dim: [{}], context: {}, block_size: [{}]}}\n",
                    h, kvh, d, list(contexts), sh.block_tokens);
-  y += "  - {class: membw_copy, bytes_mib: [0.25, 1, 4, 16]}\n";
+  // 64 and 256 MiB outgrow a CPU's caches: main memory's bandwidth (e2e_device.h).
+  y += "  - {class: membw_copy, bytes_mib: [0.25, 1, 4, 16, 64, 256]}\n";
   return y;
 }
 

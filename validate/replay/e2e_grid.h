@@ -10,7 +10,7 @@
 //                 on cuda flash v2, the tiled kernel (v1 is a one-thread-per-row cross-check)
 //   paged_decode  1, 8 and 32 sequences at contexts 32, 128, 512, 2048 (up to max_position), the
 //                 scenario's block size
-//   membw_copy    0.25 to 16 MiB (the elementwise class's bandwidth)
+//   membw_copy    0.25 to 256 MiB (the elementwise class's bandwidth; 64 MiB and up: main memory)
 // The scenario's engine keys are those of its top-level `engine:` with the first policy's on top.
 #pragma once
 
