@@ -5,6 +5,8 @@
 # every run and the spread (max - min) over the runs:
 #   per-iteration MAPE <= 10%; TTFT and TPOT medians within 10% and p90s within 20% of the
 #   measured replay (per policy); outcome counts identical.
+# Run it on an otherwise idle machine: the replay's iterations are wall time, and other load on
+# the cores inflates them (the spread over the runs shows how much).
 # The tests assert none of this (timing depends on the machine); docs/fidelity.md
 # "kvsim-validate e2e" records a run. Exit 0 whatever the targets say; non-zero only if a run
 # fails.
