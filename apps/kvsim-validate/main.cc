@@ -5,6 +5,7 @@
 //   device [--json] [-o FILE]                         import vidur mlp.csv -o DIR
 //   profile --gpu NAME [--attention-kernel fa2|fa3] -o profile.yaml
 //   replay SCENARIO --backend cpu|cuda -o DIR [--profile P] [--repeats K] [--threads N] [--seed S]
+//   e2e SCENARIO --backend cpu|cuda -o DIR [--repeats K] [--threads N]
 // Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
 // 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "validate/backend.h"
 #include "validate/commands.h"
 #include "validate/replay/replay.h"
+#include "validate/replay/e2e.h"
 
 namespace {
 
@@ -98,7 +100,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   auto ro = std::make_shared<ReplayOptions>();
   CLI::App* r = app.add_subcommand("replay", "run a scenario through kvsim's engine, each iteration timed by a real forward pass");
   r->add_option("scenario", ro->scenario, "scenario YAML")->required()->check(CLI::ExistingFile);
-  r->add_option("--backend", ro->backend, "forward pass: cpu (Eigen, kernels/cpu_ref) or cuda")
+  r->add_option("--backend", ro->backend, "forward pass: cpu (Eigen) or cuda (cuBLAS + kernels/)")
       ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   r->add_option("-o,--out", ro->out_dir, "output folder")->required();
   r->add_option("--profile", ro->profile, "latency profile for every policy's modeled column (default: the scenario's)")
@@ -110,6 +112,18 @@ void add_commands(CLI::App& app, int& exit_code) {
   r->add_option("--seed", ro->seed, "seed of the weights, inputs and filled KV")->capture_default_str();
   r->add_flag("--quiet", ro->quiet, "no summary line");
   r->callback([ro] { run_replay(*ro); });
+  // e2e: calibrate, modeled run, measured replay, compare (validate/replay/e2e.h).
+  auto eo = std::make_shared<E2eOptions>();
+  CLI::App* e = app.add_subcommand("e2e", "kvsim's end-to-end error here: calibrate, run the model and the measured replay, compare");
+  e->add_option("scenario", eo->scenario, "scenario YAML (e.g. scenarios/replay-cpu-tiny.yaml)")->required()->check(CLI::ExistingFile);
+  e->add_option("--backend", eo->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  e->add_option("-o,--out", eo->out_dir, "output folder")->required();
+  e->add_option("--repeats", eo->repeats, "timed executions per replayed iteration (median)")->check(CLI::Range(1, 1000))->capture_default_str();
+  e->add_option("--threads", eo->threads, "CPU threads of the forward pass")->check(CLI::Range(1, 1024))->capture_default_str();
+  e->add_option("--seed", eo->seed, "weights, inputs and KV values of the forward pass")->capture_default_str();
+  e->add_flag("--quiet", eo->quiet, "no progress lines or table");
+  e->add_flag_function("--no-plot", [eo](int64_t) { eo->plot = false; }, "do not render e2e.png");
+  e->callback([eo] { run_e2e(*eo); });
 }
 
 }  // namespace

@@ -5,7 +5,7 @@ module and one row here."""
 import collections
 import os
 
-from . import calculators, capacity, run, sweep, validate
+from . import calculators, capacity, e2e, run, sweep, validate
 from .inputs import InputProblem
 
 # name: what the argument names; source: "folder" or "data"; detect(d): whether folder d is of
@@ -19,6 +19,8 @@ def _has(*names, test=os.path.isfile):
 
 
 KINDS = [
+    # Before run: an e2e folder holds modeled/ and measured/ run folders, and e2e.json.
+    Kind("e2e", "folder", _has("e2e.json"), e2e.render),
     # Before sweep: a fixed-load capacity grid also holds points/.
     Kind("capacity", "folder", _has("capacity.csv"), capacity.render),
     Kind("sweep", "folder", _has("points", test=os.path.isdir), sweep.render),
@@ -45,4 +47,5 @@ def folder_kind(d):
         if k.source == "folder" and k.detect(d):
             return k
     raise InputProblem(f"{d}: not a kvsim run (summary.json), sweep (points/) or kvsim-validate "
-                       f"folder (measurements.csv, compare.csv) or capacity search (capacity.csv)")
+                       f"folder (measurements.csv, compare.csv), capacity search (capacity.csv) or "
+                       f"kvsim-validate e2e folder (e2e.json)")
