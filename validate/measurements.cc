@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/csv_line.h"
 #include "core/errors.h"
 
 namespace kvsim::validate {
@@ -23,29 +24,7 @@ std::string g9(double v) { return fmt::format("{:.9g}", v); }
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char ch = line[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cur += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        cur += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  out.push_back(cur);
+  split_csv_line(line, out);  // an unclosed quote leaves a field that fails its column's check
   return out;
 }
 

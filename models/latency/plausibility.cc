@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "models/catalog.h"
+#include "core/csv_line.h"
 #include "core/errors.h"
 
 namespace kvsim {
@@ -35,30 +36,10 @@ constexpr std::array<MetricInfo, 6> kMetrics = {{
     {"decode_ms_per_token", ClaimKind::kDecode, true, 1e3, true},
 }};
 
-// Splits one CSV line; fields may be double-quoted ("" inside a quoted field is a quote).
+// Splits one CSV line (core/csv_line.h), trimming spaces around each field.
 std::vector<std::string> split_csv(std::string_view line, const std::string& where) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char ch = line[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        out.back() += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        out.back() += ch;
-      }
-    } else if (ch == '"' && out.back().empty()) {
-      quoted = true;
-    } else if (ch == ',') {
-      out.emplace_back();
-    } else {
-      out.back() += ch;
-    }
-  }
-  if (quoted) throw InputError(fmt::format("{}: unterminated quoted field", where));
+  std::vector<std::string> out;
+  if (!split_csv_line(line, out)) throw InputError(fmt::format("{}: unterminated quoted field", where));
   for (std::string& f : out) {  // trim spaces around unquoted text
     const size_t b = f.find_first_not_of(" \t");
     const size_t e = f.find_last_not_of(" \t");

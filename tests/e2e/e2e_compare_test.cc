@@ -1,4 +1,6 @@
 // compare_e2e on hand-made modeled/ and measured/ folders: 5 iterations, 4 requests of one policy.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -39,7 +41,8 @@ const char* kHeader =
 //   2   0.30  -    0.30 completed    0.30  -    0.25 completed
 //   3    -    -     -   rejected      -    -     -   rejected
 fs::path make_folders() {
-  const fs::path d = fs::temp_directory_path() / "kvsim_e2e_compare_test";
+  // Each case runs in its own process, in parallel with the others: a folder per process.
+  const fs::path d = fs::temp_directory_path() / ("kvsim_e2e_compare_test_" + std::to_string(::getpid()));
   fs::remove_all(d);
   write(d / "measured/iterations.csv",
         "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,"

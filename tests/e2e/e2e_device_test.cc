@@ -1,5 +1,7 @@
 // The device e2e runs the CPU on: the catalog's placeholder peaks raised to 1.25x the best
 // measured rates where they are below them, and the scenario rewritten onto that device.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -58,7 +60,8 @@ TEST_CASE("e2e device: bytes/s from the main-memory copies, FLOP/s from every ke
 }
 
 TEST_CASE("e2e device: the scenario on the raised device, paths made absolute", "[e2e_device]") {
-  const fs::path d = fs::temp_directory_path() / "kvsim_e2e_device_test";
+  // Each case runs in its own process, in parallel with the others: a folder per process.
+  const fs::path d = fs::temp_directory_path() / ("kvsim_e2e_device_test_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   std::ofstream(d / "t.csv") << "arrival_s,prompt_tokens,output_tokens\n0,10,2\n";

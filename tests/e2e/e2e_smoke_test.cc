@@ -2,6 +2,8 @@
 // cpu-host. Checks that the report is produced and every number in it is finite; accuracy
 // targets live in bench/e2e_cpu.sh, not here. Needs the CPU forward pass (make_cpu_forward) and
 // run_replay (issue 21's replay); the figure is drawn by the figure test below, on fixed data.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -45,7 +47,8 @@ void all_finite(const nlohmann::json& j, const std::string& where) {
 }  // namespace
 
 TEST_CASE("e2e: a tiny scenario end to end on the CPU backend", "[e2e]") {
-  const fs::path d = fs::temp_directory_path() / "kvsim_e2e_smoke";
+  // Each case runs in its own process, in parallel with the others: a folder per process.
+  const fs::path d = fs::temp_directory_path() / ("kvsim_e2e_smoke_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   std::ofstream(d / "tiny.yaml") << kTiny;

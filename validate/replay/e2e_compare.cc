@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/csv_line.h"
 #include "core/errors.h"
 #include "core/text_table.h"
 #include "validate/backend.h"
@@ -71,27 +72,8 @@ class Csv {
 
  private:
   static std::vector<std::string> split(const std::string& line) {
-    std::vector<std::string> out(1);
-    bool quoted = false;
-    for (size_t i = 0; i < line.size(); ++i) {
-      const char ch = line[i];
-      if (quoted) {
-        if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-          out.back() += '"';
-          ++i;
-        } else if (ch == '"') {
-          quoted = false;
-        } else {
-          out.back() += ch;
-        }
-      } else if (ch == '"') {
-        quoted = true;
-      } else if (ch == ',') {
-        out.emplace_back();
-      } else if (ch != '\r') {
-        out.back() += ch;
-      }
-    }
+    std::vector<std::string> out;
+    split_csv_line(line, out);  // an unclosed quote leaves a field that fails as a number
     return out;
   }
 
