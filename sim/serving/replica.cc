@@ -217,7 +217,7 @@ void Replica::start_iteration() {
   }
   recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
-  const IterationCost cost = latency_.iteration(shape);
+  const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
   const SimTime duration = std::max<SimTime>(1, seconds_to_sim(cost.seconds + it.extra_seconds));
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;

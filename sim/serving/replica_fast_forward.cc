@@ -95,7 +95,7 @@ void Replica::fast_forward() {
     const bool fits = due <= paged.free_blocks();
     const int64_t step_context = context + (j - 1) * n;
     shape.decode_context_tokens = step_context;
-    const IterationCost cost = latency_.iteration(shape);
+    const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
     const SimTime end = t + std::max<SimTime>(1, seconds_to_sim(cost.seconds));
     if (!fits || end >= horizon ||
         !pool_.reserve_activations(std::span<const BatchChunk>{}, n, step_context)) {
