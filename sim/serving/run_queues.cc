@@ -181,7 +181,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     RequestState& r = *running_[i];
     const int64_t id = r.spec.id;
     if (r.decoding()) continue;
-    --prefills_left;
+    if (r.phase == Phase::kRunning) --prefills_left;  // as grow_decodes counted them
     if (r.prefilled >= r.prefill_target) continue;
     if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
