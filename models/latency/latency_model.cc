@@ -81,6 +81,39 @@ constexpr std::pair<int64_t, int64_t> kTiles[] = {
 // of more rows appear, at most 24 B x 16k per GEMM shape.
 constexpr size_t kGemmMemoMaxRows = size_t{1} << 14;
 
+// Decode attention for n sequences with contexts summing to t: seconds = a + b t (see header).
+// The terms that depend on n and the block size only (Costing::decode_terms).
+struct DecodeTerms {
+  Rates r;
+  double kv_per_token;     // bytes per context token per layer
+  double flops_per_token;  // per layer
+  double qo_bytes;         // per layer: the queries read and outputs written
+  double floor_tokens;     // the latency floor, in tokens of KV
+  double slope;            // seconds per context token per layer (the per-token roofline)
+};
+
+// Decode attention's cost at total context t from its terms: the one formula both the full
+// costing and the decode-step memo (LatencyModel::DecodeStepMemo) use, so they give the same bits.
+OpCost decode_attention_at(const DecodeTerms& d, double n, double t, double layers, bool ideal) {
+  OpCost o;
+  o.name = "attention_decode";
+  o.op_class = OpClass::kAttentionDecode;
+  o.flops = d.flops_per_token * t * layers;
+  o.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
+  o.compute_s = o.flops / d.r.flops_per_s;
+  o.memory_s = (d.kv_per_token * (t + d.floor_tokens) + d.qo_bytes) * layers / d.r.bytes_per_s;
+  o.overhead_s = (n > 0 ? d.r.launch_s : 0.0) * layers;
+  if (ideal) {
+    o.seconds = std::max(o.compute_s, o.memory_s);  // the exact roofline
+  } else {
+    // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
+    const double fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
+    o.seconds = (d.slope * t + fixed) * layers + o.overhead_s;
+  }
+  o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
+  return o;
+}
+
 class Costing {
  public:
   using Memo = std::array<std::vector<GemmMemo>, 6>;
@@ -290,15 +323,6 @@ class Costing {
     return total;
   }
 
-  // Decode attention for n sequences with contexts summing to t: seconds = a + b t (see header).
-  struct DecodeTerms {
-    Rates r;
-    double kv_per_token;     // bytes per context token per layer
-    double flops_per_token;  // per layer
-    double qo_bytes;         // per layer: the queries read and outputs written
-    double floor_tokens;     // the latency floor, in tokens of KV
-    double slope;            // seconds per context token per layer (the per-token roofline)
-  };
   DecodeTerms decode_terms(double n, int block_tokens, AttentionKind impl) const {
     const OpClass c = OpClass::kAttentionDecode;
     double block_curve = 1.0;
@@ -327,24 +351,7 @@ class Costing {
   }
 
   OpCost decode_attention(double n, double t, int block_tokens, AttentionKind impl) const {
-    const DecodeTerms d = decode_terms(n, block_tokens, impl);
-    OpCost o;
-    o.name = "attention_decode";
-    o.op_class = OpClass::kAttentionDecode;
-    o.flops = d.flops_per_token * t * s_.layers;
-    o.bytes = (d.kv_per_token * t + d.qo_bytes) * s_.layers;
-    o.compute_s = o.flops / d.r.flops_per_s;
-    o.memory_s = (d.kv_per_token * (t + d.floor_tokens) + d.qo_bytes) * s_.layers / d.r.bytes_per_s;
-    o.overhead_s = (n > 0 ? d.r.launch_s : 0.0) * s_.layers;
-    if (ideal_) {
-      o.seconds = std::max(o.compute_s, o.memory_s);  // the exact roofline
-    } else {
-      // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
-      const double fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
-      o.seconds = (d.slope * t + fixed) * s_.layers + o.overhead_s;
-    }
-    o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
-    return o;
+    return decode_attention_at(decode_terms(n, block_tokens, impl), n, t, s_.layers, ideal_);
   }
 
   // All-reduce of m x hidden activations, twice per layer (after O and after the MLP).
@@ -388,13 +395,16 @@ class Costing {
   std::array<double, std::size(kTiles)> tile_slowdown_{};
 };
 
-void add(IterationCost& it, OpCost o) {
+void add(IterationCost& it, bool keep_ops, const OpCost& o) {
   if (o.flops == 0 && o.bytes == 0) return;
   it.ops_seconds += o.seconds;
   it.flops += o.flops;
   it.bytes += o.bytes;
-  it.ops.push_back(o);
+  if (keep_ops) it.ops.push_back(o);
 }
+
+// Decode-only memos cover batches of up to this many sequences (larger ones are costed afresh).
+constexpr size_t kDecodeMemoMaxSeqs = size_t{1} << 14;
 
 // Expected number of distinct experts that m tokens route to (uniform top-k routing).
 double experts_touched(double experts, double topk, double m) {
@@ -431,7 +441,8 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
   check_parallelism(model_, Parallelism{tp_, pp_});
 }
 
-IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal) const {
+IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal,
+                                 bool keep_ops) const {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
   const Shape s = shape_of(model_, gpu_, tp_, pp_);
   const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
@@ -464,24 +475,24 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
-  add(it, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
-  add(it, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
-  add(it, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
-  if (!batch.prefill.empty()) add(it, k.prefill_attention(batch.prefill, attention_));
-  if (n > 0) add(it, k.decode_attention(n, t, batch.block_tokens, attention_));
-  add(it, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
-  if (s.tp > 1) add(it, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
+  add(it, keep_ops, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
+  add(it, keep_ops, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
+  add(it, keep_ops, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
+  if (!batch.prefill.empty()) add(it, keep_ops, k.prefill_attention(batch.prefill, attention_));
+  if (n > 0) add(it, keep_ops, k.decode_attention(n, t, batch.block_tokens, attention_));
+  add(it, keep_ops, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
+  if (s.tp > 1) add(it, keep_ops, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
 
   // MLP (SwiGLU): gate and up in one GEMM, then down; MoE routes each row to top-k experts and
   // reads the weights of every expert some row routed to.
   const double touched = experts_touched(s.experts, s.topk, m);
   const double rows = m * s.topk;
   if (s.experts > 1) {
-    add(it, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, 4, false));
+    add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, 4, false));
   }
-  add(it, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L,
+  add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L,
                 s.experts > 1 ? -1 : 2));
-  add(it, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L, s.experts > 1 ? -1 : 3));
+  add(it, keep_ops, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L, s.experts > 1 ? -1 : 3));
 
   // Two RMSNorms (read+write), two residual adds (2 reads, 1 write), SiLU x up (2 reads,
   // 1 write of the ffn rows), rotary on Q and K (read+write).
@@ -491,27 +502,101 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double norm_b = 2 * norm_elems * kActBytes;
   const double add_b = 3 * norm_elems * kActBytes;
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
-  add(it, k.elementwise("norm_act_residual",
+  add(it, keep_ops, k.elementwise("norm_act_residual",
                         {norm_b, norm_b, add_b, add_b, 3 * act_elems * kActBytes,
                          2 * rope_elems * kActBytes},
                         ew_flops, L, m));
   if (emit > 0) {
-    add(it, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, false));
+    add(it, keep_ops, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, false));
   }
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.
-  if (s.pp > 1) add(it, k.pipeline_send(m));
+  if (s.pp > 1) add(it, keep_ops, k.pipeline_send(m));
   it.overhead_seconds = ideal ? 0.0 : p.iteration_overhead_s;
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return it;
 }
 
-IterationCost LatencyModel::iteration(const BatchShape& batch) const {
-  return cost(batch, profile_, false);
+IterationCost LatencyModel::iteration(const BatchShape& batch, OpDetail detail) const {
+  // The engine's decode-only iterations (the aggregate form) come from the decode-step memo.
+  if (detail == OpDetail::kTotals && batch.prefill.empty() && batch.decode.empty() &&
+      batch.decode_seqs > 0 && batch.block_tokens >= 0) {
+    KVSIM_CHECK(batch.decode_context_tokens >= batch.decode_seqs, "decode aggregate {} seqs, {} context",
+                batch.decode_seqs, batch.decode_context_tokens);
+    IterationCost it;
+    if (decode_step_totals(batch.decode_seqs, batch.decode_context_tokens, batch.block_tokens, it)) {
+      return it;
+    }
+  }
+  return cost(batch, profile_, false, detail == OpDetail::kFull);
 }
 
 IterationCost LatencyModel::lower_bound(const BatchShape& batch) const {
-  return cost(batch, ideal_, true);
+  return cost(batch, ideal_, true, true);
+}
+
+bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
+                                      IterationCost& out) const {
+  if (static_cast<size_t>(n) >= kDecodeMemoMaxSeqs) return false;
+  if (decode_memo_.size() <= static_cast<size_t>(n)) {
+    decode_memo_.resize(std::min(kDecodeMemoMaxSeqs, std::max<size_t>(64, 2 * static_cast<size_t>(n))));
+  }
+  DecodeStepMemo& m = decode_memo_[static_cast<size_t>(n)];
+  if (m.block_tokens != block_tokens) {
+    // Cost the batch in full once (the context is irrelevant to every operation but decode
+    // attention) and keep what the additions around decode attention need, summed the same way.
+    BatchShape b;
+    b.block_tokens = block_tokens;
+    b.decode_seqs = n;
+    b.decode_context_tokens = n;
+    const IterationCost full = cost(b, profile_, false, true);
+    m = DecodeStepMemo{};
+    m.block_tokens = block_tokens;
+    bool after = false;
+    for (const OpCost& o : full.ops) {
+      if (o.op_class == OpClass::kAttentionDecode) {
+        after = true;
+      } else if (!after) {
+        m.pre_seconds += o.seconds;
+        m.pre_flops += o.flops;
+        m.pre_bytes += o.bytes;
+      } else {
+        KVSIM_CHECK(m.post_count < static_cast<int>(m.post_seconds.size()), "decode memo: {} ops",
+                    full.ops.size());
+        const auto i = static_cast<size_t>(m.post_count++);
+        m.post_seconds[i] = o.seconds;
+        m.post_flops[i] = o.flops;
+        m.post_bytes[i] = o.bytes;
+      }
+    }
+    KVSIM_CHECK(after, "decode memo: no decode attention among {} ops", full.ops.size());
+    const Shape s = shape_of(model_, gpu_, tp_, pp_);
+    m.layers = s.layers;
+    const Costing k(s, gpu_, profile_, false);
+    const DecodeTerms d = k.decode_terms(static_cast<double>(n), block_tokens, attention_);
+    m.attention = {d.r.flops_per_s, d.r.bytes_per_s,  d.r.launch_s, d.kv_per_token,
+                   d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope};
+  }
+  const DecodeTerms d{{m.attention[0], m.attention[1], m.attention[2]},
+                      m.attention[3], m.attention[4], m.attention[5], m.attention[6],
+                      m.attention[7]};
+  // cost()'s additions, in its order: the operations before decode attention, decode
+  // attention, the operations after it.
+  IterationCost& it = out;
+  it = IterationCost{};
+  it.ops_seconds = m.pre_seconds;
+  it.flops = m.pre_flops;
+  it.bytes = m.pre_bytes;
+  // t as cost() forms it: an integer below 2^53 converted exactly.
+  add(it, false, decode_attention_at(d, static_cast<double>(n), static_cast<double>(t), m.layers, false));
+  for (size_t i = 0; i < static_cast<size_t>(m.post_count); ++i) {
+    it.ops_seconds += m.post_seconds[i];
+    it.flops += m.post_flops[i];
+    it.bytes += m.post_bytes[i];
+  }
+  it.overhead_seconds = profile_.iteration_overhead_s;
+  it.seconds = it.ops_seconds + it.overhead_seconds;
+  return true;
 }
 
 namespace {
@@ -530,7 +615,8 @@ BatchShape decode_batch(int64_t num_seqs, int64_t total_context_tokens, int bloc
 
 double LatencyModel::decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
                                          int block_tokens) const {
-  return iteration(decode_batch(num_seqs, total_context_tokens, block_tokens)).seconds;
+  return iteration(decode_batch(num_seqs, total_context_tokens, block_tokens), OpDetail::kTotals)
+      .seconds;
 }
 
 double LatencyModel::decode_step_lower_bound_seconds(int64_t num_seqs, int64_t total_context_tokens,

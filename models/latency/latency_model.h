@@ -95,6 +95,25 @@ struct GemmMemo {
   double compute_s = 0, memory_s = 0, seconds = -1;
 };
 
+// A decode-only batch of one size costed apart from its decode attention (LatencyModel's
+// decode-step memo): the partial sums of the operations before decode attention, the operations
+// after it, and decode attention's own terms, so that a step of any context costs one formula
+// and a dozen additions, in the order the full costing adds them (the same bits).
+struct DecodeStepMemo {
+  int block_tokens = -1;  // the block size it was built for; -1: not built yet
+  double pre_seconds = 0, pre_flops = 0, pre_bytes = 0;
+  int post_count = 0;
+  std::array<double, 8> post_seconds{}, post_flops{}, post_bytes{};
+  // Decode attention's terms (latency_model.cc, DecodeTerms), in its field order, and the
+  // layer count it is summed over.
+  std::array<double, 8> attention{};
+  double layers = 0;
+};
+
+// How much of an iteration's cost to report: everything, or the totals only (seconds, flops,
+// bytes; `ops` left empty), which the engine needs and which cost less to compute.
+enum class OpDetail { kFull, kTotals };
+
 class LatencyModel {
  public:
   // Requires: tensor_parallel, pipeline_parallel >= 1. Throws InputError when the model cannot
@@ -104,8 +123,9 @@ class LatencyModel {
   LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
                int tensor_parallel = 1, int pipeline_parallel = 1);
 
-  // Cost of one iteration with the profile's efficiencies and overheads.
-  IterationCost iteration(const BatchShape& batch) const;
+  // Cost of one iteration with the profile's efficiencies and overheads. With kTotals, `ops` is
+  // left empty; every other figure has the same bits as with kFull.
+  IterationCost iteration(const BatchShape& batch, OpDetail detail = OpDetail::kFull) const;
   // The same operations at efficiency 1.0, no launch/iteration overheads, no latency floors:
   // no implementation of these operations can run faster on this GPU (kernels in sequence).
   IterationCost lower_bound(const BatchShape& batch) const;
@@ -133,7 +153,10 @@ class LatencyModel {
   int pipeline_parallel() const { return pp_; }
 
  private:
-  IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal) const;
+  IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal, bool keep_ops) const;
+  // iteration(kTotals) of a decode-only aggregate batch of n sequences and context t, from
+  // decode_memo_ (built on first use); false when n is past the memo's range.
+  bool decode_step_totals(int64_t n, int64_t t, int block_tokens, IterationCost& out) const;
 
   // The tiled cost of each of the model's GEMMs (qkv, o, gate_up, down, router, lm_head) by row
   // count, for the row counts already seen: the engine asks for the same batch sizes over and
@@ -141,6 +164,9 @@ class LatencyModel {
   // function: results are identical with or without it. Not shared between threads (each
   // simulation builds its own LatencyModel).
   mutable std::array<std::vector<GemmMemo>, 6> gemm_memo_;
+  // Decode-only iterations by batch size (DecodeStepMemo): a cache of a pure function, like
+  // gemm_memo_ (tests/engine/fast_forward_test.cc checks its bits against the full costing).
+  mutable std::vector<DecodeStepMemo> decode_memo_;
 
   ModelSpec model_;
   GpuSpec gpu_;

@@ -267,7 +267,7 @@ void Replica::start_iteration() {
   }
   recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
-  const IterationCost cost = latency_.iteration(shape);
+  const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
   // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
   const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
   const SimTime duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));

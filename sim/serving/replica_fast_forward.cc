@@ -65,6 +65,18 @@ void Replica::fast_forward() {
     context += r->context_tokens();
   }
   if (first_done <= 1) return;  // a request completes at the end of the next step
+  const PagedBlocks& paged = *pool_.kv().paged();
+  BatchShape shape;
+  shape.block_tokens = static_cast<int>(paged.block_tokens());
+  shape.decode_seqs = n;
+  // The loop below stops at step 1 when that step would end at or after the horizon: found
+  // here, before the per-request windows are gathered, it costs one latency call (a short
+  // stretch between arrivals is the common case on a saturated trace).
+  shape.decode_context_tokens = context;
+  if (t0 + std::max<SimTime>(1, seconds_to_sim(latency_.iteration(shape, OpDetail::kTotals).seconds)) >=
+      horizon) {
+    return;
+  }
   for (int64_t p = 0; p < n; ++p) {
     const RequestState& r = *running[static_cast<size_t>(p)];
     // A window that holds exactly the tokens up to the last step's target defers one token a
@@ -76,10 +88,6 @@ void Replica::fast_forward() {
   }
   std::make_heap(ff_due_.begin(), ff_due_.end(), std::greater<>());
 
-  const PagedBlocks& paged = *pool_.kv().paged();
-  BatchShape shape;
-  shape.block_tokens = static_cast<int>(paged.block_tokens());
-  shape.decode_seqs = n;
   SimTime t = t0;
   int64_t step = 0;  // steps done
   for (int64_t j = 1; j < first_done; ++j) {
@@ -95,7 +103,7 @@ void Replica::fast_forward() {
     const bool fits = due <= paged.free_blocks();
     const int64_t step_context = context + (j - 1) * n;
     shape.decode_context_tokens = step_context;
-    const IterationCost cost = latency_.iteration(shape);
+    const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
     const SimTime end = t + std::max<SimTime>(1, seconds_to_sim(cost.seconds));
     if (!fits || end >= horizon ||
         !pool_.reserve_activations(std::span<const BatchChunk>{}, n, step_context)) {

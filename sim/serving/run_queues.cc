@@ -1,6 +1,7 @@
 #include "sim/serving/run_queues.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include "core/check.h"
@@ -136,12 +137,15 @@ void RunQueues::unswap_oldest() {
 }
 
 bool RunQueues::grow_decodes(IterationPlan& it) {
-  // A copy: preemption removes requests from running_ during the walk. Preempted ones stay in
-  // requests_ (so the addresses stay valid); their phase tells them apart. Only an OOM removes
-  // requests, and it ends the walk.
-  order_scratch_.assign(running_.begin(), running_.end());
+  // Walks running_ as it was when the walk started. Until the first preemption nothing changes
+  // running_, so the walk reads it in place; preemption removes requests from it, so the walk
+  // switches to a copy just before the first one (the same order either way, without copying
+  // the batch every iteration). Preempted ones stay in requests_ (so the addresses stay valid);
+  // their phase tells them apart. Only an OOM removes requests, and it ends the walk.
+  const std::vector<RequestState*>* order = &running_;
   int64_t prefilling = 0;
-  for (RequestState* rp : order_scratch_) {
+  for (size_t i = 0; i < order->size(); ++i) {
+    RequestState* rp = (*order)[i];
     RequestState& r = *rp;
     if (r.phase != Phase::kRunning) continue;
     if (!r.decoding()) {
@@ -168,6 +172,10 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
         hooks_.oom(r.spec.id, a);
         return false;
       }
+      if (order == &running_) {
+        order_scratch_.assign(running_.begin(), running_.end());
+        order = &order_scratch_;
+      }
       RequestState* victim = preemption_victim();
       preempt(*victim, it);
       if (victim == rp) break;
@@ -182,14 +190,18 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
   int64_t budget = limits.max_num_batched_tokens - static_cast<int64_t>(it.decode.size());
   const bool chunked = limits.chunked_prefill;
   // Unfinished chunked prefills of running requests go first.
-  // Only prefilling running requests matter here; with none (the usual case of a full decode
-  // batch) the walk is skipped.
-  if (it.running_prefills != 0) order_scratch_.assign(running_.begin(), running_.end());
-  else order_scratch_.clear();
-  for (RequestState* rp : order_scratch_) {
-    RequestState& r = *rp;
+  // Only prefilling running requests matter here: the walk stops after the last of the
+  // it.running_prefills that grow_decodes counted (with none, the usual case of a full decode
+  // batch, it is skipped) or when the budget is spent. Nothing in it changes running_ (an OOM
+  // returns at once), so it reads running_ in place.
+  int64_t prefills_left = it.running_prefills < 0 ? std::numeric_limits<int64_t>::max()
+                                                  : it.running_prefills;  // -1: not counted
+  for (size_t i = 0; i < running_.size() && prefills_left > 0 && budget > 0; ++i) {
+    RequestState& r = *running_[i];
     const int64_t id = r.spec.id;
-    if (r.decoding() || r.prefilled >= r.prefill_target || budget <= 0) continue;
+    if (r.decoding()) continue;
+    if (r.phase == Phase::kRunning) --prefills_left;  // as grow_decodes counted them
+    if (r.prefilled >= r.prefill_target) continue;
     if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
     if (AllocResult a = ledger_.ensure(r, r.prefilled + chunk); !a) {
