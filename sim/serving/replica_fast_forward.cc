@@ -99,8 +99,8 @@ void Replica::fast_forward() {
       ff_due_.pop_back();
     }
     // Each needs at most one new block (it holds every token up to the last step's).
-    const auto due = static_cast<int64_t>(ff_now_.size());
-    const bool fits = due <= paged.free_blocks();
+    const auto needing = static_cast<int64_t>(ff_now_.size());
+    const bool fits = needing <= paged.free_blocks();
     const int64_t step_context = context + (j - 1) * n;
     shape.decode_context_tokens = step_context;
     const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
@@ -131,7 +131,7 @@ void Replica::fast_forward() {
         std::push_heap(ff_due_.begin(), ff_due_.end(), std::greater<>());
       }
     }
-    ledger_.defer_many(n - due);
+    ledger_.defer_many(n - needing);
     ledger_.report();
     recorder_.on_state(t, pool_.snapshot());
     recorder_.on_batch(n, n, end - t, cost.flops);  // start_iteration's record of a decode step
