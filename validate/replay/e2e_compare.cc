@@ -223,7 +223,10 @@ E2eComparison compare_e2e(const std::filesystem::path& modeled_dir,
   c.iterations = compare_iterations(measured_dir / "iterations.csv");
   const auto modeled = read_requests(modeled_dir / "requests.csv");
   const auto measured = read_requests(measured_dir / "requests.csv");
-  for (const auto& [name, meas] : measured) {
+  for (const auto& entry : measured) {
+    // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
+    const std::string& name = entry.first;
+    const auto& meas = entry.second;
     auto it = std::find_if(modeled.begin(), modeled.end(), [&](const auto& p) { return p.first == name; });
     if (it == modeled.end()) {
       throw InputError(fmt::format("{}: no rows of policy '{}' (measured has them)",
