@@ -24,8 +24,8 @@
 
 #include "validate/replay/forward_pass.h"
 #include "validate/replay/llama_weights.h"
-#include "validate/replay/paged_attention.h"
-#include "validate/replay/paged_kv_pool.h"
+#include "validate/paged_attention.h"
+#include "validate/paged_kv_pool.h"
 
 namespace kvsim::validate {
 
