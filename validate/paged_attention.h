@@ -2,8 +2,8 @@
 // the paged pool, float32, for the replay's CPU forward pass. Query token i (absolute position
 // kv_before + i) sees keys 0 .. kv_before + i: causal within the chunk, everything before it.
 //
-// Why not kernels/cpu_ref: those kernels store results at FP16/BF16, accept head_dim 64 or 128
-// only, and paged_decode_cpu wants one context length for the whole batch. Here each KV head's
+// Why not kernels/cpu_ref: those kernels accept head_dim 64 or 128 only, and paged_decode_cpu
+// wants one context length for the whole batch. Here each KV head's
 // blocks are gathered through the block table into a contiguous [context, head_dim] K and V (one
 // copy of what the chunk reads: gather_kv_head), then each tile of query tokens (all query heads
 // of that KV head, GQA) runs as two Eigen GEMMs, S = Q K^T and O = softmax(S) V, over the keys
