@@ -47,7 +47,14 @@ class CudaBackend : public Backend {
     return j;
   }
 
+  // The CUDA kernels are instantiated for FP16 and BF16 only; fp32 cases calibrate the CPU
+  // forward pass (validate/replay/e2e_grid.cc).
+  static void skip_fp32(const KernelCase& c) {
+    if (c.precision == kernels::Precision::kFp32) throw SkipCase("fp32 kernels are CPU-only");
+  }
+
   std::vector<float> run_for_check(const KernelCase& c, const CaseInputs& in) override {
+    skip_fp32(c);
     switch (c.kind) {
       case KernelClass::kNative:
         return cu::run_native_attention(c.version, c.attn, c.precision, in.a, in.b, in.c);
@@ -63,6 +70,7 @@ class CudaBackend : public Backend {
   }
 
   std::vector<double> time(const KernelCase& c, const TimingOptions& t, uint64_t seed) override {
+    skip_fp32(c);
     const int64_t e = kernels::precision_bytes(c.precision);
     std::vector<int64_t> sizes;  // device buffers of the case, in bytes
     switch (c.kind) {

@@ -70,7 +70,7 @@ Entry common_axes(const ConfigNode& e, const std::string& backend) {
   const auto versions = list_of<int>(e, "versions", {1}, {.min = 1, .max = 99});
   // The CPU backend has one implementation per class: its reference-derived kernel, "v0".
   out.versions = backend == "cpu" ? std::vector<int>{0} : versions;
-  for (const std::string& d : string_list(e, "dtypes", {"fp16"}, {"fp16", "bf16"})) {
+  for (const std::string& d : string_list(e, "dtypes", {"fp16"}, {"fp16", "bf16", "fp32"})) {
     out.dtypes.push_back(kernels::parse_precision(d));
   }
   if (out.kind == KernelClass::kMembwCopy || out.kind == KernelClass::kMembwRead) {

@@ -18,7 +18,9 @@
 // For attention, seq is the number of new query tokens and context the tokens already cached
 // (seq_q = seq, seq_kv = seq + context). Only the highest version of a class in the grid is
 // fitted (the latency model describes one implementation per class); lower versions, non-causal
-// flash and membw_read are measured but get split "none".
+// flash and membw_read are measured but get split "none". dtypes: fp16 (default), bf16, fp32
+// (CPU-only: 4 bytes per element, nothing rounded; the CUDA backend skips it); the membw
+// classes move bytes, whatever their type.
 #pragma once
 
 #include <cstdint>

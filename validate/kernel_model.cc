@@ -14,7 +14,18 @@ namespace {
 // and writes rows of `hidden` activations, 2 bytes each, so a copy of `bytes` is bytes/1024 rows.
 constexpr int kCopyRowElements = 512;
 
-ModelSpec one_layer(int heads, int kv_heads, int head_dim, int hidden) {
+// The model's element type is the case's: an fp32 case reads and writes 4-byte weights, KV and
+// activations, as a float32 model's forward pass does.
+DType model_dtype(kernels::Precision p) {
+  switch (p) {
+    case kernels::Precision::kFp16: return DType::kFp16;
+    case kernels::Precision::kBf16: return DType::kBf16;
+    case kernels::Precision::kFp32: return DType::kFp32;
+  }
+  return DType::kFp16;
+}
+
+ModelSpec one_layer(int heads, int kv_heads, int head_dim, int hidden, kernels::Precision p) {
   ModelSpec m;
   m.name = "kernel";
   m.layers = 1;
@@ -24,8 +35,8 @@ ModelSpec one_layer(int heads, int kv_heads, int head_dim, int hidden) {
   m.hidden = hidden;
   m.ffn = 1;
   m.vocab = 1;
-  m.weight_dtype = DType::kFp16;
-  m.kv_dtype = DType::kFp16;
+  m.weight_dtype = model_dtype(p);
+  m.kv_dtype = model_dtype(p);
   return m;
 }
 
@@ -61,26 +72,26 @@ std::optional<double> predict_seconds(const KernelCase& c, const GpuSpec& gpu, c
     case KernelClass::kNative:
     case KernelClass::kFlash: {
       const auto& a = c.attn;
-      const LatencyModel lm(one_layer(i(a.heads), i(a.kv_heads), i(a.head_dim), i(a.heads * a.head_dim)),
+      const LatencyModel lm(one_layer(i(a.heads), i(a.kv_heads), i(a.head_dim), i(a.heads * a.head_dim), c.precision),
                             gpu, p, c.kind == KernelClass::kFlash ? AttentionKind::kFlash : AttentionKind::kNative);
       b.prefill.assign(static_cast<size_t>(a.batch), PrefillChunk{a.seq_q, a.seq_kv - a.seq_q, true});
       return op_seconds(lm, b, "attention_prefill");
     }
     case KernelClass::kPagedDecode: {
       const auto& d = c.paged;
-      const LatencyModel lm(one_layer(i(d.heads), i(d.kv_heads), i(d.head_dim), i(d.heads * d.head_dim)),
+      const LatencyModel lm(one_layer(i(d.heads), i(d.kv_heads), i(d.head_dim), i(d.heads * d.head_dim), c.precision),
                             gpu, p, AttentionKind::kFlash);  // a fused kernel: no score traffic
       b.decode.assign(static_cast<size_t>(d.batch), DecodeSeq{d.context});
       b.block_tokens = i(d.block_size);
       return op_seconds(lm, b, "attention_decode");
     }
     case KernelClass::kGemm: {
-      const LatencyModel lm(one_layer(1, 1, i(c.gemm.k), i(c.gemm.n)), gpu, p, AttentionKind::kFlash);
+      const LatencyModel lm(one_layer(1, 1, i(c.gemm.k), i(c.gemm.n), c.precision), gpu, p, AttentionKind::kFlash);
       b.prefill.push_back(PrefillChunk{c.gemm.m, 0, false});
       return op_seconds(lm, b, "o_proj");
     }
     case KernelClass::kMembwCopy: {
-      const LatencyModel lm(one_layer(1, 1, 64, kCopyRowElements), gpu, p, AttentionKind::kFlash);
+      const LatencyModel lm(one_layer(1, 1, 64, kCopyRowElements, c.precision), gpu, p, AttentionKind::kFlash);
       b.prefill.push_back(PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
       return op_seconds(lm, b, "embedding");
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/check.h"
 #include "core/errors.h"
 
 namespace kvsim::kernels {
@@ -13,15 +14,16 @@ std::string_view precision_name(Precision p) {
   switch (p) {
     case Precision::kFp16: return "fp16";
     case Precision::kBf16: return "bf16";
+    case Precision::kFp32: return "fp32";
   }
   return "?";
 }
 
 Precision parse_precision(std::string_view name) {
-  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+  for (Precision p : {Precision::kFp16, Precision::kBf16, Precision::kFp32}) {
     if (precision_name(p) == name) return p;
   }
-  throw InputError(fmt::format("unknown kernel dtype \"{}\"; expected fp16 or bf16", name));
+  throw InputError(fmt::format("unknown kernel dtype \"{}\"; expected fp16, bf16 or fp32", name));
 }
 
 uint16_t float_to_fp16_bits(float f) {
@@ -79,10 +81,12 @@ float bf16_bits_to_float(uint16_t h) {
 }
 
 uint16_t to_bits(Precision p, float f) {
+  KVSIM_CHECK(p != Precision::kFp32, "fp32 has no 16-bit encoding");
   return p == Precision::kFp16 ? float_to_fp16_bits(f) : float_to_bf16_bits(f);
 }
 
 float from_bits(Precision p, uint16_t bits) {
+  KVSIM_CHECK(p != Precision::kFp32, "fp32 has no 16-bit encoding");
   return p == Precision::kFp16 ? fp16_bits_to_float(bits) : bf16_bits_to_float(bits);
 }
 

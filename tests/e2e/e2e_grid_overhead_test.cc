@@ -112,3 +112,23 @@ TEST_CASE("e2e overhead: the median remainder over the probes, never negative", 
   FakeClock fast({-1e-4, -2e-4, -3e-4});
   CHECK(fit_iteration_overhead(fast, lm, 16).iteration_overhead_s == 0.0);
 }
+
+TEST_CASE("e2e grid: a float32 model calibrates fp32 cases on the CPU, fp16 on a GPU", "[e2e_grid]") {
+  // llama-tiny's weights and KV are fp32 (models.yaml): the CPU forward reads 4 bytes per
+  // element, so every GEMM, flash and paged_decode case is fp32 there; the copies stay byte
+  // probes (fp16, "bytes are bytes"); on cuda the kernels are fp16 as for every model.
+  const Scenario s = load_scenario(ConfigNode::parse_string(
+      "name: t\nmodel: llama-tiny\ngpu: a100-sxm4-80gb\nworkload:\n  arrivals: {type: fixed, rate: 1}\n"
+      "  max_requests: 1\n  prompt_tokens: 16\n  output_tokens: 4\n", "t.yaml"), Catalog::builtin());
+  const Grid cpu = parse_grid(e2e_grid_yaml(s, "cpu"), "e2e.yaml", "cpu");
+  const Grid gpu = parse_grid(e2e_grid_yaml(s, "cuda"), "e2e.yaml", "cuda");
+  REQUIRE(cpu.cases.size() == gpu.cases.size());
+  int fp32 = 0;
+  for (size_t i = 0; i < cpu.cases.size(); ++i) {
+    const bool copy = cpu.cases[i].kind == KernelClass::kMembwCopy;
+    CHECK(cpu.cases[i].precision == (copy ? kernels::Precision::kFp16 : kernels::Precision::kFp32));
+    CHECK(gpu.cases[i].precision == kernels::Precision::kFp16);
+    fp32 += !copy;
+  }
+  CHECK(fp32 == static_cast<int>(cpu.cases.size()) - 6);
+}

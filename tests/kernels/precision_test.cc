@@ -59,6 +59,20 @@ TEST_CASE("precision names parse and bad ones are input errors", "[kernels][prec
   CHECK(parse_precision("fp16") == Precision::kFp16);
   CHECK(parse_precision("bf16") == Precision::kBf16);
   CHECK(precision_name(Precision::kBf16) == "bf16");
-  REQUIRE_THROWS_AS(parse_precision("fp32"), kvsim::InputError);
-  REQUIRE_THROWS_WITH(parse_precision("half"), Catch::Matchers::Contains("fp16 or bf16"));
+  CHECK(parse_precision("fp32") == Precision::kFp32);
+  REQUIRE_THROWS_AS(parse_precision("fp64"), kvsim::InputError);
+  REQUIRE_THROWS_WITH(parse_precision("half"), Catch::Matchers::Contains("fp16, bf16 or fp32"));
+}
+
+TEST_CASE("fp32 is the identity: 4 bytes per element, nothing rounded", "[kernels][precision]") {
+  // 1 + 2^-20 needs 21 mantissa bits: fp16 (10) and bf16 (7) round it to 1, fp32 (23) keeps it.
+  const float x = 1.0f + std::ldexp(1.0f, -20);
+  CHECK(round_to(Precision::kFp32, x) == x);
+  CHECK(round_to(Precision::kFp16, x) == 1.0f);
+  CHECK(precision_bytes(Precision::kFp32) == 4);
+  CHECK(precision_bytes(Precision::kFp16) == 2);
+  std::vector<float> v = {x, -x};
+  round_all(Precision::kFp32, v);
+  CHECK(v[0] == x);
+  CHECK(v[1] == -x);
 }

@@ -146,3 +146,24 @@ kernels:
     CHECK(c.rms_rel < 1e-3);
   }
 }
+
+TEST_CASE("an fp32 GEMM's prediction reads 4-byte weights", "[validate][model]") {
+  // The roofline (no SM count, as for an inline GPU spec): A100's 2,039 GB/s and 312 TFLOP/s at
+  // efficiency 1, no launch overhead. m = 1, n = k = 4096: 2 x 4096^2 = 33.6 MFLOP, 0.108 us.
+  // The latency model reads the weights at the model's dtype and the activations at 2 bytes
+  // (models/latency: kActBytes), so
+  //   fp16: 4096^2 x 2 + 4096 x 2 + 4096 x 2 = 33,570,816 B -> 16.4644 us
+  //   fp32: 4096^2 x 4 + 4096 x 2 + 4096 x 2 = 67,125,248 B -> 32.9207 us
+  // (the case's own bytes_moved counts all three at 4 bytes at fp32: 67,141,632).
+  GpuSpec gpu = Catalog::builtin().gpu("a100-sxm4-80gb");
+  gpu.sm_count = 0;
+  Profile p = default_profile(gpu);
+  p.of(OpClass::kGemm) = {.compute_efficiency = 1, .memory_efficiency = 1, .launch_overhead_s = 0};
+  KernelCase c;
+  c.kind = KernelClass::kGemm;
+  c.gemm = {.m = 1, .n = 4096, .k = 4096};
+  CHECK(*predict_seconds(c, gpu, p) == Approx(33570816.0 / 2039e9).epsilon(1e-12));
+  c.precision = kernels::Precision::kFp32;
+  CHECK(*predict_seconds(c, gpu, p) == Approx(67125248.0 / 2039e9).epsilon(1e-12));
+  CHECK(c.bytes_moved() == 67141632.0);
+}

@@ -34,3 +34,25 @@ kernels:
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("CUDA backend skips fp32 cases: they calibrate the CPU forward pass only", "[gpu][validate]") {
+  if (!kvsim::test::gpu_available_or_skip()) return;
+  const auto dir = kvsim::test::fresh_dir("kvsim-gpu-fp32");
+  // One fp32 and one fp16 GEMM: the fp32 one is recorded as skipped with the reason, untimed;
+  // the fp16 one is checked and timed as usual.
+  std::ofstream(dir / "g.yaml") << R"(
+name: gpu-fp32
+timing: {warmup: 1, repetitions: 3}
+kernels:
+  - {class: gemm, dtypes: [fp32, fp16], m: [1], n: [256], k: [512]}
+)";
+  const int failed = run_measure({.grid = dir / "g.yaml", .backend = "cuda", .out_dir = dir, .quiet = true});
+  CHECK(failed == 0);
+  const auto rows = read_measurements(dir / "measurements.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].skipped == "fp32 kernels are CPU-only");
+  CHECK_FALSE(rows[0].timed());
+  CHECK(rows[1].skipped.empty());
+  CHECK(rows[1].timed());
+  std::filesystem::remove_all(dir);
+}

@@ -1,7 +1,7 @@
 // The CPU forward pass behind `kvsim-validate replay --backend cpu`: an IterationClock that runs
 // each iteration's batch through a Llama-shaped decoder (llama_weights.h) in float32 over a real
-// paged KV pool (paged_kv_pool.h) and returns the measured wall time of the whole forward pass
-// (docs/validate.md "The replay's CPU forward pass").
+// paged KV pool (validate/paged_kv_pool.h) and returns the measured wall time of the whole
+// forward pass (docs/validate.md "The replay's CPU forward pass").
 //
 // One iteration, for the batch's T new tokens packed into one [T, hidden] activation matrix
 // (prefill chunks first, then decode tokens, in the batch's order), as vLLM's model runner packs
@@ -9,9 +9,9 @@
 //   embedding lookup of each token (replay_token_id), then per layer: RMSNorm, the fused QKV
 //   GEMM, rotary embedding on Q and K (NeoX style, vllm/model_executor/layers/rotary_embedding.py),
 //   K and V written into the pool at positions kv_before .. kv_before + new_tokens - 1 through the
-//   sequence's block table, attention per sequence over its pool (paged_attention.h), the output
-//   GEMM and residual, RMSNorm, the gate_up GEMM, SiLU(gate) * up, the down GEMM and residual;
-//   then the final RMSNorm and the LM head GEMM for the rows that emit a token.
+//   sequence's block table, attention per sequence over its pool (validate/paged_attention.h),
+//   the output GEMM and residual, RMSNorm, the gate_up GEMM, SiLU(gate) * up, the down GEMM and
+//   residual; then the final RMSNorm and the LM head GEMM for the rows that emit a token.
 // Untimed, before the clock starts: block tables grow to hold the iteration's tokens, and a
 // sequence whose kv_before exceeds what the pool holds for it (a swap-in, a prefix-cache hit, a
 // request seen again after release) gets the missing positions filled with random K and V.
@@ -24,8 +24,8 @@
 
 #include "validate/replay/forward_pass.h"
 #include "validate/replay/llama_weights.h"
-#include "validate/replay/paged_attention.h"
-#include "validate/replay/paged_kv_pool.h"
+#include "validate/paged_attention.h"
+#include "validate/paged_kv_pool.h"
 
 namespace kvsim::validate {
 

@@ -1,4 +1,4 @@
-#include "validate/replay/paged_kv_pool.h"
+#include "validate/paged_kv_pool.h"
 
 #include <fmt/format.h>
 

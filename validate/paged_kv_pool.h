@@ -44,6 +44,9 @@ class PagedKvPool {
   // through its block table. Requires: position < the tokens reserved.
   float* k_at(int layer, std::span<const int32_t> table, int64_t position, int kv_head);
   float* v_at(int layer, std::span<const int32_t> table, int64_t position, int kv_head);
+  // Layer `layer`'s K (or V) blocks, [num_blocks, kv_heads, block_tokens, head_dim].
+  const float* k_layer(int layer) const { return &k_[offset(layer, 0, 0, 0)]; }
+  const float* v_layer(int layer) const { return &v_[offset(layer, 0, 0, 0)]; }
   // The [block_tokens, head_dim] run of one block for one KV head.
   const float* k_block(int layer, int32_t block, int kv_head) const;
   const float* v_block(int layer, int32_t block, int kv_head) const;
