@@ -34,7 +34,7 @@ void KvLedger::settle(RequestState& r) {
 int64_t KvLedger::release(RequestState& r) {
   settle(r);
   const int64_t tokens = pool_.kv().tokens(r.spec.id);
-  pool_.release_kv(r.spec.id);
+  free_kv(r);
   forget(r);
   return tokens;
 }
@@ -42,7 +42,7 @@ int64_t KvLedger::release(RequestState& r) {
 void KvLedger::release_if_held(RequestState& r) {
   if (pool_.kv().holds(r.spec.id)) {
     settle(r);
-    pool_.release_kv(r.spec.id);
+    free_kv(r);
   }
   forget(r);
 }

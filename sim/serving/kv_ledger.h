@@ -15,6 +15,7 @@
 
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/serving/iteration_clock.h"
 #include "sim/serving/request_state.h"
 
 namespace kvsim {
@@ -68,9 +69,18 @@ class KvLedger {
   int64_t release(RequestState& r);
   // The same when r holds KV; forgets the view either way.
   void release_if_held(RequestState& r);
+  // A replica's iteration clock (borrowed; nullptr for none): told of every KV release here, so
+  // a clock that keeps real KV drops it exactly when the engine does.
+  void set_clock(IterationClock* clock) { clock_ = clock; }
 
  private:
+  void free_kv(const RequestState& r) {
+    pool_.release_kv(r.spec.id);
+    if (clock_ != nullptr) clock_->release(r.spec.id);
+  }
+
   GpuMemoryPool& pool_;
+  IterationClock* clock_ = nullptr;
   DeferredGrowth* deferral_;  // nullptr: the store takes no deferred growth
   int64_t unreported_ = 0;    // deferred tokens not yet passed to DeferredGrowth::add()
 };

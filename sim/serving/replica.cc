@@ -64,10 +64,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                    },
                .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); },
                .preempted =
-                   [this](const RequestState& r) {
-                     if (clock_ != nullptr) clock_->release(r.spec.id);  // recompute or swap-out
-                     notify(ReplicaEvent::kPreempted, r.spec.id);
-                   },
+                   [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); },
                .now = [this] { return events_.now(); },
                .pulled =
                    [this](const RequestState& r) {
@@ -164,8 +161,7 @@ void Replica::release_handed_off(int64_t id) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end() && f->second.phase == Phase::kHandingOff,
               "request {} released while not handed off", id);
-  if (clock_ != nullptr) clock_->release(id);  // its KV left with the transfer
-  ledger_.release_if_held(f->second);
+  ledger_.release_if_held(f->second);  // its KV left with the transfer
   queues_.remove(f->second);
   requests_.erase(f);
   recorder_.on_state(events_.now(), pool_.snapshot());
@@ -382,7 +378,6 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
   if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
-    if (clock_ != nullptr) clock_->release(id);
     ledger_.release_if_held(r);
     queues_.remove(r);
     requests_.erase(f);
@@ -399,8 +394,6 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
     hand_off(r, outcome);  // its KV stays until its transfer ends
     return;
   }
-  // Only a running request holds KV: a waiting or swapped one was released when preempted.
-  if (clock_ != nullptr && r.phase == Phase::kRunning) clock_->release(id);
   ledger_.release_if_held(r);
   admission_.on_finish(r);
   queues_.remove(r);

@@ -74,6 +74,7 @@ class Replica {
   // told when a request's KV is dropped (release) and when a crash drops all of it (release_all).
   void set_clock(IterationClock* clock) {
     clock_ = clock;
+    ledger_.set_clock(clock);  // every KV release goes through the ledger
     if (clock_ != nullptr) fast_forward_ok_ = false;
   }
 
