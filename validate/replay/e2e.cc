@@ -27,32 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A path as a YAML scalar (double-quoted, so no character of it is read as YAML syntax).
-std::string yaml_string(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
-// The `--set` assignments that give every policy `profile` (what run_replay's `profile` does).
-std::vector<std::string> profile_sets(const ConfigNode& raw, const fs::path& profile) {
-  std::vector<std::string> sets;
-  const auto policies = raw.peek("policies");
-  const size_t n = policies && policies->is_sequence() ? policies->size() : 0;
-  for (size_t i = 0; i < n; ++i) {
-    sets.push_back(fmt::format("policies.{}.engine.profile={}", i, yaml_string(profile.string())));
-  }
-  return sets;
-}
-
-std::unique_ptr<IterationClock> make_clock(const E2eOptions& o, const ForwardSetup& setup) {
-  if (o.clock_override) return o.clock_override(setup);
-  return o.backend == "cuda" ? make_cuda_forward(setup) : make_cpu_forward(setup);
-}
-
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -61,9 +35,7 @@ std::string read_text(const fs::path& p) {
 }  // namespace
 
 E2eComparison run_e2e(const E2eOptions& o) {
-  if (o.backend != "cpu" && o.backend != "cuda") {
-    throw InputError(fmt::format("--backend '{}': expected cpu or cuda", o.backend));
-  }
+  check_forward_backend(o.backend);
   const ConfigNode raw = ConfigNode::parse_file(o.scenario);
   const Scenario s = load_scenario(raw, Catalog::builtin());
   const fs::path out = o.out_dir;
@@ -127,7 +99,7 @@ E2eComparison run_e2e(const E2eOptions& o) {
   setup.threads = o.threads;
   OverheadFit overhead;
   {
-    auto clock = make_clock(o, setup);
+    auto clock = o.clock_override ? o.clock_override(setup) : make_forward(o.backend, setup);
     overhead = fit_iteration_overhead(*clock, lm, shapes.block_tokens);
   }
   profile.iteration_overhead_s = overhead.iteration_overhead_s;

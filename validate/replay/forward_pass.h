@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "models/model_spec.h"
 #include "sim/serving/iteration_clock.h"
@@ -29,5 +30,10 @@ struct ForwardSetup {
 // which and why.
 std::unique_ptr<IterationClock> make_cpu_forward(const ForwardSetup& setup);
 std::unique_ptr<IterationClock> make_cuda_forward(const ForwardSetup& setup);
+// The forward pass `backend` names ("cpu" or "cuda"); InputError for any other name. The one
+// place `--backend` of replay and e2e is read.
+std::unique_ptr<IterationClock> make_forward(const std::string& backend, const ForwardSetup& setup);
+// Throws that InputError for a name make_forward does not know (checked before any work starts).
+void check_forward_backend(const std::string& backend);
 
 }  // namespace kvsim::validate

@@ -61,10 +61,18 @@ class RecordingClock : public IterationClock {
   double& measured_total_;
 };
 
-void check_options(const ReplayOptions& o) {
-  if (o.backend != "cpu" && o.backend != "cuda") {
-    throw InputError(fmt::format("--backend: expected cpu or cuda, got \"{}\"", o.backend));
+// A path as a YAML double-quoted string (a --set value is read as YAML).
+std::string yaml_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
   }
+  return out + "\"";
+}
+
+void check_options(const ReplayOptions& o) {
+  check_forward_backend(o.backend);
   if (o.out_dir.empty()) throw InputError("replay: an output folder is required (-o DIR)");
   if (o.repeats < 1) throw InputError(fmt::format("--repeats: expected an integer >= 1, got {}", o.repeats));
   if (o.threads < 1) throw InputError(fmt::format("--threads: expected an integer >= 1, got {}", o.threads));
@@ -73,12 +81,12 @@ void check_options(const ReplayOptions& o) {
   }
 }
 
-// --profile: every policy's engine.profile (the scenario's engine and each policy's own engine,
-// which would otherwise override it), as --set assignments on the raw scenario.
+}  // namespace
+
 std::vector<std::string> profile_sets(const ConfigNode& raw, const std::filesystem::path& profile) {
   std::vector<std::string> sets;
   if (profile.empty()) return sets;
-  const std::string p = std::filesystem::absolute(profile).string();
+  const std::string p = yaml_quoted(std::filesystem::absolute(profile).string());
   sets.push_back("engine.profile=" + p);
   if (auto policies = raw.peek("policies"); policies && policies->is_sequence()) {
     for (size_t i = 0; i < policies->size(); ++i) {
@@ -87,8 +95,6 @@ std::vector<std::string> profile_sets(const ConfigNode& raw, const std::filesyst
   }
   return sets;
 }
-
-}  // namespace
 
 ForwardSetup forward_setup(const GpuMemoryPool& pool, const ReplayOptions& o) {
   ForwardSetup f;
@@ -121,9 +127,7 @@ void run_replay(const ReplayOptions& o) {
   run.make_clock = [&](const ReplicaContext& c) -> std::unique_ptr<IterationClock> {
     const ForwardSetup setup = forward_setup(*c.pool, o);
     std::unique_ptr<IterationClock> inner =
-        o.clock_override      ? o.clock_override(setup)
-        : o.backend == "cuda" ? make_cuda_forward(setup)
-                              : make_cpu_forward(setup);
+        o.clock_override ? o.clock_override(setup) : make_forward(o.backend, setup);
     return std::make_unique<RecordingClock>(std::move(inner), iterations, c.policy, c.replica,
                                             modeled_total, measured_total);
   };

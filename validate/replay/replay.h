@@ -9,7 +9,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "core/config_node.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/serving/iteration_clock.h"
 #include "validate/replay/forward_pass.h"
@@ -46,5 +48,9 @@ inline constexpr const char* kIterationsHeader =
 // caching allocator) gets 16-token blocks covering its KV capacity: capacity bytes / KV bytes per
 // token / 16, rounded down.
 ForwardSetup forward_setup(const GpuMemoryPool& pool, const ReplayOptions& o);
+// The `--set` assignments that give the scenario's engine and every policy's engine the latency
+// profile at `profile` (a policy's own engine would otherwise override the scenario's); none
+// when `profile` is empty. replay's --profile and e2e's modeled run use them.
+std::vector<std::string> profile_sets(const ConfigNode& raw, const std::filesystem::path& profile);
 
 }  // namespace kvsim::validate
