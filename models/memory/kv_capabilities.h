@@ -99,6 +99,10 @@ class PagedBlocks {
   // is computed again (the last token's logits are needed). 0 without prefix caching. allocate()
   // shares exactly these blocks; the engine prefills only the tokens after them.
   virtual int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const = 0;
+  // Free blocks that grow_to_at_least(request, tokens) needs now (0 when the request holds that
+  // many tokens already): it fails, changing nothing, exactly when this exceeds free_blocks().
+  // Requires: held, no deferral window open.
+  virtual int64_t blocks_to_grow(RequestId request, int64_t tokens) const = 0;
 
  protected:
   ~PagedBlocks() = default;

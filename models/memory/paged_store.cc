@@ -300,6 +300,19 @@ void PagedStore::skip_window_blocks(Req& r, int64_t n) {
   window_freed_ += n;
 }
 
+int64_t PagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
+  const Req& r = held(request, "blocks_to_grow");
+  const int64_t cap = span_tokens(r);
+  if (tokens <= r.tokens || tokens <= cap) return 0;
+  // grow_req's test: need > free_count_ + freed.
+  const int64_t skip = blocks_to_skip(r);
+  int64_t freed = skip;
+  if (records_) {
+    for (int64_t i = 0; i < skip; ++i) freed -= blk(r.blocks[static_cast<size_t>(i)]).ref > 1;
+  }
+  return ceil_div(tokens, block_tokens_) - cap / block_tokens_ - freed;
+}
+
 AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
   const int64_t skip = blocks_to_skip(r);
   const int64_t cap = span_tokens(r);

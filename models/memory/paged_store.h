@@ -62,6 +62,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t prefix_hit_blocks() const override { return prefix_hits_; }
   bool prefix_caching() const override { return prefix_caching_; }
   int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
+  int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
 
   // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
   int64_t open(RequestId request) override;

@@ -42,15 +42,34 @@ void Replica::fast_forward() {
   if (horizon <= t0) return;  // something else happens now: the next iteration must see it
   if (admission_.size() != 0 || queues_.has_swapped()) return;
   const std::vector<RequestState*>& running = queues_.running();
-  const auto n = static_cast<int64_t>(running.size());
+  if (running.empty()) return;
+  const PagedBlocks& paged = *pool_.kv().paged();
+  // Every running request decodes, or prefills and stays stalled: its next chunk's blocks are
+  // not free (a memory-bound server's usual state: the prefill waits for a completion while the
+  // batch decodes). Only the first such request in running order is ever tried (admit_prefills
+  // stops at its failed growth); its chunk is the same at every step (the decode count, hence the
+  // token budget, does not change) and free blocks only shrink, so it stays stalled.
+  int64_t n = 0;
+  const RequestState* stalled = nullptr;
+  for (const RequestState* r : running) {
+    if (r->decoding()) {
+      ++n;
+    } else if (stalled == nullptr) {
+      stalled = r;
+    }
+  }
   if (n == 0) return;
-  // Every running request decodes. Checked newest first: a prefill still running is most often
-  // the last admitted (a chunked one), so a mixed batch costs one look, not n.
-  for (auto it = running.rbegin(); it != running.rend(); ++it) {
-    if (!(*it)->decoding()) return;
+  if (stalled != nullptr) {
+    const int64_t budget = limits_.max_num_batched_tokens - n;
+    if (budget > 0) {
+      const int64_t chunk = std::min(stalled->prefill_target - stalled->prefilled, budget);
+      if (paged.blocks_to_grow(stalled->spec.id, stalled->prefilled + chunk) <= paged.free_blocks()) {
+        return;  // its chunk runs next step
+      }
+    }
   }
   // Waiting requests that cannot be admitted now stay so: free blocks only shrink in a stretch.
-  if (!queues_.admission_blocked(limits_, admission_.has_guards())) return;
+  if (!queues_.admission_blocked(limits_, admission_.has_guards(), n)) return;
 
   // Per request, once: the step at whose end it completes, its context, and the first step at
   // which it needs the ledger (its window runs out). ff_synced_[p]: the last step whose plan
@@ -58,14 +77,15 @@ void Replica::fast_forward() {
   // generated = (generated now) + j - 1, so its target is context_tokens() + j - 1.
   int64_t first_done = std::numeric_limits<int64_t>::max();
   int64_t context = 0;
-  ff_synced_.assign(static_cast<size_t>(n), 0);
+  const auto slots = static_cast<int64_t>(running.size());
+  ff_synced_.assign(static_cast<size_t>(slots), 0);
   ff_due_.clear();
   for (const RequestState* r : running) {
+    if (!r->decoding()) continue;
     first_done = std::min(first_done, r->spec.output_tokens - r->generated);
     context += r->context_tokens();
   }
   if (first_done <= 1) return;  // a request completes at the end of the next step
-  const PagedBlocks& paged = *pool_.kv().paged();
   BatchShape shape;
   shape.block_tokens = static_cast<int>(paged.block_tokens());
   shape.decode_seqs = n;
@@ -77,8 +97,9 @@ void Replica::fast_forward() {
       horizon) {
     return;
   }
-  for (int64_t p = 0; p < n; ++p) {
+  for (int64_t p = 0; p < slots; ++p) {
     const RequestState& r = *running[static_cast<size_t>(p)];
+    if (!r.decoding()) continue;
     // A window that holds exactly the tokens up to the last step's target defers one token a
     // step for kv_room steps; any other state goes through the ledger at the next step. Only
     // steps before first_done can run here.
@@ -144,8 +165,9 @@ void Replica::fast_forward() {
   }
   if (step == 0) return;
   // Every request catches up with the steps it was not touched in.
-  for (int64_t p = 0; p < n; ++p) {
+  for (int64_t p = 0; p < slots; ++p) {
     RequestState& r = *running[static_cast<size_t>(p)];
+    if (!r.decoding()) continue;
     const int64_t behind = step - ff_synced_[static_cast<size_t>(p)];
     r.generated += behind;
     KvLedger::catch_up(r, behind);

@@ -329,11 +329,10 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
   }
 }
 
-bool RunQueues::admission_blocked(const BatchLimits& limits, bool guarded) const {
+bool RunQueues::admission_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const {
   if (waiting_.empty()) return true;
-  const auto n = static_cast<int64_t>(running_.size());
-  if (n >= limits.max_num_seqs) return true;
-  const int64_t budget = limits.max_num_batched_tokens - n;
+  if (static_cast<int64_t>(running_.size()) >= limits.max_num_seqs) return true;
+  const int64_t budget = limits.max_num_batched_tokens - decoding;
   if (budget <= 0) return true;
   const PagedBlocks* paged = pool_.kv().paged();
   if (guarded || !preallocated_ || paged == nullptr) return false;

@@ -95,7 +95,9 @@ class RunQueues final : public PlanSteps {
   // (a decode-only stretch): no waiting request, or max_num_seqs running, or no token budget
   // left, or (without allocation-checking guards, `guarded` false) a head that needs more free
   // paged blocks than there are now. Conservative: false whenever unsure.
-  bool admission_blocked(const BatchLimits& limits, bool guarded) const;
+  // `decoding`: how many running requests decode (the others are stalled prefills, which use no
+  // budget).
+  bool admission_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const;
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
