@@ -88,6 +88,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   fast_forward_ok_ = config_.fast_forward && scheduler_->plans_decode_stretches() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      !pool_.model().sliding_window;
+  update_lazy();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
@@ -250,10 +251,10 @@ void Replica::start_iteration() {
     for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
     KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);
   }
-  shape.decode_seqs = static_cast<int64_t>(it.decode.size());
+  shape.decode_seqs = it.decode_seqs;
   shape.decode_context_tokens = decode_context;
   if (AllocResult a = pool_.reserve_activations(chunks, shape.decode_seqs, decode_context); !a) {
-    oom(it.prefill_ids.empty() ? it.decode.back()->spec.id : it.prefill_ids.back(), a);
+    oom(it.prefill_ids.empty() ? queues_.last_decoding()->spec.id : it.prefill_ids.back(), a);
     return;
   }
   ledger_.report();
@@ -312,7 +313,13 @@ void Replica::end_iteration() {
   recorder_.on_iteration();
   pool_.release_activations();
   const SimTime now = events_.now();
-  std::vector<int64_t> done;
+  std::vector<int64_t>& done = done_scratch_;
+  done.clear();
+  // With the decode aggregate the step is counted first, so that a request whose prefill ends
+  // here joins after it (its first decode step is the next one).
+  std::vector<int64_t>& lazy_done = lazy_done_scratch_;
+  lazy_done.clear();
+  if (queues_.lazy()) queues_.commit_lazy(it, lazy_done);
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     auto f = requests_.find(it.prefill_ids[i]);
     if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
@@ -321,13 +328,19 @@ void Replica::end_iteration() {
     if (r.prefilled < r.prefill_target) continue;
     ++r.generated;  // the prefill's token; decoding() from now on
     if (r.first_token_at < 0) r.first_token_at = now;
-    if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
+    const bool finished = r.generated >= r.spec.output_tokens;
+    if (finished) done.push_back(r.spec.id);
+    queues_.prefilled(r, finished);
   }
-  for (RequestState* rp : it.decode) {
-    RequestState& r = *rp;
-    if (r.phase != Phase::kRunning) continue;
-    ++r.generated;
-    if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
+  if (queues_.lazy()) {
+    done.insert(done.end(), lazy_done.begin(), lazy_done.end());  // in running order
+  } else {
+    for (RequestState* rp : it.decode) {
+      RequestState& r = *rp;
+      if (r.phase != Phase::kRunning) continue;
+      ++r.generated;
+      if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
+    }
   }
   for (int64_t id : done) {
     finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
@@ -377,6 +390,7 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
+  queues_.leave_lazy(r);  // its figures written out before anything reads them
   if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
     ledger_.release_if_held(r);
     queues_.remove(r);

@@ -66,9 +66,15 @@ class Replica {
   // Called with every request that reaches its outcome (closed-loop clients hook in here).
   void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
-  void set_check_invariants(bool on) { check_ = on; }
+  void set_check_invariants(bool on) {
+    check_ = on;
+    update_lazy();
+  }
   // Watcher of iterations and events (the timeline); borrowed, nullptr for none (the default).
-  void set_observer(ReplicaObserver* observer) { observer_ = observer; }
+  void set_observer(ReplicaObserver* observer) {
+    observer_ = observer;
+    update_lazy();
+  }
   // Where each iteration's duration comes from: borrowed, nullptr for the latency model (the
   // default). A clock is asked once per iteration, so the replica no longer fast-forwards; it is
   // told when a request's KV is dropped (release) and when a crash drops all of it (release_all).
@@ -76,6 +82,7 @@ class Replica {
     clock_ = clock;
     ledger_.set_clock(clock);  // every KV release goes through the ledger
     if (clock_ != nullptr) fast_forward_ok_ = false;
+    update_lazy();
   }
 
   // Sampler hook: a timeseries row now.
@@ -105,6 +112,9 @@ class Replica {
   // anything else happens, in closed form (replica_fast_forward.cc), and moves the clock to the
   // end of the last one. Runs none when the next iteration is not such a one.
   void fast_forward();
+  // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
+  // mode, an observer or a clock reads every request at every step. Set before any request.
+  void update_lazy() { queues_.set_lazy(fast_forward_ok_ && !check_ && observer_ == nullptr); }
   void run_admission();  // the guard queue moves, unless the replica is down
 
   void oom(int64_t culprit, const AllocResult& why);
@@ -152,9 +162,10 @@ class Replica {
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred growth,
   // no sliding window); its per-stretch scratch, reused.
   bool fast_forward_ok_ = false;
-  std::vector<int64_t> ff_synced_;                    // by position in running(): see the .cc
-  std::vector<std::pair<int64_t, int32_t>> ff_due_;   // heap of (step, position)
-  std::vector<int32_t> ff_now_;                       // positions due at the current step
+  std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
+  IterationPlan ff_plan_;                             // the aggregate's plan of a step
+  std::vector<int64_t> done_scratch_;                 // end_iteration's completions
+  std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
   bool busy_ = false;
   bool down_ = false;
   bool kick_pending_ = false;  // a late kick is scheduled

@@ -70,6 +70,15 @@ struct RequestState {
   int64_t kv_tokens = 0;    // tokens held, deferred ones included
   int64_t kv_room = 0;      // more tokens it may gain by deferral (0: the next goes to the store)
   int64_t kv_deferred = 0;  // tokens gained by deferral and not yet settled with the store
+  // Order in the running batch: a number given each time it enters it (admission, swap-in,
+  // transfer), increasing, so running order is run_seq order.
+  int64_t run_seq = 0;
+  // The decode aggregate (sim/serving/lazy_decodes.h, fast-forward mode): while a member, its
+  // figures above are those at the end of step lazy_sync; -1: not a member (its figures are
+  // explicit). lazy_planned: grown in the plan in progress (its figures include that step's KV).
+  int64_t lazy_sync = -1;
+  bool lazy_planned = false;
+  int32_t lazy_slot = -1;  // its slot in the aggregate's member table
 
   // Tokens whose KV must exist for the next step: the whole prompt plus what was generated.
   int64_t context_tokens() const { return prompt_tokens + generated; }

@@ -28,10 +28,43 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       policy_(config.scheduling_policy),
       swap_space_bytes_(config.swap_space_bytes),
       preallocated_(pool.kv().preallocated()),
-      hooks_(std::move(hooks)) {
+      hooks_(std::move(hooks)),
+      lazy_() {
   if (const PagedBlocks* paged = pool.kv().paged(); paged != nullptr && paged->prefix_caching()) {
     recorder_.on_prefix_caching();  // the summary reports prefix hits for this policy
   }
+}
+
+void RunQueues::set_lazy(bool on) {
+  if (on == lazy_on_) return;
+  KVSIM_CHECK(size() == 0, "the decode aggregate is switched with requests admitted");
+  lazy_on_ = on;
+}
+
+const RequestState* RunQueues::first_prefilling() const {
+  if (lazy_on_) return prefilling_.empty() ? nullptr : prefilling_.front();
+  for (const RequestState* r : running_) {
+    if (!r->decoding()) return r;
+  }
+  return nullptr;
+}
+
+const RequestState* RunQueues::last_decoding() const {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if ((*it)->decoding()) return *it;
+  }
+  return nullptr;
+}
+
+void RunQueues::prefilled(RequestState& r, bool done) {
+  if (!lazy_on_) return;
+  erase_from(prefilling_, &r);
+  if (!done) lazy_.join(r);
+}
+
+void RunQueues::commit_lazy(const IterationPlan& it, std::vector<int64_t>& done) {
+  lazy_.commit(it.decode);
+  lazy_.take_done(done);
 }
 
 bool RunQueues::all_running_decode() const {
@@ -97,7 +130,8 @@ void RunQueues::receive(RequestState& r) {
   KVSIM_CHECK(r.phase == Phase::kReceiving, "request {} received while not receiving", r.spec.id);
   --receiving_;
   r.phase = Phase::kRunning;
-  running_.push_back(&r);
+  enter_running(r);
+  if (lazy_on_) lazy_.join(r);  // decoding at once
 }
 
 void RunQueues::hand_off(RequestState& r) {
@@ -111,7 +145,10 @@ void RunQueues::hand_off(RequestState& r) {
 void RunQueues::remove(RequestState& r) {
   switch (r.phase) {
     case Phase::kWaiting: erase_from(waiting_, r.spec.id); break;
-    case Phase::kRunning: erase_from(running_, &r); break;
+    case Phase::kRunning:
+      erase_from(running_, &r);
+      if (lazy_on_ && !r.decoding()) erase_from(prefilling_, &r);
+      break;
     case Phase::kSwapped:
       if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
       erase_from(swapped_, r.spec.id);
@@ -137,6 +174,11 @@ void RunQueues::unswap_oldest() {
 }
 
 bool RunQueues::grow_decodes(IterationPlan& it) {
+  if (lazy_on_) {
+    if (lazy_.needs_flush()) lazy_.flush(running_, ledger_);  // the last plan never ran
+    lazy_.take_due(due_scratch_);
+    return grow_lazy(it, due_scratch_);
+  }
   // Walks running_ as it was when the walk started. Until the first preemption nothing changes
   // running_, so the walk reads it in place; preemption removes requests from it, so the walk
   // switches to a copy just before the first one (the same order either way, without copying
@@ -182,12 +224,52 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
     }
   }
   it.running_prefills = prefilling;
+  it.decode_seqs = static_cast<int64_t>(it.decode.size());
+  ledger_.report();
+  return true;
+}
+
+bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& due) {
+  // grow_decodes' per-request step for the due members only, in running order; the walk would
+  // defer the others' tokens without a store call (end_walk counts them).
+  lazy_.begin_walk();
+  for (RequestState* rp : due) {
+    RequestState& r = *rp;
+    if (!LazyDecodes::member(r)) continue;  // preempted earlier in this walk
+    lazy_.walk_at(r);
+    const int64_t target = r.prompt_tokens + r.generated;
+    if (ledger_.defer(r, target)) {
+      lazy_.grown(r);
+      it.decode.push_back(rp);
+      continue;
+    }
+    ledger_.settle(r);
+    while (true) {
+      AllocResult a = ledger_.grow_decode(r, target);
+      if (a) {
+        lazy_.grown(r);
+        it.decode.push_back(rp);
+        break;
+      }
+      if (!can_preempt()) {
+        hooks_.oom(r.spec.id, a);
+        return false;
+      }
+      RequestState* victim = preemption_victim();
+      preempt(*victim, it);
+      if (victim == rp) break;
+    }
+  }
+  lazy_.end_walk(ledger_);
+  it.decode_seqs = lazy_.size();
+  it.decode_context = lazy_.context_sum();  // full attention: attended = context
+  it.running_prefills = static_cast<int64_t>(prefilling_.size());
   ledger_.report();
   return true;
 }
 
 bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
-  int64_t budget = limits.max_num_batched_tokens - static_cast<int64_t>(it.decode.size());
+  int64_t budget = limits.max_num_batched_tokens - it.decode_seqs;
   const bool chunked = limits.chunked_prefill;
   // Unfinished chunked prefills of running requests go first.
   // Only prefilling running requests matter here: the walk stops after the last of the
@@ -196,8 +278,11 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
   // returns at once), so it reads running_ in place.
   int64_t prefills_left = it.running_prefills < 0 ? std::numeric_limits<int64_t>::max()
                                                   : it.running_prefills;  // -1: not counted
-  for (size_t i = 0; i < running_.size() && prefills_left > 0 && budget > 0; ++i) {
-    RequestState& r = *running_[i];
+  // With the aggregate, prefilling_ holds exactly the running requests this walk visits, in the
+  // same order.
+  const std::vector<RequestState*>& walk = lazy_on_ ? prefilling_ : running_;
+  for (size_t i = 0; i < walk.size() && prefills_left > 0 && budget > 0; ++i) {
+    RequestState& r = *walk[i];
     const int64_t id = r.spec.id;
     if (r.decoding()) continue;
     if (r.phase == Phase::kRunning) --prefills_left;  // as grow_decodes counted them
@@ -267,7 +352,8 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     if (lookup && r.preemptions == 0) {
       recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
     }
-    running_.push_back(&r);
+    enter_running(r);
+    if (lazy_on_) prefilling_.push_back(&r);
     if (hooks_.scheduled) hooks_.scheduled(r);
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);
@@ -278,12 +364,17 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
 
 void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t id = r.spec.id;
+  if (lazy_on_) {
+    lazy_.leave(r, ledger_);  // its figures, as the walk would have them now
+    if (!r.decoding()) erase_from(prefilling_, &r);
+  }
   recorder_.on_preemption();
   ++r.preemptions;
   r.preempted_at = hooks_.now();
   erase_from(running_, &r);
   if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
     it.decode.erase(d);
+    // (With the aggregate, the count and the sum are taken at the end of the walk.)
     it.decode_context -= pool_.model().attended_tokens(r.context_tokens());
   }
   const int64_t tokens = ledger_.release(r);
@@ -325,7 +416,8 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
     r.phase = Phase::kRunning;
     r.end_preemption(hooks_.now());
-    running_.push_back(&r);
+    enter_running(r);
+    if (lazy_on_) lazy_.join(r);  // decoding at once
   }
 }
 

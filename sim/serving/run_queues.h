@@ -29,6 +29,7 @@
 #include "sim/guards/guard.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
+#include "sim/serving/lazy_decodes.h"
 #include "sim/serving/outcome.h"
 #include "sim/serving/scheduler.h"
 
@@ -63,6 +64,33 @@ class RunQueues final : public PlanSteps {
   void swap_in(IterationPlan& it, const BatchLimits& limits) override;
   bool grow_decodes(IterationPlan& it) override;
   bool admit_prefills(IterationPlan& it, const BatchLimits& limits) override;
+
+  // The decode aggregate (lazy_decodes.h): decoding requests are members, grown through the
+  // ledger only at their own events; grow_decodes then walks only those. Set before any request
+  // is admitted (fast-forward mode under the continuous scheduler, without checking mode, an
+  // observer or an iteration clock, which read every request at every step).
+  void set_lazy(bool on);
+  bool lazy() const { return lazy_on_; }
+  LazyDecodes& lazy_decodes() { return lazy_; }
+  // With the aggregate: writes r's figures out and takes it out (before anything reads them:
+  // its outcome, its KV's release). A no-op otherwise, or for a non-member.
+  void leave_lazy(RequestState& r) {
+    if (lazy_on_) lazy_.leave(r, ledger_);
+  }
+  // With the aggregate: r's (re)prefill just ended (its first token came); `done`: it has all
+  // its tokens (it will finish), else it joins the aggregate.
+  void prefilled(RequestState& r, bool done);
+  // With the aggregate: the step ran (end_iteration): the grown members get their token and the
+  // completed ones (in run order) are appended to `done`.
+  void commit_lazy(const IterationPlan& it, std::vector<int64_t>& done);
+  // The aggregate's plan of one decode step over the due members `due` (LazyDecodes::take_due):
+  // grow_decodes with the aggregate, also the fast-forward's step (which has checked that no
+  // growth can fail). False when an OOM ended the plan.
+  bool grow_lazy(IterationPlan& it, const std::vector<RequestState*>& due);
+  // The first running request still prefilling, in running order; nullptr when none.
+  const RequestState* first_prefilling() const;
+  // The last decoding request in running order (an OOM's culprit); nullptr when none.
+  const RequestState* last_decoding() const;
 
   // A request passed the guards: it waits for its prefill.
   void admit(RequestState& r);
@@ -139,6 +167,18 @@ class RunQueues final : public PlanSteps {
   int64_t receiving_ = 0;    // kReceiving requests (decode side)
   int64_t handing_off_ = 0;  // kHandingOff requests (prefill side)
   std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
+  // Puts r at the end of the running batch (its next run_seq).
+  void enter_running(RequestState& r) {
+    r.run_seq = next_run_seq_++;
+    running_.push_back(&r);
+  }
+  int64_t next_run_seq_ = 0;
+  bool lazy_on_ = false;
+  LazyDecodes lazy_;
+  // With the aggregate: the running requests still prefilling, in running order (admit_prefills
+  // walks these instead of running_), and grow_decodes' due members (reused).
+  std::vector<RequestState*> prefilling_;
+  std::vector<RequestState*> due_scratch_;
 };
 
 }  // namespace kvsim

@@ -36,6 +36,10 @@ struct IterationPlan {
   // Decoding sequences, by address: no lookup per sequence. Safe because a running request
   // stays in the replica's requests until end_iteration (finish_request checks it).
   std::vector<RequestState*> decode;
+  // How many sequences decode. Stepping: decode.size(). With the decode aggregate
+  // (lazy_decodes.h), `decode` holds only the ones grown through the ledger this step; this
+  // counts them all.
+  int64_t decode_seqs = 0;
   // Sum of the decoding sequences' attended KV tokens: their contexts, each capped at the model's
   // sliding window (ModelSpec::attended_tokens).
   int64_t decode_context = 0;
@@ -44,12 +48,13 @@ struct IterationPlan {
   int64_t running_prefills = -1;
   double extra_seconds = 0;  // swap traffic over PCIe
 
-  bool empty() const { return prefill_ids.empty() && decode.empty(); }
+  bool empty() const { return prefill_ids.empty() && decode_seqs == 0; }
   // Empties the plan, keeping the vectors' capacity (no allocation per iteration).
   void clear() {
     prefill_ids.clear();
     prefill_chunks.clear();
     decode.clear();
+    decode_seqs = 0;
     decode_context = 0;
     running_prefills = -1;
     extra_seconds = 0;

@@ -1,0 +1,178 @@
+#include "sim/serving/lazy_decodes.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/check.h"
+
+namespace kvsim {
+
+void LazyDecodes::push_due_at(int64_t step, const RequestState& r) {
+  const int64_t ahead = step - step_;
+  KVSIM_CHECK(ahead >= 1, "request {} due at step {}, now {}", r.spec.id, step, step_);
+  if (ahead >= static_cast<int64_t>(due_.size())) {
+    // Re-bucket into a ring long enough (bucket i holds the steps = i modulo its size).
+    std::vector<std::vector<Entry>> old = std::move(due_);
+    due_.assign(static_cast<size_t>(std::max<int64_t>(2 * ahead, 32)), {});
+    for (auto& bucket : old) {
+      for (const Entry& e : bucket) due_[static_cast<size_t>(e.step) % due_.size()].push_back(e);
+    }
+  }
+  due_[static_cast<size_t>(step) % due_.size()].push_back({step, r.run_seq, r.lazy_slot});
+}
+
+void LazyDecodes::push_due(const RequestState& r) {
+  // A window holding exactly the tokens up to the last step's target defers one token a step
+  // for kv_room steps; any other state goes through the ledger at the next step.
+  const bool steady = r.kv_tokens > 0 && r.kv_tokens == r.context_tokens() - 1;
+  push_due_at(steady ? r.lazy_sync + r.kv_room + 1 : r.lazy_sync + 1, r);
+}
+
+void LazyDecodes::add(RequestState& r) {
+  KVSIM_CHECK(!member(r) && r.phase == Phase::kRunning && r.decoding(),
+              "request {} joins the decode aggregate while not decoding", r.spec.id);
+  KVSIM_CHECK(r.generated < r.spec.output_tokens, "request {} joins with nothing left to decode",
+              r.spec.id);
+  r.lazy_sync = step_;
+  r.lazy_planned = false;
+  if (free_slots_.empty()) {
+    free_slots_.push_back(static_cast<int32_t>(slots_.size()));
+    slots_.emplace_back();
+  }
+  r.lazy_slot = free_slots_.back();
+  free_slots_.pop_back();
+  slots_[static_cast<size_t>(r.lazy_slot)] = {&r, r.run_seq};
+  ++n_;
+  ctx_ += r.prompt_tokens + r.generated - step_;
+  done_.push_back({step_ + r.spec.output_tokens - r.generated, r.run_seq, r.lazy_slot});
+  std::push_heap(done_.begin(), done_.end(), std::greater<>());
+  push_due(r);
+}
+
+void LazyDecodes::join(RequestState& r) {
+  if (walk_pos_ == kNoWalk) {
+    add(r);
+  } else {
+    joining_.push_back(&r);
+  }
+}
+
+void LazyDecodes::leave(RequestState& r, KvLedger& ledger) {
+  if (!member(r)) {
+    if (!joining_.empty()) std::erase(joining_, &r);
+    return;
+  }
+  const int64_t term = r.prompt_tokens + r.generated - r.lazy_sync;
+  const int64_t behind = step_ - r.lazy_sync;
+  if (behind > 0) {
+    r.generated += behind;
+    KvLedger::catch_up(r, behind);
+  }
+  if (r.lazy_planned) {
+    --planned_;
+  } else if (walk_pos_ == kWalkDone) {
+    KvLedger::catch_up(r, 1);  // the plan's token, already in end_walk's sum
+  } else if (walk_pos_ != kNoWalk && r.run_seq < walk_pos_) {
+    // The walk has passed it: stepping deferred its token there.
+    const bool deferred = ledger.defer(r, r.context_tokens());
+    KVSIM_CHECK(deferred, "request {}: a passed member's token does not fit its window", r.spec.id);
+  }
+  --n_;
+  ctx_ -= term;
+  slots_[static_cast<size_t>(r.lazy_slot)] = {};
+  free_slots_.push_back(r.lazy_slot);
+  r.lazy_slot = -1;
+  r.lazy_sync = -1;
+  r.lazy_planned = false;
+}
+
+void LazyDecodes::take_due(std::vector<RequestState*>& out) {
+  out.clear();
+  if (due_.empty()) return;
+  const int64_t target = step_ + 1;
+  std::vector<Entry>& bucket = due_[static_cast<size_t>(target) % due_.size()];
+  // In running order: a few entries, pushed at different steps.
+  std::sort(bucket.begin(), bucket.end(),
+            [](const Entry& a, const Entry& b) { return a.run_seq < b.run_seq; });
+  for (const Entry& e : bucket) {
+    RequestState* r = live(e);
+    if (r == nullptr) continue;
+    KVSIM_CHECK(e.step == target, "request {} was due at step {}, now is {}", r->spec.id, e.step,
+                target);
+    out.push_back(r);
+  }
+  bucket.clear();
+}
+
+void LazyDecodes::restore_due(const std::vector<RequestState*>& due) {
+  for (RequestState* r : due) push_due_at(step_ + 1, *r);
+}
+
+void LazyDecodes::walk_at(RequestState& r) {
+  const int64_t behind = step_ - r.lazy_sync;
+  if (behind > 0) {
+    r.generated += behind;
+    KvLedger::catch_up(r, behind);
+    r.lazy_sync = step_;
+  }
+  walk_pos_ = r.run_seq;
+}
+
+void LazyDecodes::end_walk(KvLedger& ledger) {
+  ledger.defer_many(n_ - planned_);
+  walk_pos_ = kWalkDone;
+}
+
+void LazyDecodes::commit(const std::vector<RequestState*>& grown) {
+  KVSIM_CHECK(walk_pos_ == kWalkDone, "a step commits without its plan's walk");
+  ++step_;
+  for (RequestState* r : grown) {
+    if (!member(*r) || !r->lazy_planned) continue;
+    ++r->generated;  // end_iteration's increment
+    r->lazy_sync = step_;
+    r->lazy_planned = false;
+    push_due(*r);
+  }
+  planned_ = 0;
+  walk_pos_ = kNoWalk;
+  for (RequestState* r : joining_) {
+    if (r->phase == Phase::kRunning && r->decoding() && !member(*r)) add(*r);
+  }
+  joining_.clear();
+}
+
+void LazyDecodes::take_done(std::vector<int64_t>& out) {
+  while (!done_.empty() && done_.front().step <= step_) {
+    std::pop_heap(done_.begin(), done_.end(), std::greater<>());
+    const Entry e = done_.back();
+    done_.pop_back();
+    const RequestState* r = live(e);
+    if (r == nullptr) continue;
+    KVSIM_CHECK(e.step == step_, "request {} completed at step {}, now is {}", r->spec.id, e.step,
+                step_);
+    out.push_back(r->spec.id);
+  }
+}
+
+int64_t LazyDecodes::next_done() {
+  while (!done_.empty() && live(done_.front()) == nullptr) {
+    std::pop_heap(done_.begin(), done_.end(), std::greater<>());
+    done_.pop_back();
+  }
+  return done_.empty() ? std::numeric_limits<int64_t>::max() : done_.front().step;
+}
+
+void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& ledger) {
+  for (RequestState* r : running) leave(*r, ledger);
+  KVSIM_CHECK(n_ == 0 && planned_ == 0, "decode aggregate: {} members left after a flush", n_);
+  ctx_ = 0;
+  for (auto& bucket : due_) bucket.clear();
+  done_.clear();
+  joining_.clear();
+  walk_pos_ = kNoWalk;
+  for (RequestState* r : running) {
+    if (r->decoding()) add(*r);
+  }
+}
+
+}  // namespace kvsim

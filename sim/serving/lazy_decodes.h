@@ -1,0 +1,121 @@
+// LazyDecodes: the running batch's decoding requests kept in aggregate, so that an iteration
+// costs work for the requests that have an event in it, not for every request in the batch
+// (engine.fast_forward; docs/architecture.md, "Fast-forward").
+//
+// Under the continuous scheduler every decoding request grows by one token in every iteration.
+// Stepping walks them all each time (RunQueues::grow_decodes' walk, end_iteration's increments).
+// Here a member's RequestState is left as it was at the end of step `lazy_sync`; the replica
+// counts committed steps (step()), and a member's true figures are its stored ones advanced by
+// step() - lazy_sync tokens: that many more generated, and as many more deferred KV tokens in
+// its open window (KvLedger::catch_up). A member is touched only at its own events:
+//   - its window runs out (a block boundary, or no window yet): the "due" heap, keyed by the
+//     step whose plan must grow it through the ledger, exactly as the walk would;
+//   - it completes: the "done" heap, keyed by the step at whose end it makes its last token;
+//   - it leaves the batch (preempted, finished): leave() writes its figures out first.
+// Decode count and context sum come from two integers (size(), context_sum()), so a plan needs
+// no walk. Everything the walk would do to a member is done, with the same arguments in the same
+// order among the members that need the store, and the tokens of the others go to the ledger in
+// one sum at the end of the plan (the store's totals are sums: its figures after the plan's
+// report() are the same).
+//
+// The plan of step G+1 (G = step()) is "in progress" from begin_walk() until commit(); which
+// members the walk would already have passed matters when one leaves during it (a preemption, an
+// OOM that ends the plan): see leave(). A plan that never commits (an OOM ended it) is undone
+// into explicit figures at the next plan (needs_flush(), flush()).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "sim/serving/kv_ledger.h"
+#include "sim/serving/request_state.h"
+
+namespace kvsim {
+
+class LazyDecodes {
+ public:
+  LazyDecodes() = default;
+
+  int64_t step() const { return step_; }      // steps committed
+  int64_t size() const { return n_; }         // members
+  // The members' context sum at the plan of step step() + 1 (every one's prompt + generated).
+  int64_t context_sum() const { return ctx_ + n_ * step_; }
+  static bool member(const RequestState& r) { return r.lazy_sync >= 0; }
+
+  // `r` runs and decodes, its figures as of now: it joins now, or at the next commit when a plan
+  // is in progress (it takes no part in that plan's step).
+  void join(RequestState& r);
+  // Writes `r`'s figures out, as the walk would have left them now, and takes it out. A no-op
+  // for a non-member.
+  void leave(RequestState& r, KvLedger& ledger);
+
+  // The plan of step step() + 1: the members due in it, in run order (popped), then the walk
+  // over them (walk_at() before each one's growth; skip those no longer members), then end_walk
+  // with the ledger (the other members' tokens, one sum).
+  void take_due(std::vector<RequestState*>& out);
+  // Puts back what take_due() returned (a fast-forward step that will not run after all).
+  void restore_due(const std::vector<RequestState*>& due);
+  void begin_walk() { walk_pos_ = std::numeric_limits<int64_t>::min(); }
+  // Brings a due member up to step(); the walk is at it now.
+  void walk_at(RequestState& r);
+  // A due member was grown for the step (it is now a member whose figures include it).
+  void grown(RequestState& r) { r.lazy_planned = true; ++planned_; }
+  void end_walk(KvLedger& ledger);
+  // The step ran: counts it, and gives the grown members their token. `grown`: those members
+  // (the plan's explicit decodes; others are skipped).
+  void commit(const std::vector<RequestState*>& grown);
+  // The members that completed at the end of step(), in run order (still members: the caller
+  // finishes them, which makes them leave).
+  void take_done(std::vector<int64_t>& out);
+  // The first step at whose end a member completes (max when none).
+  int64_t next_done();
+  // Whether the last plan never committed (an OOM ended it): flush() before the next.
+  bool needs_flush() const { return walk_pos_ != kNoWalk; }
+  // Writes every member's figures out and joins the decoding ones of `running` (run order)
+  // again, from their explicit figures.
+  void flush(const std::vector<RequestState*>& running, KvLedger& ledger);
+
+ private:
+  // An event of the member in slot `slot` while it holds run_seq (a member that left, or left and
+  // came back, no longer matches: entries are dropped when met, not searched for).
+  struct Entry {
+    int64_t step;
+    int64_t run_seq;
+    int32_t slot;
+    bool operator>(const Entry& o) const {
+      return step != o.step ? step > o.step : run_seq > o.run_seq;
+    }
+  };
+  struct Slot {
+    RequestState* r = nullptr;  // nullptr: free
+    int64_t run_seq = -1;
+  };
+  static constexpr int64_t kNoWalk = -1;  // walk_pos_: no plan in progress
+  static constexpr int64_t kWalkDone = std::numeric_limits<int64_t>::max();
+  // The member an entry names, or nullptr when it left (or left and came back: new run_seq).
+  RequestState* live(const Entry& e) const {
+    const Slot& s = slots_[static_cast<size_t>(e.slot)];
+    return s.run_seq == e.run_seq ? s.r : nullptr;
+  }
+  void push_due(const RequestState& r);
+  void push_due_at(int64_t step, const RequestState& r);
+  void add(RequestState& r);  // joins with lazy_sync = step_
+
+  std::vector<Slot> slots_;
+  std::vector<int32_t> free_slots_;
+  int64_t step_ = 0;
+  int64_t n_ = 0;
+  int64_t ctx_ = 0;  // sum over members of prompt + generated - lazy_sync
+  // kNoWalk; during a walk the run_seq it is at (members before it in run order were passed);
+  // kWalkDone from end_walk() to commit().
+  int64_t walk_pos_ = kNoWalk;
+  int64_t planned_ = 0;  // members grown in the plan in progress
+  // Due members by step: a ring of buckets, step modulo its size (a member is due at most a
+  // block's tokens after it was last grown; the ring grows if a window is ever longer).
+  std::vector<std::vector<Entry>> due_;
+  std::vector<Entry> done_;  // min-heap
+  std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)
+};
+
+}  // namespace kvsim
