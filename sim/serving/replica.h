@@ -112,6 +112,8 @@ class Replica {
   // anything else happens, in closed form (replica_fast_forward.cc), and moves the clock to the
   // end of the last one. Runs none when the next iteration is not such a one.
   void fast_forward();
+  // One stretch; true when it ended with a step that completed requests (another may follow).
+  bool fast_forward_stretch();
   // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
   // mode, an observer or a clock reads every request at every step. Set before any request.
   void update_lazy() { queues_.set_lazy(fast_forward_ok_ && !check_ && observer_ == nullptr); }

@@ -10,10 +10,12 @@
 // planner, and runs as a loop.
 //
 // The stretch stops before the first step that is not such a plan, which then runs as an
-// ordinary iteration: the step at whose end a request completes; the first step that would end at
+// ordinary iteration: the first step that would end at
 // or after the next pending event (an arrival, a timeout, a sample, another replica's iteration:
 // whatever it does must see the in-flight state it sees when stepping); a step whose new blocks
-// might not all be free (it may preempt); a step whose activations do not fit (it OOMs).
+// might not all be free (it may preempt); a step whose activations do not fit (it OOMs). A step
+// at whose end requests complete is the stretch's last: they finish at its end as end_iteration
+// finishes them, and a new stretch may start from there (blocks were freed: admission decides).
 //
 // Identity with stepping (engine.fast_forward: false): every call that changes state or records
 // it is made with the same arguments in the same order, except that the aggregate deferred tokens
@@ -31,16 +33,21 @@
 namespace kvsim {
 
 void Replica::fast_forward() {
+  while (fast_forward_stretch()) {
+  }
+}
+
+bool Replica::fast_forward_stretch() {
   // The aggregate is on exactly when fast-forward may run: not in checking mode, without an
   // observer (a timeline wants every step as its own slice) or a clock.
-  if (!queues_.lazy() || busy_ || down_ || kick_pending_) return;
+  if (!queues_.lazy() || busy_ || down_ || kick_pending_) return false;
   const SimTime t0 = events_.now();
   const SimTime horizon = events_.next_time();
-  if (horizon <= t0) return;  // something else happens now: the next iteration must see it
-  if (admission_.size() != 0 || queues_.has_swapped()) return;
+  if (horizon <= t0) return false;  // something else happens now: the next iteration must see it
+  if (admission_.size() != 0 || queues_.has_swapped()) return false;
   LazyDecodes& lazy = queues_.lazy_decodes();
   const int64_t n = lazy.size();
-  if (n == 0) return;
+  if (n == 0) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
   // A running prefill must stay stalled. Only the first in running order is ever tried
   // (admit_prefills stops at its failed growth); its chunk is the same at every step (the decode
@@ -49,11 +56,11 @@ void Replica::fast_forward() {
     const int64_t budget = limits_.max_num_batched_tokens - n;
     if (budget > 0) {
       const int64_t chunk = std::min(p->prefill_target - p->prefilled, budget);
-      if (paged.blocks_to_grow(p->spec.id, p->prefilled + chunk) <= paged.free_blocks()) return;
+      if (paged.blocks_to_grow(p->spec.id, p->prefilled + chunk) <= paged.free_blocks()) return false;
     }
   }
   // Waiting requests that cannot be admitted now stay so: free blocks only shrink in a stretch.
-  if (!queues_.admission_blocked(limits_, admission_.has_guards(), n)) return;
+  if (!queues_.admission_blocked(limits_, admission_.has_guards(), n)) return false;
 
   BatchShape shape;
   shape.block_tokens = static_cast<int>(paged.block_tokens());
@@ -61,7 +68,8 @@ void Replica::fast_forward() {
   std::vector<RequestState*>& due = ff_due_members_;
   SimTime t = t0;
   bool stepped = false;
-  while (lazy.next_done() > lazy.step() + 1) {  // no request completes at the end of this step
+  while (true) {
+    const bool completes = lazy.next_done() == lazy.step() + 1;
     const int64_t context = lazy.context_sum();
     shape.decode_context_tokens = context;
     const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
@@ -85,13 +93,26 @@ void Replica::fast_forward() {
     t = end;
     recorder_.on_fast_forward_iteration();
     pool_.release_activations();
-    recorder_.on_state(t, pool_.snapshot());
     done_scratch_.clear();
+    if (completes) {
+      // end_iteration's order: the step is counted, its requests finish at its end, then the
+      // state is recorded.
+      events_.advance_to(t);
+      queues_.commit_lazy(ff_plan_, done_scratch_);
+      KVSIM_CHECK(!done_scratch_.empty(), "fast-forward: the completing step completed nothing");
+      for (const int64_t id : done_scratch_) {
+        finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+      }
+      recorder_.on_state(t, pool_.snapshot());
+      return true;  // a new stretch may follow
+    }
+    recorder_.on_state(t, pool_.snapshot());
     queues_.commit_lazy(ff_plan_, done_scratch_);
     KVSIM_CHECK(done_scratch_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
   }
   if (stepped) events_.advance_to(t);
+  return false;
 }
 
 }  // namespace kvsim
