@@ -252,6 +252,10 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
         break;
       }
       if (!can_preempt()) {
+        // The OOM records the state now: the members the walk has passed must hold their
+        // step's token as they do when stepping (flush writes every member out by the walk's
+        // rules and starts the aggregate again from there).
+        lazy_.flush(running_, ledger_);
         hooks_.oom(r.spec.id, a);
         return false;
       }
