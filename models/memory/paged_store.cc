@@ -274,7 +274,8 @@ int64_t PagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
   const int64_t cap = span_tokens(r);
   if (tokens <= r.tokens || tokens <= cap) return 0;
   // grow_req's test: need > free_count_ + freed.
-  return ceil_div(tokens, block_tokens_) - cap / block_tokens_ - skip_frees(r, blocks_to_skip(r));
+  const int64_t need = ceil_div(tokens, block_tokens_) - (r.skipped + r.held);
+  return need - skip_frees(r, blocks_to_skip(r));
 }
 
 AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
@@ -282,7 +283,7 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
   const int64_t cap = span_tokens(r);
   int64_t need = 0;
   if (new_total_tokens > cap) {
-    need = ceil_div(new_total_tokens, block_tokens_) - cap / block_tokens_;
+    need = ceil_div(new_total_tokens, block_tokens_) - (r.skipped + r.held);  // cap's blocks
     // Blocks leaving the window serve the growth too (shared ones stay with their other owners).
     if (need > free_count_ + skip_frees(r, skip)) {
       return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
