@@ -38,22 +38,16 @@ PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
               "bad paged store: {} bytes/token, {} tokens/block, {} blocks", kv_bytes_per_token,
               block_tokens_, num_blocks_);
   KVSIM_CHECK(sliding_window_ >= 0, "bad paged store: sliding window {}", sliding_window_);
-  const auto n = static_cast<size_t>(num_blocks_);
-  blocks_.assign(n, Block{});
-  records_ = prefix_caching_;
-  if (!prefix_caching_) ring_.resize(n);
+  if (!prefix_caching_) {
+    free_count_ = num_blocks_;  // counted, not listed (see the header)
+    return;
+  }
+  blocks_.assign(static_cast<size_t>(num_blocks_), Block{});
   // Initial free order = block id, as vLLM's BlockPool.
   for (int32_t b = 0; b < static_cast<int32_t>(num_blocks_); ++b) push_free_back(b);
 }
 
 void PagedStore::push_free_back(int32_t b) {
-  if (!prefix_caching_) {
-    int64_t at = ring_head_ + free_count_;
-    if (at >= num_blocks_) at -= num_blocks_;
-    ring_[static_cast<size_t>(at)] = b;
-    ++free_count_;
-    return;
-  }
   blk(b).prev = tail_;
   blk(b).next = -1;
   if (tail_ >= 0) {
@@ -66,7 +60,6 @@ void PagedStore::push_free_back(int32_t b) {
 }
 
 void PagedStore::unlink(int32_t b) {
-  KVSIM_CHECK(prefix_caching_, "block {} taken out of the middle of the free ring", b);
   const int32_t p = blk(b).prev;
   const int32_t n = blk(b).next;
   if (p >= 0) {
@@ -90,12 +83,6 @@ static int64_t saturating_bytes(int64_t blocks, int64_t block_bytes) {
 }
 
 int32_t PagedStore::pop_free() {
-  if (!prefix_caching_) {
-    const int32_t b = ring_[static_cast<size_t>(ring_head_)];
-    if (++ring_head_ == num_blocks_) ring_head_ = 0;
-    --free_count_;
-    return b;
-  }
   const int32_t b = head_;
   unlink(b);
   // A free block that still carries a prefix key is evicted from the prefix cache now.
@@ -116,15 +103,6 @@ void PagedStore::unref(int32_t b) {
     blk(b).filled = 0;
     push_free_back(b);
   }
-}
-
-// Slack of a request's last block: reservation up to max_total, internal beyond it.
-void PagedStore::add_slack(const Req& r, int sign) {
-  const int64_t cap = span_tokens(r);
-  const int64_t reservation = reservation_tokens(r.tokens, cap, r.max_total);
-  const int64_t internal = cap - r.tokens - reservation;
-  reservation_tokens_ += sign * reservation;
-  internal_tokens_ += sign * internal;
 }
 
 int64_t PagedStore::keyable_blocks(const PrefixHashes& prefix, int64_t limit) const {
@@ -149,16 +127,16 @@ int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tok
   return n * block_tokens_;
 }
 
-void PagedStore::key_full_blocks(Req& r) {
+void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
   const auto full = static_cast<size_t>(
-      std::min(static_cast<int64_t>(r.keys.size()), r.tokens / block_tokens_));
+      std::min(static_cast<int64_t>(t.keys.size()), r.tokens / block_tokens_));
   // Keying follows the tokens and skipping lags them, so no freed block is ever keyed here.
-  KVSIM_CHECK(r.keyed >= full || static_cast<int64_t>(r.keyed) >= r.skipped,
-              "keying block {} of a request that freed {}", r.keyed, r.skipped);
-  for (; r.keyed < full; ++r.keyed) {
-    const int32_t b = r.blocks[r.keyed - static_cast<size_t>(r.skipped)];
-    blk(b).key = r.keys[r.keyed];
-    by_key_[r.keys[r.keyed]] = b;
+  KVSIM_CHECK(t.keyed >= full || static_cast<int64_t>(t.keyed) >= r.skipped,
+              "keying block {} of a request that freed {}", t.keyed, r.skipped);
+  for (; t.keyed < full; ++t.keyed) {
+    const int32_t b = t.blocks[t.keyed - static_cast<size_t>(r.skipped)];
+    blk(b).key = t.keys[t.keyed];
+    by_key_[t.keys[t.keyed]] = b;
   }
 }
 
@@ -187,6 +165,7 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   if (free_slots_.empty()) {
     slot = static_cast<int32_t>(slots_.size());
     slots_.emplace_back();
+    if (prefix_caching_) tables_.emplace_back();
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
@@ -196,68 +175,50 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   r.window = -1;
   r.tokens = prompt_tokens;
   r.max_total = max_total_tokens;
+  r.held = nblocks;
   r.skipped = 0;  // nothing is computed yet: the prompt's blocks are all needed
-  r.blocks.clear();
-  r.blocks.reserve(static_cast<size_t>(nblocks));
-  for (int32_t b : hits) {
-    if (blk(b).ref == 0) {
-      unlink(b);
-      blk(b).filled = static_cast<int32_t>(block_tokens_);
-      live_tokens_ += block_tokens_;
-    }
-    ++blk(b).ref;
-    r.blocks.push_back(b);
-  }
-  prefix_hits_ += static_cast<int64_t>(hits.size());
-  r.keyed = hits.size();  // shared blocks already carry their keys
-  r.keys.clear();
-  for (int64_t i = 0, n = keyable_blocks(prefix, prompt_tokens); i < n; ++i) {
-    r.keys.push_back(key_of(prefix, i));
-  }
-  if (!records_) {
-    // No prefix caching: the next nblocks ids of the ring, as pop_free() would give them one by
-    // one, copied in at most two pieces; their fills sum to the prompt.
-    const auto head = static_cast<ptrdiff_t>(ring_head_);
-    const int64_t first = std::min(nblocks, num_blocks_ - ring_head_);
-    r.blocks.assign(ring_.begin() + head, ring_.begin() + head + first);
-    r.blocks.insert(r.blocks.end(), ring_.begin(), ring_.begin() + (nblocks - first));
-    ring_head_ += nblocks;
-    if (ring_head_ >= num_blocks_) ring_head_ -= num_blocks_;
+  if (!prefix_caching_) {
     free_count_ -= nblocks;
     live_tokens_ += prompt_tokens;
-  }
-  for (int64_t i = records_ ? static_cast<int64_t>(hits.size()) : nblocks; i < nblocks; ++i) {
-    const int32_t b = pop_free();
-    const int64_t fill = std::min(block_tokens_, prompt_tokens - i * block_tokens_);
-    if (records_) {
-      blk(b).ref = 1;
-      blk(b).filled = static_cast<int32_t>(fill);
+  } else {
+    BlockTable& t = table(r);
+    t.blocks.clear();
+    t.blocks.reserve(static_cast<size_t>(nblocks));
+    for (int32_t b : hits) {
+      if (blk(b).ref == 0) {
+        unlink(b);
+        blk(b).filled = static_cast<int32_t>(block_tokens_);
+        live_tokens_ += block_tokens_;
+      }
+      ++blk(b).ref;
+      t.blocks.push_back(b);
     }
-    live_tokens_ += fill;
-    r.blocks.push_back(b);
+    prefix_hits_ += static_cast<int64_t>(hits.size());
+    t.keyed = hits.size();  // shared blocks already carry their keys
+    t.keys.clear();
+    for (int64_t i = 0, n = keyable_blocks(prefix, prompt_tokens); i < n; ++i) {
+      t.keys.push_back(key_of(prefix, i));
+    }
+    for (int64_t i = static_cast<int64_t>(hits.size()); i < nblocks; ++i) {
+      const int32_t b = pop_free();
+      blk(b).ref = 1;
+      const int64_t fill = std::min(block_tokens_, prompt_tokens - i * block_tokens_);
+      blk(b).filled = static_cast<int32_t>(fill);
+      live_tokens_ += fill;
+      t.blocks.push_back(b);
+    }
+    key_full_blocks(r, t);
   }
-  if (records_) key_full_blocks(r);
   add_slack(r, +1);
   index_.insert(request, slot);
   return AllocResult::success();
 }
-
-void PagedStore::check_held(const Req* r, RequestId request, const char* op) {
+void PagedStore::fail_held(const Req* r, RequestId request, const char* op) {
   KVSIM_CHECK(r != nullptr, "{}: request {} holds no KV", op, request);
-  KVSIM_CHECK(r->window < 0, "{}: request {} has its deferral window open (settle first)", op,
-              request);
-}
-
-PagedStore::Req& PagedStore::held(RequestId request, const char* op) {
-  Req* r = find(request);
-  check_held(r, request, op);
-  return *r;
-}
-
-const PagedStore::Req& PagedStore::held(RequestId request, const char* op) const {
-  const Req* r = find(request);
-  check_held(r, request, op);
-  return *r;
+  // held() calls this only for a missing request or an open window.
+  detail::check_failed(__FILE__, __LINE__, "r->window < 0",
+                       fmt::format("{}: request {} has its deferral window open (settle first)",
+                                   op, request));
 }
 
 AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
@@ -281,21 +242,29 @@ int64_t PagedStore::blocks_to_skip(const Req& r) const {
   return first_needed <= 0 ? 0 : first_needed / block_tokens_ - r.skipped;
 }
 
+int64_t PagedStore::skip_frees(const Req& r, int64_t n) const {
+  int64_t freed = n;
+  if (prefix_caching_) {
+    const BlockTable& t = table(r);
+    for (int64_t i = 0; i < n; ++i) freed -= blk(t.blocks[static_cast<size_t>(i)]).ref > 1;
+  }
+  return freed;
+}
+
 void PagedStore::skip_window_blocks(Req& r, int64_t n) {
   if (n <= 0) return;
   // Oldest first, as vLLM frees skipped blocks; they are full, so each takes block_tokens of
   // live KV with it. With prefix caching a freed block keeps its key until it is popped for
   // someone else, and a block another request shares stays held by that one (vLLM's BlockPool).
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t b = r.blocks[static_cast<size_t>(i)];
-    if (records_) {
-      unref(b);
-    } else {
-      push_free_back(b);
-    }
+  if (prefix_caching_) {
+    BlockTable& t = table(r);
+    for (int64_t i = 0; i < n; ++i) unref(t.blocks[static_cast<size_t>(i)]);
+    t.blocks.erase(t.blocks.begin(), t.blocks.begin() + n);
+  } else {
+    free_count_ += n;
+    live_tokens_ -= n * block_tokens_;
   }
-  r.blocks.erase(r.blocks.begin(), r.blocks.begin() + n);
-  if (!records_) live_tokens_ -= n * block_tokens_;
+  r.held -= n;
   r.skipped += n;
   window_freed_ += n;
 }
@@ -305,66 +274,63 @@ int64_t PagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
   const int64_t cap = span_tokens(r);
   if (tokens <= r.tokens || tokens <= cap) return 0;
   // grow_req's test: need > free_count_ + freed.
-  const int64_t skip = blocks_to_skip(r);
-  int64_t freed = skip;
-  if (records_) {
-    for (int64_t i = 0; i < skip; ++i) freed -= blk(r.blocks[static_cast<size_t>(i)]).ref > 1;
-  }
-  return ceil_div(tokens, block_tokens_) - cap / block_tokens_ - freed;
+  const int64_t need = ceil_div(tokens, block_tokens_) - (r.skipped + r.held);
+  return need - skip_frees(r, blocks_to_skip(r));
 }
 
 AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
   const int64_t skip = blocks_to_skip(r);
   const int64_t cap = span_tokens(r);
-  if (new_total_tokens <= cap) {
-    skip_window_blocks(r, skip);
-    // The decode step's usual case: the last block has room, so no block moves. Same
-    // bookkeeping as below with need = 0, without the division.
-    add_slack(r, -1);
-    const int64_t add = new_total_tokens - r.tokens;
-    if (records_) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
-    live_tokens_ += add;
-    r.tokens = new_total_tokens;
-    if (r.keyed < r.keys.size()) key_full_blocks(r);  // a chunk that completes the last block
-    add_slack(r, +1);
-    return AllocResult::success();
-  }
-  const int64_t need = ceil_div(new_total_tokens, block_tokens_) - cap / block_tokens_;
-  // Blocks leaving the window serve the growth too (shared ones stay with their other owners).
-  int64_t freed = skip;
-  if (records_) {
-    for (int64_t i = 0; i < skip; ++i) freed -= blk(r.blocks[static_cast<size_t>(i)]).ref > 1;
-  }
-  if (need > free_count_ + freed) {
-    return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
-                                free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
+  int64_t need = 0;
+  if (new_total_tokens > cap) {
+    need = ceil_div(new_total_tokens, block_tokens_) - (r.skipped + r.held);  // cap's blocks
+    // Blocks leaving the window serve the growth too (shared ones stay with their other owners).
+    if (need > free_count_ + skip_frees(r, skip)) {
+      return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
+                                  free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
+    }
   }
   add_slack(r, -1);
-  skip_window_blocks(r, skip);  // before the pops, as vLLM frees them before allocating
+  skip_window_blocks(r, skip);  // before the new blocks, as vLLM frees them before allocating
+  if (prefix_caching_) {
+    grow_blocks(r, new_total_tokens, need);
+  } else {
+    // The last block's room, then `need` new blocks, all filled but the last one's slack.
+    free_count_ -= need;
+    live_tokens_ += new_total_tokens - r.tokens;
+  }
+  r.held += need;
+  r.tokens = new_total_tokens;
+  if (prefix_caching_) {
+    // A chunk that completes the last block, or a chunked prefill's later chunk.
+    BlockTable& t = table(r);
+    if (t.keyed < t.keys.size()) key_full_blocks(r, t);
+  }
+  add_slack(r, +1);
+  return AllocResult::success();
+}
+
+void PagedStore::grow_blocks(Req& r, int64_t new_total_tokens, int64_t need) {
+  BlockTable& t = table(r);
   // Fill the last block, then new ones. A shared (full) last block never has room.
   int64_t left = new_total_tokens - r.tokens;
+  const int64_t cap = span_tokens(r);
   if (cap > 0) {
     const int64_t room = cap - r.tokens;  // the last block's free slots (0 when shared: full)
     const int64_t add = std::min(room, left);
-    if (records_ && add > 0) blk(r.blocks.back()).filled += static_cast<int32_t>(add);
+    if (add > 0) blk(t.blocks.back()).filled += static_cast<int32_t>(add);
     live_tokens_ += add;
     left -= add;
   }
   for (int64_t i = 0; i < need; ++i) {
     const int32_t b = pop_free();
     const int64_t add = std::min(block_tokens_, left);
-    if (records_) {
-      blk(b).ref = 1;
-      blk(b).filled = static_cast<int32_t>(add);
-    }
+    blk(b).ref = 1;
+    blk(b).filled = static_cast<int32_t>(add);
     live_tokens_ += add;
     left -= add;
-    r.blocks.push_back(b);
+    t.blocks.push_back(b);
   }
-  r.tokens = new_total_tokens;
-  if (r.keyed < r.keys.size()) key_full_blocks(r);  // a chunked prefill's later chunk
-  add_slack(r, +1);
-  return AllocResult::success();
 }
 
 void PagedStore::release(RequestId request) {
@@ -374,20 +340,22 @@ void PagedStore::release(RequestId request) {
   KVSIM_CHECK(r.window < 0, "release: request {} has its deferral window open (settle first)",
               request);
   add_slack(r, -1);
-  // Tail first, so the blocks with the longest prefixes are evicted first (vLLM v1).
-  if (records_) {
+  if (prefix_caching_) {
+    BlockTable& t = table(r);
     // The records were last touched long ago: fetch them all at once rather than one miss
     // after another.
-    for (int32_t b : r.blocks) __builtin_prefetch(&blk(b), 1);
-    for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) unref(*b);
+    for (int32_t b : t.blocks) __builtin_prefetch(&blk(b), 1);
+    // Tail first, so the blocks with the longest prefixes are evicted first (vLLM v1).
+    for (auto b = t.blocks.rbegin(); b != t.blocks.rend(); ++b) unref(*b);
+    t.blocks.clear();  // keeps its capacity for the slot's next request
+    t.keys.clear();
+    t.keyed = 0;
   } else {
-    // The blocks' fills sum to the request's tokens but those of its freed leading blocks.
+    // Its blocks hold its tokens but those of its freed leading blocks.
     live_tokens_ -= r.tokens - r.skipped * block_tokens_;
-    for (auto b = r.blocks.rbegin(); b != r.blocks.rend(); ++b) push_free_back(*b);
+    free_count_ += r.held;
   }
-  r.blocks.clear();  // keeps its capacity for the slot's next request
-  r.keys.clear();
-  r.keyed = 0;
+  r.held = 0;
   r.skipped = 0;
   r.id = -1;
   r.window = -1;
@@ -429,12 +397,13 @@ void PagedStore::settle(RequestId request, int64_t tokens) {
   r->window = -1;
   // live and reservation already moved in add(); the request's own figures catch up.
   r->tokens += tokens;
-  if (records_) blk(r->blocks.back()).filled += static_cast<int32_t>(tokens);
+  if (prefix_caching_) blk(table(*r).blocks.back()).filled += static_cast<int32_t>(tokens);
   deferred_tokens_ -= tokens;
 }
 
 const std::vector<int32_t>& PagedStore::block_table(RequestId request) const {
-  return held(request, "block_table").blocks;
+  KVSIM_CHECK(prefix_caching_, "block_table: block ids are kept only with prefix caching");
+  return table(held(request, "block_table")).blocks;
 }
 
 KvUsage PagedStore::usage() const {
@@ -450,12 +419,8 @@ KvUsage PagedStore::usage() const {
 
 void PagedStore::check_invariants() const {
   KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
-  // Reference counts equal the number of block-table entries; free list = blocks with ref 0.
-  std::vector<int32_t> owners(static_cast<size_t>(num_blocks_), 0);
-  // Without records (no prefix caching): each held block's fill, from its request's tokens.
-  std::vector<int32_t> fill(records_ ? 0 : static_cast<size_t>(num_blocks_), 0);
   int64_t reservation = 0, internal = 0;
-  int64_t held = 0;
+  int64_t held = 0, used = 0, live = 0;
   for (const Req& r : slots_) {
     if (r.id < 0) continue;
     const RequestId id = r.id;
@@ -463,52 +428,57 @@ void PagedStore::check_invariants() const {
     KVSIM_CHECK(index_.find(id) != IdIndex::kNone &&
                     &slots_[static_cast<size_t>(index_.find(id))] == &r,
                 "request {} is not indexed to its slot", id);
-    KVSIM_CHECK(r.skipped + static_cast<int64_t>(r.blocks.size()) ==
-                    ceil_div(r.tokens, block_tokens_),
-                "request {} holds {} blocks ({} freed) for {} tokens", id, r.blocks.size(),
-                r.skipped, r.tokens);
+    KVSIM_CHECK(r.held >= 0 && r.skipped + r.held == ceil_div(r.tokens, block_tokens_),
+                "request {} holds {} blocks ({} freed) for {} tokens", id, r.held, r.skipped,
+                r.tokens);
     // Freed leading blocks lie wholly before the window of the tokens computed so far.
     KVSIM_CHECK(r.skipped == 0 || (sliding_window_ > 0 &&
                                    r.skipped * block_tokens_ <= r.tokens - sliding_window_),
                 "request {} freed {} blocks of {} tokens with a window of {}", id, r.skipped,
                 r.tokens, sliding_window_);
-    const int64_t span_blocks = r.skipped + static_cast<int64_t>(r.blocks.size());
-    KVSIM_CHECK(r.keyed <= r.keys.size() && static_cast<int64_t>(r.keyed) <= span_blocks,
-                "request {} keyed {} of {} keys, {} blocks", id, r.keyed, r.keys.size(),
-                r.blocks.size());
-    for (size_t j = 0; j < r.blocks.size(); ++j) {
-      const auto b = static_cast<size_t>(r.blocks[j]);
-      ++owners[b];
-      if (!records_) {
-        fill[b] = static_cast<int32_t>(std::min(
-            block_tokens_, r.tokens - (r.skipped + static_cast<int64_t>(j)) * block_tokens_));
-      }
-    }
     const int64_t cap = span_tokens(r);
     const int64_t res = reservation_tokens(r.tokens, cap, r.max_total);
     reservation += res;
     internal += cap - r.tokens - res;
     KVSIM_CHECK(cap - r.tokens < block_tokens_, "request {} wastes a whole block", id);
+    // Without sharing (no prefix caching), its blocks are its own and hold its tokens but the
+    // freed ones'.
+    used += r.held;
+    live += r.tokens - r.skipped * block_tokens_;
   }
   KVSIM_CHECK(held == static_cast<int64_t>(index_.size()) &&
                   held + static_cast<int64_t>(free_slots_.size()) ==
                       static_cast<int64_t>(slots_.size()),
               "{} held slots, {} indexed, {} free of {}", held, index_.size(), free_slots_.size(),
               slots_.size());
-  int64_t listed = 0;
-  if (!prefix_caching_) {
-    std::vector<char> seen(static_cast<size_t>(num_blocks_), 0);
-    for (int64_t i = 0; i < free_count_; ++i) {
-      const int32_t b = ring_[static_cast<size_t>((ring_head_ + i) % num_blocks_)];
-      KVSIM_CHECK(owners[static_cast<size_t>(b)] == 0, "free-ring block {} has {} owners", b,
-                  owners[static_cast<size_t>(b)]);
-      KVSIM_CHECK(!seen[static_cast<size_t>(b)]++, "block {} is in the free ring twice", b);
-      ++listed;
-    }
+  KVSIM_CHECK(reservation == reservation_tokens_ && internal == internal_tokens_,
+              "slack {}+{} != tracked {}+{}", reservation, internal, reservation_tokens_,
+              internal_tokens_);
+  if (prefix_caching_) {
+    check_block_records();  // blocks may be shared: count them from their records
+    return;
   }
+  KVSIM_CHECK(free_count_ >= 0 && used + free_count_ == num_blocks_,
+              "{} blocks held + {} free != {} blocks (leak)", used, free_count_, num_blocks_);
+  KVSIM_CHECK(live == live_tokens_, "live tokens {} != tracked {}", live, live_tokens_);
+}
+
+void PagedStore::check_block_records() const {
+  // Reference counts equal the number of block-table entries; free list = blocks with ref 0.
+  std::vector<int32_t> owners(static_cast<size_t>(num_blocks_), 0);
+  for (const Req& r : slots_) {
+    if (r.id < 0) continue;
+    const BlockTable& t = table(r);
+    KVSIM_CHECK(static_cast<int64_t>(t.blocks.size()) == r.held,
+                "request {} lists {} blocks, holds {}", r.id, t.blocks.size(), r.held);
+    KVSIM_CHECK(t.keyed <= t.keys.size() && static_cast<int64_t>(t.keyed) <= r.skipped + r.held,
+                "request {} keyed {} of {} keys, {} blocks", r.id, t.keyed, t.keys.size(),
+                r.held);
+    for (int32_t b : t.blocks) ++owners[static_cast<size_t>(b)];
+  }
+  int64_t listed = 0;
   for (int32_t b = head_; b >= 0; b = blk(b).next) {
-    KVSIM_CHECK(blk(b).ref == 0, "free-listed block {} has ref {}", b,
-                blk(b).ref);
+    KVSIM_CHECK(blk(b).ref == 0, "free-listed block {} has ref {}", b, blk(b).ref);
     KVSIM_CHECK(++listed <= num_blocks_, "free list has a cycle");
   }
   KVSIM_CHECK(listed == free_count_, "free list holds {} blocks, count says {}", listed,
@@ -516,14 +486,6 @@ void PagedStore::check_invariants() const {
   int64_t live = 0, used = 0;
   for (int64_t b = 0; b < num_blocks_; ++b) {
     const auto i = static_cast<size_t>(b);
-    if (!records_) {  // nothing is shared; fills come from the block tables
-      KVSIM_CHECK(owners[i] <= 1, "block {} has {} owners without prefix caching", b, owners[i]);
-      if (owners[i] > 0) {
-        ++used;
-        live += fill[i];
-      }
-      continue;
-    }
     const Block& k = blocks_[i];
     KVSIM_CHECK(k.ref == owners[i], "block {} has ref {} but {} owners", b, k.ref, owners[i]);
     if (k.ref > 0) {
@@ -537,12 +499,9 @@ void PagedStore::check_invariants() const {
   KVSIM_CHECK(used + free_count_ == num_blocks_, "{} used + {} free != {} blocks (leak)", used,
               free_count_, num_blocks_);
   KVSIM_CHECK(live == live_tokens_, "live tokens {} != tracked {}", live, live_tokens_);
-  KVSIM_CHECK((live + reservation + internal) == used * block_tokens_,
-              "live {} + slack {} != {} held tokens", live, reservation + internal,
-              used * block_tokens_);
-  KVSIM_CHECK(reservation == reservation_tokens_ && internal == internal_tokens_,
-              "slack {}+{} != tracked {}+{}", reservation, internal, reservation_tokens_,
-              internal_tokens_);
+  KVSIM_CHECK(live + reservation_tokens_ + internal_tokens_ == used * block_tokens_,
+              "live {} + slack {} != {} held tokens", live,
+              reservation_tokens_ + internal_tokens_, used * block_tokens_);
   for (const auto& [key, b] : by_key_) {
     KVSIM_CHECK(blk(b).key == key, "prefix key of block {} is stale", b);
   }

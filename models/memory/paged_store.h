@@ -1,10 +1,13 @@
 // vLLM's paged KV store: a fixed pool of blocks of `block_tokens` tokens; a request holds
-// ceil(tokens / block_tokens) blocks, so its waste is the slack in its last block. Free blocks
-// form a FIFO list (freed blocks go to the back, allocation pops the front; a ring of ids without
-// prefix caching, an intrusive doubly-linked list with it):
-// allocate, free and "touch" a cached block are O(1). With prefix caching, full prompt blocks are
-// keyed by the request's prefix hashes; equal keys share one ref-counted block, counted once, and
-// a freed keyed block stays findable until it is popped for someone else (vLLM v1's BlockPool).
+// ceil(tokens / block_tokens) blocks, so its waste is the slack in its last block.
+// With prefix caching, block ids matter: free blocks form a FIFO list (an intrusive doubly-linked
+// list: freed blocks go to the back, allocation pops the front, a cache hit takes a block out of
+// the middle; allocate, free and "touch" are O(1)); full prompt blocks are keyed by the request's
+// prefix hashes; equal keys share one ref-counted block, counted once, and a freed keyed block
+// stays findable until it is popped for someone else (vLLM v1's BlockPool).
+// Without prefix caching no block is shared and nothing is ever looked up by block, so no figure
+// depends on which blocks a request holds: the store counts blocks (a request's held count, the
+// free count) and allocating or freeing n blocks is one addition, whatever n is.
 // A block is keyed once it is allocated full of prompt tokens (allocate, or grow for a chunked
 // prefill's later chunks): the engine allocates exactly the tokens the coming iteration computes,
 // so a keyed block holds KV that is computed by the end of that iteration (vLLM v1 caches blocks
@@ -71,33 +74,41 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t outstanding() const override { return deferred_tokens_; }
 
   int64_t block_bytes() const { return block_bytes_; }
-  // Blocks a request holds (shared ones included), in order; with a sliding window, those after
-  // the ones freed from its front. Requires: holds(request).
+  // Blocks a request holds now (shared ones included); with a sliding window, not those freed
+  // from its front. Requires: holds(request).
+  int64_t held_blocks(RequestId request) const { return held(request, "held_blocks").held; }
+  // Their ids, in order. Kept only with prefix caching (see the top of this file).
+  // Requires: holds(request), prefix_caching().
   const std::vector<int32_t>& block_table(RequestId request) const;
   // Blocks freed from requests' fronts because they left the sliding window, all time.
   int64_t window_freed_blocks() const { return window_freed_; }
 
  private:
+  // A held request's figures, read on every call about it: kept apart from its block ids so
+  // that a slot is 48 bytes and the live slots stay in cache.
   struct Req {
-    std::vector<int32_t> blocks;
+    RequestId id = -1;    // -1: a free slot
     int64_t tokens = 0;
     int64_t max_total = 0;
-    RequestId id = -1;   // -1: a free slot
     int64_t window = -1;  // room of its open deferral window; -1: closed
-    // Prefix caching: the keys of its full prompt blocks, and how many leading blocks are keyed
-    // (or were shared hits) so far.
+    int64_t held = 0;     // blocks it holds now
+    int64_t skipped = 0;  // sliding window: leading blocks already freed (before the window)
+  };
+  // Prefix caching only: a request's block ids (held of them), the keys of its full prompt
+  // blocks, and how many leading blocks are keyed (or were shared hits) so far.
+  struct BlockTable {
+    std::vector<int32_t> blocks;
     std::vector<uint64_t> keys;
     size_t keyed = 0;
-    // Sliding window: leading blocks already freed (they held tokens before the window).
-    int64_t skipped = 0;
   };
   // Token capacity up to the end of the request's last block, freed leading blocks included.
-  int64_t span_tokens(const Req& r) const {
-    return (r.skipped + static_cast<int64_t>(r.blocks.size())) * block_tokens_;
-  }
+  int64_t span_tokens(const Req& r) const { return (r.skipped + r.held) * block_tokens_; }
   // Sliding window: how many more leading blocks of `r` lie wholly before the window of its
   // r.tokens computed tokens (0 without a window).
   int64_t blocks_to_skip(const Req& r) const;
+  // Of the first n blocks of `r`, those its freeing returns to the free list: all n, but for
+  // blocks another request shares (prefix caching).
+  int64_t skip_frees(const Req& r, int64_t n) const;
   // Frees `r`'s first n blocks (full ones; shared ones stay held by their other owners).
   void skip_window_blocks(Req& r, int64_t n);
   // Blocks of the prompt `prefix` describes that can be keyed: those that end inside the prompt
@@ -105,13 +116,21 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t keyable_blocks(const PrefixHashes& prefix, int64_t limit) const;
   // Key of the prompt's block `i` (< keyable_blocks).
   uint64_t key_of(const PrefixHashes& prefix, int64_t i) const;
-  // Keys the request's full prompt blocks up to its tokens.
-  void key_full_blocks(Req& r);
+  // Keys the request's full prompt blocks up to its tokens (prefix caching).
+  void key_full_blocks(const Req& r, BlockTable& t);
   // The slot of held `request`, KVSIM_CHECKed held and with no deferral window open (`op` names
   // the call for the message).
-  Req& held(RequestId request, const char* op);
-  const Req& held(RequestId request, const char* op) const;
-  static void check_held(const Req* r, RequestId request, const char* op);
+  Req& held(RequestId request, const char* op) {
+    Req* r = find(request);
+    if (r == nullptr || r->window >= 0) [[unlikely]] fail_held(r, request, op);
+    return *r;
+  }
+  const Req& held(RequestId request, const char* op) const {
+    const Req* r = find(request);
+    if (r == nullptr || r->window >= 0) [[unlikely]] fail_held(r, request, op);
+    return *r;
+  }
+  [[noreturn]] static void fail_held(const Req* r, RequestId request, const char* op);
   // The request's slot; nullptr when it holds no KV.
   Req* find(RequestId request) {
     const int32_t s = index_.find(request);
@@ -121,12 +140,28 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     const int32_t s = index_.find(request);
     return s == IdIndex::kNone ? nullptr : &slots_[static_cast<size_t>(s)];
   }
+  BlockTable& table(const Req& r) { return tables_[static_cast<size_t>(&r - slots_.data())]; }
+  const BlockTable& table(const Req& r) const {
+    return tables_[static_cast<size_t>(&r - slots_.data())];
+  }
   AllocResult grow_req(Req& r, int64_t new_total_tokens);
+  // Prefix caching: grow_req's block work, `need` new blocks after filling the last one's room
+  // (r.tokens and r.held not yet updated).
+  void grow_blocks(Req& r, int64_t new_total_tokens, int64_t need);
+  // Adds (sign +1) or removes (sign -1) the slack of r's last block: reservation up to
+  // max_total, internal beyond it.
+  void add_slack(const Req& r, int sign) {
+    const int64_t cap = span_tokens(r);
+    const int64_t reservation = reservation_tokens(r.tokens, cap, r.max_total);
+    reservation_tokens_ += sign * reservation;
+    internal_tokens_ += sign * (cap - r.tokens - reservation);
+  }
+  // The free list (prefix caching).
   int32_t pop_free();
   void unlink(int32_t b);
   void push_free_back(int32_t b);
   void unref(int32_t b);
-  void add_slack(const Req& r, int sign);
+  void check_block_records() const;
 
   int64_t bytes_per_token_;
   int64_t block_tokens_;
@@ -135,9 +170,10 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   bool prefix_caching_;
   int64_t sliding_window_;
   int64_t window_freed_ = 0;
-  // Per block: reference count, filled tokens, free-list links, prefix key (0 = none). One
-  // record per block, aligned to half a cache line: popping and freeing a block touch one line of
-  // it (and of its free-list neighbour) instead of one line in each of five arrays.
+  // Prefix caching only, per block: reference count, filled tokens, free-list links, prefix key
+  // (0 = none). One record per block, aligned to half a cache line: popping and freeing a block
+  // touch one line of it (and of its free-list neighbour) instead of one line in each of five
+  // arrays.
   struct alignas(32) Block {
     int32_t ref = 0;
     int32_t filled = 0;
@@ -145,31 +181,25 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     int32_t next = -1;
     uint64_t key = 0;
   };
-  // Without prefix caching no block is shared, so a block's reference count (1 while a request
-  // holds it) and fill (from the request's token count) follow from the block tables; the
-  // records are then left untouched, and allocation and release touch only the ring.
   std::vector<Block> blocks_;
-  bool records_ = false;  // blocks_ kept up to date (prefix caching)
   Block& blk(int32_t b) { return blocks_[static_cast<size_t>(b)]; }
   const Block& blk(int32_t b) const { return blocks_[static_cast<size_t>(b)]; }
-  // The free list, oldest first. With prefix caching it is the linked list through the blocks
-  // (a cache hit takes a block out of its middle); without, nothing leaves but the front, so it is
-  // a ring of block ids: the same order, read and written in sequence instead of chasing links.
+  // The free list, oldest first (prefix caching).
   int32_t head_ = -1;
   int32_t tail_ = -1;
-  std::vector<int32_t> ring_;
-  int64_t ring_head_ = 0;
   int64_t free_count_ = 0;
-  int64_t live_tokens_ = 0;         // sum of filled over blocks with ref > 0
+  int64_t live_tokens_ = 0;         // tokens in held blocks
   int64_t reservation_tokens_ = 0;  // slack in last blocks a request may still fill
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
   int64_t prefix_hits_ = 0;
   int64_t deferred_tokens_ = 0;     // reported by add(), not yet settled per request
   std::unordered_map<uint64_t, int32_t> by_key_;
   std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
-  // Requests holding KV: dense slots (freed slots are reused with their block vectors' capacity,
-  // so steady-state growth does not allocate) found through a small hash index.
+  // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,
+  // so steady-state growth does not allocate) found through a small hash index. tables_ runs
+  // beside slots_ with prefix caching and is empty without.
   std::vector<Req> slots_;
+  std::vector<BlockTable> tables_;
   std::vector<int32_t> free_slots_;
   IdIndex index_;
 };

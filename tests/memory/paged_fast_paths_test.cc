@@ -1,4 +1,4 @@
-// The paged store's fast paths (issue 6): the id index, the free ring used without prefix
+// The paged store's fast paths (issues 6 and 17): the id index, block counting without prefix
 // caching, and deferred decode growth. Each is checked against the plain path it replaces.
 #include <catch2/catch.hpp>
 
@@ -55,35 +55,71 @@ TEST_CASE("id index agrees with a hash map under random inserts and erases", "[m
   for (const auto& [id, slot] : ref) CHECK(index.find(id) == slot);
 }
 
-TEST_CASE("the free ring hands out blocks in the linked list's order", "[memory][paged]") {
+TEST_CASE("without prefix caching the store counts blocks instead of listing them",
+          "[memory][paged]") {
+  // 10 blocks of 16 tokens.
+  PagedStore s = make_block16_store(10, false);
+  REQUIRE(s.allocate(1, 33, 100));  // ceil(33 / 16) = 3 blocks: 7 free
+  REQUIRE(s.allocate(2, 16, 20));   // 1 block: 6 free
+  CHECK(s.held_blocks(1) == 3);
+  CHECK(s.held_blocks(2) == 1);
+  CHECK(s.free_blocks() == 6);
+  REQUIRE(s.grow(1, 48));  // fills its third block: no new one
+  CHECK(s.free_blocks() == 6);
+  REQUIRE(s.grow(1, 81));  // ceil(81 / 16) = 6 blocks: 3 more, 3 free
+  CHECK(s.held_blocks(1) == 6);
+  CHECK(s.free_blocks() == 3);
+  // 81 + 16 live tokens; request 1's last block: 96 - 81 = 15 slots, all reservation (to 100);
+  // request 2's: 0. Held: 7 blocks x 16 = 112 tokens.
+  const KvUsage u = s.usage();
+  CHECK(u.live_bytes == 97 * 1000);
+  CHECK(u.reservation_bytes == 15 * 1000);
+  CHECK(u.internal_bytes == 0);
+  CHECK(u.held_bytes == 112 * 1000);
+  CHECK_FALSE(s.grow(1, 100 + 49));  // ceil(149 / 16) = 10 blocks: 4 more with 3 free
+  CHECK(s.held_blocks(1) == 6);
+  s.check_invariants();
+  // No figure depends on which blocks a request holds, so their ids are not kept.
+  CHECK_THROWS_AS(s.block_table(1), InvariantError);
+  s.release(1);  // its 6 blocks: 9 free
+  CHECK(s.free_blocks() == 9);
+  CHECK(s.usage().live_bytes == 16 * 1000);
+  s.check_invariants();
+}
+
+TEST_CASE("counted blocks give the linked list's figures", "[memory][paged]") {
   // With prefix caching on but no prefix hashes, the store keeps the linked list and nothing is
-  // shared: the same calls must give the same block tables and figures as the ring.
+  // shared: the same calls must give the same block counts and figures as the counting store.
   const uint64_t seed = GENERATE(range(0, 20));
   INFO("seed " << seed);
   std::mt19937_64 g(seed);
-  PagedStore ring = make_block16_store(200, false), list = make_block16_store(200, true);
+  PagedStore counted = make_block16_store(200, false), list = make_block16_store(200, true);
   std::vector<int64_t> held;
   for (int step = 0; step < 600; ++step) {
     const int op = static_cast<int>(g() % 3);
     if (op == 0 || held.empty()) {
       const auto id = static_cast<int64_t>(step);
       const int64_t prompt = 1 + static_cast<int64_t>(g() % 100);
-      const bool a = static_cast<bool>(ring.allocate(id, prompt, prompt + 50));
+      const bool a = static_cast<bool>(counted.allocate(id, prompt, prompt + 50));
       REQUIRE(a == static_cast<bool>(list.allocate(id, prompt, prompt + 50)));
       if (a) held.push_back(id);
     } else if (op == 1) {
       const int64_t id = held[g() % held.size()];
-      const int64_t to = ring.tokens(id) + 1 + static_cast<int64_t>(g() % 40);
-      REQUIRE(static_cast<bool>(ring.grow(id, to)) == static_cast<bool>(list.grow(id, to)));
+      const int64_t to = counted.tokens(id) + 1 + static_cast<int64_t>(g() % 40);
+      REQUIRE(static_cast<bool>(counted.grow(id, to)) == static_cast<bool>(list.grow(id, to)));
     } else {
       const size_t k = g() % held.size();
-      ring.release(held[k]);
+      counted.release(held[k]);
       list.release(held[k]);
       held.erase(held.begin() + static_cast<long>(k));
     }
-    for (int64_t id : held) REQUIRE(ring.block_table(id) == list.block_table(id));
-    same_usage(ring.usage(), list.usage());
-    ring.check_invariants();
+    for (int64_t id : held) {
+      REQUIRE(counted.held_blocks(id) == list.held_blocks(id));
+      REQUIRE(list.block_table(id).size() == static_cast<size_t>(list.held_blocks(id)));
+    }
+    REQUIRE(counted.free_blocks() == list.free_blocks());
+    same_usage(counted.usage(), list.usage());
+    counted.check_invariants();
     list.check_invariants();
   }
 }

@@ -36,7 +36,7 @@ TEST_CASE("a sliding window caps the KV a sequence holds at the window rounded t
   // The prefill computes all 10,000 prompt tokens: 10,000 / 16 = 625 blocks, none freed yet
   // (nothing is computed when they are allocated; the prefill's queries read the whole prompt).
   REQUIRE(s.allocate(1, 10000, 10500));
-  CHECK(s.block_table(1).size() == 625);
+  CHECK(s.held_blocks(1) == 625);
   CHECK(s.free_blocks() == 375);
   s.check_invariants();
 
@@ -45,7 +45,7 @@ TEST_CASE("a sliding window caps the KV a sequence holds at the window rounded t
   // again: 369 freed. The 10,001st token needs block 625: ceil(10,001 / 16) = 626 blocks in all,
   // 626 - 369 = 257 held = ceil(4,096 / 16) + 1.
   REQUIRE(s.grow(1, 10001));
-  CHECK(s.block_table(1).size() == 257);
+  CHECK(s.held_blocks(1) == 257);
   CHECK(s.window_freed_blocks() == 369);
   CHECK(s.free_blocks() == 1000 - 257);
   KvUsage u = s.usage();
@@ -65,14 +65,14 @@ TEST_CASE("a sliding window caps the KV a sequence holds at the window rounded t
   int64_t most = 0, least = 1 << 30;
   for (int64_t t = 10001; t < 10500; ++t) {
     REQUIRE(s.grow(1, t + 1));
-    const auto held = static_cast<int64_t>(s.block_table(1).size());
+    const auto held = s.held_blocks(1);
     most = std::max(most, held);
     least = std::min(least, held);
   }
   CHECK(most == 257);
   CHECK(least == 256);
   // At 10,500 (t = 10,499 = 16 x 656 + 3): 657 blocks, 400 freed, 257 held.
-  CHECK(s.block_table(1).size() == 257);
+  CHECK(s.held_blocks(1) == 257);
   CHECK(s.window_freed_blocks() == 400);
   CHECK(s.usage().held_bytes == 257 * kMistralBlockBytes);
   // Live: 10,500 - 400 x 16 = 4,100 tokens.
@@ -90,7 +90,7 @@ TEST_CASE("without a window the same sequence holds every block", "[memory][page
   PagedStore s(kMistralBpt, {.block_tokens = 16, .num_blocks = 1000});
   REQUIRE(s.allocate(1, 10000, 10500));
   for (int64_t t = 10000; t < 10500; ++t) REQUIRE(s.grow(1, t + 1));
-  CHECK(s.block_table(1).size() == 657);
+  CHECK(s.held_blocks(1) == 657);
   CHECK(s.window_freed_blocks() == 0);
   CHECK(s.usage().live_bytes == 10500 * kMistralBpt);
   s.check_invariants();
@@ -110,10 +110,10 @@ TEST_CASE("a sliding window frees blocks on the deferred-growth path too",
   s.add(15);
   s.settle(1, 15);
   CHECK(s.tokens(1) == 10016);
-  CHECK(s.block_table(1).size() == 257);  // nothing moves inside a block
+  CHECK(s.held_blocks(1) == 257);  // nothing moves inside a block
   REQUIRE(s.grow(1, 10017));
   CHECK(s.window_freed_blocks() == 370);
-  CHECK(s.block_table(1).size() == 257);
+  CHECK(s.held_blocks(1) == 257);
   s.check_invariants();
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("a growth that fails under a sliding window leaves the store unchanged
   REQUIRE(s.allocate(1, 12, 100));
   CHECK(s.free_blocks() == 0);
   REQUIRE(s.grow(1, 13));
-  CHECK(s.block_table(1).size() == 2);
+  CHECK(s.held_blocks(1) == 2);
   CHECK(s.free_blocks() == 1);
   s.check_invariants();
   // A second request takes the free block; request 1 growing by 9 tokens (to 22) would free
@@ -136,7 +136,7 @@ TEST_CASE("a growth that fails under a sliding window leaves the store unchanged
   const AllocResult r = s.grow(1, 22);
   CHECK_FALSE(r.ok);
   CHECK(s.tokens(1) == 13);
-  CHECK(s.block_table(1).size() == 2);
+  CHECK(s.held_blocks(1) == 2);
   CHECK(s.window_freed_blocks() == 2);
   s.check_invariants();
 }
@@ -157,7 +157,8 @@ TEST_CASE("prefix caching with a sliding window: freed shared blocks stay with t
   // A grows to 65: blocks before 64 - 32 + 1 = 33, 33 / 16 = 2 (a0, a1), leave A, but B still
   // holds them; one new block: 14 free, A holds a2, a3, a4.
   REQUIRE(s.grow(1, 65));
-  CHECK(s.block_table(1).size() == 3);
+  CHECK(s.held_blocks(1) == 3);
+  CHECK(s.block_table(1).size() == 3);  // with prefix caching the ids are kept too
   CHECK(s.free_blocks() == 14);
   s.check_invariants();
   // B grows to 65: a0 and a1 are now free (with their keys), one new block: 15 free.
