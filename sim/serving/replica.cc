@@ -222,7 +222,9 @@ void Replica::start_iteration() {
   run_admission();
   if (!plan()) return;
   const IterationPlan& it = planning_;
-  BatchShape shape;
+  BatchShape& shape = shape_scratch_;
+  shape.prefill.clear();
+  shape.decode.clear();
   const PagedBlocks* paged = pool_.kv().paged();
   shape.block_tokens = paged != nullptr ? static_cast<int>(paged->block_tokens()) : 0;
   std::vector<BatchChunk>& chunks = chunk_scratch_;

@@ -161,6 +161,7 @@ class Replica {
   IterationPlan planning_;
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
+  BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred growth,
   // no sliding window); its per-stretch scratch, reused.
   bool fast_forward_ok_ = false;
