@@ -377,6 +377,25 @@ int64_t PagedStore::open(RequestId request) {
   return r.window;
 }
 
+int64_t PagedStore::open_long(RequestId request) {
+  KVSIM_CHECK(crossings_in_aggregate(), "open_long: blocks are not counted in aggregate here");
+  Req& r = held(request, "open_long");
+  r.window = r.max_total - r.tokens;
+  return r.window;
+}
+
+void PagedStore::add_crossings(int64_t n) {
+  // Each is grow_req's step for one token that needs one new block whose end is within its
+  // request's max_total: the block leaves the free list, the token is live, and the rest of the
+  // block is reservation (its last block was full: no slack before).
+  KVSIM_CHECK(n >= 0 && n <= free_count_, "{} block crossings with {} blocks free", n, free_count_);
+  free_count_ -= n;
+  crossed_blocks_ += n;
+  live_tokens_ += n;
+  reservation_tokens_ += n * (block_tokens_ - 1);
+  deferred_tokens_ += n;
+}
+
 void PagedStore::add(int64_t tokens) {
   // Each deferred token is one of some request's reservation tokens becoming live (see room()):
   // the same change grow_req would make, summed.
@@ -395,8 +414,15 @@ void PagedStore::settle(RequestId request, int64_t tokens) {
               "request {}: settling {} deferred tokens ({} outstanding) in a window of {}", request,
               tokens, deferred_tokens_, r->window);
   r->window = -1;
-  // live and reservation already moved in add(); the request's own figures catch up.
+  // live and reservation already moved in add() and add_crossings(); the request's own figures
+  // catch up, with the blocks its tokens crossed into (a long window's).
   r->tokens += tokens;
+  if (const int64_t crossed = ceil_div(r->tokens, block_tokens_) - r->skipped - r->held; crossed > 0) {
+    KVSIM_CHECK(crossed <= crossed_blocks_, "request {}: settling {} crossed blocks, {} taken",
+                request, crossed, crossed_blocks_);
+    r->held += crossed;
+    crossed_blocks_ -= crossed;
+  }
   if (prefix_caching_) blk(table(*r).blocks.back()).filled += static_cast<int32_t>(tokens);
   deferred_tokens_ -= tokens;
 }
@@ -419,6 +445,7 @@ KvUsage PagedStore::usage() const {
 
 void PagedStore::check_invariants() const {
   KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
+  KVSIM_CHECK(crossed_blocks_ == 0, "{} crossed blocks not settled", crossed_blocks_);
   int64_t reservation = 0, internal = 0;
   int64_t held = 0, used = 0, live = 0;
   for (const Req& r : slots_) {

@@ -72,6 +72,10 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   void add(int64_t tokens) override;
   void settle(RequestId request, int64_t tokens) override;
   int64_t outstanding() const override { return deferred_tokens_; }
+  // Only when blocks are counted (no prefix caching) and no sliding window frees leading blocks.
+  bool crossings_in_aggregate() const override { return !prefix_caching_ && sliding_window_ == 0; }
+  int64_t open_long(RequestId request) override;
+  void add_crossings(int64_t n) override;
 
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a request holds now (shared ones included); with a sliding window, not those freed
@@ -192,7 +196,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t reservation_tokens_ = 0;  // slack in last blocks a request may still fill
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
   int64_t prefix_hits_ = 0;
-  int64_t deferred_tokens_ = 0;     // reported by add(), not yet settled per request
+  int64_t deferred_tokens_ = 0;
+  int64_t crossed_blocks_ = 0;      // taken by add_crossings(), not yet attributed by settle()     // reported by add(), not yet settled per request
   std::unordered_map<uint64_t, int32_t> by_key_;
   std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,

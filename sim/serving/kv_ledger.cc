@@ -4,12 +4,13 @@
 
 namespace kvsim {
 
-AllocResult KvLedger::grow_decode(RequestState& r, int64_t target) {
+AllocResult KvLedger::grow_decode(RequestState& r, int64_t target, bool long_window) {
   const int64_t id = r.spec.id;
   AllocResult a = pool_.ensure_kv(id, target);
   if (a && deferral_ != nullptr) {
     r.kv_tokens = pool_.kv().tokens(id);
-    r.kv_room = deferral_->open(id);
+    r.kv_room = long_window ? deferral_->open_long(id) : deferral_->open(id);
+    r.kv_long = long_window;
   }
   return a;
 }

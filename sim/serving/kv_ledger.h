@@ -51,7 +51,20 @@ class KvLedger {
   }
   // The slow path, after settle(r): grows r's KV to `target` and, with deferred growth, opens its
   // next window.
-  AllocResult grow_decode(RequestState& r, int64_t target);
+  // `long_window`: open a window across blocks (the decode aggregate; requires
+  // crossings_in_aggregate()).
+  AllocResult grow_decode(RequestState& r, int64_t target, bool long_window = false);
+  int64_t outstanding() const { return deferral_->outstanding(); }
+  bool crossings_in_aggregate() const {
+    return deferral_ != nullptr && deferral_->crossings_in_aggregate();
+  }
+  // `n` long-window tokens that each start a new block: to the store at once (their windows
+  // catch up with catch_up() as for defer_many()).
+  void add_crossings(int64_t n) {
+    report();
+    if (n > 0) deferral_->add_crossings(n);
+  }
+  int64_t block_tokens() const { return pool_.kv().paged() != nullptr ? pool_.kv().paged()->block_tokens() : 0; }
   // Grows `r` to `tokens` unless it already holds that many (a prefill chunk; a plan cut short
   // by an aborted request may already have grown it: growth is idempotent per target).
   AllocResult ensure(const RequestState& r, int64_t tokens) {
@@ -64,7 +77,10 @@ class KvLedger {
   // any other store call about r.
   void settle(RequestState& r);
   // Forgets the engine's view of r's KV (no window open): a new allocation (admission, swap-in).
-  static void forget(RequestState& r) { r.kv_tokens = r.kv_room = 0; }
+  static void forget(RequestState& r) {
+    r.kv_tokens = r.kv_room = 0;
+    r.kv_long = false;
+  }
   // Settles and frees r's KV; returns the tokens it held. Requires: r holds KV.
   int64_t release(RequestState& r);
   // The same when r holds KV; forgets the view either way.

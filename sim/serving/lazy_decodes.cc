@@ -18,14 +18,66 @@ void LazyDecodes::push_due_at(int64_t step, const RequestState& r) {
       for (const Entry& e : bucket) due_[static_cast<size_t>(e.step) % due_.size()].push_back(e);
     }
   }
-  due_[static_cast<size_t>(step) % due_.size()].push_back({step, r.run_seq, r.lazy_slot});
+  due_[static_cast<size_t>(step) % due_.size()].push_back({step, r.run_seq, r.lazy_slot, r.lazy_due_tag});
 }
 
-void LazyDecodes::push_due(const RequestState& r) {
+void LazyDecodes::set_block_tokens(int64_t bt) {
+  KVSIM_CHECK(n_ == 0, "block crossings switched with members");
+  bt_ = bt;
+  classes_.assign(static_cast<size_t>(std::max<int64_t>(bt, 0)), {});
+}
+
+void LazyDecodes::join_class(RequestState& r) {
+  // Its plan target at step s is kv_tokens + (s - lazy_sync); a new block starts at targets
+  // 1 modulo bt.
+  const int64_t rho = ((1 - r.kv_tokens + r.lazy_sync) % bt_ + bt_) % bt_;
+  std::vector<int32_t>& c = classes_[static_cast<size_t>(rho)];
+  r.lazy_class = static_cast<int32_t>(rho);
+  r.lazy_class_pos = static_cast<int32_t>(c.size());
+  c.push_back(r.lazy_slot);
+}
+
+void LazyDecodes::leave_class(RequestState& r) {
+  if (r.lazy_class < 0) return;
+  std::vector<int32_t>& c = classes_[static_cast<size_t>(r.lazy_class)];
+  const auto pos = static_cast<size_t>(r.lazy_class_pos);
+  c[pos] = c.back();
+  slots_[static_cast<size_t>(c[pos])].r->lazy_class_pos = static_cast<int32_t>(pos);
+  c.pop_back();
+  r.lazy_class = -1;
+  r.lazy_class_pos = -1;
+}
+
+void LazyDecodes::push_due(RequestState& r) {
   // A window holding exactly the tokens up to the last step's target defers one token a step
   // for kv_room steps; any other state goes through the ledger at the next step.
   const bool steady = r.kv_tokens > 0 && r.kv_tokens == r.context_tokens() - 1;
-  push_due_at(steady ? r.lazy_sync + r.kv_room + 1 : r.lazy_sync + 1, r);
+  ++r.lazy_due_tag;  // its earlier entry, if any (a long window's last crossing), is void
+  if (!steady) {
+    push_due_at(r.lazy_sync + 1, r);
+    return;
+  }
+  if (!r.kv_long) {
+    push_due_at(r.lazy_sync + r.kv_room + 1, r);
+    return;
+  }
+  // A long window: its crossings into full blocks are counted by class; the crossing into its
+  // last, partial block (target floor(M / bt) * bt + 1, if it comes before M) is due.
+  join_class(r);
+  const int64_t max_total = r.kv_tokens + r.kv_room;
+  const int64_t last = max_total / bt_ * bt_ + 1;
+  if (last <= max_total - 1 && last > r.kv_tokens) push_due_at(r.lazy_sync + (last - r.kv_tokens), r);
+}
+
+void LazyDecodes::take_crossers(std::vector<RequestState*>& due) {
+  std::vector<int32_t>& c = classes_[static_cast<size_t>((step_ + 1) % bt_)];
+  while (!c.empty()) {
+    RequestState* r = slots_[static_cast<size_t>(c.back())].r;
+    leave_class(*r);
+    due.push_back(r);
+  }
+  std::sort(due.begin(), due.end(),
+            [](const RequestState* a, const RequestState* b) { return a->run_seq < b->run_seq; });
 }
 
 void LazyDecodes::add(RequestState& r) {
@@ -79,6 +131,7 @@ void LazyDecodes::leave(RequestState& r, KvLedger& ledger) {
   }
   --n_;
   ctx_ -= term;
+  leave_class(r);
   slots_[static_cast<size_t>(r.lazy_slot)] = {};
   free_slots_.push_back(r.lazy_slot);
   r.lazy_slot = -1;
@@ -95,17 +148,22 @@ void LazyDecodes::take_due(std::vector<RequestState*>& out) {
   std::sort(bucket.begin(), bucket.end(),
             [](const Entry& a, const Entry& b) { return a.run_seq < b.run_seq; });
   for (const Entry& e : bucket) {
-    RequestState* r = live(e);
+    RequestState* r = live_due(e);
     if (r == nullptr) continue;
     KVSIM_CHECK(e.step == target, "request {} was due at step {}, now is {}", r->spec.id, e.step,
                 target);
+    leave_class(*r);  // a long window's last crossing: explicit
     out.push_back(r);
   }
   bucket.clear();
 }
 
 void LazyDecodes::restore_due(const std::vector<RequestState*>& due) {
-  for (RequestState* r : due) push_due_at(step_ + 1, *r);
+  for (RequestState* r : due) {
+    push_due_at(step_ + 1, *r);
+    // take_due took a long window's last crossing out of its class: back in.
+    if (r->kv_long && r->lazy_class < 0 && r->kv_tokens == r->context_tokens() - 1) join_class(*r);
+  }
 }
 
 void LazyDecodes::walk_at(RequestState& r) {
@@ -118,8 +176,9 @@ void LazyDecodes::walk_at(RequestState& r) {
   walk_pos_ = r.run_seq;
 }
 
-void LazyDecodes::end_walk(KvLedger& ledger) {
-  ledger.defer_many(n_ - planned_);
+void LazyDecodes::end_walk(KvLedger& ledger, int64_t crossers) {
+  ledger.add_crossings(crossers);
+  ledger.defer_many(n_ - planned_ - crossers);
   walk_pos_ = kWalkDone;
 }
 

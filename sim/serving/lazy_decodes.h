@@ -18,6 +18,14 @@
 // one sum at the end of the plan (the store's totals are sums: its figures after the plan's
 // report() are the same).
 //
+// Block crossings in aggregate (a store with DeferredGrowth::crossings_in_aggregate()): a member
+// grown through the ledger opens a long window (to its max_total). Its plan targets then cross
+// into a new block every block_tokens steps, at the steps of one residue class modulo the block
+// size; a class's size is the number of blocks the step takes (add_crossings), with no call per
+// member. Only the crossing into its last, partial block (whose slack is not a whole block's) is
+// due, as are all of a step's crossers when they might not all find a free block: then the
+// step's walk is explicit, in running order, so any preemption falls where stepping's does.
+//
 // The plan of step G+1 (G = step()) is "in progress" from begin_walk() until commit(); which
 // members the walk would already have passed matters when one leaves during it (a preemption, an
 // OOM that ends the plan): see leave(). A plan that never commits (an OOM ended it) is undone
@@ -57,11 +65,22 @@ class LazyDecodes {
   // Puts back what take_due() returned (a fast-forward step that will not run after all).
   void restore_due(const std::vector<RequestState*>& due);
   void begin_walk() { walk_pos_ = std::numeric_limits<int64_t>::min(); }
+  // Block crossings in aggregate: the block size (0: off, the default).
+  void set_block_tokens(int64_t bt);
+  bool long_windows() const { return bt_ > 0; }
+  // The members whose targets cross into a new (full) block at step step() + 1, counted in
+  // aggregate (none are in a due list).
+  int64_t crossers() const {
+    return bt_ > 0 ? static_cast<int64_t>(classes_[static_cast<size_t>((step_ + 1) % bt_)].size()) : 0;
+  }
+  // Moves those crossers into `due` (for an explicit walk), keeping it in running order.
+  void take_crossers(std::vector<RequestState*>& due);
   // Brings a due member up to step(); the walk is at it now.
   void walk_at(RequestState& r);
   // A due member was grown for the step (it is now a member whose figures include it).
   void grown(RequestState& r) { r.lazy_planned = true; ++planned_; }
-  void end_walk(KvLedger& ledger);
+  // `crossers`: the step's crossers counted in aggregate (crossers() when not taken).
+  void end_walk(KvLedger& ledger, int64_t crossers);
   // The step ran: counts it, and gives the grown members their token. `grown`: those members
   // (the plan's explicit decodes; others are skipped).
   void commit(const std::vector<RequestState*>& grown);
@@ -83,6 +102,7 @@ class LazyDecodes {
     int64_t step;
     int64_t run_seq;
     int32_t slot;
+    int32_t tag = 0;  // due entries: the member's lazy_due_tag when pushed
     bool operator>(const Entry& o) const {
       return step != o.step ? step > o.step : run_seq > o.run_seq;
     }
@@ -98,9 +118,16 @@ class LazyDecodes {
     const Slot& s = slots_[static_cast<size_t>(e.slot)];
     return s.run_seq == e.run_seq ? s.r : nullptr;
   }
-  void push_due(const RequestState& r);
+  // A due entry also names the member's latest due (it may have been grown since).
+  RequestState* live_due(const Entry& e) const {
+    RequestState* r = live(e);
+    return r != nullptr && r->lazy_due_tag == e.tag ? r : nullptr;
+  }
+  void push_due(RequestState& r);
   void push_due_at(int64_t step, const RequestState& r);
   void add(RequestState& r);  // joins with lazy_sync = step_
+  void join_class(RequestState& r);
+  void leave_class(RequestState& r);
 
   std::vector<Slot> slots_;
   std::vector<int32_t> free_slots_;
@@ -115,6 +142,8 @@ class LazyDecodes {
   // block's tokens after it was last grown; the ring grows if a window is ever longer).
   std::vector<std::vector<Entry>> due_;
   std::vector<Entry> done_;  // min-heap
+  int64_t bt_ = 0;
+  std::vector<std::vector<int32_t>> classes_;  // slots by crossing residue, bt_ of them
   std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)
 };
 

@@ -78,7 +78,7 @@ bool Replica::fast_forward_stretch() {
     // The members due at the ledger; each needs at most one new block (it holds every token up
     // to the last step's).
     lazy.take_due(due);
-    if (static_cast<int64_t>(due.size()) > paged.free_blocks() ||
+    if (static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
         !pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
       break;  // this step runs as an ordinary iteration

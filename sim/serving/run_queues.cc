@@ -39,6 +39,7 @@ void RunQueues::set_lazy(bool on) {
   if (on == lazy_on_) return;
   KVSIM_CHECK(size() == 0, "the decode aggregate is switched with requests admitted");
   lazy_on_ = on;
+  lazy_.set_block_tokens(on && ledger_.crossings_in_aggregate() ? ledger_.block_tokens() : 0);
 }
 
 const RequestState* RunQueues::first_prefilling() const {
@@ -231,13 +232,28 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
 
 bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& due) {
   // grow_decodes' per-request step for the due members only, in running order; the walk would
-  // defer the others' tokens without a store call (end_walk counts them).
+  // defer the others' tokens without a store call, and give the step's crossers (long windows
+  // entering a full block) a block each (end_walk counts both). Each due member needs at most
+  // one block (it holds every token up to the last step's): when the crossers might not all find
+  // one beside them, they join the explicit walk, so that a shortage preempts where stepping's
+  // walk does.
+  int64_t crossers = lazy_.crossers();
+  const std::vector<RequestState*>* walk = &due;
+  if (crossers > 0 && crossers + static_cast<int64_t>(due.size()) > pool_.kv().paged()->free_blocks()) {
+    due_all_.assign(due.begin(), due.end());
+    lazy_.take_crossers(due_all_);
+    walk = &due_all_;
+    crossers = 0;
+  }
   lazy_.begin_walk();
-  for (RequestState* rp : due) {
+  for (RequestState* rp : *walk) {
     RequestState& r = *rp;
     if (!LazyDecodes::member(r)) continue;  // preempted earlier in this walk
     lazy_.walk_at(r);
     const int64_t target = r.prompt_tokens + r.generated;
+    // A long window reaching a new block: closed first, then the slow path as stepping's at the
+    // end of a block's window (a replan of the same step defers nothing new: no-op).
+    if (r.kv_long && target > r.kv_tokens) ledger_.settle(r);
     if (ledger_.defer(r, target)) {
       lazy_.grown(r);
       it.decode.push_back(rp);
@@ -245,7 +261,7 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
     }
     ledger_.settle(r);
     while (true) {
-      AllocResult a = ledger_.grow_decode(r, target);
+      AllocResult a = ledger_.grow_decode(r, target, lazy_.long_windows());
       if (a) {
         lazy_.grown(r);
         it.decode.push_back(rp);
@@ -264,7 +280,7 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
       if (victim == rp) break;
     }
   }
-  lazy_.end_walk(ledger_);
+  lazy_.end_walk(ledger_, crossers);
   it.decode_seqs = lazy_.size();
   it.decode_context = lazy_.context_sum();  // full attention: attended = context
   it.running_prefills = static_cast<int64_t>(prefilling_.size());

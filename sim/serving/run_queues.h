@@ -179,6 +179,7 @@ class RunQueues final : public PlanSteps {
   // walks these instead of running_), and grow_decodes' due members (reused).
   std::vector<RequestState*> prefilling_;
   std::vector<RequestState*> due_scratch_;
+  std::vector<RequestState*> due_all_;  // due members and a step's crossers (an explicit walk)
 };
 
 }  // namespace kvsim
