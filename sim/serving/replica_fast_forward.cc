@@ -10,10 +10,12 @@
 // planner, and runs as a loop.
 //
 // The stretch stops before the first step that is not such a plan, which then runs as an
-// ordinary iteration: the first step that would end at
-// or after the next pending event (an arrival, a timeout, a sample, another replica's iteration:
-// whatever it does must see the in-flight state it sees when stepping); a step whose new blocks
-// might not all be free (it may preempt); a step whose activations do not fit (it OOMs). A step
+// ordinary iteration: a step whose new blocks might not all be free (it may preempt); a step
+// whose activations do not fit (it OOMs). The first step that would end at or after the next
+// pending event (an arrival, a timeout, a sample, another replica's iteration: whatever it does
+// must see the in-flight state it sees when stepping) is planned here and then handed to the
+// event queue as the iteration in flight, with its end event, exactly as start_iteration leaves
+// one (its plan is start_iteration's: nothing was due between). A step
 // at whose end requests complete is the stretch's last: they finish at its end as end_iteration
 // finishes them, and a new stretch may start from there (blocks were freed: admission decides).
 //
@@ -73,8 +75,9 @@ bool Replica::fast_forward_stretch() {
     const int64_t context = lazy.context_sum();
     shape.decode_context_tokens = context;
     const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
-    const SimTime end = t + std::max<SimTime>(1, seconds_to_sim(cost.seconds));
-    if (end >= horizon) break;
+    const SimTime duration = std::max<SimTime>(1, seconds_to_sim(cost.seconds));
+    const SimTime end = t + duration;
+    const bool in_flight = end >= horizon;  // an event comes before its end
     // The members due at the ledger; each needs at most one new block (it holds every token up
     // to the last step's).
     lazy.take_due(due);
@@ -89,6 +92,15 @@ bool Replica::fast_forward_stretch() {
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
     recorder_.on_state(t, pool_.snapshot());
     recorder_.on_batch(n, n, end - t, cost.flops);  // start_iteration's record of a decode step
+    if (in_flight) {
+      // start_iteration's hand-over: end_iteration commits it when its end event runs.
+      if (t > t0) events_.advance_to(t);
+      busy_ = true;
+      iteration_start_ = t;
+      std::swap(in_flight_, ff_plan_);
+      events_.schedule(duration, [this] { end_iteration(); });
+      return false;
+    }
     // The iteration's end.
     t = end;
     recorder_.on_fast_forward_iteration();

@@ -309,6 +309,13 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     if (r.prefilled >= r.prefill_target) continue;
     if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
+    // A paged store says without a call that changes anything whether the chunk's blocks are
+    // free: a stalled prefill (a memory-bound server's usual state) then costs no failed
+    // allocation, whose error would describe the pool for nobody.
+    if (const PagedBlocks* paged = pool_.kv().paged();
+        paged != nullptr && paged->blocks_to_grow(id, r.prefilled + chunk) > paged->free_blocks()) {
+      break;
+    }
     if (AllocResult a = ledger_.ensure(r, r.prefilled + chunk); !a) {
       if (preallocated_) break;
       hooks_.oom(id, a);
