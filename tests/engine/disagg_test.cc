@@ -365,6 +365,18 @@ policies: [{{name: p, guards: []}}]
   const RunResult r = run_yaml(yaml, /*check=*/true);
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
+  // Unchecked, fast-forward (the decode aggregate: requests join a decode replica's batch when
+  // their transfer ends, also while an iteration is in flight) and stepping agree to the bit.
+  {
+    const Scenario sc = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+    RunOptions o;
+    o.sample_interval_s = 0.37;
+    const RunResult ff = run_scenario(sc, o);
+    o.fast_forward = false;
+    const RunResult step = run_scenario(sc, o);
+    CHECK(summary_csv(ff.policies) == summary_csv(step.policies));
+    CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
+  }
   int64_t total = 0;
   for (int64_t n : p.outcomes) total += n;
   CHECK(total == p.requests_total);

@@ -213,3 +213,45 @@ TEST_CASE("a deferral window must be settled before any other call about its req
   s.release(1);
   s.release(2);
 }
+
+TEST_CASE("a long window's block crossings, counted in aggregate, give the figures of growing",
+          "[memory][paged]") {
+  // Request 1 holds 20 tokens (2 blocks of 16) and may reach 60; request 2 the same, grown token
+  // by token as the engine's slow path does. Request 1 opens a long window (room 60 - 20 = 40)
+  // and takes 20 more tokens: 12 inside its 2nd block (21..32: add), one that starts its 3rd
+  // block (33: add_crossings; the block ends at 48 <= 60, so the other 15 slots are
+  // reservation), and 7 inside that one (34..40: add). Both stores then hold 40 tokens in
+  // 3 blocks: 2 x 3 = 6 of 10 held, live 80, reservation 2 x (48 - 40) = 16, internal 0.
+  PagedStore s = make_block16_store(10, false), g = make_block16_store(10, false);
+  REQUIRE(s.crossings_in_aggregate());
+  for (PagedStore* x : {&s, &g}) {
+    REQUIRE(x->allocate(1, 20, 60));
+    REQUIRE(x->allocate(2, 20, 60));
+  }
+  CHECK(s.open_long(1) == 40);
+  s.add(12);
+  s.add_crossings(1);
+  CHECK(s.free_blocks() == 5);  // the crossing's block is taken at once
+  s.add(7);
+  for (int64_t t = 21; t <= 40; ++t) REQUIRE(g.grow(1, t));
+  for (PagedStore* x : {&s, &g}) REQUIRE(x->grow(2, 40));
+  same_usage(s.usage(), g.usage());
+  CHECK(s.usage().live_bytes == 80 * 1000);
+  CHECK(s.usage().reservation_bytes == 16 * 1000);
+  CHECK(s.outstanding() == 20);
+  s.settle(1, 20);  // the request's figures catch up: 40 tokens, its 3rd block attributed
+  CHECK(s.held_blocks(1) == 3);
+  CHECK(s.tokens(1) == 40);
+  s.check_invariants();
+  same_usage(s.usage(), g.usage());
+  // Its last block (49..64 past max_total 60) is not a crossing in aggregate: the window is
+  // settled and the growth made as usual, with 60 - 49 = 11 reservation and 4 internal slots.
+  REQUIRE(s.grow(1, 49));
+  REQUIRE(g.grow(1, 49));
+  same_usage(s.usage(), g.usage());
+  CHECK(s.usage().internal_bytes == 4 * 1000);
+  // More crossings than free blocks are refused; with prefix caching there are none in aggregate.
+  CHECK(s.open_long(2) == 20);
+  CHECK_THROWS_AS(s.add_crossings(s.free_blocks() + 1), InvariantError);
+  CHECK_FALSE(make_block16_store(10, true).crossings_in_aggregate());
+}
