@@ -418,9 +418,14 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   r.finished_at = events_.now();
   recorder_.on_outcome(r);
   notify(ReplicaEvent::kFinished, id, outcome);
-  const RequestState copy = r;
+  if (!on_finished_) {
+    requests_.erase(f);
+    return;
+  }
+  // The callback may start new requests here: it gets the finished one out of the map first.
+  const RequestState done = std::move(r);
   requests_.erase(f);
-  if (on_finished_) on_finished_(copy);
+  on_finished_(done);
 }
 
 void Replica::sample() {
