@@ -228,6 +228,12 @@ TEST_CASE("a long window's block crossings, counted in aggregate, give the figur
     REQUIRE(x->allocate(1, 20, 60));
     REQUIRE(x->allocate(2, 20, 60));
   }
+  // What a growth would take, asked without making it: up to 32 tokens none (its 2nd block has
+  // room), 33-48 one block, 100 tokens ceil(100 / 16) - 2 = 5.
+  CHECK(s.blocks_to_grow(1, 32) == 0);
+  CHECK(s.blocks_to_grow(1, 33) == 1);
+  CHECK(s.blocks_to_grow(1, 100) == 5);
+  CHECK(s.free_blocks() == 6);
   CHECK(s.open_long(1) == 40);
   s.add(12);
   s.add_crossings(1);
