@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "sim/metrics/breakdown.h"
+#include "sim/metrics/row_format.h"
 
 namespace kvsim {
 
@@ -106,19 +107,24 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     }
   }
   if (!request_file_) return;
-  // One row straight into line_ (compiled formats, no temporary strings: a row per request is
-  // a visible share of a long run's CPU). ttft, tpot and e2e are empty for requests not served.
+  // One row straight into line_ (compiled formats into a reused buffer, seconds from integer ns
+  // where that gives fmt's bytes: a row per request is a visible share of a long run's CPU).
+  // ttft, tpot and e2e are empty for requests not served.
   line_.clear();
-  auto out = std::back_inserter(line_);
-  fmt::format_to(out, FMT_COMPILE("{},{},{:.6f},{},{},{},{},{},"), policy_, r.spec.id,
-                 sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens, r.prompt_tokens,
+  const auto out = fmt::appender(line_);
+  fmt::format_to(out, FMT_COMPILE("{},{},"), policy_, r.spec.id);
+  append_seconds_6(line_, r.spec.arrival);
+  fmt::format_to(out, FMT_COMPILE(",{},{},{},{},{},"), r.spec.prompt_tokens, r.prompt_tokens,
                  r.spec.output_tokens, r.generated, outcome_name(r.outcome));
   if (served) {
-    fmt::format_to(out, FMT_COMPILE("{:.6f},"), t1);
+    append_seconds_6(line_, r.first_token_at - r.spec.arrival);  // t1
+    line_.push_back(',');
     if (per) fmt::format_to(out, FMT_COMPILE("{:.6f}"), *per);
-    fmt::format_to(out, FMT_COMPILE(",{:.6f},"), tend);
+    line_.push_back(',');
+    append_seconds_6(line_, r.finished_at - r.spec.arrival);  // tend
+    line_.push_back(',');
   } else {
-    line_ += ",,,";
+    line_.append(std::string_view(",,,"));
   }
   fmt::format_to(out, FMT_COMPILE("{},{},"), r.preemptions, r.tokens_dropped);
   if (served) {
@@ -128,11 +134,12 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
                      ns[i] % kNsPerSecond);
     }
   } else {
-    line_ += ",,,,";  // the breakdown: served requests only
+    line_.append(std::string_view(",,,,"));  // the breakdown: served requests only
   }
   if (!replica.empty()) fmt::format_to(out, FMT_COMPILE(",{}"), replica);
-  line_ += '\n';
-  write_row(r.spec.id);
+  line_.push_back('\n');
+  rows_.put(r.spec.id, std::string_view(line_.data(), line_.size()),
+            [this](std::string_view row) { request_file_->append(row); });
 }
 
 void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
@@ -155,20 +162,6 @@ void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
     const double n = static_cast<double>(d.count);
     double* out[] = {&d.guard_queue_s, &d.engine_wait_s, &d.prefill_s, &d.decode_s, &d.preempted_s};
     for (size_t i = 0; i < breakdown_ns_.size(); ++i) *out[i] = sim_to_seconds(breakdown_ns_[i]) / n;
-  }
-}
-
-void Recorder::write_row(int64_t id) {
-  if (id != next_row_id_) {
-    pending_rows_.emplace(id, line_);
-    return;
-  }
-  request_file_->append(line_);
-  ++next_row_id_;
-  while (!pending_rows_.empty() && pending_rows_.begin()->first == next_row_id_) {
-    request_file_->append(pending_rows_.begin()->second);
-    pending_rows_.erase(pending_rows_.begin());
-    ++next_row_id_;
   }
 }
 
@@ -247,8 +240,7 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
   }
   finish_batch_and_breakdown(s);
   if (request_file_) {  // ids that never finished leave gaps; the rest still go in id order
-    for (const auto& [id, row] : pending_rows_) request_file_->append(row);
-    pending_rows_.clear();
+    rows_.flush([this](std::string_view row) { request_file_->append(row); });
   }
   return s;
 }
