@@ -56,27 +56,40 @@ Histogram bin(const std::vector<std::pair<double, int64_t>>& runs, double lo, do
 
 }  // namespace
 
-LatencyStats CountDistribution::stats() const {
+std::vector<std::pair<double, int64_t>> CountDistribution::runs() const {
   std::vector<std::pair<double, int64_t>> runs;
-  for (const auto& [v, c] : counts_) runs.emplace_back(static_cast<double>(v), c);
-  return stats_of(runs, n_, n_ ? sum_ / n_ : 0.0L);
+  auto sparse = sparse_.begin();
+  for (; sparse != sparse_.end() && sparse->first < 0; ++sparse) {
+    runs.emplace_back(static_cast<double>(sparse->first), sparse->second);
+  }
+  for (size_t v = 0; v < dense_.size(); ++v) {
+    if (dense_[v] > 0) runs.emplace_back(static_cast<double>(v), dense_[v]);
+  }
+  for (; sparse != sparse_.end(); ++sparse) {
+    runs.emplace_back(static_cast<double>(sparse->first), sparse->second);
+  }
+  return runs;
+}
+
+LatencyStats CountDistribution::stats() const {
+  return stats_of(runs(), n_, n_ ? sum_ / n_ : 0.0L);
 }
 
 Histogram CountDistribution::histogram(int max_bins) const {
-  if (counts_.empty()) return {};
-  const int64_t lo = counts_.begin()->first, hi = counts_.rbegin()->first + 1;
+  if (n_ == 0) return {};
+  const int64_t lo = min_, hi = max_ + 1;
   // Whole-number bins: each bin spans the same number of integers.
   const int64_t per = (hi - lo + max_bins - 1) / max_bins;
   const int bins = static_cast<int>((hi - lo + per - 1) / per);
-  std::vector<std::pair<double, int64_t>> runs;
-  for (const auto& [v, c] : counts_) runs.emplace_back(static_cast<double>(v), c);
-  return bin(runs, static_cast<double>(lo), static_cast<double>(lo + per * bins), bins);
+  return bin(runs(), static_cast<double>(lo), static_cast<double>(lo + per * bins), bins);
 }
 
 void LogDistribution::add(SimTime ns) {
   const int64_t bucket =
       ns <= 0 ? -1 : static_cast<int64_t>(std::floor(std::log(static_cast<double>(ns)) / std::log(kGrowth)));
-  ++counts_[bucket];
+  const auto i = static_cast<size_t>(bucket + 1);
+  if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
+  ++counts_[i];
   ++n_;
   sum_ns_ += ns;
 }
@@ -87,16 +100,21 @@ double LogDistribution::middle_seconds(int64_t bucket) {
   return std::pow(kGrowth, static_cast<double>(bucket) + 0.5) / 1e9;
 }
 
-LatencyStats LogDistribution::stats_seconds() const {
+std::vector<std::pair<double, int64_t>> LogDistribution::runs_seconds() const {
   std::vector<std::pair<double, int64_t>> runs;
-  for (const auto& [b, c] : counts_) runs.emplace_back(middle_seconds(b), c);
-  return stats_of(runs, n_, n_ ? sum_ns_ / n_ / 1e9L : 0.0L);
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    if (counts_[i] > 0) runs.emplace_back(middle_seconds(static_cast<int64_t>(i) - 1), counts_[i]);
+  }
+  return runs;
+}
+
+LatencyStats LogDistribution::stats_seconds() const {
+  return stats_of(runs_seconds(), n_, n_ ? sum_ns_ / n_ / 1e9L : 0.0L);
 }
 
 Histogram LogDistribution::histogram_seconds(int max_bins) const {
-  if (counts_.empty()) return {};
-  std::vector<std::pair<double, int64_t>> runs;
-  for (const auto& [b, c] : counts_) runs.emplace_back(middle_seconds(b), c);
+  const std::vector<std::pair<double, int64_t>> runs = runs_seconds();
+  if (runs.empty()) return {};
   const double lo = runs.front().first, hi = runs.back().first;
   return bin(runs, lo, hi > lo ? hi * (1 + 1e-9) : lo + 1e-6, max_bins);
 }

@@ -9,6 +9,7 @@
 // Both interpolate between order statistics as latency_stats does (NumPy's default).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -27,8 +28,21 @@ struct Histogram {
 
 class CountDistribution {
  public:
+  // Values in [0, kDenseLimit) count in a vector indexed by value (an add per iteration: a map
+  // lookup was a visible share of a long run); others, in a map.
+  static constexpr int64_t kDenseLimit = int64_t{1} << 16;
   void add(int64_t value) {
-    ++counts_[value];
+    if (value >= 0 && value < kDenseLimit) {
+      const auto i = static_cast<size_t>(value);
+      if (i >= dense_.size()) {
+        dense_.resize(std::min<size_t>(std::max<size_t>(2 * i, 64), kDenseLimit));
+      }
+      ++dense_[i];
+    } else {
+      ++sparse_[value];
+    }
+    min_ = n_ == 0 ? value : std::min(min_, value);
+    max_ = n_ == 0 ? value : std::max(max_, value);
     ++n_;
     sum_ += value;
   }
@@ -38,9 +52,13 @@ class CountDistribution {
   Histogram histogram(int max_bins = 32) const;
 
  private:
-  std::map<int64_t, int64_t> counts_;
+  std::vector<int64_t> dense_;          // count by value
+  std::map<int64_t, int64_t> sparse_;   // values outside the dense range
   int64_t n_ = 0;
+  int64_t min_ = 0, max_ = 0;  // of the values seen (n_ > 0)
   long double sum_ = 0;
+  // (value, count) of every value seen, in increasing value order.
+  std::vector<std::pair<double, int64_t>> runs() const;
 };
 
 class LogDistribution {
@@ -52,10 +70,13 @@ class LogDistribution {
   Histogram histogram_seconds(int max_bins = 32) const;
 
  private:
-  std::map<int64_t, int64_t> counts_;  // by bucket; bucket -1 holds 0 ns
+  // Count by bucket + 1 (bucket -1 holds 0 ns), grown as larger buckets appear: ~3,500 entries
+  // reach 10^6 s. A vector, not a map: an add per iteration.
+  std::vector<int64_t> counts_;
   int64_t n_ = 0;
   long double sum_ns_ = 0;
   static double middle_seconds(int64_t bucket);
+  std::vector<std::pair<double, int64_t>> runs_seconds() const;  // (middle, count), by bucket
 };
 
 }  // namespace kvsim

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "sim/metrics/breakdown.h"
 #include "sim/metrics/row_format.h"
+#include "sim/metrics/sort_doubles.h"
 
 namespace kvsim {
 
@@ -17,7 +18,7 @@ LatencyStats latency_stats(std::vector<double> v) {
   LatencyStats s;
   s.count = static_cast<int64_t>(v.size());
   if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
+  sort_doubles(v);
   auto pct = [&](double p) {
     const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
     const auto lo = static_cast<size_t>(std::floor(pos));
@@ -178,7 +179,9 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
     summary_.peak_snapshot_t_s = sim_to_seconds(t);
   }
   const int64_t held = s.kv_live_bytes + s.kv_waste_bytes;
-  held_byte_ns_ += static_cast<long double>(held_bytes_) * static_cast<long double>(t - held_since_);
+  if (t != held_since_) {  // else the area is +0 (an iteration's end, then the next's start)
+    held_byte_ns_ += static_cast<long double>(held_bytes_) * static_cast<long double>(t - held_since_);
+  }
   held_since_ = t;
   held_bytes_ = held;
   peak_held_bytes_ = std::max(peak_held_bytes_, held);
