@@ -1,0 +1,168 @@
+// The recorder's fast paths (issue 17: the costs every run pays per request and per iteration)
+// give exactly what the straightforward code gave: fmt's bytes, std::sort's order, a map's order.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "models/memory/kv_metrics.h"
+#include "sim/metrics/distribution.h"
+#include "sim/metrics/in_order_rows.h"
+#include "sim/metrics/recorder.h"
+#include "sim/metrics/row_format.h"
+#include "sim/metrics/sort_doubles.h"
+
+using namespace kvsim;
+
+namespace {
+
+std::string seconds_6(SimTime ns) {
+  fmt::memory_buffer b;
+  append_seconds_6(b, ns);
+  return fmt::to_string(b);
+}
+
+std::string fmt_seconds_6(SimTime ns) { return fmt::format("{:.6f}", sim_to_seconds(ns)); }
+
+}  // namespace
+
+TEST_CASE("append_seconds_6: fmt's {:.6f} of ns / 1e9, from the integer", "[metrics]") {
+  // Microseconds rounded from nanoseconds: 1,234,567,499 ns -> 1.234567 s (499 < 500),
+  // 1,234,567,501 ns -> 1.234568 s (501 > 500); 999,999,999,600 ns rounds up across every digit.
+  CHECK(seconds_6(0) == "0.000000");
+  CHECK(seconds_6(1'234'567'499) == "1.234567");
+  CHECK(seconds_6(1'234'567'501) == "1.234568");
+  CHECK(seconds_6(999'999'999'600) == "1000.000000");
+  CHECK(seconds_6(42) == "0.000000");
+  CHECK(seconds_6(501) == "0.000001");
+  // A tie: 7,812,500 ns is 1/128 s = 0.0078125 exactly; it goes to fmt, so whatever fmt writes.
+  CHECK(seconds_6(7'812'500) == fmt_seconds_6(7'812'500));
+  // Negative and past the integer path's bound (4e6 s): fmt too.
+  CHECK(seconds_6(-1'500) == fmt_seconds_6(-1'500));
+  CHECK(seconds_6(4'000'000 * kNsPerSecond + 123'456'789) ==
+        fmt_seconds_6(4'000'000 * kNsPerSecond + 123'456'789));
+  // Everywhere else the same bytes as fmt: random times up to 5e6 s, and times a few ns from a
+  // tie (where the double's rounding error matters most).
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<SimTime> any(0, 5'000'000 * kNsPerSecond);
+  std::uniform_int_distribution<SimTime> near(-3, 3);
+  for (int i = 0; i < 200'000; ++i) {
+    const SimTime a = any(rng);
+    REQUIRE(seconds_6(a) == fmt_seconds_6(a));
+    const SimTime b = std::max<SimTime>(0, a / 1000 * 1000 + 500 + near(rng));
+    REQUIRE(seconds_6(b) == fmt_seconds_6(b));
+  }
+}
+
+TEST_CASE("InOrderRows: rows leave in id order, as from a map of waiting rows", "[metrics]") {
+  std::string out;
+  auto sink = [&](std::string_view row) { out += row; };
+  InOrderRows rows;
+  // 2 and 3 wait for 0 and 1; 0 goes at once; 1 unblocks 2 and 3; 5 waits for 4, which never
+  // comes: flush() writes it, leaving the gap.
+  rows.put(2, "c", sink);
+  rows.put(3, "d", sink);
+  CHECK(out.empty());
+  rows.put(0, "a", sink);
+  CHECK(out == "a");
+  rows.put(1, "b", sink);
+  CHECK(out == "abcd");
+  rows.put(5, "f", sink);
+  CHECK(out == "abcd");
+  rows.flush(sink);
+  CHECK(out == "abcdf");
+
+  // A window wider than the ring's first size (64): 199 .. 1 wait, then 0 lets all 200 go.
+  out.clear();
+  InOrderRows wide;
+  std::string expect;
+  for (int64_t id = 199; id >= 1; --id) wide.put(id, fmt::format("{};", id), sink);
+  CHECK(out.empty());
+  wide.put(0, "0;", sink);
+  for (int64_t id = 0; id < 200; ++id) expect += fmt::format("{};", id);
+  CHECK(out == expect);
+
+  // A repeated id: in a map the second row of id 0 (already written) would wait until flush and,
+  // being the smallest key, hold back every waiting row: 1 goes (it is next), 3 waits behind 2,
+  // and 2, arriving next, goes; 3 stays until flush, after the late 0.
+  out.clear();
+  InOrderRows late;
+  late.put(0, "a", sink);
+  late.put(0, "A", sink);
+  late.put(1, "b", sink);
+  late.put(3, "d", sink);
+  late.put(2, "c", sink);
+  CHECK(out == "abc");
+  late.flush(sink);
+  CHECK(out == "abcAd");
+
+  // An id past the ring's window waits in a map; flush() merges it in id order.
+  out.clear();
+  InOrderRows far;
+  far.put(InOrderRows::kMaxRingWindow + 1, "z", sink);
+  far.put(2, "c", sink);
+  far.flush(sink);
+  CHECK(out == "cz");
+}
+
+TEST_CASE("sort_doubles: std::sort's sequence", "[metrics]") {
+  std::vector<double> small = {3.5, 0.0, 1e-9, 2.0, 0.0};
+  sort_doubles(small);
+  CHECK(small == std::vector<double>{0.0, 0.0, 1e-9, 2.0, 3.5});
+  // Radix-sorted sizes: repeated values, zeros, subnormals, infinity.
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0, 100);
+  std::vector<double> v;
+  for (int i = 0; i < 50'000; ++i) v.push_back(i % 7 == 0 ? 0.25 * (i % 5) : u(rng));
+  v.push_back(std::numeric_limits<double>::infinity());
+  v.push_back(std::numeric_limits<double>::denorm_min());
+  std::vector<double> ref = v;
+  std::sort(ref.begin(), ref.end());
+  sort_doubles(v);
+  CHECK(v == ref);
+  // A negative sample: std::sort itself.
+  v.push_back(-1.0);
+  std::shuffle(v.begin(), v.end(), rng);
+  sort_doubles(v);
+  CHECK(v.front() == -1.0);
+  CHECK(std::is_sorted(v.begin(), v.end()));
+}
+
+TEST_CASE("CountDistribution: values outside the dense range count as well", "[metrics]") {
+  // Samples -3, 5, 5, 70000 (-3 and 70000 outside [0, 65536)). Sorted: p50 at position 1.5 ->
+  // 5; p90 at 2.7 -> 5 + (70000 - 5) x 0.7 = 49001.5; mean 70007 / 4 = 17501.75.
+  CountDistribution d;
+  for (int64_t v : {5, 70000, -3, 5}) d.add(v);
+  const LatencyStats s = d.stats();
+  CHECK(s.count == 4);
+  CHECK(s.p50 == 5.0);
+  CHECK(s.p90 == Approx(49001.5).epsilon(1e-12));
+  CHECK(s.mean == 17501.75);
+  // Histogram over [-3, 70001): 70004 integers, ceil(70004 / 32) = 2188 per bin, 32 bins of
+  // width 2188 from -3: -3 and both 5s in bin 0, 70000 in bin floor(70003 / 2188) = 31.
+  const Histogram h = d.histogram();
+  REQUIRE(h.counts.size() == 32);
+  CHECK(h.edges.front() == -3.0);
+  CHECK(h.edges[1] == 2185.0);
+  CHECK(h.counts[0] == 3);
+  CHECK(h.counts[31] == 1);
+}
+
+TEST_CASE("KvWasteAccumulator: two samples at one instant add no area", "[metrics]") {
+  // Live 100 B from t=0, then at t=10 two samples (200 B, then 300 B), summarised at t=20:
+  // ∫live = 100 x 10 + 300 x 10 = 4000 B ns over 20 ns: mean 200 B; the 200 B lasted no time.
+  KvWasteAccumulator acc;
+  acc.hold(0, {100, 0, 0, 0});
+  acc.hold(10, {200, 0, 0, 0});
+  acc.hold(10, {300, 0, 0, 0});
+  const KvWasteSummary s = acc.summary(20);
+  CHECK(s.mean_live_bytes == 200.0);
+  CHECK(s.peak_live_bytes == 300);
+  CHECK(s.usage_efficiency == 1.0);
+}
