@@ -78,7 +78,7 @@ constexpr std::pair<int64_t, int64_t> kTiles[] = {
     {64, 256}, {256, 128}, {128, 256}, {16, 128},  {16, 256}};
 
 // Row counts LatencyModel's GEMM memo keeps (larger batches are costed afresh): grown as batches
-// of more rows appear, at most 24 B x 16k per GEMM shape.
+// of more rows appear, at most 6 x 24 B x 16k.
 constexpr size_t kGemmMemoMaxRows = size_t{1} << 14;
 
 // Decode attention for n sequences with contexts summing to t: seconds = a + b t (see header).
@@ -116,7 +116,7 @@ OpCost decode_attention_at(const DecodeTerms& d, double n, double t, double laye
 
 class Costing {
  public:
-  using Memo = std::array<std::vector<GemmMemo>, 6>;
+  using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
   Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr)
       : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {
     // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
@@ -182,10 +182,10 @@ class Costing {
     }
     GemmMemo* slot = nullptr;
     if (memo_ != nullptr && memo_id >= 0 && m <= static_cast<double>(kGemmMemoMaxRows)) {
-      std::vector<GemmMemo>& v = (*memo_)[static_cast<size_t>(memo_id)];
+      Memo& v = *memo_;
       const auto row = static_cast<size_t>(m);
       if (row >= v.size()) v.resize(std::min(kGemmMemoMaxRows, std::max(2 * row, size_t{256})) + 1);
-      slot = &v[row];
+      slot = &v[row][static_cast<size_t>(memo_id)];
       if (slot->seconds >= 0) {
         o.compute_s = slot->compute_s * reps;
         o.memory_s = slot->memory_s * reps;

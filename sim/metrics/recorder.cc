@@ -108,36 +108,51 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     }
   }
   if (!request_file_) return;
-  // One row straight into line_ (compiled formats into a reused buffer, seconds from integer ns
+  // One row straight into line_ (digits written into a reused buffer, seconds from integer ns
   // where that gives fmt's bytes: a row per request is a visible share of a long run's CPU).
   // ttft, tpot and e2e are empty for requests not served.
   line_.clear();
-  const auto out = fmt::appender(line_);
-  fmt::format_to(out, FMT_COMPILE("{},{},"), policy_, r.spec.id);
+  auto text = [this](std::string_view t) { line_.append(t.data(), t.data() + t.size()); };
+  auto integer_cell = [this](int64_t v) {
+    append_int(line_, v);
+    line_.push_back(',');
+  };
+  text(policy_);
+  line_.push_back(',');
+  integer_cell(r.spec.id);
   append_seconds_6(line_, r.spec.arrival);
-  fmt::format_to(out, FMT_COMPILE(",{},{},{},{},{},"), r.spec.prompt_tokens, r.prompt_tokens,
-                 r.spec.output_tokens, r.generated, outcome_name(r.outcome));
+  line_.push_back(',');
+  integer_cell(r.spec.prompt_tokens);
+  integer_cell(r.prompt_tokens);
+  integer_cell(r.spec.output_tokens);
+  integer_cell(r.generated);
+  text(outcome_name(r.outcome));
+  line_.push_back(',');
   if (served) {
     append_seconds_6(line_, r.first_token_at - r.spec.arrival);  // t1
     line_.push_back(',');
-    if (per) fmt::format_to(out, FMT_COMPILE("{:.6f}"), *per);
+    if (per) fmt::format_to(fmt::appender(line_), FMT_COMPILE("{:.6f}"), *per);
     line_.push_back(',');
     append_seconds_6(line_, r.finished_at - r.spec.arrival);  // tend
     line_.push_back(',');
   } else {
-    line_.append(std::string_view(",,,"));
+    text(",,,");
   }
-  fmt::format_to(out, FMT_COMPILE("{},{},"), r.preemptions, r.tokens_dropped);
+  integer_cell(r.preemptions);
+  integer_cell(r.tokens_dropped);
   if (served) {
     // The breakdown in exact ns (9 decimals), so its cells sum to E2E to the nanosecond.
     for (size_t i = 0; i < ns.size(); ++i) {
-      fmt::format_to(out, FMT_COMPILE("{}{}.{:09d}"), i ? "," : "", ns[i] / kNsPerSecond,
-                     ns[i] % kNsPerSecond);
+      if (i > 0) line_.push_back(',');
+      append_seconds_9(line_, ns[i]);
     }
   } else {
-    line_.append(std::string_view(",,,,"));  // the breakdown: served requests only
+    text(",,,,");  // the breakdown: served requests only
   }
-  if (!replica.empty()) fmt::format_to(out, FMT_COMPILE(",{}"), replica);
+  if (!replica.empty()) {
+    line_.push_back(',');
+    text(replica);
+  }
   line_.push_back('\n');
   rows_.put(r.spec.id, std::string_view(line_.data(), line_.size()),
             [this](std::string_view row) { request_file_->append(row); });

@@ -14,7 +14,28 @@ namespace {
 // 1e9 divides in binary, so those, negative times and times past this bound go to fmt.
 constexpr SimTime kIntegerPathLimitNs = SimTime{4'000'000} * kNsPerSecond;  // < 2^22 s
 
+// Appends the `digits` lowest decimal digits of `v` (>= 0), zero-padded: what "{:0Nd}" writes
+// for v < 10^N, digit by digit (fmt's padded path is several times slower).
+void append_padded(fmt::memory_buffer& out, int64_t v, int digits) {
+  char text[20];
+  for (int i = digits - 1; i >= 0; --i) {
+    text[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  out.append(text, text + digits);
+}
+
 }  // namespace
+
+void append_seconds_9(fmt::memory_buffer& out, SimTime ns) {
+  if (ns < 0) {  // never for a breakdown part; fmt's bytes all the same
+    fmt::format_to(fmt::appender(out), FMT_COMPILE("{}.{:09d}"), ns / kNsPerSecond, ns % kNsPerSecond);
+    return;
+  }
+  append_int(out, ns / kNsPerSecond);
+  out.push_back('.');
+  append_padded(out, ns % kNsPerSecond, 9);
+}
 
 void append_seconds_6(fmt::memory_buffer& out, SimTime ns) {
   if (ns < 0 || ns >= kIntegerPathLimitNs || ns % 1000 == 500) {
@@ -22,7 +43,9 @@ void append_seconds_6(fmt::memory_buffer& out, SimTime ns) {
     return;
   }
   const SimTime us = ns / 1000 + (ns % 1000 > 500 ? 1 : 0);
-  fmt::format_to(fmt::appender(out), FMT_COMPILE("{}.{:06d}"), us / 1'000'000, us % 1'000'000);
+  append_int(out, us / 1'000'000);
+  out.push_back('.');
+  append_padded(out, us % 1'000'000, 6);
 }
 
 }  // namespace kvsim

@@ -60,6 +60,24 @@ TEST_CASE("append_seconds_6: fmt's {:.6f} of ns / 1e9, from the integer", "[metr
   }
 }
 
+TEST_CASE("append_seconds_9 and append_int: fmt's bytes", "[metrics]") {
+  auto nine = [](SimTime ns) {
+    fmt::memory_buffer b;
+    append_seconds_9(b, ns);
+    return fmt::to_string(b);
+  };
+  // 1,500,000,007 ns: 1 s and 500,000,007 ns, zero-padded to nine digits.
+  CHECK(nine(1'500'000'007) == "1.500000007");
+  CHECK(nine(0) == "0.000000000");
+  CHECK(nine(12) == "0.000000012");
+  CHECK(nine(-5) == fmt::format("{}.{:09d}", SimTime{-5} / kNsPerSecond, SimTime{-5} % kNsPerSecond));
+  fmt::memory_buffer b;
+  append_int(b, -42);
+  append_int(b, 0);
+  append_int(b, std::numeric_limits<int64_t>::max());
+  CHECK(fmt::to_string(b) == "-4209223372036854775807");
+}
+
 TEST_CASE("InOrderRows: rows leave in id order, as from a map of waiting rows", "[metrics]") {
   std::string out;
   auto sink = [&](std::string_view row) { out += row; };
