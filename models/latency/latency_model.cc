@@ -445,7 +445,6 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                                  bool keep_ops) const {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
   const Shape s = shape_of(model_, gpu_, tp_, pp_);
-  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
   double m = 0;     // rows through the linear layers
   double emit = 0;  // rows through the LM head
   for (const PrefillChunk& c : batch.prefill) {
@@ -471,6 +470,14 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   emit += n;
   IterationCost it;
   if (m == 0) return it;
+  // The GEMM memo's entries of this row count are likely out of cache (a mixed batch's row
+  // count varies); start loading them now, so Costing's setup and the ops before the first
+  // GEMM run while they arrive. Only a hint: no result depends on it.
+  if (!ideal && m < static_cast<double>(gemm_memo_.size())) {
+    const char* row = reinterpret_cast<const char*>(&gemm_memo_[static_cast<size_t>(m)]);
+    for (size_t line = 0; line < sizeof(gemm_memo_[0]); line += 64) __builtin_prefetch(row + line);
+  }
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
 
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;
