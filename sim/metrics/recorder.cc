@@ -131,7 +131,7 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
   if (served) {
     append_seconds_6(line_, r.first_token_at - r.spec.arrival);  // t1
     line_.push_back(',');
-    if (per) fmt::format_to(fmt::appender(line_), FMT_COMPILE("{:.6f}"), *per);
+    if (per) append_fixed_6(line_, *per);
     line_.push_back(',');
     append_seconds_6(line_, r.finished_at - r.spec.arrival);  // tend
     line_.push_back(',');

@@ -1,5 +1,7 @@
 #include "sim/metrics/row_format.h"
 
+#include <cmath>
+
 #include <fmt/compile.h>
 
 namespace kvsim {
@@ -34,6 +36,28 @@ void append_seconds_9(fmt::memory_buffer& out, SimTime ns) {
   append_int(out, ns / kNsPerSecond);
   out.push_back('.');
   append_padded(out, ns % kNsPerSecond, 9);
+}
+
+void append_fixed_6(fmt::memory_buffer& out, double x) {
+  // fmt writes the exact value v = x * 10^6 rounded to an integer. y = fl(v) is within
+  // y * 2^-53 of v, and below 10^15 its fraction is exact; when that fraction is further than
+  // y * 2^-52 from one half, v rounds to the same integer as y does. Otherwise (near a tie),
+  // negatives (-0.0 included), NaN and large values: fmt.
+  if (!(x >= 0 && x < 1e9) || std::signbit(x)) {
+    fmt::format_to(fmt::appender(out), FMT_COMPILE("{:.6f}"), x);
+    return;
+  }
+  const double y = x * 1e6;
+  const double whole = std::floor(y);
+  const double fraction = y - whole;
+  if (std::fabs(fraction - 0.5) <= y * 0x1p-52) {
+    fmt::format_to(fmt::appender(out), FMT_COMPILE("{:.6f}"), x);
+    return;
+  }
+  const int64_t micros = static_cast<int64_t>(whole) + (fraction > 0.5 ? 1 : 0);
+  append_int(out, micros / 1'000'000);
+  out.push_back('.');
+  append_padded(out, micros % 1'000'000, 6);
 }
 
 void append_seconds_6(fmt::memory_buffer& out, SimTime ns) {

@@ -15,6 +15,10 @@ namespace kvsim {
 // formatting; the rest (see the .cc) go through fmt itself.
 void append_seconds_6(fmt::memory_buffer& out, SimTime ns);
 
+// Appends `x` as fmt's "{:.6f}" writes it, byte for byte: from x * 10^6 in double arithmetic
+// when that product's rounding error cannot change which micro-unit x rounds to, else via fmt.
+void append_fixed_6(fmt::memory_buffer& out, double x);
+
 // Appends `v` as fmt's "{}" writes it.
 inline void append_int(fmt::memory_buffer& out, int64_t v) {
   const fmt::format_int text(v);

@@ -60,6 +60,43 @@ TEST_CASE("append_seconds_6: fmt's {:.6f} of ns / 1e9, from the integer", "[metr
   }
 }
 
+TEST_CASE("append_fixed_6: fmt's {:.6f} of any double", "[metrics]") {
+  auto six = [](double x) {
+    fmt::memory_buffer b;
+    append_fixed_6(b, x);
+    return fmt::to_string(b);
+  };
+  // 0.1234564 x 10^6 = 123456.4 -> 0.123456; 0.1234566 -> 123456.6 -> 0.123457; 2.9999996 rounds
+  // up across every digit; 0.5e-6 is a near-tie (fmt decides).
+  CHECK(six(0.0) == "0.000000");
+  CHECK(six(0.1234564) == "0.123456");
+  CHECK(six(0.1234566) == "0.123457");
+  CHECK(six(2.9999996) == "3.000000");
+  CHECK(six(0.5e-6) == fmt::format("{:.6f}", 0.5e-6));
+  CHECK(six(-0.0) == "-0.000000");
+  CHECK(six(-1.25) == "-1.250000");
+  CHECK(six(2e9) == "2000000000.000000");
+  CHECK(six(std::numeric_limits<double>::quiet_NaN()) == fmt::format("{:.6f}", std::numeric_limits<double>::quiet_NaN()));
+  // Random doubles over many magnitudes, quotients like TPOT's, and values a few ulps from a
+  // tie (k + 0.5) x 10^-6.
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> mantissa(1, 10);
+  std::uniform_int_distribution<int> exponent(-9, 8);
+  std::uniform_int_distribution<int64_t> micros(0, 100'000'000);
+  std::uniform_int_distribution<int> ulps(-4, 4);
+  for (int i = 0; i < 200'000; ++i) {
+    const double a = mantissa(rng) * std::pow(10.0, exponent(rng));
+    REQUIRE(six(a) == fmt::format("{:.6f}", a));
+    const double q = static_cast<double>(micros(rng)) / static_cast<double>(1 + i % 997);
+    REQUIRE(six(q) == fmt::format("{:.6f}", q));
+    double t = (static_cast<double>(micros(rng)) + 0.5) / 1e6;
+    for (int u = ulps(rng); u != 0; u += u > 0 ? -1 : 1) {
+      t = std::nextafter(t, u > 0 ? 1e300 : 0.0);
+    }
+    REQUIRE(six(t) == fmt::format("{:.6f}", t));
+  }
+}
+
 TEST_CASE("append_seconds_9 and append_int: fmt's bytes", "[metrics]") {
   auto nine = [](SimTime ns) {
     fmt::memory_buffer b;
