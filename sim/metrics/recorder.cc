@@ -108,53 +108,55 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     }
   }
   if (!request_file_) return;
-  // One row straight into line_ (digits written into a reused buffer, seconds from integer ns
+  // One row written straight into line_ (digits into a reused buffer, seconds from integer ns
   // where that gives fmt's bytes: a row per request is a visible share of a long run's CPU).
-  // ttft, tpot and e2e are empty for requests not served.
-  line_.clear();
-  auto text = [this](std::string_view t) { line_.append(t.data(), t.data() + t.size()); };
-  auto integer_cell = [this](int64_t v) {
-    append_int(line_, v);
-    line_.push_back(',');
-  };
-  text(policy_);
-  line_.push_back(',');
-  integer_cell(r.spec.id);
-  append_seconds_6(line_, r.spec.arrival);
-  line_.push_back(',');
-  integer_cell(r.spec.prompt_tokens);
-  integer_cell(r.prompt_tokens);
-  integer_cell(r.spec.output_tokens);
-  integer_cell(r.generated);
-  text(outcome_name(r.outcome));
-  line_.push_back(',');
-  if (served) {
-    append_seconds_6(line_, r.first_token_at - r.spec.arrival);  // t1
-    line_.push_back(',');
-    if (per) append_fixed_6(line_, *per);
-    line_.push_back(',');
-    append_seconds_6(line_, r.finished_at - r.spec.arrival);  // tend
-    line_.push_back(',');
-  } else {
-    text(",,,");
+  // ttft, tpot and e2e are empty for requests not served. Room first: every cell fits in
+  // kMaxCellChars, the names in their own length.
+  const std::string_view outcome = outcome_name(r.outcome);
+  const size_t room = policy_.size() + outcome.size() + replica.size() + 24 * kMaxCellChars;
+  if (line_.size() < room) line_.resize(room);
+  char* const start = line_.data();
+  char* p = write_text(start, policy_);
+  *p++ = ',';
+  p = write_int(p, r.spec.id);
+  *p++ = ',';
+  p = write_seconds_6(p, r.spec.arrival);
+  for (const int64_t v : {r.spec.prompt_tokens, r.prompt_tokens, r.spec.output_tokens, r.generated}) {
+    *p++ = ',';
+    p = write_int(p, v);
   }
-  integer_cell(r.preemptions);
-  integer_cell(r.tokens_dropped);
+  *p++ = ',';
+  p = write_text(p, outcome);
+  *p++ = ',';
+  if (served) {
+    p = write_seconds_6(p, r.first_token_at - r.spec.arrival);  // t1
+    *p++ = ',';
+    if (per) p = write_fixed_6(p, *per);
+    *p++ = ',';
+    p = write_seconds_6(p, r.finished_at - r.spec.arrival);  // tend
+    *p++ = ',';
+  } else {
+    p = write_text(p, ",,,");
+  }
+  p = write_int(p, r.preemptions);
+  *p++ = ',';
+  p = write_int(p, r.tokens_dropped);
+  *p++ = ',';
   if (served) {
     // The breakdown in exact ns (9 decimals), so its cells sum to E2E to the nanosecond.
     for (size_t i = 0; i < ns.size(); ++i) {
-      if (i > 0) line_.push_back(',');
-      append_seconds_9(line_, ns[i]);
+      if (i > 0) *p++ = ',';
+      p = write_seconds_9(p, ns[i]);
     }
   } else {
-    text(",,,,");  // the breakdown: served requests only
+    p = write_text(p, ",,,,");  // the breakdown: served requests only
   }
   if (!replica.empty()) {
-    line_.push_back(',');
-    text(replica);
+    *p++ = ',';
+    p = write_text(p, replica);
   }
-  line_.push_back('\n');
-  rows_.put(r.spec.id, std::string_view(line_.data(), line_.size()),
+  *p++ = '\n';
+  rows_.put(r.spec.id, std::string_view(start, static_cast<size_t>(p - start)),
             [this](std::string_view row) { request_file_->append(row); });
 }
 
@@ -208,13 +210,28 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
 void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                          int64_t running) {
   if (!timeseries_file_) return;
-  std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
-  for (int64_t b : s.categories()) row += fmt::format(",{}", b);
-  row += fmt::format(",{},{},{},{},{},{}", s.torch_allocated_bytes, s.torch_reserved_bytes,
-                     s.driver_free_bytes, guard_queue, waiting, running);
-  if (cluster_) row += "," + replica_;
-  row += '\n';
-  timeseries_file_->append(row);
+  // As a requests.csv row: straight into line_.
+  const size_t room = policy_.size() + replica_.size() + 20 * kMaxCellChars;
+  if (line_.size() < room) line_.resize(room);
+  char* const start = line_.data();
+  char* p = write_text(start, policy_);
+  *p++ = ',';
+  p = write_seconds_3(p, t);
+  for (const int64_t b : s.categories()) {
+    *p++ = ',';
+    p = write_int(p, b);
+  }
+  for (const int64_t v : {s.torch_allocated_bytes, s.torch_reserved_bytes, s.driver_free_bytes,
+                          guard_queue, waiting, running}) {
+    *p++ = ',';
+    p = write_int(p, v);
+  }
+  if (cluster_) {
+    *p++ = ',';
+    p = write_text(p, replica_);
+  }
+  *p++ = '\n';
+  timeseries_file_->append(std::string_view(start, static_cast<size_t>(p - start)));
 }
 
 PolicySummary Recorder::finish(SimTime end, bool stopped) {

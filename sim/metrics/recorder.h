@@ -11,8 +11,6 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
 #include "models/memory/gpu_memory_pool.h"
@@ -281,7 +279,7 @@ class Recorder {
   SimTime last_outcome_ = 0;
   AtomicFile* request_file_ = nullptr;
   AtomicFile* timeseries_file_ = nullptr;
-  fmt::memory_buffer line_;  // one streamed row (reused)
+  std::string line_;         // room for one streamed row (reused; its size is not the row's)
   InOrderRows rows_;         // requests.csv in id order
   // KV held for requests (live + waste) over time, for the occupancy mean.
   SimTime held_since_ = 0;

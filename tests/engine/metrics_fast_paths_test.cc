@@ -22,17 +22,22 @@ using namespace kvsim;
 
 namespace {
 
-std::string seconds_6(SimTime ns) {
-  fmt::memory_buffer b;
-  append_seconds_6(b, ns);
-  return fmt::to_string(b);
+// One cell written by `write` (a row_format function) into a buffer of the room it asks for.
+template <typename Write, typename Value>
+std::string cell(Write write, Value v) {
+  char b[kMaxCellChars];
+  char* end = write(b, v);
+  REQUIRE(end - b <= static_cast<ptrdiff_t>(kMaxCellChars));
+  return std::string(b, end);
 }
+
+std::string seconds_6(SimTime ns) { return cell(write_seconds_6, ns); }
 
 std::string fmt_seconds_6(SimTime ns) { return fmt::format("{:.6f}", sim_to_seconds(ns)); }
 
 }  // namespace
 
-TEST_CASE("append_seconds_6: fmt's {:.6f} of ns / 1e9, from the integer", "[metrics]") {
+TEST_CASE("write_seconds_6 and write_seconds_3: fmt's {:.6f} and {:.3f} of ns / 1e9", "[metrics]") {
   // Microseconds rounded from nanoseconds: 1,234,567,499 ns -> 1.234567 s (499 < 500),
   // 1,234,567,501 ns -> 1.234568 s (501 > 500); 999,999,999,600 ns rounds up across every digit.
   CHECK(seconds_6(0) == "0.000000");
@@ -57,15 +62,21 @@ TEST_CASE("append_seconds_6: fmt's {:.6f} of ns / 1e9, from the integer", "[metr
     REQUIRE(seconds_6(a) == fmt_seconds_6(a));
     const SimTime b = std::max<SimTime>(0, a / 1000 * 1000 + 500 + near(rng));
     REQUIRE(seconds_6(b) == fmt_seconds_6(b));
+    // Three decimals: ties at 500,000 ns past a millisecond.
+    const SimTime c = std::max<SimTime>(0, a / 1'000'000 * 1'000'000 + 500'000 + near(rng));
+    REQUIRE(cell(write_seconds_3, a) == fmt::format("{:.3f}", sim_to_seconds(a)));
+    REQUIRE(cell(write_seconds_3, c) == fmt::format("{:.3f}", sim_to_seconds(c)));
   }
+  // 1,234,499,999 ns -> 1.234 s; 1,234,500,001 ns -> 1.235 s; the tie 1/128 s = 0.0078125 s is
+  // not one at three decimals (7,812,500 ns % 10^6 = 812,500): 0.008.
+  CHECK(cell(write_seconds_3, 1'234'499'999) == "1.234");
+  CHECK(cell(write_seconds_3, 1'234'500'001) == "1.235");
+  CHECK(cell(write_seconds_3, 7'812'500) == "0.008");
+  CHECK(cell(write_seconds_3, 500'000) == fmt::format("{:.3f}", 0.0005));
 }
 
-TEST_CASE("append_fixed_6: fmt's {:.6f} of any double", "[metrics]") {
-  auto six = [](double x) {
-    fmt::memory_buffer b;
-    append_fixed_6(b, x);
-    return fmt::to_string(b);
-  };
+TEST_CASE("write_fixed_6: fmt's {:.6f} of any double", "[metrics]") {
+  auto six = [](double x) { return cell(write_fixed_6, x); };
   // 0.1234564 x 10^6 = 123456.4 -> 0.123456; 0.1234566 -> 123456.6 -> 0.123457; 2.9999996 rounds
   // up across every digit; 0.5e-6 is a near-tie (fmt decides).
   CHECK(six(0.0) == "0.000000");
@@ -76,6 +87,8 @@ TEST_CASE("append_fixed_6: fmt's {:.6f} of any double", "[metrics]") {
   CHECK(six(-0.0) == "-0.000000");
   CHECK(six(-1.25) == "-1.250000");
   CHECK(six(2e9) == "2000000000.000000");
+  CHECK(six(-std::numeric_limits<double>::max()) ==
+        fmt::format("{:.6f}", -std::numeric_limits<double>::max()));  // the longest cell
   CHECK(six(std::numeric_limits<double>::quiet_NaN()) == fmt::format("{:.6f}", std::numeric_limits<double>::quiet_NaN()));
   // Random doubles over many magnitudes, quotients like TPOT's, and values a few ulps from a
   // tie (k + 0.5) x 10^-6.
@@ -97,22 +110,25 @@ TEST_CASE("append_fixed_6: fmt's {:.6f} of any double", "[metrics]") {
   }
 }
 
-TEST_CASE("append_seconds_9 and append_int: fmt's bytes", "[metrics]") {
-  auto nine = [](SimTime ns) {
-    fmt::memory_buffer b;
-    append_seconds_9(b, ns);
-    return fmt::to_string(b);
-  };
+TEST_CASE("write_seconds_9 and write_int: fmt's bytes", "[metrics]") {
+  auto nine = [](SimTime ns) { return cell(write_seconds_9, ns); };
   // 1,500,000,007 ns: 1 s and 500,000,007 ns, zero-padded to nine digits.
   CHECK(nine(1'500'000'007) == "1.500000007");
   CHECK(nine(0) == "0.000000000");
   CHECK(nine(12) == "0.000000012");
   CHECK(nine(-5) == fmt::format("{}.{:09d}", SimTime{-5} / kNsPerSecond, SimTime{-5} % kNsPerSecond));
-  fmt::memory_buffer b;
-  append_int(b, -42);
-  append_int(b, 0);
-  append_int(b, std::numeric_limits<int64_t>::max());
-  CHECK(fmt::to_string(b) == "-4209223372036854775807");
+  auto integer = [](int64_t v) { return cell(write_int, v); };
+  CHECK(integer(-42) == "-42");
+  CHECK(integer(0) == "0");
+  CHECK(integer(7) == "7");
+  CHECK(integer(100) == "100");
+  CHECK(integer(std::numeric_limits<int64_t>::max()) == "9223372036854775807");
+  CHECK(integer(std::numeric_limits<int64_t>::min()) == "-9223372036854775808");
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 10'000; ++i) {
+    const auto v = static_cast<int64_t>(rng()) >> (i % 64);
+    REQUIRE(integer(v) == fmt::format("{}", v));
+  }
 }
 
 TEST_CASE("InOrderRows: rows leave in id order, as from a map of waiting rows", "[metrics]") {
