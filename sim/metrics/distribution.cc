@@ -84,10 +84,43 @@ Histogram CountDistribution::histogram(int max_bins) const {
   return bin(runs(), static_cast<double>(lo), static_cast<double>(lo + per * bins), bins);
 }
 
+int64_t LogDistribution::bucket_of(SimTime ns) {
+  return ns <= 0 ? -1
+                 : static_cast<int64_t>(std::floor(std::log(static_cast<double>(ns)) / std::log(kGrowth)));
+}
+
+// Why bucket_of is non-decreasing for 1 <= ns < 2^43: between consecutive integers x and x + 1
+// the logarithm grows by more than 1 / (x + 1) > 2^-43, which is 32 ulps of any logarithm
+// below 2^5 (log(2^43) = 29.8); libm's log is within about half an ulp of the true value
+// (glibc: 0.52), so the computed logarithms keep their order, and a correctly rounded division
+// by a positive constant and floor keep it too.
+int64_t LogDistribution::bucket(SimTime ns) {
+  if (ns >= cached_lo_ && ns <= cached_hi_) return cached_bucket_;
+  const int64_t b = bucket_of(ns);
+  if (ns > 0 && ns < kCachedBelowNs) {
+    cached_bucket_ = b;
+    cached_lo_ = first_ns(b);
+    cached_hi_ = std::min(first_ns(b + 1), kCachedBelowNs) - 1;
+  }
+  return b;
+}
+
+// The smallest ns >= 1 in bucket `b` or later: from g^b, corrected by bucket_of itself (the
+// estimate is within a few ns; the loops settle it exactly, given bucket_of's order).
+SimTime LogDistribution::first_ns(int64_t b) {
+  const auto i = static_cast<size_t>(b);
+  if (i >= first_ns_.size()) first_ns_.resize(std::max<size_t>(i + 1, 2 * first_ns_.size()), 0);
+  SimTime& first = first_ns_[i];
+  if (first > 0) return first;
+  auto x = std::max<SimTime>(1, static_cast<SimTime>(std::pow(kGrowth, static_cast<double>(b))));
+  while (x > 1 && bucket_of(x - 1) >= b) --x;
+  while (bucket_of(x) < b) ++x;
+  first = x;
+  return x;
+}
+
 void LogDistribution::add(SimTime ns) {
-  const int64_t bucket =
-      ns <= 0 ? -1 : static_cast<int64_t>(std::floor(std::log(static_cast<double>(ns)) / std::log(kGrowth)));
-  const auto i = static_cast<size_t>(bucket + 1);
+  const auto i = static_cast<size_t>(bucket(ns) + 1);
   if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
   ++counts_[i];
   ++n_;

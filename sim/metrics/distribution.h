@@ -64,6 +64,13 @@ class CountDistribution {
 class LogDistribution {
  public:
   static constexpr double kGrowth = 1.01;  // bucket width ratio: <= 0.5% relative error
+  // The bucket of `ns`: floor(log(ns) / log(kGrowth)), -1 for ns <= 0.
+  static int64_t bucket_of(SimTime ns);
+  // bucket_of(ns), without the logarithm when ns is in the bucket last computed (an iteration's
+  // duration drifts slowly), whose exact range of ns it keeps: bucket_of is non-decreasing in ns
+  // below kCachedBelowNs (see the .cc), so a bucket is the ns from its first to the next one's.
+  int64_t bucket(SimTime ns);
+  static constexpr SimTime kCachedBelowNs = SimTime{1} << 43;  // 2.4 hours
   void add(SimTime ns);
   int64_t count() const { return n_; }
   LatencyStats stats_seconds() const;       // in seconds
@@ -75,6 +82,11 @@ class LogDistribution {
   std::vector<int64_t> counts_;
   int64_t n_ = 0;
   long double sum_ns_ = 0;
+  // Bucket cached_bucket_ is the ns in [cached_lo_, cached_hi_] (empty: lo > hi).
+  int64_t cached_bucket_ = 0;
+  SimTime cached_lo_ = 1, cached_hi_ = 0;
+  std::vector<SimTime> first_ns_;  // by bucket: its smallest ns (0: not computed yet)
+  SimTime first_ns(int64_t bucket);
   static double middle_seconds(int64_t bucket);
   std::vector<std::pair<double, int64_t>> runs_seconds() const;  // (middle, count), by bucket
 };

@@ -225,6 +225,44 @@ TEST_CASE("CountDistribution: values outside the dense range count as well", "[m
   CHECK(h.counts[31] == 1);
 }
 
+TEST_CASE("LogDistribution::bucket: the logarithm's bucket, cached or not", "[metrics]") {
+  // By hand: 1 ns -> log 1 = 0 -> bucket 0; 2 ns -> log 2 / log 1.01 = 69.66 -> 69;
+  // 1 ms = 10^6 ns -> 13.8155 / 0.00995033 = 1388.45 -> 1388; 0 and negatives -> -1.
+  LogDistribution d;
+  CHECK(d.bucket(1) == 0);
+  CHECK(d.bucket(2) == 69);
+  CHECK(d.bucket(1'000'000) == 1388);
+  CHECK(d.bucket(0) == -1);
+  CHECK(d.bucket(-7) == -1);
+  // Against the formula: a slowly drifting duration (what the cache serves), jumps across
+  // magnitudes, two buckets in turn, and values past the cached range.
+  std::mt19937_64 rng(11);
+  SimTime ns = 20'000'000;
+  std::uniform_int_distribution<SimTime> drift(-40, 400);
+  std::uniform_int_distribution<int> magnitude(0, 15);
+  for (int i = 0; i < 1'000'000; ++i) {
+    ns = std::max<SimTime>(1, ns + drift(rng));
+    REQUIRE(d.bucket(ns) == LogDistribution::bucket_of(ns));
+    if (i % 1000 == 0) {
+      const auto jump = static_cast<SimTime>(rng() % 1000 + 1) *
+                        static_cast<SimTime>(std::pow(10.0, magnitude(rng)));
+      REQUIRE(d.bucket(jump) == LogDistribution::bucket_of(jump));
+    }
+  }
+  // Every ns up to 300,000 in order: buckets narrower than 1 ns (some hold no integer) below
+  // 100 ns, then each bucket's whole range from its first ns to the next one's.
+  LogDistribution in_order;
+  for (SimTime a = 1; a <= 300'000; ++a) REQUIRE(in_order.bucket(a) == LogDistribution::bucket_of(a));
+  for (SimTime a = 1'000; a < 3'000; ++a) {
+    REQUIRE(d.bucket(a) == LogDistribution::bucket_of(a));
+    REQUIRE(d.bucket(a * 7'919) == LogDistribution::bucket_of(a * 7'919));
+  }
+  for (SimTime big : {LogDistribution::kCachedBelowNs - 1, LogDistribution::kCachedBelowNs,
+                      LogDistribution::kCachedBelowNs * 3}) {
+    REQUIRE(d.bucket(big) == LogDistribution::bucket_of(big));
+  }
+}
+
 TEST_CASE("KvWasteAccumulator: two samples at one instant add no area", "[metrics]") {
   // Live 100 B from t=0, then at t=10 two samples (200 B, then 300 B), summarised at t=20:
   // ∫live = 100 x 10 + 300 x 10 = 4000 B ns over 20 ns: mean 200 B; the 200 B lasted no time.
