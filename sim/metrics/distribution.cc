@@ -71,13 +71,48 @@ std::vector<std::pair<double, int64_t>> CountDistribution::runs() const {
   return runs;
 }
 
+void ExactSum::add_overflowed(int64_t v) {
+  if (!overflowed_) {  // int_sum_ + v overflowed (int_sum_ is the sum before it)
+    overflowed_ = true;
+    sum_ = static_cast<long double>(int_sum_);
+  }
+  sum_ += v;
+}
+
+void CountDistribution::add_outside(int64_t value) {
+  if (value >= 0 && value < kDenseLimit) {
+    dense_.resize(std::min<size_t>(std::max<size_t>(2 * static_cast<size_t>(value), 64), kDenseLimit));
+    ++dense_[static_cast<size_t>(value)];
+  } else {
+    ++sparse_[value];
+  }
+}
+
 LatencyStats CountDistribution::stats() const {
-  return stats_of(runs(), n_, n_ ? sum_ / n_ : 0.0L);
+  return stats_of(runs(), n_, n_ ? sum_.value() / n_ : 0.0L);
 }
 
 Histogram CountDistribution::histogram(int max_bins) const {
   if (n_ == 0) return {};
-  const int64_t lo = min_, hi = max_ + 1;
+  // The smallest and largest value seen: a negative one in sparse_, else the first counted in
+  // dense_, else sparse_'s first (all past dense_); the largest likewise from the other end.
+  int64_t lo = 0, hi = 0;
+  const auto first_dense = std::find_if(dense_.begin(), dense_.end(), [](int64_t c) { return c > 0; });
+  const auto last_dense = std::find_if(dense_.rbegin(), dense_.rend(), [](int64_t c) { return c > 0; });
+  if (!sparse_.empty() && sparse_.begin()->first < 0) {
+    lo = sparse_.begin()->first;
+  } else if (first_dense != dense_.end()) {
+    lo = first_dense - dense_.begin();
+  } else {
+    lo = sparse_.begin()->first;
+  }
+  if (!sparse_.empty() && sparse_.rbegin()->first >= 0) {
+    hi = sparse_.rbegin()->first + 1;
+  } else if (last_dense != dense_.rend()) {
+    hi = dense_.rend() - last_dense;  // the last counted value + 1
+  } else {
+    hi = sparse_.rbegin()->first + 1;
+  }
   // Whole-number bins: each bin spans the same number of integers.
   const int64_t per = (hi - lo + max_bins - 1) / max_bins;
   const int bins = static_cast<int>((hi - lo + per - 1) / per);
@@ -124,7 +159,7 @@ void LogDistribution::add(SimTime ns) {
   if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
   ++counts_[i];
   ++n_;
-  sum_ns_ += ns;
+  sum_ns_.add(ns);
 }
 
 double LogDistribution::middle_seconds(int64_t bucket) {
@@ -142,7 +177,7 @@ std::vector<std::pair<double, int64_t>> LogDistribution::runs_seconds() const {
 }
 
 LatencyStats LogDistribution::stats_seconds() const {
-  return stats_of(runs_seconds(), n_, n_ ? sum_ns_ / n_ / 1e9L : 0.0L);
+  return stats_of(runs_seconds(), n_, n_ ? sum_ns_.value() / n_ / 1e9L : 0.0L);
 }
 
 Histogram LogDistribution::histogram_seconds(int max_bins) const {

@@ -263,6 +263,32 @@ TEST_CASE("LogDistribution::bucket: the logarithm's bucket, cached or not", "[me
   }
 }
 
+TEST_CASE("ExactSum: a long double sum's bits, in int64 while exact", "[metrics]") {
+  // Small values: the int64 sum 1 + 2 + ... + 100 = 5050.
+  ExactSum small;
+  for (int64_t v = 1; v <= 100; ++v) small.add(v);
+  CHECK(small.value() == 5050.0L);
+  // Past int64: 2^62 + 2^62 = 2^63 overflows it at the second addition; from there on, long
+  // double additions, as a long double sum from the start makes (3 x 2^62 - 5 needs 64
+  // significand bits: the bits compared at every step include such roundings).
+  const int64_t big = int64_t{1} << 62;
+  ExactSum e;
+  long double reference = 0;
+  for (int64_t v : {big, big, big, int64_t{-5}, int64_t{7}, -big, int64_t{1} << 40}) {
+    e.add(v);
+    reference += v;
+    REQUIRE(e.value() == reference);
+  }
+  // Negative overflow too.
+  ExactSum n;
+  long double negative_reference = 0;
+  for (int64_t v : {-big, -big, -big, int64_t{3}}) {
+    n.add(v);
+    negative_reference += v;
+    REQUIRE(n.value() == negative_reference);
+  }
+}
+
 TEST_CASE("KvWasteAccumulator: two samples at one instant add no area", "[metrics]") {
   // Live 100 B from t=0, then at t=10 two samples (200 B, then 300 B), summarised at t=20:
   // ∫live = 100 x 10 + 300 x 10 = 4000 B ns over 20 ns: mean 200 B; the 200 B lasted no time.
