@@ -90,7 +90,25 @@ struct DecodeTerms {
   double qo_bytes;         // per layer: the queries read and outputs written
   double floor_tokens;     // the latency floor, in tokens of KV
   double slope;            // seconds per context token per layer (the per-token roofline)
+  double fixed;            // seconds per layer that do not grow with t (per-sequence reads)
 };
+
+// Decode attention's totals at total context t (the profile's, not the lower bound's): what an
+// iteration's totals add up. decode_attention_at() takes its figures from here, and the
+// decode-step memo calls it alone (no per-op record, none of its divisions).
+struct DecodeAttentionTotals {
+  double seconds, flops, bytes;
+};
+DecodeAttentionTotals decode_attention_totals(const DecodeTerms& d, double n, double t,
+                                              double layers) {
+  DecodeAttentionTotals a;
+  a.flops = d.flops_per_token * t * layers;
+  a.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
+  const double overhead = (n > 0 ? d.r.launch_s : 0.0) * layers;
+  // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
+  a.seconds = (d.slope * t + d.fixed) * layers + overhead;
+  return a;
+}
 
 // Decode attention's cost at total context t from its terms: the one formula both the full
 // costing and the decode-step memo (LatencyModel::DecodeStepMemo) use, so they give the same bits.
@@ -98,18 +116,14 @@ OpCost decode_attention_at(const DecodeTerms& d, double n, double t, double laye
   OpCost o;
   o.name = "attention_decode";
   o.op_class = OpClass::kAttentionDecode;
-  o.flops = d.flops_per_token * t * layers;
-  o.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
+  const DecodeAttentionTotals a = decode_attention_totals(d, n, t, layers);
+  o.flops = a.flops;
+  o.bytes = a.bytes;
   o.compute_s = o.flops / d.r.flops_per_s;
   o.memory_s = (d.kv_per_token * (t + d.floor_tokens) + d.qo_bytes) * layers / d.r.bytes_per_s;
   o.overhead_s = (n > 0 ? d.r.launch_s : 0.0) * layers;
-  if (ideal) {
-    o.seconds = std::max(o.compute_s, o.memory_s);  // the exact roofline
-  } else {
-    // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
-    const double fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
-    o.seconds = (d.slope * t + fixed) * layers + o.overhead_s;
-  }
+  o.seconds = ideal ? std::max(o.compute_s, o.memory_s)  // the exact roofline
+                    : a.seconds;
   o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
   return o;
 }
@@ -342,6 +356,7 @@ class Costing {
     d.qo_bytes = n * 2.0 * s_.q_heads * s_.head_dim * kActBytes;
     d.floor_tokens = ideal_ ? 0.0 : n * p_.decode_context_half_tokens;
     d.slope = std::max(d.flops_per_token / d.r.flops_per_s, d.kv_per_token / d.r.bytes_per_s);
+    d.fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
     return d;
   }
 
@@ -582,11 +597,11 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
     const Costing k(s, gpu_, profile_, false);
     const DecodeTerms d = k.decode_terms(static_cast<double>(n), block_tokens, attention_);
     m.attention = {d.r.flops_per_s, d.r.bytes_per_s,  d.r.launch_s, d.kv_per_token,
-                   d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope};
+                   d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope, d.fixed};
   }
   const DecodeTerms d{{m.attention[0], m.attention[1], m.attention[2]},
                       m.attention[3], m.attention[4], m.attention[5], m.attention[6],
-                      m.attention[7]};
+                      m.attention[7], m.attention[8]};
   // cost()'s additions, in its order: the operations before decode attention, decode
   // attention, the operations after it.
   IterationCost& it = out;
@@ -595,7 +610,13 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
   it.flops = m.pre_flops;
   it.bytes = m.pre_bytes;
   // t as cost() forms it: an integer below 2^53 converted exactly.
-  add(it, false, decode_attention_at(d, static_cast<double>(n), static_cast<double>(t), m.layers, false));
+  const DecodeAttentionTotals a =
+      decode_attention_totals(d, static_cast<double>(n), static_cast<double>(t), m.layers);
+  if (a.flops != 0 || a.bytes != 0) {  // add()'s rule
+    it.ops_seconds += a.seconds;
+    it.flops += a.flops;
+    it.bytes += a.bytes;
+  }
   for (size_t i = 0; i < static_cast<size_t>(m.post_count); ++i) {
     it.ops_seconds += m.post_seconds[i];
     it.flops += m.post_flops[i];

@@ -106,7 +106,7 @@ struct DecodeStepMemo {
   std::array<double, 8> post_seconds{}, post_flops{}, post_bytes{};
   // Decode attention's terms (latency_model.cc, DecodeTerms), in its field order, and the
   // layer count it is summed over.
-  std::array<double, 8> attention{};
+  std::array<double, 9> attention{};
   double layers = 0;
 };
 
