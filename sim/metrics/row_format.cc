@@ -39,10 +39,13 @@ char* write_digits(char* p, uint64_t v, int digits) {
   return end;
 }
 
+// Decimal digits of v: comparisons against powers of ten (cells are mostly short numbers).
 int digit_count(uint64_t v) {
-  int n = 1;
-  for (; v >= 10; v /= 10) ++n;
-  return n;
+  uint64_t limit = 10;
+  for (int n = 1; n < 20; ++n, limit *= 10) {
+    if (v < limit) return n;
+  }
+  return 20;
 }
 
 char* write_uint(char* p, uint64_t v) { return write_digits(p, v, digit_count(v)); }
