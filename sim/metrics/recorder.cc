@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
-#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "core/check.h"
