@@ -78,7 +78,7 @@ constexpr std::pair<int64_t, int64_t> kTiles[] = {
     {64, 256}, {256, 128}, {128, 256}, {16, 128},  {16, 256}};
 
 // Row counts LatencyModel's GEMM memo keeps (larger batches are costed afresh): grown as batches
-// of more rows appear, at most 24 B x 16k per GEMM shape.
+// of more rows appear, at most 6 x 24 B x 16k.
 constexpr size_t kGemmMemoMaxRows = size_t{1} << 14;
 
 // Decode attention for n sequences with contexts summing to t: seconds = a + b t (see header).
@@ -90,7 +90,25 @@ struct DecodeTerms {
   double qo_bytes;         // per layer: the queries read and outputs written
   double floor_tokens;     // the latency floor, in tokens of KV
   double slope;            // seconds per context token per layer (the per-token roofline)
+  double fixed;            // seconds per layer that do not grow with t (per-sequence reads)
 };
+
+// Decode attention's totals at total context t (the profile's, not the lower bound's): what an
+// iteration's totals add up. decode_attention_at() takes its figures from here, and the
+// decode-step memo calls it alone (no per-op record, none of its divisions).
+struct DecodeAttentionTotals {
+  double seconds, flops, bytes;
+};
+DecodeAttentionTotals decode_attention_totals(const DecodeTerms& d, double n, double t,
+                                              double layers) {
+  DecodeAttentionTotals a;
+  a.flops = d.flops_per_token * t * layers;
+  a.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
+  const double overhead = (n > 0 ? d.r.launch_s : 0.0) * layers;
+  // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
+  a.seconds = (d.slope * t + d.fixed) * layers + overhead;
+  return a;
+}
 
 // Decode attention's cost at total context t from its terms: the one formula both the full
 // costing and the decode-step memo (LatencyModel::DecodeStepMemo) use, so they give the same bits.
@@ -98,25 +116,21 @@ OpCost decode_attention_at(const DecodeTerms& d, double n, double t, double laye
   OpCost o;
   o.name = "attention_decode";
   o.op_class = OpClass::kAttentionDecode;
-  o.flops = d.flops_per_token * t * layers;
-  o.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
+  const DecodeAttentionTotals a = decode_attention_totals(d, n, t, layers);
+  o.flops = a.flops;
+  o.bytes = a.bytes;
   o.compute_s = o.flops / d.r.flops_per_s;
   o.memory_s = (d.kv_per_token * (t + d.floor_tokens) + d.qo_bytes) * layers / d.r.bytes_per_s;
   o.overhead_s = (n > 0 ? d.r.launch_s : 0.0) * layers;
-  if (ideal) {
-    o.seconds = std::max(o.compute_s, o.memory_s);  // the exact roofline
-  } else {
-    // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
-    const double fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
-    o.seconds = (d.slope * t + fixed) * layers + o.overhead_s;
-  }
+  o.seconds = ideal ? std::max(o.compute_s, o.memory_s)  // the exact roofline
+                    : a.seconds;
   o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
   return o;
 }
 
 class Costing {
  public:
-  using Memo = std::array<std::vector<GemmMemo>, 6>;
+  using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
   Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr)
       : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {
     // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
@@ -182,10 +196,10 @@ class Costing {
     }
     GemmMemo* slot = nullptr;
     if (memo_ != nullptr && memo_id >= 0 && m <= static_cast<double>(kGemmMemoMaxRows)) {
-      std::vector<GemmMemo>& v = (*memo_)[static_cast<size_t>(memo_id)];
+      Memo& v = *memo_;
       const auto row = static_cast<size_t>(m);
       if (row >= v.size()) v.resize(std::min(kGemmMemoMaxRows, std::max(2 * row, size_t{256})) + 1);
-      slot = &v[row];
+      slot = &v[row][static_cast<size_t>(memo_id)];
       if (slot->seconds >= 0) {
         o.compute_s = slot->compute_s * reps;
         o.memory_s = slot->memory_s * reps;
@@ -342,6 +356,7 @@ class Costing {
     d.qo_bytes = n * 2.0 * s_.q_heads * s_.head_dim * kActBytes;
     d.floor_tokens = ideal_ ? 0.0 : n * p_.decode_context_half_tokens;
     d.slope = std::max(d.flops_per_token / d.r.flops_per_s, d.kv_per_token / d.r.bytes_per_s);
+    d.fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
     return d;
   }
 
@@ -445,7 +460,6 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                                  bool keep_ops) const {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
   const Shape s = shape_of(model_, gpu_, tp_, pp_);
-  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
   double m = 0;     // rows through the linear layers
   double emit = 0;  // rows through the LM head
   for (const PrefillChunk& c : batch.prefill) {
@@ -471,6 +485,14 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   emit += n;
   IterationCost it;
   if (m == 0) return it;
+  // The GEMM memo's entries of this row count are likely out of cache (a mixed batch's row
+  // count varies); start loading them now, so Costing's setup and the ops before the first
+  // GEMM run while they arrive. Only a hint: no result depends on it.
+  if (!ideal && m < static_cast<double>(gemm_memo_.size())) {
+    const char* row = reinterpret_cast<const char*>(&gemm_memo_[static_cast<size_t>(m)]);
+    for (size_t line = 0; line < sizeof(gemm_memo_[0]); line += 64) __builtin_prefetch(row + line);
+  }
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
 
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;
@@ -575,11 +597,11 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
     const Costing k(s, gpu_, profile_, false);
     const DecodeTerms d = k.decode_terms(static_cast<double>(n), block_tokens, attention_);
     m.attention = {d.r.flops_per_s, d.r.bytes_per_s,  d.r.launch_s, d.kv_per_token,
-                   d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope};
+                   d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope, d.fixed};
   }
   const DecodeTerms d{{m.attention[0], m.attention[1], m.attention[2]},
                       m.attention[3], m.attention[4], m.attention[5], m.attention[6],
-                      m.attention[7]};
+                      m.attention[7], m.attention[8]};
   // cost()'s additions, in its order: the operations before decode attention, decode
   // attention, the operations after it.
   IterationCost& it = out;
@@ -588,7 +610,13 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
   it.flops = m.pre_flops;
   it.bytes = m.pre_bytes;
   // t as cost() forms it: an integer below 2^53 converted exactly.
-  add(it, false, decode_attention_at(d, static_cast<double>(n), static_cast<double>(t), m.layers, false));
+  const DecodeAttentionTotals a =
+      decode_attention_totals(d, static_cast<double>(n), static_cast<double>(t), m.layers);
+  if (a.flops != 0 || a.bytes != 0) {  // add()'s rule
+    it.ops_seconds += a.seconds;
+    it.flops += a.flops;
+    it.bytes += a.bytes;
+  }
   for (size_t i = 0; i < static_cast<size_t>(m.post_count); ++i) {
     it.ops_seconds += m.post_seconds[i];
     it.flops += m.post_flops[i];

@@ -106,7 +106,7 @@ struct DecodeStepMemo {
   std::array<double, 8> post_seconds{}, post_flops{}, post_bytes{};
   // Decode attention's terms (latency_model.cc, DecodeTerms), in its field order, and the
   // layer count it is summed over.
-  std::array<double, 8> attention{};
+  std::array<double, 9> attention{};
   double layers = 0;
 };
 
@@ -162,8 +162,10 @@ class LatencyModel {
   // count, for the row counts already seen: the engine asks for the same batch sizes over and
   // over, and the tile search is the costliest part of an iteration. A cache of a pure
   // function: results are identical with or without it. Not shared between threads (each
-  // simulation builds its own LatencyModel).
-  mutable std::array<std::vector<GemmMemo>, 6> gemm_memo_;
+  // simulation builds its own LatencyModel). Indexed by row count, then GEMM: an iteration's
+  // GEMMs mostly share its row count, so their entries share cache lines (one vector per GEMM
+  // took a cache miss per GEMM on a mixed batch: most of the memo's cost).
+  mutable std::vector<std::array<GemmMemo, 6>> gemm_memo_;
   // Decode-only iterations by batch size (DecodeStepMemo): a cache of a pure function, like
   // gemm_memo_ (tests/engine/fast_forward_test.cc checks its bits against the full costing).
   mutable std::vector<DecodeStepMemo> decode_memo_;

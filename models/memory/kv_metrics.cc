@@ -17,6 +17,9 @@ KvSample KvSample::from(const MemorySnapshot& s) {
 // Adds the area from last_t_ to t: a rectangle of last_ (hold), or a trapezoid to *end (ramp).
 void KvWasteAccumulator::integrate_to(SimTime t, const KvSample* end) {
   KVSIM_CHECK(t >= last_t_, "time went back: {} after {}", t, last_t_);
+  // No time passed (the engine records an iteration's end and the next one's start at the same
+  // instant): every area is +0, which leaves the sums' bits as they are, so skip the arithmetic.
+  if (t == last_t_) return;
   const long double dt = static_cast<long double>(t - last_t_);
   auto area = [&](int64_t a, int64_t b) {
     return end ? dt * (static_cast<long double>(a) + static_cast<long double>(b)) / 2

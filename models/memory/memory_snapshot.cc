@@ -19,11 +19,6 @@ std::string_view mem_category_name(MemCategory c) {
   return "free";
 }
 
-std::array<int64_t, kMemCategoryCount> MemorySnapshot::categories() const {
-  return {context_bytes,  weights_bytes, workspace_bytes,        activation_bytes, kv_live_bytes,
-          kv_waste_bytes, kv_free_bytes, allocator_cache_bytes, free_bytes};
-}
-
 int64_t MemorySnapshot::category_bytes(MemCategory c) const {
   return categories()[static_cast<size_t>(c)];
 }

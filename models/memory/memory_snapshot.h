@@ -51,7 +51,11 @@ struct MemorySnapshot {
   int64_t driver_free_bytes = 0;      // cudaMemGetInfo free: capacity - context - reserved - workspace
 
   int64_t category_bytes(MemCategory c) const;
-  std::array<int64_t, kMemCategoryCount> categories() const;
+  // In the header: the recorder reads it twice per iteration.
+  std::array<int64_t, kMemCategoryCount> categories() const {
+    return {context_bytes,  weights_bytes, workspace_bytes,       activation_bytes, kv_live_bytes,
+            kv_waste_bytes, kv_free_bytes, allocator_cache_bytes, free_bytes};
+  }
   int64_t category_sum() const;
   // Bytes held for KV: live + internal + reservation + external (the denominator of the
   // fractions below).

@@ -9,7 +9,9 @@
 // Both interpolate between order statistics as latency_stats does (NumPy's default).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -19,6 +21,30 @@ namespace kvsim {
 
 struct LatencyStats;
 
+// A long double running sum of integers, with its bits: an int64 while that is exact (a long
+// double holds every int64, so each partial sum is the one the long double additions would
+// give), the long double additions themselves from the first that would overflow it. An int64
+// addition is several times cheaper than an x87 one, and there is one per iteration.
+class ExactSum {
+ public:
+  static_assert(std::numeric_limits<long double>::digits >= 64, "a long double holds every int64");
+  void add(int64_t v) {
+    int64_t sum = 0;
+    if (!overflowed_ && !__builtin_add_overflow(int_sum_, v, &sum)) {
+      int_sum_ = sum;
+      return;
+    }
+    add_overflowed(v);
+  }
+  long double value() const { return overflowed_ ? sum_ : static_cast<long double>(int_sum_); }
+
+ private:
+  bool overflowed_ = false;
+  int64_t int_sum_ = 0;
+  long double sum_ = 0;
+  void add_overflowed(int64_t v);
+};
+
 // A fixed-bin histogram for the figure: `counts[i]` samples in [edges[i], edges[i + 1]).
 struct Histogram {
   std::vector<double> edges;
@@ -27,10 +53,17 @@ struct Histogram {
 
 class CountDistribution {
  public:
+  // Values in [0, kDenseLimit) count in a vector indexed by value (an add per iteration: a map
+  // lookup was a visible share of a long run); others, in a map.
+  static constexpr int64_t kDenseLimit = int64_t{1} << 16;
   void add(int64_t value) {
-    ++counts_[value];
+    if (static_cast<uint64_t>(value) < dense_.size()) {
+      ++dense_[static_cast<size_t>(value)];
+    } else {
+      add_outside(value);
+    }
     ++n_;
-    sum_ += value;
+    sum_.add(value);
   }
   int64_t count() const { return n_; }
   LatencyStats stats() const;
@@ -38,24 +71,43 @@ class CountDistribution {
   Histogram histogram(int max_bins = 32) const;
 
  private:
-  std::map<int64_t, int64_t> counts_;
+  std::vector<int64_t> dense_;          // count by value
+  std::map<int64_t, int64_t> sparse_;   // values outside the dense range
   int64_t n_ = 0;
-  long double sum_ = 0;
+  ExactSum sum_;
+  void add_outside(int64_t value);  // past dense_'s size: grow it, or count in sparse_
+  // (value, count) of every value seen, in increasing value order.
+  std::vector<std::pair<double, int64_t>> runs() const;
 };
 
 class LogDistribution {
  public:
   static constexpr double kGrowth = 1.01;  // bucket width ratio: <= 0.5% relative error
+  // The bucket of `ns`: floor(log(ns) / log(kGrowth)), -1 for ns <= 0.
+  static int64_t bucket_of(SimTime ns);
+  // bucket_of(ns), without the logarithm when ns is in the bucket last computed (an iteration's
+  // duration drifts slowly), whose exact range of ns it keeps: bucket_of is non-decreasing in ns
+  // below kCachedBelowNs (see the .cc), so a bucket is the ns from its first to the next one's.
+  int64_t bucket(SimTime ns);
+  static constexpr SimTime kCachedBelowNs = SimTime{1} << 43;  // 2.4 hours
   void add(SimTime ns);
   int64_t count() const { return n_; }
   LatencyStats stats_seconds() const;       // in seconds
   Histogram histogram_seconds(int max_bins = 32) const;
 
  private:
-  std::map<int64_t, int64_t> counts_;  // by bucket; bucket -1 holds 0 ns
+  // Count by bucket + 1 (bucket -1 holds 0 ns), grown as larger buckets appear: ~3,500 entries
+  // reach 10^6 s. A vector, not a map: an add per iteration.
+  std::vector<int64_t> counts_;
   int64_t n_ = 0;
-  long double sum_ns_ = 0;
+  ExactSum sum_ns_;
+  // Bucket cached_bucket_ is the ns in [cached_lo_, cached_hi_] (empty: lo > hi).
+  int64_t cached_bucket_ = 0;
+  SimTime cached_lo_ = 1, cached_hi_ = 0;
+  std::vector<SimTime> first_ns_;  // by bucket: its smallest ns (0: not computed yet)
+  SimTime first_ns(int64_t bucket);
   static double middle_seconds(int64_t bucket);
+  std::vector<std::pair<double, int64_t>> runs_seconds() const;  // (middle, count), by bucket
 };
 
 }  // namespace kvsim

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 
-#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "core/check.h"
 #include "sim/metrics/breakdown.h"
+#include "sim/metrics/row_format.h"
+#include "sim/metrics/sort_doubles.h"
 
 namespace kvsim {
 
@@ -16,7 +16,7 @@ LatencyStats latency_stats(std::vector<double> v) {
   LatencyStats s;
   s.count = static_cast<int64_t>(v.size());
   if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
+  sort_doubles(v);
   auto pct = [&](double p) {
     const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
     const auto lo = static_cast<size_t>(std::floor(pos));
@@ -106,33 +106,56 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     }
   }
   if (!request_file_) return;
-  // One row straight into line_ (compiled formats, no temporary strings: a row per request is
-  // a visible share of a long run's CPU). ttft, tpot and e2e are empty for requests not served.
-  line_.clear();
-  auto out = std::back_inserter(line_);
-  fmt::format_to(out, FMT_COMPILE("{},{},{:.6f},{},{},{},{},{},"), policy_, r.spec.id,
-                 sim_to_seconds(r.spec.arrival), r.spec.prompt_tokens, r.prompt_tokens,
-                 r.spec.output_tokens, r.generated, outcome_name(r.outcome));
-  if (served) {
-    fmt::format_to(out, FMT_COMPILE("{:.6f},"), t1);
-    if (per) fmt::format_to(out, FMT_COMPILE("{:.6f}"), *per);
-    fmt::format_to(out, FMT_COMPILE(",{:.6f},"), tend);
-  } else {
-    line_ += ",,,";
+  // One row written straight into line_ (digits into a reused buffer, seconds from integer ns
+  // where that gives fmt's bytes: a row per request is a visible share of a long run's CPU).
+  // ttft, tpot and e2e are empty for requests not served. Room first: every cell fits in
+  // kMaxCellChars, the names in their own length.
+  const std::string_view outcome = outcome_name(r.outcome);
+  const size_t room = policy_.size() + outcome.size() + replica.size() + 24 * kMaxCellChars;
+  if (line_.size() < room) line_.resize(room);
+  char* const start = line_.data();
+  char* p = write_text(start, policy_);
+  *p++ = ',';
+  p = write_int(p, r.spec.id);
+  *p++ = ',';
+  p = write_seconds_6(p, r.spec.arrival);
+  for (const int64_t v : {r.spec.prompt_tokens, r.prompt_tokens, r.spec.output_tokens, r.generated}) {
+    *p++ = ',';
+    p = write_int(p, v);
   }
-  fmt::format_to(out, FMT_COMPILE("{},{},"), r.preemptions, r.tokens_dropped);
+  *p++ = ',';
+  p = write_text(p, outcome);
+  *p++ = ',';
+  if (served) {
+    p = write_seconds_6(p, r.first_token_at - r.spec.arrival);  // t1
+    *p++ = ',';
+    if (per) p = write_fixed_6(p, *per);
+    *p++ = ',';
+    p = write_seconds_6(p, r.finished_at - r.spec.arrival);  // tend
+    *p++ = ',';
+  } else {
+    p = write_text(p, ",,,");
+  }
+  p = write_int(p, r.preemptions);
+  *p++ = ',';
+  p = write_int(p, r.tokens_dropped);
+  *p++ = ',';
   if (served) {
     // The breakdown in exact ns (9 decimals), so its cells sum to E2E to the nanosecond.
     for (size_t i = 0; i < ns.size(); ++i) {
-      fmt::format_to(out, FMT_COMPILE("{}{}.{:09d}"), i ? "," : "", ns[i] / kNsPerSecond,
-                     ns[i] % kNsPerSecond);
+      if (i > 0) *p++ = ',';
+      p = write_seconds_9(p, ns[i]);
     }
   } else {
-    line_ += ",,,,";  // the breakdown: served requests only
+    p = write_text(p, ",,,,");  // the breakdown: served requests only
   }
-  if (!replica.empty()) fmt::format_to(out, FMT_COMPILE(",{}"), replica);
-  line_ += '\n';
-  write_row(r.spec.id);
+  if (!replica.empty()) {
+    *p++ = ',';
+    p = write_text(p, replica);
+  }
+  *p++ = '\n';
+  rows_.put(r.spec.id, std::string_view(start, static_cast<size_t>(p - start)),
+            [this](std::string_view row) { request_file_->append(row); });
 }
 
 void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
@@ -158,20 +181,6 @@ void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
   }
 }
 
-void Recorder::write_row(int64_t id) {
-  if (id != next_row_id_) {
-    pending_rows_.emplace(id, line_);
-    return;
-  }
-  request_file_->append(line_);
-  ++next_row_id_;
-  while (!pending_rows_.empty() && pending_rows_.begin()->first == next_row_id_) {
-    request_file_->append(pending_rows_.begin()->second);
-    pending_rows_.erase(pending_rows_.begin());
-    ++next_row_id_;
-  }
-}
-
 void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
   const auto cats = s.categories();
   for (int c = 0; c < kMemCategoryCount; ++c) {
@@ -185,7 +194,9 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
     summary_.peak_snapshot_t_s = sim_to_seconds(t);
   }
   const int64_t held = s.kv_live_bytes + s.kv_waste_bytes;
-  held_byte_ns_ += static_cast<long double>(held_bytes_) * static_cast<long double>(t - held_since_);
+  if (t != held_since_) {  // else the area is +0 (an iteration's end, then the next's start)
+    held_byte_ns_ += static_cast<long double>(held_bytes_) * static_cast<long double>(t - held_since_);
+  }
   held_since_ = t;
   held_bytes_ = held;
   peak_held_bytes_ = std::max(peak_held_bytes_, held);
@@ -197,13 +208,28 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
 void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                          int64_t running) {
   if (!timeseries_file_) return;
-  std::string row = fmt::format("{},{:.3f}", policy_, sim_to_seconds(t));
-  for (int64_t b : s.categories()) row += fmt::format(",{}", b);
-  row += fmt::format(",{},{},{},{},{},{}", s.torch_allocated_bytes, s.torch_reserved_bytes,
-                     s.driver_free_bytes, guard_queue, waiting, running);
-  if (cluster_) row += "," + replica_;
-  row += '\n';
-  timeseries_file_->append(row);
+  // As a requests.csv row: straight into line_.
+  const size_t room = policy_.size() + replica_.size() + 20 * kMaxCellChars;
+  if (line_.size() < room) line_.resize(room);
+  char* const start = line_.data();
+  char* p = write_text(start, policy_);
+  *p++ = ',';
+  p = write_seconds_3(p, t);
+  for (const int64_t b : s.categories()) {
+    *p++ = ',';
+    p = write_int(p, b);
+  }
+  for (const int64_t v : {s.torch_allocated_bytes, s.torch_reserved_bytes, s.driver_free_bytes,
+                          guard_queue, waiting, running}) {
+    *p++ = ',';
+    p = write_int(p, v);
+  }
+  if (cluster_) {
+    *p++ = ',';
+    p = write_text(p, replica_);
+  }
+  *p++ = '\n';
+  timeseries_file_->append(std::string_view(start, static_cast<size_t>(p - start)));
 }
 
 PolicySummary Recorder::finish(SimTime end, bool stopped) {
@@ -247,8 +273,7 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
   }
   finish_batch_and_breakdown(s);
   if (request_file_) {  // ids that never finished leave gaps; the rest still go in id order
-    for (const auto& [id, row] : pending_rows_) request_file_->append(row);
-    pending_rows_.clear();
+    rows_.flush([this](std::string_view row) { request_file_->append(row); });
   }
   return s;
 }

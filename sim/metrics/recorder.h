@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +15,7 @@
 #include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
 #include "sim/metrics/distribution.h"
+#include "sim/metrics/in_order_rows.h"
 #include "sim/metrics/slo.h"
 #include "sim/serving/request_state.h"
 
@@ -278,11 +278,8 @@ class Recorder {
   SimTime last_outcome_ = 0;
   AtomicFile* request_file_ = nullptr;
   AtomicFile* timeseries_file_ = nullptr;
-  std::string line_;  // one streamed row (reused)
-  // requests.csv in id order: ids are dense from 0 in issue order, so a row waits here only
-  // until every smaller id has finished (memory bounded by the out-of-order window).
-  int64_t next_row_id_ = 0;
-  std::map<int64_t, std::string> pending_rows_;
+  std::string line_;         // room for one streamed row (reused; its size is not the row's)
+  InOrderRows rows_;         // requests.csv in id order
   // KV held for requests (live + waste) over time, for the occupancy mean.
   SimTime held_since_ = 0;
   int64_t held_bytes_ = 0;
@@ -295,7 +292,6 @@ class Recorder {
   SimTime busy_ns_ = 0;
   long double flops_ = 0;
   std::array<SimTime, 5> breakdown_ns_{};  // guard_queue, engine_wait, prefill, decode, preempted
-  void write_row(int64_t id);  // the row in line_
   void finish_batch_and_breakdown(PolicySummary& s) const;
 };
 
