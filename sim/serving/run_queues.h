@@ -118,13 +118,12 @@ class RunQueues final : public PlanSteps {
   // is running.
   RequestState* preemption_victim() const;
 
-  // Whether admit_prefills, after a decode-only grow_decodes of every running request, admits
-  // nothing and makes no call with an effect, and keeps doing so while free blocks only shrink
-  // (a decode-only stretch): no waiting request, or max_num_seqs running, or no token budget
-  // left, or (without allocation-checking guards, `guarded` false) a head that needs more free
-  // paged blocks than there are now. Conservative: false whenever unsure.
-  // `decoding`: how many running requests decode (the others are stalled prefills, which use no
-  // budget).
+  // Whether admit_prefills' waiting queue, after a grow_decodes of `decoding` requests (the other
+  // running ones are stalled prefills, which take no budget), admits nothing and makes no call
+  // with an effect, and keeps doing so while free blocks only shrink (a fast-forward stretch): no
+  // waiting request, or max_num_seqs running, or no token budget left, or (without
+  // allocation-checking guards, `guarded` false) a head that needs more free paged blocks than
+  // there are now. Conservative: false whenever unsure.
   bool admission_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const;
 
   // Admission order. Elements of the requests map.
