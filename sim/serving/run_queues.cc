@@ -353,6 +353,14 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       }
       if (fit == AllocFit::kLater) break;  // FCFS: it blocks the ones behind it, as vLLM's
     }
+    // A head that waits for blocks (a saturated server's usual state) is seen without a failed
+    // allocation and its pool description: counted blocks, ceil(chunk / block) of them.
+    const bool waits_for_blocks =
+        paged != nullptr && !lookup &&
+        (chunk + paged->block_tokens() - 1) / paged->block_tokens() > paged->free_blocks() &&
+        !(running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
+          handing_off_ == 0);
+    if (waits_for_blocks) break;
     AllocResult a =
         pool_.allocate_kv(id, cached + chunk, std::max(r.max_total_tokens(), target), prefix);
     if (!a) {
