@@ -54,7 +54,6 @@ class KvLedger {
   // `long_window`: open a window across blocks (the decode aggregate; requires
   // crossings_in_aggregate()).
   AllocResult grow_decode(RequestState& r, int64_t target, bool long_window = false);
-  int64_t outstanding() const { return deferral_->outstanding(); }
   bool crossings_in_aggregate() const {
     return deferral_ != nullptr && deferral_->crossings_in_aggregate();
   }
@@ -64,7 +63,10 @@ class KvLedger {
     report();
     if (n > 0) deferral_->add_crossings(n);
   }
-  int64_t block_tokens() const { return pool_.kv().paged() != nullptr ? pool_.kv().paged()->block_tokens() : 0; }
+  int64_t block_tokens() const {
+    const PagedBlocks* paged = pool_.kv().paged();
+    return paged != nullptr ? paged->block_tokens() : 0;
+  }
   // Grows `r` to `tokens` unless it already holds that many (a prefill chunk; a plan cut short
   // by an aborted request may already have grown it: growth is idempotent per target).
   AllocResult ensure(const RequestState& r, int64_t tokens) {

@@ -50,19 +50,10 @@ bool Replica::fast_forward_stretch() {
   LazyDecodes& lazy = queues_.lazy_decodes();
   const int64_t n = lazy.size();
   if (n == 0) return false;
+  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
+  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed.
+  if (!queues_.prefills_blocked(limits_, admission_.has_guards(), n)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
-  // A running prefill must stay stalled. Only the first in running order is ever tried
-  // (admit_prefills stops at its failed growth); its chunk is the same at every step (the decode
-  // count, hence the token budget, does not change) and free blocks only shrink.
-  if (const RequestState* p = queues_.first_prefilling()) {
-    const int64_t budget = limits_.max_num_batched_tokens - n;
-    if (budget > 0) {
-      const int64_t chunk = std::min(p->prefill_target - p->prefilled, budget);
-      if (paged.blocks_to_grow(p->spec.id, p->prefilled + chunk) <= paged.free_blocks()) return false;
-    }
-  }
-  // Waiting requests that cannot be admitted now stay so: free blocks only shrink in a stretch.
-  if (!queues_.admission_blocked(limits_, admission_.has_guards(), n)) return false;
 
   BatchShape shape;
   shape.block_tokens = static_cast<int>(paged.block_tokens());

@@ -28,8 +28,7 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       policy_(config.scheduling_policy),
       swap_space_bytes_(config.swap_space_bytes),
       preallocated_(pool.kv().preallocated()),
-      hooks_(std::move(hooks)),
-      lazy_() {
+      hooks_(std::move(hooks)) {
   if (const PagedBlocks* paged = pool.kv().paged(); paged != nullptr && paged->prefix_caching()) {
     recorder_.on_prefix_caching();  // the summary reports prefix hits for this policy
   }
@@ -309,13 +308,9 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     if (r.prefilled >= r.prefill_target) continue;
     if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-    // A paged store says without a call that changes anything whether the chunk's blocks are
-    // free: a stalled prefill (a memory-bound server's usual state) then costs no failed
-    // allocation, whose error would describe the pool for nobody.
-    if (const PagedBlocks* paged = pool_.kv().paged();
-        paged != nullptr && paged->blocks_to_grow(id, r.prefilled + chunk) > paged->free_blocks()) {
-      break;
-    }
+    // A stalled prefill (a memory-bound server's usual state) costs no failed allocation, whose
+    // error would describe the pool for nobody.
+    if (stalled(r, budget)) break;
     if (AllocResult a = ledger_.ensure(r, r.prefilled + chunk); !a) {
       if (preallocated_) break;
       hooks_.oom(id, a);
@@ -356,8 +351,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     // A head that waits for blocks (a saturated server's usual state) is seen without a failed
     // allocation and its pool description: counted blocks, ceil(chunk / block) of them.
     const bool waits_for_blocks =
-        paged != nullptr && !lookup &&
-        (chunk + paged->block_tokens() - 1) / paged->block_tokens() > paged->free_blocks() &&
+        paged != nullptr && !lookup && new_blocks(0, chunk) > paged->free_blocks() &&
         !(running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
           handing_off_ == 0);
     if (waits_for_blocks) break;
@@ -456,11 +450,26 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
   }
 }
 
-bool RunQueues::admission_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const {
-  if (waiting_.empty()) return true;
-  if (static_cast<int64_t>(running_.size()) >= limits.max_num_seqs) return true;
+bool RunQueues::stalled(const RequestState& r, int64_t budget) const {
+  const PagedBlocks* paged = pool_.kv().paged();
+  if (paged == nullptr) return false;
+  const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
+  return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks();
+}
+
+int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {
+  const int64_t bt = pool_.kv().paged()->block_tokens();
+  return (cached + chunk + bt - 1) / bt - cached / bt;
+}
+
+bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const {
   const int64_t budget = limits.max_num_batched_tokens - decoding;
   if (budget <= 0) return true;
+  // Only the first running prefill is ever tried (admit_prefills stops at its failed growth); its
+  // chunk stays the same while `decoding` does.
+  if (const RequestState* p = first_prefilling(); p != nullptr && !stalled(*p, budget)) return false;
+  if (waiting_.empty()) return true;
+  if (static_cast<int64_t>(running_.size()) >= limits.max_num_seqs) return true;
   const PagedBlocks* paged = pool_.kv().paged();
   if (guarded || !preallocated_ || paged == nullptr) return false;
   // admit_prefills' first allocation for the head, with no prefill planned before it.
@@ -472,11 +481,9 @@ bool RunQueues::admission_blocked(const BatchLimits& limits, bool guarded, int64
   const int64_t cached = paged->prefix_caching() ? paged->cached_prefix_tokens(prefix, target) : 0;
   const int64_t todo = target - cached;
   const int64_t chunk = limits.chunked_prefill ? std::min(todo, budget) : todo;
-  const int64_t bt = paged->block_tokens();
   // At least the blocks its prefix hits do not cover come off the free list. Evicting cached
   // blocks only shrinks the hits, which never lowers this count (see the fast-forward's notes).
-  const int64_t need = (cached + chunk + bt - 1) / bt - cached / bt;
-  return need > paged->free_blocks();
+  return new_blocks(cached, chunk) > paged->free_blocks();
 }
 
 void RunQueues::check() const {

@@ -118,13 +118,13 @@ class RunQueues final : public PlanSteps {
   // is running.
   RequestState* preemption_victim() const;
 
-  // Whether admit_prefills' waiting queue, after a grow_decodes of `decoding` requests (the other
-  // running ones are stalled prefills, which take no budget), admits nothing and makes no call
-  // with an effect, and keeps doing so while free blocks only shrink (a fast-forward stretch): no
-  // waiting request, or max_num_seqs running, or no token budget left, or (without
-  // allocation-checking guards, `guarded` false) a head that needs more free paged blocks than
-  // there are now. Conservative: false whenever unsure.
-  bool admission_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const;
+  // Whether admit_prefills, after a grow_decodes of `decoding` requests, runs no chunk, admits
+  // nothing and makes no call with an effect, and keeps doing so while free blocks only shrink
+  // (a fast-forward stretch): no token budget left, or the first running prefill stalled (its
+  // next chunk's blocks are not free) and then no waiting request, or max_num_seqs running, or
+  // (without allocation-checking guards, `guarded` false) a head that needs more free paged
+  // blocks than there are now. Conservative: false whenever unsure.
+  bool prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const;
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
@@ -166,6 +166,11 @@ class RunQueues final : public PlanSteps {
   int64_t receiving_ = 0;    // kReceiving requests (decode side)
   int64_t handing_off_ = 0;  // kHandingOff requests (prefill side)
   std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
+  // Whether the running prefill `r`'s next chunk within `budget` needs more blocks than are free
+  // (a paged store; asked without a call that changes anything).
+  bool stalled(const RequestState& r, int64_t budget) const;
+  // Paged blocks a sequence holding `cached` tokens (whole blocks) takes for `chunk` more.
+  int64_t new_blocks(int64_t cached, int64_t chunk) const;
   // Puts r at the end of the running batch (its next run_seq).
   void enter_running(RequestState& r) {
     r.run_seq = next_run_seq_++;
