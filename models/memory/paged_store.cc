@@ -272,7 +272,7 @@ void PagedStore::skip_window_blocks(Req& r, int64_t n) {
 int64_t PagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
   const Req& r = held(request, "blocks_to_grow");
   const int64_t cap = span_tokens(r);
-  if (tokens <= r.tokens || tokens <= cap) return 0;
+  if (tokens <= cap) return 0;  // its last block has room (cap >= r.tokens)
   // grow_req's test: need > free_count_ + freed.
   const int64_t need = ceil_div(tokens, block_tokens_) - (r.skipped + r.held);
   return need - skip_frees(r, blocks_to_skip(r));
