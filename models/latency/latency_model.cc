@@ -665,6 +665,53 @@ AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) 
   return {whole_at_min - b * n, b};
 }
 
+Int128 flops_to_fixed(double flops) {
+  return static_cast<Int128>(std::roundl(std::ldexp(static_cast<long double>(flops),
+                                                      DecodeStepFixed::kFlopsShift)));
+}
+
+const DecodeStepFixed& LatencyModel::decode_step_fixed(int64_t num_seqs, int block_tokens) const {
+  KVSIM_CHECK(num_seqs >= 1, "num_seqs {}", num_seqs);
+  const auto n = static_cast<size_t>(num_seqs);
+  const bool memo = n < kDecodeMemoMaxSeqs;
+  if (memo) {
+    if (decode_fixed_block_ != block_tokens) {
+      decode_fixed_.clear();
+      decode_fixed_set_.clear();
+      decode_fixed_block_ = block_tokens;
+    }
+    if (decode_fixed_.size() <= n) {
+      const size_t size = std::min(kDecodeMemoMaxSeqs, std::max<size_t>(64, 2 * n));
+      decode_fixed_.resize(size);
+      decode_fixed_set_.resize(size, false);
+    }
+    if (decode_fixed_set_[n]) return decode_fixed_[n];
+  }
+  DecodeStepFixed& f = memo ? decode_fixed_[n] : decode_fixed_scratch_;
+  // The duration's line from decode_step_affine; the FLOPs' from two costings far apart (FLOPs
+  // are affine in T too: decode attention's scale with it, every other operation's with n only).
+  const AffineCost ab = decode_step_affine(num_seqs, block_tokens);
+  const auto fixed = [](long double v, int shift) {
+    return static_cast<Int128>(std::roundl(std::ldexp(v, shift)));
+  };
+  f.ns_a = fixed(static_cast<long double>(ab.a) * 1e9L, DecodeStepFixed::kNsShift);
+  f.ns_b = fixed(static_cast<long double>(ab.b) * 1e9L, DecodeStepFixed::kNsShift);
+  constexpr int64_t kSpan = int64_t{1} << 20;
+  const auto flops_at = [&](int64_t t) {
+    BatchShape b;
+    b.block_tokens = block_tokens;
+    b.decode_seqs = num_seqs;
+    b.decode_context_tokens = t;
+    return static_cast<long double>(iteration(b, OpDetail::kTotals).flops);
+  };
+  const long double f0 = flops_at(num_seqs);
+  const long double slope = (flops_at(num_seqs + kSpan) - f0) / static_cast<long double>(kSpan);
+  f.flops_b = fixed(slope, DecodeStepFixed::kFlopsShift);
+  f.flops_a = fixed(f0 - slope * static_cast<long double>(num_seqs), DecodeStepFixed::kFlopsShift);
+  if (memo) decode_fixed_set_[n] = true;
+  return f;
+}
+
 SequenceLatency sequence_latency(const LatencyModel& m, int64_t seq_len, int64_t batch,
                                  int block_tokens) {
   KVSIM_CHECK(seq_len >= 1 && batch >= 1, "seq_len {} batch {}", seq_len, batch);

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/int128.h"
 #include "models/attention_kind.h"
 #include "models/gpu_spec.h"
 #include "models/latency/profile.h"
@@ -90,6 +91,28 @@ struct AffineCost {
   double at(double total_context_tokens) const { return a + b * total_context_tokens; }
 };
 
+// A decode-only step as exact integer functions of the batch's context sum T, for a fixed batch
+// size n and block size: its duration in ns and its FLOPs, both affine in T (decode_step_affine),
+// with coefficients in fixed point. The engine times every decode-only step with it, stepping
+// and fast-forward alike, so a step's duration is one integer function of (n, T), and the sums
+// the recorder keeps over k steps are exact integers whatever order (or closed form) adds them
+// (docs/latency.md, "Decode is affine in the total context").
+struct DecodeStepFixed {
+  static constexpr int kNsShift = 40;    // duration coefficients in units of 2^-40 ns
+  static constexpr int kFlopsShift = 8;  // FLOPs in units of 2^-8 (Recorder::on_batch)
+  Int128 ns_a = 0, ns_b = 0;        // ns x 2^40 at T = 0, and per token of T
+  Int128 flops_a = 0, flops_b = 0;  // FLOPs x 2^8 at T = 0, and per token of T
+  // a + b T rounded to the nearest ns (ties up), at least 1 ns as every iteration.
+  int64_t duration_ns(int64_t t) const {
+    const Int128 v = ns_a + ns_b * t + (Int128{1} << (kNsShift - 1));
+    const auto ns = static_cast<int64_t>(v >> kNsShift);
+    return ns > 1 ? ns : 1;
+  }
+  Int128 flops_fixed(int64_t t) const { return flops_a + flops_b * t; }
+};
+// FLOPs in DecodeStepFixed's fixed point, rounded (any iteration's).
+Int128 flops_to_fixed(double flops);
+
 // One cached GEMM cost (LatencyModel's memo; per unit of repetition; seconds < 0: empty).
 struct GemmMemo {
   double compute_s = 0, memory_s = 0, seconds = -1;
@@ -142,6 +165,10 @@ class LatencyModel {
   double decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
                              int block_tokens = 0) const;
   AffineCost decode_step_affine(int64_t num_seqs, int block_tokens = 0) const;
+  // decode_step_affine in DecodeStepFixed's integer form (memoised per batch size). Its
+  // duration_ns(T) is llround(decode_step_seconds(n, T) * 1e9) unless that value is within
+  // ~1e-6 ns of a tie (tests/latency/decode_step_fixed_test.cc).
+  const DecodeStepFixed& decode_step_fixed(int64_t num_seqs, int block_tokens = 0) const;
   double decode_step_lower_bound_seconds(int64_t num_seqs, int64_t total_context_tokens,
                                          int block_tokens = 0) const;
 
@@ -169,6 +196,12 @@ class LatencyModel {
   // Decode-only iterations by batch size (DecodeStepMemo): a cache of a pure function, like
   // gemm_memo_ (tests/engine/fast_forward_test.cc checks its bits against the full costing).
   mutable std::vector<DecodeStepMemo> decode_memo_;
+  // decode_step_fixed() by batch size (a pure function's cache; decode_fixed_block_ is the block
+  // size it holds, -1 before the first).
+  mutable std::vector<DecodeStepFixed> decode_fixed_;
+  mutable std::vector<bool> decode_fixed_set_;
+  mutable int decode_fixed_block_ = -1;
+  mutable DecodeStepFixed decode_fixed_scratch_;  // past the memo's range
 
   ModelSpec model_;
   GpuSpec gpu_;

@@ -18,18 +18,17 @@ KvSample KvSample::from(const MemorySnapshot& s) {
 void KvWasteAccumulator::integrate_to(SimTime t, const KvSample* end) {
   KVSIM_CHECK(t >= last_t_, "time went back: {} after {}", t, last_t_);
   // No time passed (the engine records an iteration's end and the next one's start at the same
-  // instant): every area is +0, which leaves the sums' bits as they are, so skip the arithmetic.
+  // instant): every area is 0.
   if (t == last_t_) return;
-  const long double dt = static_cast<long double>(t - last_t_);
-  auto area = [&](int64_t a, int64_t b) {
-    return end ? dt * (static_cast<long double>(a) + static_cast<long double>(b)) / 2
-               : dt * static_cast<long double>(a);
+  const Int128 dt = t - last_t_;
+  auto area2 = [&](int64_t a, int64_t b) {  // twice the area
+    return end ? dt * (static_cast<Int128>(a) + b) : 2 * dt * a;
   };
   const KvSample& e = end ? *end : last_;
-  live_ += area(last_.live_bytes, e.live_bytes);
-  internal_ += area(last_.internal_bytes, e.internal_bytes);
-  reservation_ += area(last_.reservation_bytes, e.reservation_bytes);
-  external_ += area(last_.external_bytes, e.external_bytes);
+  live_ += area2(last_.live_bytes, e.live_bytes);
+  internal_ += area2(last_.internal_bytes, e.internal_bytes);
+  reservation_ += area2(last_.reservation_bytes, e.reservation_bytes);
+  external_ += area2(last_.external_bytes, e.external_bytes);
 }
 
 void KvWasteAccumulator::hold(SimTime t, const KvSample& s) {
@@ -62,19 +61,21 @@ KvWasteSummary KvWasteAccumulator::summary(SimTime t_end) const {
   if (!started_) return out;
   KvWasteAccumulator closed = *this;
   closed.integrate_to(std::max(t_end, last_t_), nullptr);
-  const long double foot = closed.live_ + closed.internal_ + closed.reservation_ + closed.external_;
+  const Int128 foot = closed.live_ + closed.internal_ + closed.reservation_ + closed.external_;
   out.duration = std::max(t_end, last_t_) - first_t_;
   out.peak_footprint_bytes = peak_footprint_;
   out.peak_live_bytes = peak_live_;
+  const auto ld = [](Int128 v) { return static_cast<long double>(v); };
   if (foot > 0) {
-    out.usage_efficiency = static_cast<double>(closed.live_ / foot);
-    out.internal_fraction = static_cast<double>(closed.internal_ / foot);
-    out.reservation_fraction = static_cast<double>(closed.reservation_ / foot);
-    out.external_fraction = static_cast<double>(closed.external_ / foot);
+    out.usage_efficiency = static_cast<double>(ld(closed.live_) / ld(foot));
+    out.internal_fraction = static_cast<double>(ld(closed.internal_) / ld(foot));
+    out.reservation_fraction = static_cast<double>(ld(closed.reservation_) / ld(foot));
+    out.external_fraction = static_cast<double>(ld(closed.external_) / ld(foot));
   }
   if (out.duration > 0) {
-    out.mean_live_bytes = static_cast<double>(closed.live_ / out.duration);
-    out.mean_footprint_bytes = static_cast<double>(foot / out.duration);
+    const long double span2 = 2 * static_cast<long double>(out.duration);  // areas are doubled
+    out.mean_live_bytes = static_cast<double>(ld(closed.live_) / span2);
+    out.mean_footprint_bytes = static_cast<double>(ld(foot) / span2);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "models/memory/kv_store.h"
 #include "models/memory/memory_snapshot.h"
+#include "core/int128.h"
 #include "core/sim_time.h"
 
 namespace kvsim {
@@ -57,8 +58,9 @@ class KvWasteAccumulator {
   bool started_ = false;
   SimTime last_t_ = 0;
   KvSample last_{};
-  // Integrals in byte-nanoseconds (long double: 1e11 B x 1e13 ns overflows int64).
-  long double live_ = 0, internal_ = 0, reservation_ = 0, external_ = 0;
+  // Integrals in half byte-nanoseconds (a trapezoid's area is a multiple of a half), exact
+  // integers (1e11 B x 1e13 ns overflows int64): any order of addition gives the same sums.
+  Int128 live_ = 0, internal_ = 0, reservation_ = 0, external_ = 0;
   int64_t peak_footprint_ = 0, peak_live_ = 0;
   SimTime first_t_ = 0;
 };

@@ -71,14 +71,6 @@ std::vector<std::pair<double, int64_t>> CountDistribution::runs() const {
   return runs;
 }
 
-void ExactSum::add_overflowed(int64_t v) {
-  if (!overflowed_) {  // int_sum_ + v overflowed (int_sum_ is the sum before it)
-    overflowed_ = true;
-    sum_ = static_cast<long double>(int_sum_);
-  }
-  sum_ += v;
-}
-
 void CountDistribution::add_outside(int64_t value) {
   if (value >= 0 && value < kDenseLimit) {
     dense_.resize(std::min<size_t>(std::max<size_t>(2 * static_cast<size_t>(value), 64), kDenseLimit));

@@ -15,34 +15,24 @@
 #include <map>
 #include <vector>
 
+#include "core/int128.h"
 #include "core/sim_time.h"
 
 namespace kvsim {
 
 struct LatencyStats;
 
-// A long double running sum of integers, with its bits: an int64 while that is exact (a long
-// double holds every int64, so each partial sum is the one the long double additions would
-// give), the long double additions themselves from the first that would overflow it. An int64
-// addition is several times cheaper than an x87 one, and there is one per iteration.
+// An exact running sum of integers (128 bits: a run's sums of ns or batch sizes never come
+// near), so any order of addition, or a count of equal values added at once, gives the same
+// sum. The value is read as a long double (exact below 2^64).
 class ExactSum {
  public:
-  static_assert(std::numeric_limits<long double>::digits >= 64, "a long double holds every int64");
-  void add(int64_t v) {
-    int64_t sum = 0;
-    if (!overflowed_ && !__builtin_add_overflow(int_sum_, v, &sum)) {
-      int_sum_ = sum;
-      return;
-    }
-    add_overflowed(v);
-  }
-  long double value() const { return overflowed_ ? sum_ : static_cast<long double>(int_sum_); }
+  void add(int64_t v) { sum_ += v; }
+  void add(int64_t v, int64_t count) { sum_ += static_cast<Int128>(v) * count; }
+  long double value() const { return static_cast<long double>(sum_); }
 
  private:
-  bool overflowed_ = false;
-  int64_t int_sum_ = 0;
-  long double sum_ = 0;
-  void add_overflowed(int64_t v);
+  Int128 sum_ = 0;
 };
 
 // A fixed-bin histogram for the figure: `counts[i]` samples in [edges[i], edges[i + 1]).

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/check.h"
+#include "models/latency/latency_model.h"
 #include "sim/metrics/breakdown.h"
 #include "sim/metrics/row_format.h"
 #include "sim/metrics/sort_doubles.h"
@@ -168,7 +169,8 @@ void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
   b.batch_tokens_hist = batch_tokens_.histogram();
   b.iteration_s_hist = iteration_time_.histogram_seconds();
   b.busy_s = sim_to_seconds(busy_ns_);
-  b.flops = static_cast<double>(flops_);
+  b.flops = static_cast<double>(
+      std::ldexp(static_cast<long double>(flops_), -DecodeStepFixed::kFlopsShift));
   b.busy_share = s.duration_s > 0 ? b.busy_s / s.duration_s : 0;
   b.mfu = s.duration_s > 0 && b.peak_flops_per_s > 0
               ? b.flops / (b.peak_flops_per_s * s.duration_s)
@@ -194,9 +196,7 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
     summary_.peak_snapshot_t_s = sim_to_seconds(t);
   }
   const int64_t held = s.kv_live_bytes + s.kv_waste_bytes;
-  if (t != held_since_) {  // else the area is +0 (an iteration's end, then the next's start)
-    held_byte_ns_ += static_cast<long double>(held_bytes_) * static_cast<long double>(t - held_since_);
-  }
+  held_byte_ns_ += static_cast<Int128>(held_bytes_) * (t - held_since_);  // exact
   held_since_ = t;
   held_bytes_ = held;
   peak_held_bytes_ = std::max(peak_held_bytes_, held);
@@ -257,9 +257,8 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
   // Occupancy. KV is held only between an arrival and its outcome, so the integral up to `end`
   // is the integral over [first arrival, last outcome]: the mean is over duration_s.
   if (s.kv_pool_bytes > 0) {
-    const long double held_byte_ns =
-        held_byte_ns_ + static_cast<long double>(held_bytes_) *
-                            static_cast<long double>(std::max<SimTime>(0, end - held_since_));
+    const auto held_byte_ns = static_cast<long double>(
+        held_byte_ns_ + static_cast<Int128>(held_bytes_) * std::max<SimTime>(0, end - held_since_));
     const auto pool = static_cast<long double>(s.kv_pool_bytes);
     s.kv_pool_peak_occupancy = static_cast<double>(peak_held_bytes_ / pool);
     s.kv_pool_mean_occupancy = span > 0 ? static_cast<double>(held_byte_ns / (pool * span)) : 0;

@@ -232,9 +232,10 @@ class Recorder {
     ++summary_.fast_forward_iterations;
   }
   // Batch and engine metrics (BatchSummary): the peak the MFU is over, and one iteration's shape,
-  // duration and FLOPs (the latency model's, per GPU) when it starts.
+  // duration and FLOPs (the latency model's, per GPU, in DecodeStepFixed's fixed point: an exact
+  // integer sum) when it starts.
   void set_peak_flops(double per_s) { summary_.batch.peak_flops_per_s = per_s; }
-  void on_batch(int64_t seqs, int64_t tokens, SimTime duration, double flops) {
+  void on_batch(int64_t seqs, int64_t tokens, SimTime duration, Int128 flops) {
     batch_size_.add(seqs);
     batch_tokens_.add(tokens);
     iteration_time_.add(duration);
@@ -285,12 +286,12 @@ class Recorder {
   int64_t held_bytes_ = 0;
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
-  long double held_byte_ns_ = 0;  // ∫ held dt (1e11 B x 1e13 ns overflows int64)
+  Int128 held_byte_ns_ = 0;  // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)
   // Batch metrics and the latency breakdown's sums (issue 18 items 3 and 4).
   CountDistribution batch_size_, batch_tokens_;
   LogDistribution iteration_time_;
   SimTime busy_ns_ = 0;
-  long double flops_ = 0;
+  Int128 flops_ = 0;  // fixed point (DecodeStepFixed::kFlopsShift)
   std::array<SimTime, 5> breakdown_ns_{};  // guard_queue, engine_wait, prefill, decode, preempted
   void finish_batch_and_breakdown(PolicySummary& s) const;
 };

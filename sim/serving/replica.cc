@@ -266,14 +266,25 @@ void Replica::start_iteration() {
   }
   recorder_.on_state(events_.now(), pool_.snapshot());
   if (check_) check();
-  const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
-  // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
-  const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
-  const SimTime duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));
+  SimTime duration = 0;
+  Int128 flops = 0;
+  if (shape.prefill.empty() && clock_ == nullptr && it.extra_seconds == 0) {
+    // A decode-only step: the latency model's exact integer form, which the fast-forward's
+    // stretches also use (replica_fast_forward.cc).
+    const DecodeStepFixed& f = latency_.decode_step_fixed(shape.decode_seqs, shape.block_tokens);
+    duration = f.duration_ns(decode_context);
+    flops = f.flops_fixed(decode_context);
+  } else {
+    const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
+    // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
+    const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
+    duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));
+    flops = flops_to_fixed(cost.flops);
+  }
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
   recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
-                     prefill_tokens + shape.decode_seqs, duration, cost.flops);
+                     prefill_tokens + shape.decode_seqs, duration, flops);
   busy_ = true;
   iteration_start_ = events_.now();
   std::swap(in_flight_, planning_);

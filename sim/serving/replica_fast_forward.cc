@@ -55,18 +55,14 @@ bool Replica::fast_forward_stretch() {
   if (!queues_.prefills_blocked(limits_, admission_.has_guards(), n)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
 
-  BatchShape shape;
-  shape.block_tokens = static_cast<int>(paged.block_tokens());
-  shape.decode_seqs = n;
+  const DecodeStepFixed& step = latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
   std::vector<RequestState*>& due = ff_due_members_;
   SimTime t = t0;
   bool stepped = false;
   while (true) {
     const bool completes = lazy.next_done() == lazy.step() + 1;
     const int64_t context = lazy.context_sum();
-    shape.decode_context_tokens = context;
-    const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
-    const SimTime duration = std::max<SimTime>(1, seconds_to_sim(cost.seconds));
+    const SimTime duration = step.duration_ns(context);
     const SimTime end = t + duration;
     const bool in_flight = end >= horizon;  // an event comes before its end
     // The members due at the ledger; each needs at most one new block (it holds every token up
@@ -82,7 +78,7 @@ bool Replica::fast_forward_stretch() {
     KVSIM_CHECK(planned && ff_plan_.decode_seqs == n,
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
     recorder_.on_state(t, pool_.snapshot());
-    recorder_.on_batch(n, n, end - t, cost.flops);  // start_iteration's record of a decode step
+    recorder_.on_batch(n, n, end - t, step.flops_fixed(context));  // start_iteration's record of a decode step
     if (in_flight) {
       // start_iteration's hand-over: end_iteration commits it when its end event runs.
       if (t > t0) events_.advance_to(t);

@@ -263,30 +263,30 @@ TEST_CASE("LogDistribution::bucket: the logarithm's bucket, cached or not", "[me
   }
 }
 
-TEST_CASE("ExactSum: a long double sum's bits, in int64 while exact", "[metrics]") {
-  // Small values: the int64 sum 1 + 2 + ... + 100 = 5050.
+TEST_CASE("ExactSum: exact past int64, in any order, k equal values at once", "[metrics]") {
+  // Small values: 1 + 2 + ... + 100 = 5050.
   ExactSum small;
   for (int64_t v = 1; v <= 100; ++v) small.add(v);
   CHECK(small.value() == 5050.0L);
-  // Past int64: 2^62 + 2^62 = 2^63 overflows it at the second addition; from there on, long
-  // double additions, as a long double sum from the start makes (3 x 2^62 - 5 needs 64
-  // significand bits: the bits compared at every step include such roundings).
+  // Past int64: 2^62 three times, -5, 7, -2^62, 2^40 sum to 2^63 + 2^40 + 2 (64 significant
+  // bits: a long double holds it exactly), in this order and reversed.
   const int64_t big = int64_t{1} << 62;
-  ExactSum e;
-  long double reference = 0;
-  for (int64_t v : {big, big, big, int64_t{-5}, int64_t{7}, -big, int64_t{1} << 40}) {
-    e.add(v);
-    reference += v;
-    REQUIRE(e.value() == reference);
+  const std::vector<int64_t> vs = {big, big, big, int64_t{-5}, int64_t{7}, -big, int64_t{1} << 40};
+  ExactSum forward, backward;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    forward.add(vs[i]);
+    backward.add(vs[vs.size() - 1 - i]);
   }
-  // Negative overflow too.
-  ExactSum n;
-  long double negative_reference = 0;
-  for (int64_t v : {-big, -big, -big, int64_t{3}}) {
-    n.add(v);
-    negative_reference += v;
-    REQUIRE(n.value() == negative_reference);
-  }
+  const long double expected = 9223372036854775808.0L + 1099511627776.0L + 2.0L;
+  CHECK(forward.value() == expected);
+  CHECK(backward.value() == expected);
+  // add(v, k) is k add(v): 3 x 2^62 at once, then the rest.
+  ExactSum counted;
+  counted.add(big, 3);
+  counted.add(2);
+  counted.add(-big);
+  counted.add(int64_t{1} << 40);
+  CHECK(counted.value() == expected);
 }
 
 TEST_CASE("KvWasteAccumulator: two samples at one instant add no area", "[metrics]") {

@@ -1,0 +1,84 @@
+// The engine times every decode-only step with DecodeStepFixed (the affine decode cost in fixed
+// point), in stepping and fast-forward alike. It must be the latency model's step, rounded to
+// the nanosecond as seconds_to_sim rounds iteration().seconds, except within a hair of a tie.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include "core/sim_time.h"
+#include "tests/latency/latency_test_util.h"
+
+using namespace kvsim;
+using kvsim::test::make_model;
+
+TEST_CASE("DecodeStepFixed rounds a + b T to the nearest ns, ties up, at least 1 ns",
+          "[latency][fastforward]") {
+  // a = 10.5 ns, b = 0.25 ns per token, in units of 2^-40 ns:
+  //   T = 0: 10.5 -> 11 (a tie goes up); T = 1: 10.75 -> 11; T = 3: 11.25 -> 11;
+  //   T = 4: 11.5 -> 12; T = 1000: 260.5 -> 261.
+  DecodeStepFixed f;
+  const Int128 unit = Int128{1} << DecodeStepFixed::kNsShift;
+  f.ns_a = 21 * unit / 2;
+  f.ns_b = unit / 4;
+  CHECK(f.duration_ns(0) == 11);
+  CHECK(f.duration_ns(1) == 11);
+  CHECK(f.duration_ns(3) == 11);
+  CHECK(f.duration_ns(4) == 12);
+  CHECK(f.duration_ns(1000) == 261);
+  // A step is never shorter than 1 ns (as std::max(1, seconds_to_sim(s)) for every iteration).
+  DecodeStepFixed zero;
+  CHECK(zero.duration_ns(5) == 1);
+  // FLOPs: 3.5 + 2 T in units of 2^-8, exact.
+  f.flops_a = 7 * (Int128{1} << DecodeStepFixed::kFlopsShift) / 2;
+  f.flops_b = 2 * (Int128{1} << DecodeStepFixed::kFlopsShift);
+  CHECK(f.flops_fixed(10) == 47 * (Int128{1} << DecodeStepFixed::kFlopsShift) / 2);
+  CHECK(flops_to_fixed(23.5) == 47 * (Int128{1} << DecodeStepFixed::kFlopsShift) / 2);
+}
+
+TEST_CASE("DecodeStepFixed is the latency model's decode step to the nanosecond",
+          "[latency][fastforward][property]") {
+  struct Setup {
+    const char* model;
+    AttentionKind attention;
+    int tp;
+    const char* gpu;
+  };
+  const Setup setups[] = {{"llama-3-8b", AttentionKind::kFlash, 1, "a100-sxm4-80gb"},
+                          {"seed-7b-mha", AttentionKind::kNative, 1, "a100-sxm4-80gb"},
+                          {"mixtral-8x7b", AttentionKind::kFlash, 2, "h100-sxm"},
+                          {"qwen2.5-7b", AttentionKind::kFlash, 1, "h100-sxm"},
+                          {"mistral-7b", AttentionKind::kFlash, 1, "a100-sxm4-80gb"}};
+  std::mt19937_64 rng(17);
+  int64_t steps = 0, ties = 0;
+  for (const Setup& s : setups) {
+    const LatencyModel m = make_model(s.model, s.attention, 0, s.tp, s.gpu);
+    for (const int block : {0, 16, 32}) {
+      for (int i = 0; i < 400; ++i) {
+        const int64_t n = 1 + static_cast<int64_t>(rng() % 512);
+        const int64_t t = n + static_cast<int64_t>(rng() % static_cast<uint64_t>(n * 32000));
+        const DecodeStepFixed& f = m.decode_step_fixed(n, block);
+        const double seconds = m.decode_step_seconds(n, t, block);
+        const double ns = seconds * 1e9;
+        ++steps;
+        if (std::abs(ns - std::floor(ns) - 0.5) < 1e-6) {
+          ++ties;  // the two roundings may part here
+          CHECK(std::abs(f.duration_ns(t) - ns) <= 0.5 + 1e-6);
+          continue;
+        }
+        INFO(s.model << " n=" << n << " T=" << t << " block=" << block << " seconds=" << seconds);
+        REQUIRE(f.duration_ns(t) == std::max<SimTime>(1, seconds_to_sim(seconds)));
+        BatchShape b;
+        b.block_tokens = block;
+        b.decode_seqs = n;
+        b.decode_context_tokens = t;
+        const double flops = m.iteration(b, OpDetail::kTotals).flops;
+        const auto fixed = static_cast<long double>(f.flops_fixed(t));
+        REQUIRE(std::abs(std::ldexp(fixed, -DecodeStepFixed::kFlopsShift) - flops) <=
+                1e-9L * flops);
+      }
+    }
+  }
+  CHECK(steps == 6000);
+  CHECK(ties <= 1);  // one in a million steps, at most a few here
+}
