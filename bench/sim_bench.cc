@@ -182,6 +182,7 @@ policies:
   j["peak_rss_bytes"] = peak_rss_bytes();
   j["iterations"] = p.iterations;
   j["fast_forward_iterations"] = p.fast_forward_iterations;
+  j["quiet_iterations"] = p.quiet_iterations;
   j["sim_duration_s"] = p.duration_s;
   j["completed"] = p.outcomes[kvsim::outcome_index(kvsim::Outcome::kCompleted)];
   j["fast_forward"] = fast_forward;

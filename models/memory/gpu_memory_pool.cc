@@ -171,14 +171,22 @@ void GpuMemoryPool::release_activations() {
   activation_bytes_ = 0;
 }
 
-MemorySnapshot GpuMemoryPool::snapshot() const {
+int64_t GpuMemoryPool::decode_activation_bytes(int64_t decode_seqs,
+                                               int64_t decode_context_tokens) const {
+  return activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
+}
+
+MemorySnapshot GpuMemoryPool::snapshot_with(const KvUsage& u, int64_t activation_bytes) const {
+  KVSIM_CHECK(activation_bytes == activation_bytes_ ||
+                  (store_->caching_allocator() == nullptr && activation_bytes <= activation_cached_bytes_),
+              "a snapshot with {} activation bytes ({} cached)", activation_bytes,
+              activation_cached_bytes_);
   MemorySnapshot s;
   s.capacity_bytes = budget_.capacity_bytes;
   s.context_bytes = budget_.context_bytes;
   s.weights_bytes = budget_.weights_bytes;
   s.workspace_bytes = budget_.workspace_bytes;
-  s.activation_bytes = activation_bytes_;
-  const KvUsage u = store_->usage();
+  s.activation_bytes = activation_bytes;
   s.kv_live_bytes = u.live_bytes;
   s.kv_waste_bytes = u.held_bytes - u.live_bytes;
   s.kv_internal_bytes = scalar_load(u.internal_bytes);
@@ -193,8 +201,8 @@ MemorySnapshot GpuMemoryPool::snapshot() const {
   } else {
     // The preallocated KV space is one torch tensor; activations stay cached at their high-water.
     s.kv_free_bytes = u.free_bytes;
-    s.allocator_cache_bytes = activation_cached_bytes_ - activation_bytes_;
-    s.torch_allocated_bytes = budget_.weights_bytes + u.capacity_bytes + activation_bytes_;
+    s.allocator_cache_bytes = activation_cached_bytes_ - activation_bytes;
+    s.torch_allocated_bytes = budget_.weights_bytes + u.capacity_bytes + activation_bytes;
     torch_reserved = budget_.weights_bytes + u.capacity_bytes + activation_cached_bytes_;
   }
   s.torch_reserved_bytes = torch_reserved;

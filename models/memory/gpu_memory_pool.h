@@ -93,7 +93,15 @@ class GpuMemoryPool {
   void restart();
 
   // Every category, the waste split and the three views. O(1) for paged, O(holes) otherwise.
-  MemorySnapshot snapshot() const;
+  MemorySnapshot snapshot() const { return snapshot_with(store_->usage(), activation_bytes_); }
+  // The snapshot with the store's usage `u` and `activation_bytes` of activations (within what
+  // is cached: nothing else changes), for states the fast-forward records without making them
+  // (KvStore's usage_after). Requires: no store allocator (the activations are not a block).
+  MemorySnapshot snapshot_with(const KvUsage& u, int64_t activation_bytes) const;
+  // A decode-only batch's activation bytes (what reserve_activations would reserve), and the
+  // high-water mark of activations a reservation takes without new memory.
+  int64_t decode_activation_bytes(int64_t decode_seqs, int64_t decode_context_tokens) const;
+  int64_t activation_cached_bytes() const { return activation_cached_bytes_; }
   // The category holding byte `offset` of the GPU's memory right now.
   MemCategory category_at(int64_t offset) const { return snapshot().category_at(offset); }
 

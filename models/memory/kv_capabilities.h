@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -139,6 +140,14 @@ class DeferredGrowth {
   virtual int64_t open_long(RequestId request) { return open(request); }
   // `n` tokens that each start a new full block of some open long window (Requires: n <= free).
   virtual void add_crossings(int64_t n) { (void)n; }
+  // The usage() this store would report after add_crossings(crossings) and add(tokens -
+  // crossings): a decode step's aggregate growth, `steps` of them at once, for the fast-forward's
+  // quiet steps (nothing changes). nullopt where the store cannot say without the calls.
+  virtual std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const {
+    (void)tokens;
+    (void)crossings;
+    return std::nullopt;
+  }
 
  protected:
   ~DeferredGrowth() = default;

@@ -56,6 +56,21 @@ void KvWasteAccumulator::ramp(SimTime t, const KvSample& s) {
   peak_live_ = std::max(peak_live_, s.live_bytes);
 }
 
+void KvWasteAccumulator::hold_run(SimTime t_first, const KvSample& first,
+                                  const std::array<Int128, 4>& area2, SimTime t_last,
+                                  const KvSample& last, int64_t peak_footprint, int64_t peak_live) {
+  KVSIM_CHECK(t_last >= t_first, "a run from {} back to {}", t_first, t_last);
+  hold(t_first, first);
+  live_ += area2[0];
+  internal_ += area2[1];
+  reservation_ += area2[2];
+  external_ += area2[3];
+  last_t_ = t_last;
+  last_ = last;
+  peak_footprint_ = std::max(peak_footprint_, peak_footprint);
+  peak_live_ = std::max(peak_live_, peak_live);
+}
+
 KvWasteSummary KvWasteAccumulator::summary(SimTime t_end) const {
   KvWasteSummary out;
   if (!started_) return out;

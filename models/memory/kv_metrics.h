@@ -4,6 +4,7 @@
 // idle instants with an empty store do not count.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -49,6 +50,12 @@ class KvWasteAccumulator {
   // Requires: t >= the previous call's t.
   void hold(SimTime t, const KvSample& s);
   void ramp(SimTime t, const KvSample& s);
+  // A run of hold() calls at once: hold(t_first, first), then samples whose intervals up to
+  // t_last have the areas `area2` (twice the byte-ns of live, internal, reservation and external,
+  // as kept), the last of them `last` (held from t_last on); `peak`: the largest footprint and
+  // live bytes among the run's samples. The same sums as the calls.
+  void hold_run(SimTime t_first, const KvSample& first, const std::array<Int128, 4>& area2,
+                SimTime t_last, const KvSample& last, int64_t peak_footprint, int64_t peak_live);
   // Closes the last interval at `t_end` (>= last t) and summarises.
   KvWasteSummary summary(SimTime t_end) const;
   bool empty() const { return !started_; }

@@ -68,4 +68,8 @@ struct MemorySnapshot {
   void check() const;
 };
 
+// Field by field a - b: how a state moved (the fast-forward records states affine in a batch's
+// growth as a start and such moves).
+MemorySnapshot snapshot_difference(const MemorySnapshot& a, const MemorySnapshot& b);
+
 }  // namespace kvsim

@@ -389,11 +389,23 @@ void PagedStore::add_crossings(int64_t n) {
   // request's max_total: the block leaves the free list, the token is live, and the rest of the
   // block is reservation (its last block was full: no slack before).
   KVSIM_CHECK(n >= 0 && n <= free_count_, "{} block crossings with {} blocks free", n, free_count_);
-  free_count_ -= n;
   crossed_blocks_ += n;
-  live_tokens_ += n;
-  reservation_tokens_ += n * (block_tokens_ - 1);
   deferred_tokens_ += n;
+  grow_totals(n, n);
+}
+
+void PagedStore::grow_totals(int64_t tokens, int64_t crossings) {
+  GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
+  grow_totals(g, tokens, crossings, block_tokens_);
+  free_count_ = g.free_count;
+  live_tokens_ = g.live_tokens;
+  reservation_tokens_ = g.reservation_tokens;
+}
+
+std::optional<KvUsage> PagedStore::usage_after(int64_t tokens, int64_t crossings) const {
+  GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
+  grow_totals(g, tokens, crossings, block_tokens_);
+  return usage_of(g);
 }
 
 void PagedStore::add(int64_t tokens) {
@@ -401,9 +413,8 @@ void PagedStore::add(int64_t tokens) {
   // the same change grow_req would make, summed.
   KVSIM_CHECK(tokens >= 0 && tokens <= reservation_tokens_, "deferring {} tokens with {} reserved",
               tokens, reservation_tokens_);
-  live_tokens_ += tokens;
-  reservation_tokens_ -= tokens;
   deferred_tokens_ += tokens;
+  grow_totals(tokens, 0);
 }
 
 void PagedStore::settle(RequestId request, int64_t tokens) {
@@ -433,11 +444,15 @@ const std::vector<int32_t>& PagedStore::block_table(RequestId request) const {
 }
 
 KvUsage PagedStore::usage() const {
+  return usage_of({free_count_, live_tokens_, reservation_tokens_});
+}
+
+KvUsage PagedStore::usage_of(const GrowthTotals& g) const {
   // internal = held - live - reservation = internal_tokens_ (check_invariants checks the sum).
-  KvUsage u = held_usage(live_tokens_, reservation_tokens_, bytes_per_token_,
-                         (num_blocks_ - free_count_) * block_bytes_);
+  KvUsage u = held_usage(g.live_tokens, g.reservation_tokens, bytes_per_token_,
+                         (num_blocks_ - g.free_count) * block_bytes_);
   u.capacity_bytes = num_blocks_ * block_bytes_;
-  u.free_bytes = free_count_ * block_bytes_;
+  u.free_bytes = g.free_count * block_bytes_;
   u.external_bytes = 0;  // every free block serves any request
   u.requests = static_cast<int64_t>(index_.size());
   return u;

@@ -76,6 +76,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   bool crossings_in_aggregate() const override { return !prefix_caching_ && sliding_window_ == 0; }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
+  std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const override;
 
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a request holds now (shared ones included); with a sliding window, not those freed
@@ -197,7 +198,20 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
   int64_t prefix_hits_ = 0;
   int64_t deferred_tokens_ = 0;
-  int64_t crossed_blocks_ = 0;      // taken by add_crossings(), not yet attributed by settle()     // reported by add(), not yet settled per request
+  int64_t crossed_blocks_ = 0;      // taken by add_crossings(), not yet attributed by settle()
+  // The totals add() and add_crossings() move: `tokens` deferred tokens become live, `crossings`
+  // of them each in a new block (off the free list) whose other tokens are reservation. One
+  // formula for the store and for usage_after().
+  struct GrowthTotals {
+    int64_t free_count, live_tokens, reservation_tokens;
+  };
+  static void grow_totals(GrowthTotals& g, int64_t tokens, int64_t crossings, int64_t block_tokens) {
+    g.free_count -= crossings;
+    g.live_tokens += tokens;
+    g.reservation_tokens += crossings * block_tokens - tokens;
+  }
+  void grow_totals(int64_t tokens, int64_t crossings);
+  KvUsage usage_of(const GrowthTotals& g) const;
   std::unordered_map<uint64_t, int32_t> by_key_;
   std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,

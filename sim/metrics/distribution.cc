@@ -71,12 +71,12 @@ std::vector<std::pair<double, int64_t>> CountDistribution::runs() const {
   return runs;
 }
 
-void CountDistribution::add_outside(int64_t value) {
+void CountDistribution::add_outside(int64_t value, int64_t count) {
   if (value >= 0 && value < kDenseLimit) {
     dense_.resize(std::min<size_t>(std::max<size_t>(2 * static_cast<size_t>(value), 64), kDenseLimit));
-    ++dense_[static_cast<size_t>(value)];
+    dense_[static_cast<size_t>(value)] += count;
   } else {
-    ++sparse_[value];
+    sparse_[value] += count;
   }
 }
 
@@ -152,6 +152,10 @@ void LogDistribution::add(SimTime ns) {
   ++counts_[i];
   ++n_;
   sum_ns_.add(ns);
+}
+
+void LogDistribution::add_all(std::span<const SimTime> ns) {
+  for (const SimTime v : ns) add(v);
 }
 
 double LogDistribution::middle_seconds(int64_t bucket) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "core/int128.h"
@@ -55,6 +56,15 @@ class CountDistribution {
     ++n_;
     sum_.add(value);
   }
+  void add(int64_t value, int64_t count) {  // `count` add(value)s
+    if (static_cast<uint64_t>(value) < dense_.size()) {
+      dense_[static_cast<size_t>(value)] += count;
+    } else {
+      add_outside(value, count);
+    }
+    n_ += count;
+    sum_.add(value, count);
+  }
   int64_t count() const { return n_; }
   LatencyStats stats() const;
   // At most `max_bins` equal-width bins of whole numbers over [min, max + 1).
@@ -65,7 +75,8 @@ class CountDistribution {
   std::map<int64_t, int64_t> sparse_;   // values outside the dense range
   int64_t n_ = 0;
   ExactSum sum_;
-  void add_outside(int64_t value);  // past dense_'s size: grow it, or count in sparse_
+  // past dense_'s size: grow it, or count in sparse_
+  void add_outside(int64_t value, int64_t count = 1);
   // (value, count) of every value seen, in increasing value order.
   std::vector<std::pair<double, int64_t>> runs() const;
 };
@@ -81,6 +92,7 @@ class LogDistribution {
   int64_t bucket(SimTime ns);
   static constexpr SimTime kCachedBelowNs = SimTime{1} << 43;  // 2.4 hours
   void add(SimTime ns);
+  void add_all(std::span<const SimTime> ns);  // add() of each, in order
   int64_t count() const { return n_; }
   LatencyStats stats_seconds() const;       // in seconds
   Histogram histogram_seconds(int max_bins = 32) const;

@@ -205,6 +205,130 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
   kv_.hold(t, KvSample::from(s));
 }
 
+namespace {
+
+// A linear figure of a memory state (a category, a sum of some), over a DecodeRun's steps:
+// f(start(j)) = f0 + j·fs + crossed[j]·fc and f(end(j)) = f(start(j)) + fe.
+struct RunFigure {
+  int64_t f0, fs, fc, fe;
+};
+
+// The largest f(start(j)) over the run and the first j with it. j and crossed[j] never
+// decrease, so with fs and fc of one sign it is at an end of the run; else a pass finds it.
+std::pair<int64_t, size_t> start_max(const RunFigure& f, std::span<const int64_t> crossed) {
+  const size_t last = crossed.size() - 1;
+  const auto at = [&](size_t j) {
+    return f.f0 + static_cast<int64_t>(j) * f.fs + crossed[j] * f.fc;
+  };
+  if (f.fs <= 0 && f.fc <= 0) return {at(0), 0};
+  if (f.fs >= 0 && f.fc >= 0) {
+    if (f.fs > 0) return {at(last), last};
+    // fs == 0 < fc: the first step that has crossed into as many blocks as the last.
+    const auto first = std::lower_bound(crossed.begin(), crossed.end(), crossed[last]);
+    return {at(last), static_cast<size_t>(first - crossed.begin())};
+  }
+  std::pair<int64_t, size_t> best{at(0), 0};
+  for (size_t j = 1; j <= last; ++j) {
+    if (const int64_t v = at(j); v > best.first) best = {v, j};
+  }
+  return best;
+}
+
+// The largest figure among the run's starts and ends.
+int64_t run_max(const RunFigure& f, std::span<const int64_t> crossed) {
+  return start_max(f, crossed).first + std::max<int64_t>(0, f.fe);
+}
+
+}  // namespace
+
+void Recorder::on_decode_run(const DecodeRun& run) {
+  const size_t k = run.durations.size();
+  KVSIM_CHECK(run.crossed.size() == k, "a decode run of {} steps with {} crossing counts", k,
+              run.crossed.size());
+  if (k == 0) return;
+  // The run's sums of d_j, j·d_j and crossed[j]·d_j: every integral over it is a combination.
+  Int128 d_sum = 0, jd_sum = 0, xd_sum = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const SimTime d = run.durations[j];
+    d_sum += d;
+    jd_sum += static_cast<Int128>(j) * d;
+    xd_sum += static_cast<Int128>(run.crossed[j]) * d;
+  }
+  const auto t_end = static_cast<SimTime>(run.t + d_sum);
+  const auto figure = [&](auto&& of) {
+    return RunFigure{of(run.start0), of(run.per_step), of(run.per_crossing), of(run.end_delta)};
+  };
+  const auto integral = [&](const RunFigure& f) {  // Σ f(start(j)) d_j
+    return f.f0 * d_sum + f.fs * jd_sum + f.fc * xd_sum;
+  };
+  const std::span<const int64_t> crossed = run.crossed;
+  // on_state's figures, in its order.
+  const auto s0 = run.start0.categories(), ps = run.per_step.categories(),
+             pc = run.per_crossing.categories(), pe = run.end_delta.categories();
+  for (int c = 0; c < kMemCategoryCount; ++c) {
+    summary_.category_peaks_bytes[c] =
+        std::max(summary_.category_peaks_bytes[c], run_max({s0[c], ps[c], pc[c], pe[c]}, crossed));
+  }
+  // The peak in use: the first state of the run (start(0), end(0), start(1), ...) at the run's
+  // largest, if above the peak so far. An end is start + fe: with fe <= 0 a start comes first.
+  const RunFigure in_use = figure([](const MemorySnapshot& s) {
+    return s.capacity_bytes - s.free_bytes - s.kv_free_bytes - s.allocator_cache_bytes;
+  });
+  const auto [use_max, use_j] = start_max(in_use, crossed);
+  const bool at_end = in_use.fe > 0;
+  if (use_max + (at_end ? in_use.fe : 0) > summary_.peak_in_use_bytes) {
+    summary_.peak_in_use_bytes = use_max + (at_end ? in_use.fe : 0);
+    const auto x = crossed[use_j];
+    const auto j = static_cast<int64_t>(use_j);
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+      summary_.peak_snapshot_bytes[c] = s0[c] + j * ps[c] + x * pc[c] + (at_end ? pe[c] : 0);
+    }
+    SimTime t = run.t;
+    for (size_t i = 0; i < use_j + (at_end ? 1 : 0); ++i) t += run.durations[i];
+    summary_.peak_snapshot_t_s = sim_to_seconds(t);
+  }
+  const RunFigure held =
+      figure([](const MemorySnapshot& s) { return s.kv_live_bytes + s.kv_waste_bytes; });
+  // The gap before the run at the last held figure, the run's starts over their steps (each end
+  // lasts no time: the next start is at the same instant).
+  held_byte_ns_ += static_cast<Int128>(held_bytes_) * (run.t - held_since_) + integral(held);
+  held_since_ = t_end;
+  const auto last = static_cast<int64_t>(k - 1);
+  held_bytes_ = held.f0 + last * held.fs + crossed[k - 1] * held.fc + held.fe;
+  peak_held_bytes_ = std::max(peak_held_bytes_, run_max(held, crossed));
+  const RunFigure driver_used =
+      figure([](const MemorySnapshot& s) { return s.capacity_bytes - s.driver_free_bytes; });
+  summary_.peak_driver_used_bytes =
+      std::max(summary_.peak_driver_used_bytes, run_max(driver_used, crossed));
+  // The KV figures: an end's are its start's (activations are not KV).
+  const RunFigure live = figure([](const MemorySnapshot& s) { return s.kv_live_bytes; });
+  const RunFigure internal = figure([](const MemorySnapshot& s) { return s.kv_internal_bytes; });
+  const RunFigure reservation =
+      figure([](const MemorySnapshot& s) { return s.kv_reservation_bytes; });
+  const RunFigure external = figure([](const MemorySnapshot& s) { return s.kv_external_bytes; });
+  KVSIM_CHECK(live.fe == 0 && internal.fe == 0 && reservation.fe == 0 && external.fe == 0,
+              "a decode step's end moved KV figures");
+  const RunFigure footprint{live.f0 + internal.f0 + reservation.f0 + external.f0,
+                            live.fs + internal.fs + reservation.fs + external.fs,
+                            live.fc + internal.fc + reservation.fc + external.fc, 0};
+  const auto last_of = [&](const RunFigure& f) { return f.f0 + last * f.fs + crossed[k - 1] * f.fc; };
+  kv_.hold_run(run.t, KvSample::from(run.start0),
+               {2 * integral(live), 2 * integral(internal), 2 * integral(reservation),
+                2 * integral(external)},
+               t_end, {last_of(live), last_of(internal), last_of(reservation), last_of(external)},
+               run_max(footprint, crossed), run_max(live, crossed));
+  // on_batch and on_fast_forward_iteration, k times.
+  const auto steps = static_cast<int64_t>(k);
+  batch_size_.add(run.seqs, steps);
+  batch_tokens_.add(run.seqs, steps);
+  iteration_time_.add_all(run.durations);
+  busy_ns_ += static_cast<SimTime>(d_sum);
+  flops_ += run.flops;
+  summary_.iterations += steps;
+  summary_.fast_forward_iterations += steps;
+  summary_.quiet_iterations += steps;
+}
+
 void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                          int64_t running) {
   if (!timeseries_file_) return;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -128,6 +129,7 @@ struct PolicySummary {
   int64_t preemptions = 0;
   int64_t iterations = 0;             // forward passes (benchmarks' rate; not in the result files)
   int64_t fast_forward_iterations = 0;  // of them, run in closed form (not in the result files)
+  int64_t quiet_iterations = 0;  // of those, recorded in runs (Recorder::on_decode_run; ditto)
   int64_t tokens_dropped = 0;
   int64_t output_tokens_served = 0;
   double duration_s = 0;              // first arrival to last outcome (0 with no request)
@@ -181,6 +183,20 @@ struct PolicySummary {
 // bytes of its blocks or arena. The caching allocator has no pool: the bytes it may hand out
 // beyond the weights (capacity - context - weights - workspace), the most KV it could ever hold.
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
+
+// K decode steps of one batch recorded at once (the fast-forward's quiet steps,
+// replica_fast_forward.cc). Step j (0-based) starts at t_j (t_0 = t, t_{j+1} = t_j + d_j) in
+// state start(j) = start0 + j·per_step + crossed[j]·per_crossing (memory states are affine in
+// the tokens the batch added and the blocks it crossed into) and ends in end(j) = start(j) +
+// end_delta (its activations released).
+struct DecodeRun {
+  SimTime t = 0;
+  int64_t seqs = 0;                     // n: the batch's size and tokens
+  std::span<const SimTime> durations;   // d_j
+  std::span<const int64_t> crossed;     // blocks crossed into up to and including step j
+  MemorySnapshot start0, per_step, per_crossing, end_delta;
+  Int128 flops = 0;                     // the steps' FLOPs (on_batch's fixed point), summed
+};
 
 class Recorder {
  public:
@@ -252,6 +268,12 @@ class Recorder {
   // after every change of memory state (iteration start and end, OOM, restart), so no summary
   // figure depends on when the timeseries is sampled.
   void on_state(SimTime t, const MemorySnapshot& s);
+  // Records a DecodeRun: the same figures, to the bit, as calling for each step in order
+  //   on_state(t_j, start(j)); on_batch(seqs, seqs, d_j, its FLOPs);
+  //   on_fast_forward_iteration(); on_state(t_{j+1}, end(j))
+  // in time and work independent of the states' number but for a pass over the durations
+  // (tests/engine/decode_run_record_test.cc compares the two).
+  void on_decode_run(const DecodeRun& run);
   // A periodic sample: a timeseries row (and nothing else).
   void on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
                  int64_t running);

@@ -73,6 +73,18 @@ class LazyDecodes {
   int64_t crossers() const {
     return bt_ > 0 ? static_cast<int64_t>(classes_[static_cast<size_t>((step_ + 1) % bt_)].size()) : 0;
   }
+  // The crossers counted in aggregate at step `step` (> step()), as crossers() counts them then
+  // if no member joins or leaves a class before.
+  int64_t crossers_at(int64_t step) const {
+    return bt_ > 0 ? static_cast<int64_t>(classes_[static_cast<size_t>(step % bt_)].size()) : 0;
+  }
+  // The first step after step() at which some member may be due (a bound: an entry of a member
+  // that has left counts until its step passes); max when none.
+  int64_t next_due_step();
+  // `k` quiet steps at once: steps at which no member is due, none completes and none joins,
+  // whose plans would each be take_due (empty), begin_walk, end_walk and commit. The caller
+  // gives the ledger what their end_walks would (the crossings and the other tokens, summed).
+  void advance(int64_t k);
   // Moves those crossers into `due` (for an explicit walk), keeping it in running order.
   void take_crossers(std::vector<RequestState*>& due);
   // Brings a due member up to step(); the walk is at it now.
@@ -141,6 +153,9 @@ class LazyDecodes {
   // Due members by step: a ring of buckets, step modulo its size (a member is due at most a
   // block's tokens after it was last grown; the ring grows if a window is ever longer).
   std::vector<std::vector<Entry>> due_;
+  // The steps of due_'s entries (a min-heap, duplicates kept; popped once passed), so that
+  // next_due_step() needs no scan of the ring, which a long window makes thousands of buckets.
+  std::vector<int64_t> due_steps_;
   std::vector<Entry> done_;  // min-heap
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;  // slots by crossing residue, bt_ of them

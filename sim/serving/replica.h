@@ -114,6 +114,9 @@ class Replica {
   void fast_forward();
   // One stretch; true when it ended with a step that completed requests (another may follow).
   bool fast_forward_stretch();
+  // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
+  // ran (0: none; the stretch's next step runs one by one).
+  int64_t fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeStepFixed& step);
   // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
   // mode, an observer or a clock reads every request at every step. Set before any request.
   void update_lazy() { queues_.set_lazy(fast_forward_ok_ && !check_ && observer_ == nullptr); }
@@ -167,6 +170,8 @@ class Replica {
   bool fast_forward_ok_ = false;
   std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
   IterationPlan ff_plan_;                             // the aggregate's plan of a step
+  std::vector<SimTime> ff_durations_;                 // a quiet run's step durations
+  std::vector<int64_t> ff_crossed_;                   // its blocks crossed by each step's end
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions
   std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
   bool busy_ = false;

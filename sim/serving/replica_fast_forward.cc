@@ -60,6 +60,7 @@ bool Replica::fast_forward_stretch() {
   SimTime t = t0;
   bool stepped = false;
   while (true) {
+    if (fast_forward_quiet(t, horizon, step) > 0) stepped = true;
     const bool completes = lazy.next_done() == lazy.step() + 1;
     const int64_t context = lazy.context_sum();
     const SimTime duration = step.duration_ns(context);
@@ -112,6 +113,76 @@ bool Replica::fast_forward_stretch() {
   }
   if (stepped) events_.advance_to(t);
   return false;
+}
+
+int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeStepFixed& step) {
+  // Fewer steps than this cost less one by one than the run's set-up.
+  constexpr int64_t kMinQuietSteps = 8;
+  LazyDecodes& lazy = queues_.lazy_decodes();
+  const int64_t g = lazy.step();
+  // Steps g+1 .. g+limit: before the first member that may be due and the completing step
+  // (both run one by one).
+  const int64_t limit = std::min(lazy.next_due_step(), lazy.next_done()) - g - 1;
+  if (limit < kMinQuietSteps) return 0;
+  const DeferredGrowth* growth = pool_.kv().deferred_growth();
+  const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
+  if (!after_one) return 0;
+  const int64_t n = lazy.size();
+  const int64_t context0 = lazy.context_sum();
+  const int64_t free = pool_.kv().paged()->free_blocks();
+  // Activations are affine in the context (flash: constant); a step whose reservation would
+  // need more than is cached changes the pool and runs one by one.
+  const int64_t act0 = pool_.decode_activation_bytes(n, context0);
+  const int64_t act_step = pool_.decode_activation_bytes(n, context0 + n) - act0;
+  const int64_t cached = pool_.activation_cached_bytes();
+  std::vector<SimTime>& durations = ff_durations_;
+  std::vector<int64_t>& crossed = ff_crossed_;
+  durations.clear();
+  crossed.clear();
+  SimTime end = t;
+  int64_t blocks = 0;
+  for (int64_t j = 0; j < limit; ++j) {
+    const SimTime d = step.duration_ns(context0 + j * n);
+    if (end + d >= horizon) break;  // in flight when the next event comes
+    const int64_t c = lazy.crossers_at(g + 1 + j);
+    if (blocks + c > free) break;  // a crosser might find no block: an explicit walk
+    if (act0 + j * act_step > cached) break;
+    blocks += c;
+    end += d;
+    durations.push_back(d);
+    crossed.push_back(blocks);
+  }
+  const auto k = static_cast<int64_t>(durations.size());
+  if (k < kMinQuietSteps ||
+      pool_.decode_activation_bytes(n, context0 + (k - 1) * n) != act0 + (k - 1) * act_step) {
+    return 0;
+  }
+  // Each step as the stretch's loop makes it: its plan grows the batch by n tokens (its
+  // crossers' in new blocks), its start is recorded with the activations reserved, its end with
+  // them released. The states are affine in the step and the blocks crossed: a start, and moves.
+  const MemorySnapshot start0 = pool_.snapshot_with(*after_one, act0);
+  DecodeRun run;
+  run.t = t;
+  run.seqs = n;
+  run.durations = durations;
+  run.crossed = crossed;
+  run.start0 = start0;
+  run.per_step =
+      snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
+  run.per_crossing = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
+  run.end_delta = snapshot_difference(pool_.snapshot_with(*after_one, 0), start0);
+  // Σ flops(context0 + j n) over j < k, exact.
+  run.flops = k * step.flops_a +
+              step.flops_b * (static_cast<Int128>(k) * context0 + static_cast<Int128>(n) * k * (k - 1) / 2);
+  recorder_.on_decode_run(run);
+  // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
+  // their commits count.
+  ledger_.add_crossings(blocks);
+  ledger_.defer_many(n * k - blocks);
+  ledger_.report();
+  lazy.advance(k);
+  t = end;
+  return k;
 }
 
 }  // namespace kvsim

@@ -235,10 +235,18 @@ TEST_CASE("a long window's block crossings, counted in aggregate, give the figur
   CHECK(s.blocks_to_grow(1, 100) == 5);
   CHECK(s.free_blocks() == 6);
   CHECK(s.open_long(1) == 40);
+  // usage_after() tells the figures of the 20 tokens (one of them a crossing) before they are
+  // added: the fast-forward records such states without making them. Live 40 + 20 = 60 tokens,
+  // 6 - 1 = 5 blocks free.
+  const std::optional<KvUsage> predicted = s.usage_after(20, 1);
+  REQUIRE(predicted);
+  CHECK(predicted->live_bytes == 60 * 1000);
+  CHECK(predicted->free_bytes == 5 * 16 * 1000);
   s.add(12);
   s.add_crossings(1);
   CHECK(s.free_blocks() == 5);  // the crossing's block is taken at once
   s.add(7);
+  same_usage(*predicted, s.usage());
   for (int64_t t = 21; t <= 40; ++t) REQUIRE(g.grow(1, t));
   for (PagedStore* x : {&s, &g}) REQUIRE(x->grow(2, 40));
   same_usage(s.usage(), g.usage());

@@ -1,0 +1,188 @@
+// Recorder::on_decode_run records a run of decode steps at once (the fast-forward's quiet steps);
+// it must leave exactly the figures the per-step calls leave: on_state at each step's start,
+// on_batch, on_fast_forward_iteration, on_state at its end. Checked on a run worked out by hand,
+// and on random runs (random states, moves of either sign, ends above or below their starts)
+// against the calls themselves, through every summary figure they reach.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "sim/metrics/recorder.h"
+#include "sim/metrics/summary_writer.h"
+
+using namespace kvsim;
+
+namespace {
+
+// Every field of a snapshot, so that states can be built and moved field by field.
+constexpr int64_t MemorySnapshot::*kRunFields[] = {
+    &MemorySnapshot::capacity_bytes,        &MemorySnapshot::context_bytes,
+    &MemorySnapshot::weights_bytes,         &MemorySnapshot::workspace_bytes,
+    &MemorySnapshot::activation_bytes,      &MemorySnapshot::kv_live_bytes,
+    &MemorySnapshot::kv_waste_bytes,        &MemorySnapshot::kv_free_bytes,
+    &MemorySnapshot::allocator_cache_bytes, &MemorySnapshot::free_bytes,
+    &MemorySnapshot::kv_internal_bytes,     &MemorySnapshot::kv_reservation_bytes,
+    &MemorySnapshot::kv_external_bytes,     &MemorySnapshot::torch_allocated_bytes,
+    &MemorySnapshot::torch_reserved_bytes,  &MemorySnapshot::driver_free_bytes};
+
+// start0 + j·per_step + x·per_crossing (+ end_delta at an end).
+MemorySnapshot run_state(const DecodeRun& run, int64_t j, int64_t x, bool end) {
+  MemorySnapshot s;
+  for (const auto f : kRunFields) {
+    s.*f = run.start0.*f + j * run.per_step.*f + x * run.per_crossing.*f + (end ? run.end_delta.*f : 0);
+  }
+  return s;
+}
+
+// The calls a run stands for, one by one.
+void record_steps(Recorder& r, const DecodeRun& run, const std::vector<Int128>& flops) {
+  SimTime t = run.t;
+  for (size_t j = 0; j < run.durations.size(); ++j) {
+    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], false));
+    r.on_batch(run.seqs, run.seqs, run.durations[j], flops[j]);
+    r.on_fast_forward_iteration();
+    t += run.durations[j];
+    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], true));
+  }
+}
+
+// One served request from 0 to `end` (so the summary has a span for its time-weighted means).
+void serve_one(Recorder& r, SimTime end) {
+  RequestState q;
+  q.spec.id = 0;
+  q.spec.arrival = 0;
+  q.spec.prompt_tokens = 10;
+  q.spec.output_tokens = 5;
+  q.prompt_tokens = 10;
+  q.generated = 5;
+  q.first_token_at = 1;
+  q.finished_at = end;
+  q.outcome = Outcome::kCompleted;
+  r.on_outcome(q);
+}
+
+std::string summary_text(Recorder& r, SimTime end) {
+  PolicySummary s = r.finish(end);
+  return summary_json({s}).dump();
+}
+
+}  // namespace
+
+TEST_CASE("a decode run records what its steps' calls record, by hand", "[metrics][fast_forward]") {
+  // Three steps of 2 sequences from t = 100 ns, lasting 10, 11 and 11 ns; the second crosses
+  // into one block, so crossed = {0, 1, 1}. KV live 1,000 B + 200 B a step; waste 600 B, -200 a
+  // step, +1,000 a crossing (a block of 1,000 B); free KV 5,000 B, -1,000 a crossing;
+  // activations 50 B at a start, 0 at an end. Capacity 10,000 B: the rest is free memory.
+  // Starts: live 1000, 1200, 1400; waste 600, 1400, 1200; kv_free 5000, 4000, 4000.
+  //   held (live + waste) = 1600, 2600, 2600: ∫held = 1600·10 + 2600·11 + 2600·11 = 73,200 B·ns
+  //   over the steps; the peak held is 2,600.
+  //   in use (capacity - free - kv_free - cache) = live + waste + activations = 1650, 2650,
+  //   2650: the peak is first reached at step 1's start, t = 110 ns.
+  //   the waste peak is 1,400 (step 1), below both ends of the run.
+  DecodeRun run;
+  run.t = 100;
+  run.seqs = 2;
+  const std::vector<SimTime> d = {10, 11, 11};
+  const std::vector<int64_t> x = {0, 1, 1};
+  run.durations = d;
+  run.crossed = x;
+  run.start0.capacity_bytes = 10'000;
+  run.start0.kv_live_bytes = 1'000;
+  run.start0.kv_waste_bytes = 600;
+  run.start0.kv_reservation_bytes = 600;
+  run.start0.kv_free_bytes = 5'000;
+  run.start0.activation_bytes = 50;
+  run.start0.free_bytes = 10'000 - 1'000 - 600 - 5'000 - 50;
+  run.per_step.kv_live_bytes = 200;
+  run.per_step.kv_waste_bytes = -200;
+  run.per_step.kv_reservation_bytes = -200;
+  run.per_crossing.kv_waste_bytes = 1'000;
+  run.per_crossing.kv_reservation_bytes = 1'000;
+  run.per_crossing.kv_free_bytes = -1'000;
+  run.end_delta.activation_bytes = -50;
+  run.end_delta.free_bytes = 50;
+  run.flops = 3 * 256;  // 1 FLOP a step in on_batch's fixed point
+  Recorder at_once("p"), stepped("p");
+  for (Recorder* r : {&at_once, &stepped}) {
+    r->set_kv_pool_bytes(8'000);
+    r->on_arrival(0);
+  }
+  at_once.on_decode_run(run);
+  record_steps(stepped, run, {256, 256, 256});
+  for (Recorder* r : {&at_once, &stepped}) serve_one(*r, 200);
+  const PolicySummary a = at_once.finish(200);
+  const PolicySummary b = stepped.finish(200);
+  CHECK(a.peak_in_use_bytes == 2'650);
+  CHECK(a.peak_snapshot_t_s == 110e-9);
+  CHECK(a.category_peaks_bytes[static_cast<int>(MemCategory::kKvWaste)] == 1'400);
+  CHECK(a.iterations == 3);
+  CHECK(a.fast_forward_iterations == 3);
+  CHECK(a.quiet_iterations == 3);
+  CHECK(b.quiet_iterations == 0);
+  // Occupancy over the span [0, 200]: the held KV is 0 before t = 100, and after the run the
+  // last end's 2,600 B from 132 to 200 ns: (73,200 + 2,600 · 68) / (8,000 · 200).
+  CHECK(a.kv_pool_mean_occupancy == Approx((73'200.0 + 2'600.0 * 68) / (8'000.0 * 200)).epsilon(1e-15));
+  CHECK(a.kv_pool_peak_occupancy == Approx(2'600.0 / 8'000));
+  CHECK(summary_json({a}).dump() == summary_json({b}).dump());
+}
+
+TEST_CASE("a decode run records what its steps' calls record, on random runs",
+          "[metrics][fast_forward][property]") {
+  const uint64_t seed = GENERATE(range(0, 300));
+  INFO("seed " << seed);
+  std::mt19937_64 g(seed);
+  const auto uniform = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(g() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  DecodeRun run;
+  run.t = uniform(0, 1'000'000);
+  run.seqs = uniform(1, 300);
+  std::vector<SimTime> d;
+  std::vector<int64_t> x;
+  std::vector<Int128> flops;
+  const int64_t k = uniform(1, 60);
+  int64_t crossed = uniform(0, 2);
+  for (int64_t j = 0; j < k; ++j) {
+    // Durations drift as decode steps' do, or jump (any values must do).
+    d.push_back(g() % 4 == 0 ? uniform(1, 10'000'000) : 1'000'000 + 37 * j);
+    crossed += g() % 3 == 0 ? 0 : uniform(0, 4);
+    x.push_back(crossed);
+    flops.push_back(uniform(0, int64_t{1} << 50));
+  }
+  run.durations = d;
+  run.crossed = x;
+  for (const Int128 f : flops) run.flops += f;
+  // Any signs: a figure that only grows, only shrinks, or both (waste), and ends above or
+  // below their starts. The KV figures of an end are its start's (activations are not KV).
+  for (const auto f : kRunFields) {
+    run.start0.*f = uniform(0, int64_t{1} << 40);
+    run.per_step.*f = uniform(-100'000, 100'000) * (g() % 3 == 0 ? 0 : 1);
+    run.per_crossing.*f = uniform(-1'000'000, 1'000'000) * (g() % 3 == 0 ? 0 : 1);
+    run.end_delta.*f = uniform(-100'000, 100'000) * (g() % 2 == 0 ? 0 : 1);
+  }
+  for (const auto f : {&MemorySnapshot::kv_live_bytes, &MemorySnapshot::kv_internal_bytes,
+                       &MemorySnapshot::kv_reservation_bytes, &MemorySnapshot::kv_external_bytes}) {
+    run.end_delta.*f = 0;
+  }
+  Recorder at_once("p"), stepped("p");
+  // Some history first (peaks to beat or not, a held figure whose gap the run closes).
+  MemorySnapshot before;
+  for (const auto f : kRunFields) before.*f = uniform(0, int64_t{1} << 40);
+  for (Recorder* r : {&at_once, &stepped}) {
+    r->set_kv_pool_bytes(int64_t{1} << 41);
+    r->on_arrival(0);
+    r->on_state(run.t / 2, before);
+    r->on_batch(3, 40, 1'234, 99);
+  }
+  at_once.on_decode_run(run);
+  record_steps(stepped, run, flops);
+  // And after: a state past the run.
+  SimTime end = run.t;
+  for (const SimTime v : d) end += v;
+  for (Recorder* r : {&at_once, &stepped}) {
+    r->on_state(end + 5, before);
+    serve_one(*r, end + 10);
+  }
+  CHECK(summary_text(at_once, end + 10) == summary_text(stepped, end + 10));
+}
