@@ -19,22 +19,26 @@ void LazyDecodes::push_due_at(int64_t step, const RequestState& r) {
     }
   }
   due_[static_cast<size_t>(step) % due_.size()].push_back({step, r.run_seq, r.lazy_slot, r.lazy_due_tag});
-  due_steps_.push_back(step);
-  std::push_heap(due_steps_.begin(), due_steps_.end(), std::greater<>());
 }
 
-int64_t LazyDecodes::next_due_step() {
-  while (!due_steps_.empty() && due_steps_.front() <= step_) {
-    std::pop_heap(due_steps_.begin(), due_steps_.end(), std::greater<>());
-    due_steps_.pop_back();
+LazyDecodes::StepCursor LazyDecodes::cursor() const {
+  StepCursor c;
+  const auto next = static_cast<size_t>(step_ + 1);
+  if (!due_.empty()) {
+    c.due_ = &due_;
+    c.due_at_ = next % due_.size();
   }
-  return due_steps_.empty() ? std::numeric_limits<int64_t>::max() : due_steps_.front();
+  if (bt_ > 0) {
+    c.classes_ = &classes_;
+    c.class_at_ = next % classes_.size();
+  }
+  return c;
 }
 
 void LazyDecodes::advance(int64_t k) {
+  // The caller walked the steps with a cursor (none due); a completion would be a member event.
   KVSIM_CHECK(k >= 0 && walk_pos_ == kNoWalk && planned_ == 0 && joining_.empty(),
               "quiet steps with a plan in progress or members joining");
-  KVSIM_CHECK(next_due_step() > step_ + k, "quiet steps over a due member");
   KVSIM_CHECK(k == 0 || next_done() > step_ + k, "quiet steps over a completion");
   step_ += k;
 }
@@ -244,7 +248,6 @@ void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& led
   KVSIM_CHECK(n_ == 0 && planned_ == 0, "decode aggregate: {} members left after a flush", n_);
   ctx_ = 0;
   for (auto& bucket : due_) bucket.clear();
-  due_steps_.clear();
   done_.clear();
   joining_.clear();
   walk_pos_ = kNoWalk;

@@ -73,20 +73,18 @@ class LazyDecodes {
   int64_t crossers() const {
     return bt_ > 0 ? static_cast<int64_t>(classes_[static_cast<size_t>((step_ + 1) % bt_)].size()) : 0;
   }
-  // The crossers counted in aggregate at step `step` (> step()), as crossers() counts them then
-  // if no member joins or leaves a class before.
-  int64_t crossers_at(int64_t step) const {
-    return bt_ > 0 ? static_cast<int64_t>(classes_[static_cast<size_t>(step % bt_)].size()) : 0;
-  }
-  // The first step after step() at which some member may be due (a bound: an entry of a member
-  // that has left counts until its step passes); max when none.
-  int64_t next_due_step();
+  // Moves those crossers into `due` (for an explicit walk), keeping it in running order.
+  void take_crossers(std::vector<RequestState*>& due);
+  // Walks the steps step() + 1, step() + 2, ...: whether some member may be due at the step
+  // (an entry of a member that has left counts until its step passes), and the crossers counted
+  // in aggregate at it (as crossers() will count them then, if no member joins or leaves a class
+  // before). No division per step.
+  class StepCursor;
+  StepCursor cursor() const;
   // `k` quiet steps at once: steps at which no member is due, none completes and none joins,
   // whose plans would each be take_due (empty), begin_walk, end_walk and commit. The caller
   // gives the ledger what their end_walks would (the crossings and the other tokens, summed).
   void advance(int64_t k);
-  // Moves those crossers into `due` (for an explicit walk), keeping it in running order.
-  void take_crossers(std::vector<RequestState*>& due);
   // Brings a due member up to step(); the walk is at it now.
   void walk_at(RequestState& r);
   // A due member was grown for the step (it is now a member whose figures include it).
@@ -153,13 +151,28 @@ class LazyDecodes {
   // Due members by step: a ring of buckets, step modulo its size (a member is due at most a
   // block's tokens after it was last grown; the ring grows if a window is ever longer).
   std::vector<std::vector<Entry>> due_;
-  // The steps of due_'s entries (a min-heap, duplicates kept; popped once passed), so that
-  // next_due_step() needs no scan of the ring, which a long window makes thousands of buckets.
-  std::vector<int64_t> due_steps_;
   std::vector<Entry> done_;  // min-heap
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;  // slots by crossing residue, bt_ of them
   std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)
+};
+
+class LazyDecodes::StepCursor {
+ public:
+  bool may_be_due() const { return due_ != nullptr && !(*due_)[due_at_].empty(); }
+  int64_t crossers() const {
+    return classes_ != nullptr ? static_cast<int64_t>((*classes_)[class_at_].size()) : 0;
+  }
+  void next() {
+    if (due_ != nullptr && ++due_at_ == due_->size()) due_at_ = 0;
+    if (classes_ != nullptr && ++class_at_ == classes_->size()) class_at_ = 0;
+  }
+
+ private:
+  friend class LazyDecodes;
+  const std::vector<std::vector<Entry>>* due_ = nullptr;
+  const std::vector<std::vector<int32_t>>* classes_ = nullptr;
+  size_t due_at_ = 0, class_at_ = 0;
 };
 
 }  // namespace kvsim

@@ -120,9 +120,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   constexpr int64_t kMinQuietSteps = 8;
   LazyDecodes& lazy = queues_.lazy_decodes();
   const int64_t g = lazy.step();
-  // Steps g+1 .. g+limit: before the first member that may be due and the completing step
-  // (both run one by one).
-  const int64_t limit = std::min(lazy.next_due_step(), lazy.next_done()) - g - 1;
+  // Steps g+1 .. g+limit: before the completing step, and (below) the first at which a member
+  // may be due (both run one by one).
+  const int64_t limit = lazy.next_done() - g - 1;
   if (limit < kMinQuietSteps) return 0;
   const DeferredGrowth* growth = pool_.kv().deferred_growth();
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
@@ -141,10 +141,12 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   crossed.clear();
   SimTime end = t;
   int64_t blocks = 0;
-  for (int64_t j = 0; j < limit; ++j) {
+  LazyDecodes::StepCursor at = lazy.cursor();
+  for (int64_t j = 0; j < limit; ++j, at.next()) {
+    if (at.may_be_due()) break;
     const SimTime d = step.duration_ns(context0 + j * n);
     if (end + d >= horizon) break;  // in flight when the next event comes
-    const int64_t c = lazy.crossers_at(g + 1 + j);
+    const int64_t c = at.crossers();
     if (blocks + c > free) break;  // a crosser might find no block: an explicit walk
     if (act0 + j * act_step > cached) break;
     blocks += c;
