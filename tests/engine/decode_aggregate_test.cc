@@ -99,7 +99,10 @@ policies: [{{name: p, guards: []}}]
   // Iterations: 1 + 39 + 3 = 43. In closed form: steps 2-32 (after step 1, which had C's chunk
   // still possible to plan: 4 blocks needed, 4 free at its start), not step 33 (its blocks might
   // not all be free), steps 34-39 (C waits for 4 blocks with none free; step 39 completes A and
-  // B), and C's decode step, which completes it: 31 + 6 + 1 = 38.
+  // B), and C's decode step, which completes it: 31 + 6 + 1 = 38. Steps 2-32 are one quiet run,
+  // recorded at once (Recorder::on_decode_run): no member is due before step 33, none completes
+  // before step 39, no event comes, and step 17's two crossings find the 2 free blocks. Steps
+  // 34-38 are too few for a run (fewer than 8 before the completing step 39): 31 quiet steps.
   std::string outputs[2];
   for (int mode = 0; mode < 2; ++mode) {
     INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
@@ -111,6 +114,7 @@ policies: [{{name: p, guards: []}}]
     const PolicySummary& p = r.policies.at(0);
     CHECK(p.iterations == 43);
     CHECK(p.fast_forward_iterations == (mode == 0 ? 38 : 0));
+    CHECK(p.quiet_iterations == (mode == 0 ? 31 : 0));
     CHECK(p.preemptions == 1);
     CHECK(test::count(p, Outcome::kCompleted) == 3);
     const std::string requests = read_whole(base / (mode == 0 ? "ff" : "step") / "requests.csv");
