@@ -19,7 +19,8 @@ using kvsim::test::run_yaml;
 namespace {
 
 // `wide`: the fast-forward identity test's variety on top (more paged stores, vllm_v0 and the
-// scheduling policies, bursts, longer outputs, max_num_seqs caps, a queue deadline).
+// scheduling policies, bursts, longer outputs, max_num_seqs caps, a queue deadline, native
+// attention, tensor or pipeline parallelism).
 std::string random_scenario(uint64_t seed, bool wide = false) {
   std::mt19937_64 g(seed);
   auto pick = [&](std::initializer_list<const char*> xs) {
@@ -43,6 +44,7 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
   const char* batched = pick({"16384", "4096"});
   const bool chunks = chunked == std::string("true") && scheduler == std::string("continuous");
   std::string extra_engine, extra_workload;
+  int gpu_gb = 24;
   const char* outputs = "{type: uniform, min: 1, max: 300}";
   if (wide) {
     if (g() % 2 == 0) kv = pick({"{type: paged, block_size: 16}", "{type: paged, block_size: 8}"});
@@ -50,6 +52,13 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
                                pick({"fcfs", "priority", "shortest_prompt_first"}),
                                pick({"256", "256", "8", "3"}));
     if (g() % 3 == 0) extra_engine += "  max_queue_time_s: 4\n";
+    // Native attention (its activations grow with the context: its score matrices need a
+    // larger GPU), tensor and pipeline parallelism (another latency line and pool per GPU).
+    if (g() % 3 == 0) {
+      extra_engine += "  attention: native\n";
+      gpu_gb = 48;
+    }
+    extra_engine += pick({"", "", "  tensor_parallel: 2\n", "  pipeline_parallel: 2\n"});
     if (g() % 2 == 0) {
       extra_workload = fmt::format(
           "  bursts: [{{at_s: {}, count: {}, prompt_tokens: {{type: uniform, min: 16, max: 6000}}, "
@@ -62,7 +71,7 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
 name: random-{}
 seed: {}
 model: llama-3-8b
-gpu: {{name: g, memory_gb: 24, hbm_gb_per_s: 1000, fp16_tflops: 200}}
+gpu: {{name: g, memory_gb: {}, hbm_gb_per_s: 1000, fp16_tflops: 200}}
 engine:
   scheduler: {}
   chunked_prefill: {}
@@ -80,7 +89,7 @@ engine:
   output_tokens: {}
 {}policies: [{{name: p, guards: {}}}]
 )",
-                     seed, seed, scheduler, chunked, chunks ? batched : "16384",
+                     seed, seed, gpu_gb, scheduler, chunked, chunks ? batched : "16384",
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv,
                      extra_engine, rate, outputs, extra_workload, guards);
 }
