@@ -24,8 +24,15 @@
 // of a step go to the ledger in one sum (the store's totals are sums: its figures after the step's
 // report() are the same), and the activation reservation, which no KV call affects on a
 // preallocated store, is tried before the step's KV calls so that a failed one changes nothing.
-// Step times come from the same latency call on the same integer shape, added to the clock one
-// by one as the events would.
+// Step times come from the same integer function of the same shape (DecodeStepFixed), added to
+// the clock one by one as the events would.
+//
+// Quiet runs (fast_forward_quiet): the steps before the next one that has anything of its own
+// (a member due, the completing step, a possible shortage, activations beyond the cache, the
+// step in flight) are the same plan with nothing but the batch's growth in it; they are planned
+// in one pass and recorded at once (Recorder::on_decode_run), their states described by a start
+// and how a step and a crossing move it, never made. The recorder's sums are exact integers, so
+// the figures are the ones the steps' own calls leave (tests/engine/decode_run_record_test.cc).
 #include <algorithm>
 #include <span>
 
@@ -125,6 +132,7 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   const int64_t limit = lazy.next_done() - g - 1;
   if (limit < kMinQuietSteps) return 0;
   const DeferredGrowth* growth = pool_.kv().deferred_growth();
+  if (growth == nullptr) return 0;
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
   const int64_t n = lazy.size();
