@@ -16,7 +16,7 @@ class ContinuousScheduler final : public Scheduler {
     return steps.admit_prefills(it, limits);
   }
   // Decode-only with nothing admissible: swap_in is skipped, admit_prefills adds nothing.
-  bool plans_decode_stretches() const override { return true; }
+  DecodeStretches decode_stretches() const override { return DecodeStretches::kDecodesFirst; }
 };
 
 }  // namespace

@@ -99,6 +99,8 @@ class LazyDecodes {
   void take_done(std::vector<int64_t>& out);
   // The first step at whose end a member completes (max when none).
   int64_t next_done();
+  // Whether the plan in progress has walked (end_walk() ran): a plan may leave the decodes out.
+  bool walked() const { return walk_pos_ == kWalkDone; }
   // Whether the last plan never committed (an OOM ended it): flush() before the next.
   bool needs_flush() const { return walk_pos_ != kNoWalk; }
   // Writes every member's figures out and joins the decoding ones of `running` (run order)

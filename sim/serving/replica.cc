@@ -85,7 +85,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
-  fast_forward_ok_ = config_.fast_forward && scheduler_->plans_decode_stretches() &&
+  fast_forward_ok_ = config_.fast_forward &&
+                     scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      !pool_.model().sliding_window;
   update_lazy();

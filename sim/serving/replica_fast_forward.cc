@@ -57,9 +57,7 @@ bool Replica::fast_forward_stretch() {
   LazyDecodes& lazy = queues_.lazy_decodes();
   const int64_t n = lazy.size();
   if (n == 0) return false;
-  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
-  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed.
-  if (!queues_.prefills_blocked(limits_, admission_.has_guards(), n)) return false;
+  if (!stretch_admits_nothing(n)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
 
   const DecodeStepFixed& step = latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
@@ -119,6 +117,27 @@ bool Replica::fast_forward_stretch() {
     stepped = true;
   }
   if (stepped) events_.advance_to(t);
+  return false;
+}
+
+bool Replica::stretch_admits_nothing(int64_t decoding) const {
+  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
+  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed.
+  switch (scheduler_->decode_stretches()) {
+    case Scheduler::DecodeStretches::kNone:
+      return false;
+    case Scheduler::DecodeStretches::kDecodesFirst:
+      return queues_.prefills_blocked(limits_, admission_.has_guards(), decoding);
+    case Scheduler::DecodeStretches::kPromptsFirst: {
+      // Whole prompts, tried before the walk: in the whole budget.
+      BatchLimits whole = limits_;
+      whole.chunked_prefill = false;
+      return queues_.prefills_blocked(whole, admission_.has_guards(), 0);
+    }
+    case Scheduler::DecodeStretches::kBatchToEnd:
+      // A batch whose requests all decode admits nothing until it ends.
+      return queues_.first_prefilling() == nullptr;
+  }
   return false;
 }
 

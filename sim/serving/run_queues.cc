@@ -63,6 +63,9 @@ void RunQueues::prefilled(RequestState& r, bool done) {
 }
 
 void RunQueues::commit_lazy(const IterationPlan& it, std::vector<int64_t>& done) {
+  // A plan without the walk (a prefill-only step of vllm_v0 or static batching): the decodes
+  // waited, no member grew.
+  if (!lazy_.walked()) return;
   lazy_.commit(it.decode);
   lazy_.take_done(done);
 }

@@ -84,11 +84,18 @@ class Scheduler {
   virtual ~Scheduler() = default;
   // Plans one iteration into `it` (empty on entry). False when an OOM ended the plan.
   virtual bool plan(IterationPlan& it, const BatchLimits& limits, PlanSteps& steps) const = 0;
-  // Whether, while every running request decodes and nothing can be admitted (no swapped
-  // request, no waiting one, or max_num_seqs running), each plan is exactly one grow_decodes walk
-  // and nothing else: then the replica may fast-forward such stretches in closed form instead of
-  // calling plan() each step. False (the safe default) keeps one plan() per iteration.
-  virtual bool plans_decode_stretches() const { return false; }
+  // When this scheduler's plans are, step after step, exactly one grow_decodes walk and nothing
+  // else, so that the replica may fast-forward such stretches instead of calling plan() each
+  // step (docs/architecture.md, "Fast-forward"): never (kNone, the safe default), or, with
+  // nothing swapped and every running request decoding or stalled, while nothing can be admitted
+  // as the scheduler admits:
+  enum class DecodeStretches {
+    kNone,
+    kDecodesFirst,  // decodes first, then prefills in the token budget they leave (continuous)
+    kPromptsFirst,  // whole prompts first in the whole budget, decodes only if none (vllm_v0)
+    kBatchToEnd,    // a running batch decodes to its end and admits nothing before (static)
+  };
+  virtual DecodeStretches decode_stretches() const { return DecodeStretches::kNone; }
 };
 
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;

@@ -20,6 +20,8 @@ class StaticScheduler final : public Scheduler {
     batch.chunked_prefill = false;
     return steps.admit_prefills(it, batch);
   }
+  // A running batch whose requests all decode: each plan is the walk alone.
+  DecodeStretches decode_stretches() const override { return DecodeStretches::kBatchToEnd; }
 };
 
 }  // namespace

@@ -28,6 +28,8 @@ class VllmV0Scheduler final : public Scheduler {
     if (steps.has_swapped()) steps.swap_in(it, limits);
     return steps.grow_decodes(it);
   }
+  // Nothing swapped and no whole prompt admissible: admit_prefills adds nothing, then the walk.
+  DecodeStretches decode_stretches() const override { return DecodeStretches::kPromptsFirst; }
 };
 
 }  // namespace

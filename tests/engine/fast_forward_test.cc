@@ -145,3 +145,100 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
   CHECK(outputs[0] == outputs[1]);
   fs::remove_all(base);
 }
+
+// Static batching and vllm_v0 fast-forward too (Scheduler::DecodeStretches): a static batch
+// decodes to its end admitting nothing, and vllm_v0 decodes only when no whole prompt can be
+// admitted. Requests 0, 1, 2 at t = 0, 16-token prompts, 10, 60 and 5 output tokens; blocks of
+// 16 tokens, plenty of them.
+//   static, batch_size 2: iteration 1 prefills 0 and 1 (P2); decode step j plans targets 16 + j.
+//     Steps 1-9 run both (context 2 (16 + j)); request 0 makes its 10th token at the end of step
+//     9. Steps 10-59 run request 1 alone (context 16 + j); it ends at step 59. Then request 2:
+//     its prefill (P1), 4 decode steps (context 16 + j). 1 + 59 + 1 + 4 = 65 iterations, of
+//     which every decode step in closed form: 63.
+//   quiet runs: a member is due at its first step (step 1: all new), at its crossing into its
+//     last, partial block (request 0: 17..32, step 1; request 1, max_total 76: 65..80, step 49;
+//     request 2: step 1), and its completing step runs one by one. Runs need 8 steps: after
+//     step 1, steps 2-8 are 7 (step 9 completes); after step 9, steps 10-48 (39; step 49 is
+//     due); after it, steps 50-58 (9; step 59 completes). Request 2's steps 2-3: too few.
+//     Quiet: 39 + 9 = 48.
+//   vllm_v0 (max_num_seqs 256): iteration 1 prefills all three (P3); steps 1-4 run three
+//     (context 3 (16 + j)), step 4 ends request 2; steps 5-9 two; steps 10-59 one. 60
+//     iterations, 59 in closed form; the same quiet runs after step 9: 48.
+TEST_CASE("static batching and vllm_v0 fast-forward their decode stretches, by hand",
+          "[engine][fast_forward]") {
+  const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-ffsched-{}", ::getpid());
+  fs::create_directories(base);
+  {
+    std::ofstream t(base / "trace.csv");
+    t << "arrival_s,prompt_tokens,output_tokens\n0,16,10\n0,16,60\n0,16,5\n";
+  }
+  const Catalog& catalog = Catalog::builtin();
+  const GpuSpec gpu = catalog.gpu("a100-sxm4-80gb");
+  const LatencyModel lat(catalog.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
+  const auto prefill = [&](int n) {
+    BatchShape s;
+    s.block_tokens = 16;
+    s.prefill.assign(static_cast<size_t>(n), PrefillChunk{16, 0, true});
+    return std::max<SimTime>(1, seconds_to_sim(lat.iteration(s).seconds));
+  };
+  const auto steps = [&](int64_t n, int64_t from, int64_t to) {  // decode steps from..to
+    SimTime t = 0;
+    for (int64_t j = from; j <= to; ++j) t += decode_step(lat, n, n * (16 + j));
+    return t;
+  };
+  struct Case {
+    const char* scheduler;
+    SimTime e2e0, e2e1, e2e2;
+    int64_t iterations, closed, quiet;
+  };
+  const SimTime s0 = prefill(2) + steps(2, 1, 9);
+  const SimTime s1 = s0 + steps(1, 10, 59);
+  const SimTime v2 = prefill(3) + steps(3, 1, 4);
+  const SimTime v0 = v2 + steps(2, 5, 9);
+  const Case cases[] = {
+      {"static", s0, s1, s1 + prefill(1) + steps(1, 1, 4), 65, 63, 48},
+      {"vllm_v0", v0, v0 + steps(1, 10, 59), v2, 60, 59, 48},
+  };
+  for (const Case& c : cases) {
+    const std::string yaml = fmt::format(R"(
+name: ff-sched
+model: llama-3-8b
+gpu: a100-sxm4-80gb
+engine:
+  scheduler: {}
+  batch_size: 2
+  kv: {{type: paged, block_size: 16, num_blocks: 64}}
+workload:
+  trace: {{path: {}}}
+policies: [{{name: p, guards: []}}]
+)",
+                                         c.scheduler, (base / "trace.csv").string());
+    const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "t.yaml"), catalog);
+    std::string outputs[2];
+    for (int mode = 0; mode < 2; ++mode) {
+      INFO(c.scheduler << (mode == 0 ? " fast-forward" : " stepping"));
+      RunOptions o;
+      o.out_dir = (base / fmt::format("{}-{}", c.scheduler, mode)).string();
+      o.fast_forward = mode == 0;
+      o.sample_interval_s = 1000;  // no sample inside
+      const RunResult r = run_scenario(s, o);
+      const PolicySummary& p = r.policies.at(0);
+      CHECK(p.iterations == c.iterations);
+      CHECK(p.fast_forward_iterations == (mode == 0 ? c.closed : 0));
+      CHECK(p.quiet_iterations == (mode == 0 ? c.quiet : 0));
+      const std::string requests = slurp(fs::path(o.out_dir) / "requests.csv");
+      const SimTime e2e[] = {c.e2e0, c.e2e1, c.e2e2};
+      const int64_t out[] = {10, 60, 5};
+      for (int i = 0; i < 3; ++i) {
+        // ... output_tokens, generated, outcome, ttft, tpot, e2e, preemptions (0), ...
+        CHECK(requests.find(fmt::format("p,{},0.000000,16,16,{},{},completed,", i, out[i], out[i])) !=
+              std::string::npos);
+        CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e[i]))) != std::string::npos);
+      }
+      outputs[mode] = slurp(fs::path(o.out_dir) / "summary.json") + requests +
+                      slurp(fs::path(o.out_dir) / "timeseries.csv");
+    }
+    CHECK(outputs[0] == outputs[1]);
+  }
+  fs::remove_all(base);
+}
