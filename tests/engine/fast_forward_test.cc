@@ -1,7 +1,8 @@
-// The fast-forward (Replica::fast_forward, docs/architecture.md "Fast-forward") on a batch worked
+// The fast-forward (Replica::fast_forward, docs/architecture.md "Fast-forward") on batches worked
 // out by hand: three requests arrive together, prefill in one iteration, then decode in a pool of
-// six 16-token blocks that runs short at a known step. Completion times, the preemption, the
-// iteration count and the KV held at a sample time are derived below and checked in both modes.
+// six 16-token blocks that runs short at a known step (completion times, the preemption, the
+// iteration count and the KV held at a sample time); and the stretches of static batching and
+// vllm_v0 (iterations, closed-form and quiet steps, every E2E). Checked in both modes.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
