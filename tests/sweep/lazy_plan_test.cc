@@ -10,25 +10,10 @@
 #include "core/errors.h"
 #include "tests/sanitizer.h"
 #include "sim/sweep/sweep_plan.h"
+#include "tests/sweep/sweep_plan_base.h"
 
 namespace kvsim {
 namespace {
-
-const char* kLazyBase = R"(name: t
-model: llama-3-8b
-gpu: a100-sxm4-80gb
-engine: {kv: {type: paged, block_size: 16}}
-workload: {rate: 1}
-policies:
-  - name: a
-    guards: []
-  - name: b
-    guards: [{type: kv_guard, safety_margin_gb: 10}]
-)";
-
-SweepPlan expand_lazy(const std::string& sweep) {
-  return expand_sweep(ConfigNode::parse_string(std::string(kLazyBase) + sweep, "s.yaml"));
-}
 
 long lazy_rss_kib() {
   std::ifstream in("/proc/self/status");
@@ -39,7 +24,7 @@ long lazy_rss_kib() {
 }
 
 TEST_CASE("lazy points: point i equals the eager expansion (grid x grid x zip)", "[sweep]") {
-  const SweepPlan p = expand_lazy(
+  const SweepPlan p = test::expand_over_base(
       "sweep:\n  grid:\n    engine.kv.block_size: [16, 32, 64]\n    workload.rate: [1, 2]\n"
       "  zip: {seed: [7, 8], policies.0.name: [x, y]}\n");
   // 3 x 2 x 2 = 12 points; index = (block * 2 + rate) * 2 + zip, the zip axis fastest.
@@ -54,7 +39,7 @@ TEST_CASE("lazy points: point i equals the eager expansion (grid x grid x zip)",
   // The eager expansion, as the plan was built before: nested loops, each point's tree the base
   // (sweep: removed) with its values applied in key order.
   YAML::Node base = YAML::Clone(
-      ConfigNode::parse_string(std::string(kLazyBase), "s.yaml").yaml());
+      ConfigNode::parse_string(std::string(test::kSweepPlanBase), "s.yaml").yaml());
   size_t index = 0;
   for (const char* block : {"16", "32", "64"}) {
     for (const char* rate : {"1", "2"}) {
@@ -82,7 +67,7 @@ TEST_CASE("lazy points: a million-point plan is not materialised", "[sweep]") {
   for (int i = 0; i < 1000; ++i) values += fmt::format("{}{}", i ? "," : "", i);
   values += "]";
   const long before = lazy_rss_kib();
-  const SweepPlan p = expand_lazy(fmt::format("sweep:\n  grid:\n    seed: {0}\n    workload.rate: {0}\n",
+  const SweepPlan p = test::expand_over_base(fmt::format("sweep:\n  grid:\n    seed: {0}\n    workload.rate: {0}\n",
                                          values));
   const long after = lazy_rss_kib();
   // 1000 x 1000 = 1,000,000 points, exactly the limit.
@@ -104,7 +89,7 @@ TEST_CASE("lazy points: a value that fails only with another key's value names i
   // Each value alone applies to the base; point 1 sets engine.kv to the scalar 3 and then cannot
   // set engine.kv.block_size under it. The block-size list is at line 14, column 27 ("    " +
   // "engine.kv.block_size" (20) + ": " is 26 characters before it).
-  const SweepPlan p = expand_lazy(
+  const SweepPlan p = test::expand_over_base(
       "sweep:\n  grid:\n    engine.kv: [{type: paged, block_size: 32}, 3]\n"
       "    engine.kv.block_size: [16]\n");
   REQUIRE(p.points.size() == 2);
@@ -117,7 +102,7 @@ TEST_CASE("lazy points: a value that fails only with another key's value names i
 }
 
 TEST_CASE("lazy points: an edited point is held and handed out as a copy", "[sweep]") {
-  SweepPlan p = expand_lazy("sweep:\n  grid:\n    workload.rate: [1, 2, 3, 4]\n");
+  SweepPlan p = test::expand_over_base("sweep:\n  grid:\n    workload.rate: [1, 2, 3, 4]\n");
   p.points[2].tree["workload"]["rate"] = 9;
   const SweepPlan& view = p;
   SweepPoint copy = view.points[2];

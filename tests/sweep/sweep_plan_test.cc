@@ -5,32 +5,17 @@
 #include <catch2/catch.hpp>
 
 #include "core/errors.h"
+#include "tests/sweep/sweep_plan_base.h"
 
 namespace kvsim {
 namespace {
-
-const char* kBase = R"(name: t
-model: llama-3-8b
-gpu: a100-sxm4-80gb
-engine: {kv: {type: paged, block_size: 16}}
-workload: {rate: 1}
-policies:
-  - name: a
-    guards: []
-  - name: b
-    guards: [{type: kv_guard, safety_margin_gb: 10}]
-)";
-
-SweepPlan expand(const std::string& sweep) {
-  return expand_sweep(ConfigNode::parse_string(std::string(kBase) + sweep, "s.yaml"));
-}
 
 std::string at(const YAML::Node& tree, const std::string& a, const std::string& b) {
   return tree[a][b].Scalar();
 }
 
 TEST_CASE("a scenario without a sweep block is one point", "[sweep]") {
-  const SweepPlan p = expand("");
+  const SweepPlan p = test::expand_over_base("");
   REQUIRE(p.keys.empty());
   REQUIRE(p.points.size() == 1);
   CHECK(p.points[0].name == "0-base");
@@ -38,7 +23,7 @@ TEST_CASE("a scenario without a sweep block is one point", "[sweep]") {
 
 TEST_CASE("grid: the cartesian product, first key slowest", "[sweep]") {
   const SweepPlan p =
-      expand("sweep:\n  grid:\n    engine.kv.block_size: [16, 32]\n    workload.rate: [1, 2, 3]\n");
+      test::expand_over_base("sweep:\n  grid:\n    engine.kv.block_size: [16, 32]\n    workload.rate: [1, 2, 3]\n");
   REQUIRE(p.keys == std::vector<std::string>{"engine.kv.block_size", "workload.rate"});
   REQUIRE(p.points.size() == 6);
   const std::vector<std::vector<std::string>> want = {{"16", "1"}, {"16", "2"}, {"16", "3"},
@@ -55,12 +40,12 @@ TEST_CASE("grid: the cartesian product, first key slowest", "[sweep]") {
 }
 
 TEST_CASE("zip: lists advance together; with a grid they are one more axis", "[sweep]") {
-  const SweepPlan z = expand(
+  const SweepPlan z = test::expand_over_base(
       "sweep:\n  zip:\n    engine.kv.block_size: [16, 32, 64]\n    workload.rate: [5, 6, 7]\n");
   REQUIRE(z.points.size() == 3);
   CHECK(z.points[2].values == std::vector<std::string>{"64", "7"});
 
-  const SweepPlan g = expand(
+  const SweepPlan g = test::expand_over_base(
       "sweep:\n  grid: {seed: [1, 2]}\n  zip: {engine.kv.block_size: [16, 32], workload.rate: [5, "
       "6]}\n");
   REQUIRE(g.keys == std::vector<std::string>{"seed", "engine.kv.block_size", "workload.rate"});
@@ -70,7 +55,7 @@ TEST_CASE("zip: lists advance together; with a grid they are one more axis", "[s
 }
 
 TEST_CASE("key paths reach into lists by index and values may be maps", "[sweep]") {
-  const SweepPlan p = expand(
+  const SweepPlan p = test::expand_over_base(
       "sweep:\n  grid:\n    policies.1.guards.0.safety_margin_gb: [0, 2.5]\n"
       "    engine.kv: [{type: paged, block_size: 32}, {type: contiguous}]\n");
   REQUIRE(p.points.size() == 4);
@@ -85,23 +70,23 @@ TEST_CASE("key paths reach into lists by index and values may be maps", "[sweep]
 
 TEST_CASE("bad sweep blocks and paths are clean errors with a position", "[sweep]") {
   using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(expand("sweep:\n  grid:\n    policies.5.guards.0.safety_margin_gb: [1]\n"),
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    policies.5.guards.0.safety_margin_gb: [1]\n"),
                     Contains("s.yaml:13:43") && Contains("index 5 past the end of a list of 2"));
-  CHECK_THROWS_WITH(expand("sweep:\n  grid:\n    policies.0.name.x: [1]\n"),
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    policies.0.name.x: [1]\n"),
                     Contains("s.yaml:13:24") && Contains("inside a scalar"));
-  CHECK_THROWS_WITH(expand("sweep:\n  grid:\n    workload.rate: []\n"),
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    workload.rate: []\n"),
                     Contains("s.yaml:13:20") && Contains("a non-empty list"));
-  CHECK_THROWS_WITH(expand("sweep:\n  grid:\n    workload.rate: 3\n"),
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    workload.rate: 3\n"),
                     Contains("a non-empty list"));
-  CHECK_THROWS_WITH(expand("sweep:\n  grid:\n    engine..kv: [1]\n"),
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    engine..kv: [1]\n"),
                     Contains("is not a key path"));
-  CHECK_THROWS_WITH(expand("sweep:\n  zip: {seed: [1, 2], workload.rate: [1, 2, 3]}\n"),
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  zip: {seed: [1, 2], workload.rate: [1, 2, 3]}\n"),
                     Contains("zip lists must have one length"));
-  CHECK_THROWS_WITH(expand("sweep:\n  gird: {seed: [1]}\n"), Contains("did you mean 'grid'"));
-  CHECK_THROWS_WITH(expand("sweep: {}\n"), Contains("expected `grid:` or `zip:`"));
-  CHECK_THROWS_WITH(expand("sweep: [1]\n"), Contains("a map with `grid:`"));
-  CHECK_THROWS_WITH(expand("sweep:\n  grid: {sweep.grid: [1]}\n"), Contains("its own block"));
-  CHECK_THROWS_AS(expand("sweep:\n  grid:\n    policies.9.name: [x]\n"), ConfigError);
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  gird: {seed: [1]}\n"), Contains("did you mean 'grid'"));
+  CHECK_THROWS_WITH(test::expand_over_base("sweep: {}\n"), Contains("expected `grid:` or `zip:`"));
+  CHECK_THROWS_WITH(test::expand_over_base("sweep: [1]\n"), Contains("a map with `grid:`"));
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid: {sweep.grid: [1]}\n"), Contains("its own block"));
+  CHECK_THROWS_AS(test::expand_over_base("sweep:\n  grid:\n    policies.9.name: [x]\n"), ConfigError);
 }
 
 TEST_CASE("a sweep that would explode is refused", "[sweep]") {
@@ -112,7 +97,7 @@ TEST_CASE("a sweep that would explode is refused", "[sweep]") {
   for (const char* k : {"seed", "workload.rate", "engine.kv.block_size"}) {
     big += fmt::format("    {}: {}\n", k, values);
   }
-  CHECK_THROWS_WITH(expand(big), Catch::Matchers::Contains("more than 1000000 points"));
+  CHECK_THROWS_WITH(test::expand_over_base(big), Catch::Matchers::Contains("more than 1000000 points"));
 }
 
 }  // namespace
