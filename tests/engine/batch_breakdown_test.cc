@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -21,13 +20,6 @@ using namespace kvsim;
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const char* name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("kvsim-{}-{}", name, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 RunResult run_to(const std::string& yaml, const fs::path& out) {
   const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
@@ -114,7 +106,7 @@ TEST_CASE("request_breakdown: the five parts sum to E2E, preemption split at the
 }
 
 TEST_CASE("batch metrics and breakdown of two requests, iteration by iteration", "[metrics][engine]") {
-  const fs::path dir = fresh_dir("batch-metrics");
+  const fs::path dir = test::fresh_dir("batch-metrics");
   const fs::path trace = dir / "two.csv";
   // Both arrive at 0 with 100-token prompts; one wants 4 output tokens, the other 2.
   std::ofstream(trace) << "arrival_s,prompt_tokens,output_tokens\n0,100,4\n0,100,2\n";
@@ -199,7 +191,7 @@ TEST_CASE("breakdown cells sum to E2E under guard queueing and preemption", "[me
   // The small GPU's paged pool holds ~29,500 tokens of seed-7b-mha; 40 requests of 2,000 + 1,000
   // tokens arriving at 20/s need far more: the unguarded policy preempts (recompute), the
   // reserve guard queues arrivals instead.
-  const fs::path dir = fresh_dir("breakdown-sum");
+  const fs::path dir = test::fresh_dir("breakdown-sum");
   const std::string yaml = fmt::format(R"(
 name: pressure
 seed: 3

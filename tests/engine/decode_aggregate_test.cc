@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <unistd.h>
@@ -23,13 +22,6 @@ using namespace kvsim;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_whole(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
 
 SimTime iteration_ns(const LatencyModel& m, const BatchShape& s) {
   return std::max<SimTime>(1, seconds_to_sim(m.iteration(s).seconds));
@@ -117,7 +109,7 @@ policies: [{{name: p, guards: []}}]
     CHECK(p.quiet_iterations == (mode == 0 ? 31 : 0));
     CHECK(p.preemptions == 1);
     CHECK(test::count(p, Outcome::kCompleted) == 3);
-    const std::string requests = read_whole(base / (mode == 0 ? "ff" : "step") / "requests.csv");
+    const std::string requests = test::file_text(base / (mode == 0 ? "ff" : "step") / "requests.csv");
     const std::string ttft = fmt::format("{:.6f}", sim_to_seconds(t1));
     // A and B: TTFT t1, E2E t_ab, no preemption; C: one preemption, E2E t_c.
     for (const char* id : {"0", "1"}) {
@@ -127,8 +119,8 @@ policies: [{{name: p, guards: []}}]
     CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(t_ab))) != std::string::npos);
     CHECK(requests.find("p,2,0.000000,100,100,2,2,completed,") != std::string::npos);
     CHECK(requests.find(fmt::format(",{:.6f},1,0,", sim_to_seconds(t_c))) != std::string::npos);
-    outputs[mode] = read_whole(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests +
-                    read_whole(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
+    outputs[mode] = test::file_text(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests +
+                    test::file_text(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
   }
   CHECK(outputs[0] == outputs[1]);
   fs::remove_all(base);

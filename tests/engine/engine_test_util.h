@@ -1,7 +1,15 @@
-// Runs a scenario given as YAML text and returns its per-policy summaries.
+// Helpers of the engine tests: run a scenario given as YAML text, count outcomes, a fresh
+// temporary folder, a result file's bytes.
 #pragma once
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
@@ -20,6 +28,23 @@ inline RunResult run_yaml(const std::string& yaml, bool check = true) {
 }
 
 inline int64_t count(const PolicySummary& p, Outcome o) { return p.outcomes[outcome_index(o)]; }
+
+// An empty folder kvsim-NAME-PID under the temporary directory (emptied if it was there).
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const std::filesystem::path d =
+      std::filesystem::temp_directory_path() / fmt::format("kvsim-{}-{}", name, ::getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// A file's bytes.
+inline std::string file_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
 
 // A GPU on which one 16k-token request of seed-7b-mha fits beside the 16 GB of weights but two
 // do not: 32 GB - 16 GB weights - 0.5 GiB workspace leaves ~15.5 GB; each request holds

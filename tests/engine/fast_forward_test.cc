@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,13 +38,6 @@ workload:
 policies: [{{name: p, guards: []}}]
 )",
                      trace.string());
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream b;
-  b << in.rdbuf();
-  return b.str();
 }
 
 // The engine's step: the latency model's time for the shape, rounded to the clock's ns, at least 1.
@@ -122,7 +114,7 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
     } else {
       CHECK(p.fast_forward_iterations == 0);
     }
-    const std::string requests = slurp(base / (mode == 0 ? "ff" : "step") / "requests.csv");
+    const std::string requests = test::file_text(base / (mode == 0 ? "ff" : "step") / "requests.csv");
     // TTFT t1 for all three; requests 0 and 1 end at t27 after 28 tokens, request 2 was
     // preempted once.
     const std::string ttft = fmt::format("{:.6f}", sim_to_seconds(t1));
@@ -134,14 +126,14 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
     CHECK(requests.find("p,2,0.000000,40,40,30,30,completed,") != std::string::npos);
     CHECK(requests.find(",1,0,") != std::string::npos);  // request 2's one preemption
     // The first sample row after t = 0: live KV 81 tokens, the rest of the 6 blocks waste.
-    const std::string ts = slurp(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
+    const std::string ts = test::file_text(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
     const std::string row = fmt::format("p,{:.3f},", sample_s);
     const auto at = ts.find(row);
     REQUIRE(at != std::string::npos);
     const std::string line = ts.substr(at, ts.find('\n', at) - at);
     CHECK(line.find(fmt::format(",{},{},", 81 * kv_token_bytes, 15 * kv_token_bytes)) !=
           std::string::npos);
-    outputs[mode] = slurp(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests + ts;
+    outputs[mode] = test::file_text(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests + ts;
   }
   CHECK(outputs[0] == outputs[1]);
   fs::remove_all(base);
@@ -227,7 +219,7 @@ policies: [{{name: p, guards: []}}]
       CHECK(p.iterations == c.iterations);
       CHECK(p.fast_forward_iterations == (mode == 0 ? c.closed : 0));
       CHECK(p.quiet_iterations == (mode == 0 ? c.quiet : 0));
-      const std::string requests = slurp(fs::path(o.out_dir) / "requests.csv");
+      const std::string requests = test::file_text(fs::path(o.out_dir) / "requests.csv");
       const SimTime e2e[] = {c.e2e0, c.e2e1, c.e2e2};
       const int64_t out[] = {10, 60, 5};
       for (int i = 0; i < 3; ++i) {
@@ -236,8 +228,8 @@ policies: [{{name: p, guards: []}}]
               std::string::npos);
         CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e[i]))) != std::string::npos);
       }
-      outputs[mode] = slurp(fs::path(o.out_dir) / "summary.json") + requests +
-                      slurp(fs::path(o.out_dir) / "timeseries.csv");
+      outputs[mode] = test::file_text(fs::path(o.out_dir) / "summary.json") + requests +
+                      test::file_text(fs::path(o.out_dir) / "timeseries.csv");
     }
     CHECK(outputs[0] == outputs[1]);
   }

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -19,20 +17,6 @@ using namespace kvsim;
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path fresh_dir(const char* name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("kvsim-{}-{}", name, ::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream b;
-  b << in.rdbuf();
-  return b.str();
-}
 
 // Two policies over a trace of 7 rows of which 3 are bad (a non-integer, a zero output, a row
 // that goes back in time).
@@ -61,7 +45,7 @@ RunResult run_to(const std::string& yaml, const fs::path& out) {
 }  // namespace
 
 TEST_CASE("rows skipped under on_bad_row: skip are counted in summary.json", "[engine][trace]") {
-  const fs::path d = fresh_dir("trace-counts");
+  const fs::path d = test::fresh_dir("trace-counts");
   const fs::path trace = d / "t.csv";
   std::ofstream(trace) << "arrival_s,prompt_tokens,output_tokens\n"
                           "0.0,100,5\n"
@@ -76,7 +60,7 @@ TEST_CASE("rows skipped under on_bad_row: skip are counted in summary.json", "[e
   CHECK(r.trace->skipped_bad_rows == 3);
   CHECK(r.trace->requests == 4);
   for (const PolicySummary& p : r.policies) CHECK(p.requests_total == 4);
-  const auto j = nlohmann::json::parse(slurp(d / "out" / "summary.json"));
+  const auto j = nlohmann::json::parse(test::file_text(d / "out" / "summary.json"));
   REQUIRE(j.contains("trace"));
   CHECK(j["trace"]["skipped_bad_rows"] == 3);
   CHECK(j["trace"]["requests"] == 4);
@@ -85,7 +69,7 @@ TEST_CASE("rows skipped under on_bad_row: skip are counted in summary.json", "[e
 }
 
 TEST_CASE("summary.json has no trace block for generated workloads", "[engine][trace]") {
-  const fs::path d = fresh_dir("no-trace");
+  const fs::path d = test::fresh_dir("no-trace");
   const RunResult r = run_to(R"(
 name: gen
 seed: 3
@@ -100,18 +84,18 @@ policies: [{name: p, guards: []}]
 )",
                              d / "out");
   CHECK_FALSE(r.trace.has_value());
-  const auto j = nlohmann::json::parse(slurp(d / "out" / "summary.json"));
+  const auto j = nlohmann::json::parse(test::file_text(d / "out" / "summary.json"));
   CHECK_FALSE(j.contains("trace"));
   fs::remove_all(d);
 }
 
 TEST_CASE("streamed requests.csv holds every policy's rows, and nothing is left on failure",
           "[engine][trace]") {
-  const fs::path d = fresh_dir("stream");
+  const fs::path d = test::fresh_dir("stream");
   const fs::path trace = d / "t.csv";
   std::ofstream(trace) << "arrival_s,prompt_tokens,output_tokens\n0.0,100,5\n0.5,abc,5\n1.0,30,2\n";
   run_to(trace_scenario(trace, "skip"), d / "out");
-  const std::string rows = slurp(d / "out" / "requests.csv");
+  const std::string rows = test::file_text(d / "out" / "requests.csv");
   CHECK(rows.rfind(Recorder::request_header(), 0) == 0);
   CHECK(std::count(rows.begin(), rows.end(), '\n') == 1 + 2 * 2);  // header + 2 policies x 2
   CHECK(rows.find("\na,0,") != std::string::npos);
