@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 
-
 #include <fmt/format.h>
 
 #include "models/latency/latency_model.h"

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
