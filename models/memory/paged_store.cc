@@ -389,6 +389,19 @@ void PagedStore::add_crossings(int64_t n) {
   // request's max_total: the block leaves the free list, the token is live, and the rest of the
   // block is reservation (its last block was full: no slack before).
   KVSIM_CHECK(n >= 0 && n <= free_count_, "{} block crossings with {} blocks free", n, free_count_);
+  if (prefix_caching_) {
+    // With block ids: the blocks leave the free list now, as many as stepping's growth takes at
+    // this step and from the same end (each evicts the prefix it still carried), and each
+    // request takes its own at settle(). Which request holds which may differ from stepping's:
+    // a relabelling of blocks that carry no prefix, which no figure tells apart.
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t b = pop_free();
+      blk(b).ref = 1;
+      blk(b).filled = 0;
+      crossed_ids_.push_back(b);
+    }
+    free_count_ += n;  // grow_totals counts them off
+  }
   crossed_blocks_ += n;
   deferred_tokens_ += n;
   grow_totals(n, n);
@@ -427,14 +440,29 @@ void PagedStore::settle(RequestId request, int64_t tokens) {
   r->window = -1;
   // live and reservation already moved in add() and add_crossings(); the request's own figures
   // catch up, with the blocks its tokens crossed into (a long window's).
+  const int64_t cap = span_tokens(*r);  // its blocks' end before them
   r->tokens += tokens;
-  if (const int64_t crossed = ceil_div(r->tokens, block_tokens_) - r->skipped - r->held; crossed > 0) {
+  const int64_t crossed = ceil_div(r->tokens, block_tokens_) - r->skipped - r->held;
+  if (crossed > 0) {
     KVSIM_CHECK(crossed <= crossed_blocks_, "request {}: settling {} crossed blocks, {} taken",
                 request, crossed, crossed_blocks_);
     r->held += crossed;
     crossed_blocks_ -= crossed;
   }
-  if (prefix_caching_) blk(table(*r).blocks.back()).filled += static_cast<int32_t>(tokens);
+  if (prefix_caching_) {
+    // Its last block's room first, then the crossed blocks in order, as grow_blocks fills them.
+    BlockTable& t = table(*r);
+    const int64_t room = std::min(cap - (r->tokens - tokens), tokens);
+    if (room > 0) blk(t.blocks.back()).filled += static_cast<int32_t>(room);
+    int64_t left = tokens - room;
+    for (int64_t i = 0; i < crossed; ++i) {
+      const int32_t b = crossed_ids_.front();
+      crossed_ids_.pop_front();
+      blk(b).filled = static_cast<int32_t>(std::min(block_tokens_, left));
+      left -= block_tokens_;
+      t.blocks.push_back(b);
+    }
+  }
   deferred_tokens_ -= tokens;
 }
 
@@ -460,7 +488,8 @@ KvUsage PagedStore::usage_of(const GrowthTotals& g) const {
 
 void PagedStore::check_invariants() const {
   KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
-  KVSIM_CHECK(crossed_blocks_ == 0, "{} crossed blocks not settled", crossed_blocks_);
+  KVSIM_CHECK(crossed_blocks_ == 0 && crossed_ids_.empty(), "{} crossed blocks not settled",
+              crossed_blocks_);
   int64_t reservation = 0, internal = 0;
   int64_t held = 0, used = 0, live = 0;
   for (const Req& r : slots_) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -72,8 +73,9 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   void add(int64_t tokens) override;
   void settle(RequestId request, int64_t tokens) override;
   int64_t outstanding() const override { return deferred_tokens_; }
-  // Only when blocks are counted (no prefix caching) and no sliding window frees leading blocks.
-  bool crossings_in_aggregate() const override { return !prefix_caching_ && sliding_window_ == 0; }
+  // Unless a sliding window frees leading blocks. With prefix caching the crossed blocks leave
+  // the free list at add_crossings() and reach their requests' tables at settle().
+  bool crossings_in_aggregate() const override { return sliding_window_ == 0; }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
   std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const override;
@@ -199,6 +201,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t prefix_hits_ = 0;
   int64_t deferred_tokens_ = 0;
   int64_t crossed_blocks_ = 0;      // taken by add_crossings(), not yet attributed by settle()
+  std::deque<int32_t> crossed_ids_;  // with prefix caching: those blocks, oldest first
   // The totals add() and add_crossings() move: `tokens` deferred tokens become live, `crossings`
   // of them each in a new block (off the free list) whose other tokens are reservation. One
   // formula for the store and for usage_after().

@@ -18,9 +18,15 @@ using kvsim::test::run_yaml;
 
 namespace {
 
-// `wide`: the fast-forward identity test's variety on top (more paged stores, vllm_v0 and the
-// scheduling policies, bursts, longer outputs, max_num_seqs caps, a queue deadline, native
-// attention, tensor or pipeline parallelism).
+// Where random_scenario(seed, true) may write its trace (removed by the test that runs it).
+std::filesystem::path random_trace_path(uint64_t seed) {
+  return std::filesystem::temp_directory_path() / fmt::format("kvsim-pc-{}-{}.jsonl", ::getpid(), seed);
+}
+
+// `wide`: the fast-forward identity test's variety on top (more paged stores, prefix caching
+// over a trace with shared prefixes, vllm_v0 and the scheduling policies, bursts, longer
+// outputs, max_num_seqs caps, a queue deadline, native attention, tensor or pipeline
+// parallelism).
 std::string random_scenario(uint64_t seed, bool wide = false) {
   std::mt19937_64 g(seed);
   auto pick = [&](std::initializer_list<const char*> xs) {
@@ -46,8 +52,32 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
   std::string extra_engine, extra_workload;
   int gpu_gb = 24;
   const char* outputs = "{type: uniform, min: 1, max: 300}";
+  std::string trace_path;  // a trace instead of the generated workload
   if (wide) {
     if (g() % 2 == 0) kv = pick({"{type: paged, block_size: 16}", "{type: paged, block_size: 8}"});
+    if (g() % 4 == 0) {
+      // Prefix caching over a Mooncake-format trace whose prompts share prefix blocks (5
+      // conversations, each request a few of its blocks and one or two of its own), so cached
+      // blocks are hit, shared and evicted while decodes cross into new ones.
+      kv = "{type: paged, block_size: 16, enable_prefix_caching: true}";
+      const std::string path = random_trace_path(seed).string();
+      std::ofstream trace(path);
+      int64_t ms = 0;
+      for (int i = 0; i < 40; ++i) {
+        const uint64_t conversation = g() % 5;
+        const uint64_t shared = 1 + g() % 6, own = 1 + g() % 2;
+        std::string ids;
+        for (uint64_t b = 0; b < shared + own; ++b) {
+          ids += fmt::format("{}{}", b ? ", " : "", b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
+        }
+        const uint64_t prompt = (shared + own - 1) * 512 + 1 + g() % 511;
+        trace << fmt::format(R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
+                             ms, prompt, 1 + g() % 400, ids)
+              << "\n";
+        ms += static_cast<int64_t>(g() % 1500);
+      }
+      trace_path = path;
+    }
     extra_engine = fmt::format("  scheduling_policy: {}\n  max_num_seqs: {}\n",
                                pick({"fcfs", "priority", "shortest_prompt_first"}),
                                pick({"256", "256", "8", "3"}));
@@ -67,6 +97,16 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
     }
     outputs = pick({"{type: uniform, min: 1, max: 300}", "{type: uniform, min: 100, max: 900}"});
   }
+  const std::string workload =
+      trace_path.empty()
+          ? fmt::format(
+                "  arrivals: {{type: poisson, rate: {}}}\n"
+                "  max_requests: 40\n"
+                "  prompt_tokens: {{type: mixture, components: [{{weight: 0.8, type: uniform, min: 16, "
+                "max: 2048}}, {{weight: 0.2, type: uniform, min: 4096, max: 14000}}]}}\n"
+                "  output_tokens: {}\n{}",
+                rate, outputs, extra_workload)
+          : fmt::format("  trace: {{path: {}}}\n", trace_path);
   return fmt::format(R"(
 name: random-{}
 seed: {}
@@ -83,15 +123,11 @@ engine:
   restart_s: 3
   kv: {}
 {}workload:
-  arrivals: {{type: poisson, rate: {}}}
-  max_requests: 40
-  prompt_tokens: {{type: mixture, components: [{{weight: 0.8, type: uniform, min: 16, max: 2048}}, {{weight: 0.2, type: uniform, min: 4096, max: 14000}}]}}
-  output_tokens: {}
 {}policies: [{{name: p, guards: {}}}]
 )",
                      seed, seed, gpu_gb, scheduler, chunked, chunks ? batched : "16384",
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv,
-                     extra_engine, rate, outputs, extra_workload, guards);
+                     extra_engine, workload, guards);
 }
 
 }  // namespace
@@ -150,6 +186,7 @@ TEST_CASE("fast-forward and stepping write identical result files", "[property][
   CHECK(a.size() > 500);
   CHECK(a == b);
   fs::remove_all(base);
+  fs::remove(random_trace_path(1000 + seed));
 }
 
 TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", "[engine][determinism]") {

@@ -264,8 +264,46 @@ TEST_CASE("a long window's block crossings, counted in aggregate, give the figur
   REQUIRE(g.grow(1, 49));
   same_usage(s.usage(), g.usage());
   CHECK(s.usage().internal_bytes == 4 * 1000);
-  // More crossings than free blocks are refused; with prefix caching there are none in aggregate.
+  // More crossings than free blocks are refused.
   CHECK(s.open_long(2) == 20);
   CHECK_THROWS_AS(s.add_crossings(s.free_blocks() + 1), InvariantError);
-  CHECK_FALSE(make_block16_store(10, true).crossings_in_aggregate());
+}
+
+TEST_CASE("with prefix caching, crossings in aggregate take real blocks and fill them at settle",
+          "[memory][paged]") {
+  // The same growth as above on stores with block ids: request 1 (20 tokens, max 60) opens a
+  // long window and takes 20 more tokens, one of them crossing into its 3rd block. The crossed
+  // block leaves the free list at add_crossings (as growing takes it at token 33) and joins
+  // request 1's table at settle: 3 blocks, filled 16, 16, 8 (40 tokens), as growing leaves them.
+  PagedStore s = make_block16_store(10, true), g = make_block16_store(10, true);
+  REQUIRE(s.crossings_in_aggregate());
+  for (PagedStore* x : {&s, &g}) {
+    REQUIRE(x->allocate(1, 20, 60));
+    REQUIRE(x->allocate(2, 20, 60));
+  }
+  CHECK(s.open_long(1) == 40);
+  s.add(12);
+  s.add_crossings(1);
+  CHECK(s.free_blocks() == 5);
+  s.add(7);
+  for (int64_t t = 21; t <= 40; ++t) REQUIRE(g.grow(1, t));
+  same_usage(s.usage(), g.usage());
+  s.settle(1, 20);
+  s.check_invariants();  // every block's fill and owner count agree with the totals
+  CHECK(s.block_table(1).size() == 3);
+  CHECK(s.held_blocks(1) == 3);
+  same_usage(s.usage(), g.usage());
+  // Growth and release go on as from growing: the last, partial block, then both released.
+  for (PagedStore* x : {&s, &g}) {
+    REQUIRE(x->grow(1, 49));
+    REQUIRE(x->grow(2, 40));
+  }
+  same_usage(s.usage(), g.usage());
+  for (PagedStore* x : {&s, &g}) {
+    x->release(1);
+    x->release(2);
+    x->check_invariants();
+  }
+  same_usage(s.usage(), g.usage());
+  CHECK(s.free_blocks() == 10);
 }
