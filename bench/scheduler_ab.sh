@@ -2,7 +2,8 @@
 # Fast-forward under each scheduler: `kvsim run` with and without --no-fast-forward on one
 # long-output workload (Llama-3-8B on A100-80GB, paged, REQUESTS Poisson arrivals at 2 req/s,
 # prompts and outputs uniform in 100..2,000 tokens; static batches of 32), for continuous,
-# vllm_v0 and static, alternating the modes ROUNDS times. Prints each run's CPU seconds
+# continuous with prefix caching (vLLM's default), vllm_v0 and static, alternating the modes
+# ROUNDS times. Prints each run's CPU seconds
 # (/usr/bin/time user + system, the whole process) and the medians, and checks that both modes
 # wrote identical result files.
 # Usage: bench/scheduler_ab.sh [REQUESTS] [ROUNDS]     (defaults: 40000 requests, 3 rounds)
@@ -14,15 +15,17 @@ ROUNDS="${2:-3}"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 echo "scheduler,mode,median_cpu_s,runs"
-for sched in continuous vllm_v0 static; do
+for sched in continuous continuous+prefix_caching vllm_v0 static; do
+  caching=false
+  [[ $sched == *+prefix_caching ]] && caching=true
   cat >"$TMP/$sched.yaml" <<YAML
 name: $sched-long
 model: llama-3-8b
 gpu: a100-sxm4-80gb
 engine:
-  scheduler: $sched
+  scheduler: ${sched%+prefix_caching}
   batch_size: 32
-  kv: {type: paged, block_size: 16}
+  kv: {type: paged, block_size: 16, enable_prefix_caching: $caching}
 workload:
   arrivals: {type: poisson, rate: 2}
   max_requests: $REQUESTS
