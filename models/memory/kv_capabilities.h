@@ -141,8 +141,8 @@ class DeferredGrowth {
   // `n` tokens that each start a new full block of some open long window (Requires: n <= free).
   virtual void add_crossings(int64_t n) { (void)n; }
   // The usage() this store would report after add_crossings(crossings) and add(tokens -
-  // crossings): a decode step's aggregate growth, `steps` of them at once, for the fast-forward's
-  // quiet steps (nothing changes). nullopt where the store cannot say without the calls.
+  // crossings), without making them: the fast-forward records a quiet run's states from it
+  // (each step's growth, summed). nullopt where the store cannot say.
   virtual std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const {
     (void)tokens;
     (void)crossings;

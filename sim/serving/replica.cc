@@ -269,7 +269,7 @@ void Replica::start_iteration() {
   if (check_) check();
   SimTime duration = 0;
   Int128 flops = 0;
-  if (shape.prefill.empty() && clock_ == nullptr && it.extra_seconds == 0) {
+  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
     // stretches also use (replica_fast_forward.cc).
     const DecodeStepFixed& f = latency_.decode_step_fixed(shape.decode_seqs, shape.block_tokens);
