@@ -60,7 +60,9 @@ bool Replica::fast_forward_stretch() {
   if (!stretch_admits_nothing(n)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
 
-  const DecodeStepFixed& step = latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
+  // A copy, not a reference into the memo, which a call for another batch size may grow.
+  const DecodeStepFixed step =
+      latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
   std::vector<RequestState*>& due = ff_due_members_;
   SimTime t = t0;
   bool stepped = false;
