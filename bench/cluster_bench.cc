@@ -8,7 +8,6 @@
 // prints one JSON line:
 //   {"replicas":…, "requests":…, "wall_s":…, "us_per_request":…, "peak_rss_bytes":…, …}
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,20 +17,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench/process_usage.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
 #include "sim/run/scenario_runner.h"
 #include "sim/serving/outcome.h"
-
-namespace {
-
-int64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   long long requests = 1'000'000;
@@ -105,7 +95,7 @@ policies:
     j["requests_per_s"] = static_cast<double>(p.requests_total) / wall;
     j["iterations"] = p.iterations;
     j["us_per_iteration"] = 1e6 * wall / static_cast<double>(std::max<int64_t>(1, p.iterations));
-    j["peak_rss_bytes"] = peak_rss_bytes();
+    j["peak_rss_bytes"] = kvsim::bench::peak_rss_bytes();
     j["sim_duration_s"] = p.duration_s;
     j["completed"] = p.outcomes[kvsim::outcome_index(kvsim::Outcome::kCompleted)];
     fmt::print("{}\n", j.dump());

@@ -10,7 +10,6 @@
 // line every second.
 // wall_s covers the replay and its result files, not building the trace.
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/process_usage.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
 #include "core/data_path.h"
@@ -56,19 +56,6 @@ void read_mooncake(const fs::path& p, Lengths& out) {
     const auto j = nlohmann::json::parse(line);
     out.pairs.emplace_back(j["input_length"].get<int64_t>(), j["output_length"].get<int64_t>());
   }
-}
-
-int64_t peak_rss_bytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 }  // namespace
@@ -167,11 +154,11 @@ policies:
   o.max_events = std::numeric_limits<uint64_t>::max();
   o.progress = isatty(fileno(stderr)) != 0;
   o.progress_total = requests;
-  const double cpu0 = cpu_seconds();
+  const double cpu0 = kvsim::bench::cpu_seconds();
   const auto t0 = std::chrono::steady_clock::now();
   const kvsim::RunResult r = kvsim::run_scenario(s, o);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double cpu = cpu_seconds() - cpu0;
+  const double cpu = kvsim::bench::cpu_seconds() - cpu0;
   const auto& p = r.policies.front();
   nlohmann::ordered_json j;
   j["requests"] = p.requests_total;
@@ -179,7 +166,7 @@ policies:
   j["cpu_s"] = cpu;
   j["requests_per_s"] = static_cast<double>(p.requests_total) / wall;
   j["iterations_per_s"] = static_cast<double>(p.iterations) / wall;
-  j["peak_rss_bytes"] = peak_rss_bytes();
+  j["peak_rss_bytes"] = kvsim::bench::peak_rss_bytes();
   j["iterations"] = p.iterations;
   j["fast_forward_iterations"] = p.fast_forward_iterations;
   j["quiet_iterations"] = p.quiet_iterations;
