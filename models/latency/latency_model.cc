@@ -670,26 +670,19 @@ Int128 flops_to_fixed(double flops) {
                                                       DecodeStepFixed::kFlopsShift)));
 }
 
-const DecodeStepFixed& LatencyModel::decode_step_fixed(int64_t num_seqs, int block_tokens) const {
+DecodeStepFixed LatencyModel::decode_step_fixed(int64_t num_seqs, int block_tokens) const {
   KVSIM_CHECK(num_seqs >= 1, "num_seqs {}", num_seqs);
   const auto n = static_cast<size_t>(num_seqs);
-  const bool memo = n < kDecodeMemoMaxSeqs;
-  if (memo) {
-    if (decode_fixed_block_ != block_tokens) {
-      decode_fixed_.clear();
-      decode_fixed_set_.clear();
-      decode_fixed_block_ = block_tokens;
-    }
-    if (decode_fixed_.size() <= n) {
-      const size_t size = std::min(kDecodeMemoMaxSeqs, std::max<size_t>(64, 2 * n));
-      decode_fixed_.resize(size);
-      decode_fixed_set_.resize(size, false);
-    }
-    if (decode_fixed_set_[n]) return decode_fixed_[n];
-  }
-  DecodeStepFixed& f = memo ? decode_fixed_[n] : decode_fixed_scratch_;
+  const auto memo = [&]() -> DecodeStepMemo* {
+    return n < decode_memo_.size() && decode_memo_[n].block_tokens == block_tokens
+               ? &decode_memo_[n]
+               : nullptr;
+  };
+  if (const DecodeStepMemo* m = memo(); m != nullptr && m->has_fixed) return m->fixed;
   // The duration's line from decode_step_affine; the FLOPs' from two costings far apart (FLOPs
   // are affine in T too: decode attention's scale with it, every other operation's with n only).
+  // Both cost decode-only batches of n, which builds the memo entry for (n, block_tokens).
+  DecodeStepFixed f;
   const AffineCost ab = decode_step_affine(num_seqs, block_tokens);
   const auto fixed = [](long double v, int shift) {
     return static_cast<Int128>(std::roundl(std::ldexp(v, shift)));
@@ -708,7 +701,10 @@ const DecodeStepFixed& LatencyModel::decode_step_fixed(int64_t num_seqs, int blo
   const long double slope = (flops_at(num_seqs + kSpan) - f0) / static_cast<long double>(kSpan);
   f.flops_b = fixed(slope, DecodeStepFixed::kFlopsShift);
   f.flops_a = fixed(f0 - slope * static_cast<long double>(num_seqs), DecodeStepFixed::kFlopsShift);
-  if (memo) decode_fixed_set_[n] = true;
+  if (DecodeStepMemo* m = memo(); m != nullptr) {  // past the memo's range: computed each time
+    m->fixed = f;
+    m->has_fixed = true;
+  }
   return f;
 }
 

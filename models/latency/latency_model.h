@@ -131,6 +131,9 @@ struct DecodeStepMemo {
   // layer count it is summed over.
   std::array<double, 9> attention{};
   double layers = 0;
+  // decode_step_fixed() of this size and block size, once computed.
+  bool has_fixed = false;
+  DecodeStepFixed fixed;
 };
 
 // How much of an iteration's cost to report: everything, or the totals only (seconds, flops,
@@ -165,10 +168,10 @@ class LatencyModel {
   double decode_step_seconds(int64_t num_seqs, int64_t total_context_tokens,
                              int block_tokens = 0) const;
   AffineCost decode_step_affine(int64_t num_seqs, int block_tokens = 0) const;
-  // decode_step_affine in DecodeStepFixed's integer form (memoised per batch size). Its
+  // decode_step_affine in DecodeStepFixed's integer form (kept in the decode-step memo). Its
   // duration_ns(T) is llround(decode_step_seconds(n, T) * 1e9) unless that value is within
   // ~1e-6 ns of a tie (tests/latency/decode_step_fixed_test.cc).
-  const DecodeStepFixed& decode_step_fixed(int64_t num_seqs, int block_tokens = 0) const;
+  DecodeStepFixed decode_step_fixed(int64_t num_seqs, int block_tokens = 0) const;
   double decode_step_lower_bound_seconds(int64_t num_seqs, int64_t total_context_tokens,
                                          int block_tokens = 0) const;
 
@@ -196,12 +199,6 @@ class LatencyModel {
   // Decode-only iterations by batch size (DecodeStepMemo): a cache of a pure function, like
   // gemm_memo_ (tests/engine/fast_forward_test.cc checks its bits against the full costing).
   mutable std::vector<DecodeStepMemo> decode_memo_;
-  // decode_step_fixed() by batch size (a pure function's cache; decode_fixed_block_ is the block
-  // size it holds, -1 before the first).
-  mutable std::vector<DecodeStepFixed> decode_fixed_;
-  mutable std::vector<bool> decode_fixed_set_;
-  mutable int decode_fixed_block_ = -1;
-  mutable DecodeStepFixed decode_fixed_scratch_;  // past the memo's range
 
   ModelSpec model_;
   GpuSpec gpu_;

@@ -154,27 +154,6 @@ void LogDistribution::add(SimTime ns) {
   sum_ns_.add(ns);
 }
 
-void LogDistribution::add_all(std::span<const SimTime> ns) {
-  // add() of each, counting the values that fall in the cached bucket (a decode run's durations
-  // drift slowly) in one addition to it.
-  size_t i = 0;
-  while (i < ns.size()) {
-    add(ns[i]);
-    if (ns[i] < cached_lo_ || ns[i] > cached_hi_) {  // not cached: one by one
-      ++i;
-      continue;
-    }
-    size_t j = i + 1;
-    while (j < ns.size() && ns[j] >= cached_lo_ && ns[j] <= cached_hi_) {
-      sum_ns_.add(ns[j]);
-      ++j;
-    }
-    counts_[static_cast<size_t>(cached_bucket_ + 1)] += static_cast<int64_t>(j - i - 1);
-    n_ += static_cast<int64_t>(j - i - 1);
-    i = j;
-  }
-}
-
 double LogDistribution::middle_seconds(int64_t bucket) {
   if (bucket < 0) return 0;
   // The geometric middle of [g^k, g^(k+1)): within sqrt(g) - 1 < 0.5% of any value in it.

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <span>
 #include <vector>
 
 #include "core/int128.h"
@@ -47,15 +46,7 @@ class CountDistribution {
   // Values in [0, kDenseLimit) count in a vector indexed by value (an add per iteration: a map
   // lookup was a visible share of a long run); others, in a map.
   static constexpr int64_t kDenseLimit = int64_t{1} << 16;
-  void add(int64_t value) {
-    if (static_cast<uint64_t>(value) < dense_.size()) {
-      ++dense_[static_cast<size_t>(value)];
-    } else {
-      add_outside(value);
-    }
-    ++n_;
-    sum_.add(value);
-  }
+  void add(int64_t value) { add(value, 1); }
   void add(int64_t value, int64_t count) {  // `count` add(value)s
     if (static_cast<uint64_t>(value) < dense_.size()) {
       dense_[static_cast<size_t>(value)] += count;
@@ -76,7 +67,7 @@ class CountDistribution {
   int64_t n_ = 0;
   ExactSum sum_;
   // past dense_'s size: grow it, or count in sparse_
-  void add_outside(int64_t value, int64_t count = 1);
+  void add_outside(int64_t value, int64_t count);
   // (value, count) of every value seen, in increasing value order.
   std::vector<std::pair<double, int64_t>> runs() const;
 };
@@ -92,7 +83,6 @@ class LogDistribution {
   int64_t bucket(SimTime ns);
   static constexpr SimTime kCachedBelowNs = SimTime{1} << 43;  // 2.4 hours
   void add(SimTime ns);
-  void add_all(std::span<const SimTime> ns);  // add() of each, in order
   int64_t count() const { return n_; }
   LatencyStats stats_seconds() const;       // in seconds
   Histogram histogram_seconds(int max_bins = 32) const;

@@ -60,9 +60,7 @@ bool Replica::fast_forward_stretch() {
   if (!stretch_admits_nothing(n)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
 
-  // A copy, not a reference into the memo, which a call for another batch size may grow.
-  const DecodeStepFixed step =
-      latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
+  const DecodeStepFixed step = latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
   std::vector<RequestState*>& due = ff_due_members_;
   SimTime t = t0;
   bool stepped = false;
@@ -152,8 +150,7 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   // may be due (both run one by one).
   const int64_t limit = lazy.next_done() - g - 1;
   if (limit < kMinQuietSteps) return 0;
-  const DeferredGrowth* growth = pool_.kv().deferred_growth();
-  if (growth == nullptr) return 0;
+  const DeferredGrowth* growth = pool_.kv().deferred_growth();  // fast-forward needs one
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
   const int64_t n = lazy.size();

@@ -21,13 +21,7 @@
 using namespace kvsim;
 namespace fs = std::filesystem;
 
-namespace {
-
-SimTime iteration_ns(const LatencyModel& m, const BatchShape& s) {
-  return std::max<SimTime>(1, seconds_to_sim(m.iteration(s).seconds));
-}
-
-}  // namespace
+using test::iteration_ns;
 
 TEST_CASE("decode aggregate: a stalled prefill, a crossing counted in aggregate, a shortage, by hand",
           "[engine][fast_forward]") {

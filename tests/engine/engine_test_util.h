@@ -1,5 +1,5 @@
-// Helpers of the engine tests: run a scenario given as YAML text, count outcomes, a fresh
-// temporary folder, a result file's bytes.
+// Helpers of the engine tests: run a scenario given as YAML text, count outcomes, an
+// iteration's time as the engine takes it, a fresh temporary folder, a result file's bytes.
 #pragma once
 
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "models/catalog.h"
+#include "models/latency/latency_model.h"
 #include "sim/config/scenario.h"
 #include "sim/metrics/recorder.h"
 #include "sim/run/scenario_runner.h"
@@ -28,6 +29,12 @@ inline RunResult run_yaml(const std::string& yaml, bool check = true) {
 }
 
 inline int64_t count(const PolicySummary& p, Outcome o) { return p.outcomes[outcome_index(o)]; }
+
+// The engine's time for an iteration of shape `s`: the latency model's seconds rounded to the
+// clock's ns, at least 1 (a decode-only step's DecodeStepFixed gives the same ns but at a tie).
+inline SimTime iteration_ns(const LatencyModel& m, const BatchShape& s) {
+  return std::max<SimTime>(1, seconds_to_sim(m.iteration(s).seconds));
+}
 
 // An empty folder kvsim-NAME-PID under the temporary directory (emptied if it was there).
 inline std::filesystem::path fresh_dir(const std::string& name) {

@@ -40,13 +40,13 @@ policies: [{{name: p, guards: []}}]
                      trace.string());
 }
 
-// The engine's step: the latency model's time for the shape, rounded to the clock's ns, at least 1.
+// The engine's decode step of `seqs` sequences with contexts summing to `context`.
 SimTime decode_step(const LatencyModel& m, int64_t seqs, int64_t context) {
   BatchShape s;
   s.block_tokens = 16;
   s.decode_seqs = seqs;
   s.decode_context_tokens = context;
-  return std::max<SimTime>(1, seconds_to_sim(m.iteration(s).seconds));
+  return test::iteration_ns(m, s);
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
   BatchShape pre;
   pre.block_tokens = 16;
   pre.prefill = {{12, 0, true}, {20, 0, true}, {40, 0, true}};
-  const SimTime t1 = std::max<SimTime>(1, seconds_to_sim(lat.iteration(pre).seconds));
+  const SimTime t1 = test::iteration_ns(lat, pre);
   // Decode step j (j = 1, 2, ...) plans with generated = j, so request i's target is
   // prompt_i + j: contexts 12 + j, 20 + j, 40 + j. Each window ends at its block boundary:
   // request 0 needs a 2nd block at 12 + j = 17 (j = 5), request 2 a 4th at 40 + j = 49 (j = 9),
@@ -172,7 +172,7 @@ TEST_CASE("static batching and vllm_v0 fast-forward their decode stretches, by h
     BatchShape s;
     s.block_tokens = 16;
     s.prefill.assign(static_cast<size_t>(n), PrefillChunk{16, 0, true});
-    return std::max<SimTime>(1, seconds_to_sim(lat.iteration(s).seconds));
+    return test::iteration_ns(lat, s);
   };
   const auto steps = [&](int64_t n, int64_t from, int64_t to) {  // decode steps from..to
     SimTime t = 0;
