@@ -213,6 +213,7 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
   index_.insert(request, slot);
   return AllocResult::success();
 }
+
 void PagedStore::fail_held(const Req* r, RequestId request, const char* op) {
   KVSIM_CHECK(r != nullptr, "{}: request {} holds no KV", op, request);
   // held() calls this only for a missing request or an open window.
