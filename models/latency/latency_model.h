@@ -103,12 +103,27 @@ struct DecodeStepFixed {
   Int128 ns_a = 0, ns_b = 0;        // ns x 2^40 at T = 0, and per token of T
   Int128 flops_a = 0, flops_b = 0;  // FLOPs x 2^8 at T = 0, and per token of T
   // a + b T rounded to the nearest ns (ties up), at least 1 ns as every iteration.
-  int64_t duration_ns(int64_t t) const {
-    const Int128 v = ns_a + ns_b * t + (Int128{1} << (kNsShift - 1));
+  int64_t duration_ns(int64_t t) const { return rounded_ns(ns_a + ns_b * t + kHalfNs); }
+  // duration_ns(t0), duration_ns(t0 + dt), duration_ns(t0 + 2 dt), ...: one addition a step
+  // (a decode run's steps, whose context grows by the batch size each).
+  class Walk {
+   public:
+    Walk(const DecodeStepFixed& s, int64_t t0, int64_t dt)
+        : v_(s.ns_a + s.ns_b * t0 + kHalfNs), dv_(s.ns_b * dt) {}
+    int64_t ns() const { return rounded_ns(v_); }
+    void next() { v_ += dv_; }
+
+   private:
+    Int128 v_, dv_;
+  };
+  Int128 flops_fixed(int64_t t) const { return flops_a + flops_b * t; }
+
+ private:
+  static constexpr Int128 kHalfNs = Int128{1} << (kNsShift - 1);
+  static int64_t rounded_ns(Int128 v) {
     const auto ns = static_cast<int64_t>(v >> kNsShift);
     return ns > 1 ? ns : 1;
   }
-  Int128 flops_fixed(int64_t t) const { return flops_a + flops_b * t; }
 };
 // FLOPs in DecodeStepFixed's fixed point, rounded (any iteration's).
 Int128 flops_to_fixed(double flops);

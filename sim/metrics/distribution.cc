@@ -154,6 +154,22 @@ void LogDistribution::add(SimTime ns) {
   sum_ns_.add(ns);
 }
 
+void LogDistribution::add_sorted(std::span<const SimTime> ns, Int128 sum) {
+  for (auto it = ns.begin(); it != ns.end();) {
+    const auto i = static_cast<size_t>(bucket(*it) + 1);
+    // bucket() leaves the bucket's range cached unless the value is outside the cached span:
+    // then it is one value alone.
+    const auto end = *it >= cached_lo_ && *it <= cached_hi_
+                         ? std::upper_bound(it, ns.end(), cached_hi_)
+                         : it + 1;
+    if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
+    counts_[i] += end - it;
+    it = end;
+  }
+  n_ += static_cast<int64_t>(ns.size());
+  sum_ns_.add_sum(sum);
+}
+
 double LogDistribution::middle_seconds(int64_t bucket) {
   if (bucket < 0) return 0;
   // The geometric middle of [g^k, g^(k+1)): within sqrt(g) - 1 < 0.5% of any value in it.

@@ -321,7 +321,7 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   const auto steps = static_cast<int64_t>(k);
   batch_size_.add(run.seqs, steps);
   batch_tokens_.add(run.seqs, steps);
-  for (const SimTime d : run.durations) iteration_time_.add(d);
+  iteration_time_.add_sorted(run.durations, d_sum);
   busy_ns_ += static_cast<SimTime>(d_sum);
   flops_ += run.flops;
   summary_.iterations += steps;

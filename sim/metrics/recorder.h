@@ -192,7 +192,7 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
 struct DecodeRun {
   SimTime t = 0;
   int64_t seqs = 0;                     // n: the batch's size and tokens
-  std::span<const SimTime> durations;   // d_j
+  std::span<const SimTime> durations;   // d_j, non-decreasing (steps of a growing context)
   std::span<const int64_t> crossed;     // blocks crossed into up to and including step j
   MemorySnapshot start0, per_step, per_crossing, end_delta;
   Int128 flops = 0;                     // the steps' FLOPs (on_batch's fixed point), summed

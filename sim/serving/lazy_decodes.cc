@@ -21,22 +21,30 @@ void LazyDecodes::push_due_at(int64_t step, const RequestState& r) {
   due_[static_cast<size_t>(step) % due_.size()].push_back({step, r.run_seq, r.lazy_slot, r.lazy_due_tag});
 }
 
-LazyDecodes::StepCursor LazyDecodes::cursor() const {
-  StepCursor c;
-  const auto next = static_cast<size_t>(step_ + 1);
-  if (!due_.empty()) {
-    c.due_ = &due_;
-    c.due_at_ = next % due_.size();
+int64_t LazyDecodes::steps_before_due(int64_t max) const {
+  if (due_.empty()) return max;
+  const auto size = static_cast<int64_t>(due_.size());
+  int64_t at = (step_ + 1) % size;
+  for (int64_t j = 0; j < max; ++j) {
+    if (!due_[static_cast<size_t>(at)].empty()) return j;
+    if (++at == size) at = 0;
   }
-  if (bt_ > 0) {
-    c.classes_ = &classes_;
-    c.class_at_ = next % classes_.size();
+  return max;
+}
+
+void LazyDecodes::crossers_ahead(std::vector<int64_t>& period) const {
+  period.clear();
+  if (bt_ == 0) {
+    period.push_back(0);
+    return;
   }
-  return c;
+  for (int64_t i = 1; i <= bt_; ++i) {
+    period.push_back(static_cast<int64_t>(classes_[static_cast<size_t>((step_ + i) % bt_)].size()));
+  }
 }
 
 void LazyDecodes::advance(int64_t k) {
-  // The caller walked the steps with a cursor (none due); a completion would be a member event.
+  // The caller looked ahead (steps_before_due: none due); a completion would be a member event.
   KVSIM_CHECK(k >= 0 && walk_pos_ == kNoWalk && planned_ == 0 && joining_.empty(),
               "quiet steps with a plan in progress or members joining");
   KVSIM_CHECK(k == 0 || next_done() > step_ + k, "quiet steps over a completion");
@@ -244,10 +252,16 @@ int64_t LazyDecodes::next_done() {
 }
 
 void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& ledger) {
+  // A plan of an empty batch (the replica went idle) never commits either: then every due entry
+  // names a member that left, and is void already. The ring is cleared only when there were
+  // members (it can be long: a step per token of the longest window).
+  const bool had_members = n_ > 0;
   for (RequestState* r : running) leave(*r, ledger);
   KVSIM_CHECK(n_ == 0 && planned_ == 0, "decode aggregate: {} members left after a flush", n_);
   ctx_ = 0;
-  for (auto& bucket : due_) bucket.clear();
+  if (had_members) {
+    for (auto& bucket : due_) bucket.clear();
+  }
   done_.clear();
   joining_.clear();
   walk_pos_ = kNoWalk;

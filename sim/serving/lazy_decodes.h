@@ -75,12 +75,14 @@ class LazyDecodes {
   }
   // Moves those crossers into `due` (for an explicit walk), keeping it in running order.
   void take_crossers(std::vector<RequestState*>& due);
-  // Walks the steps step() + 1, step() + 2, ...: whether some member may be due at the step
-  // (an entry of a member that has left counts until its step passes), and the crossers counted
-  // in aggregate at it (as crossers() will count them then, if no member joins or leaves a class
-  // before). No division per step.
-  class StepCursor;
-  StepCursor cursor() const;
+  // Looking ahead from step() + 1, for a run of quiet steps (no division per step):
+  //   - how many steps come before the first at which some member may be due (an entry of a
+  //     member that has left counts until its step passes), counting at most `max`;
+  //   - the crossers counted in aggregate at steps step() + 1, step() + 2, ..., one block size's
+  //     period of them (one 0 without crossings in aggregate), as crossers() will count them
+  //     then if no member joins or leaves a class before.
+  int64_t steps_before_due(int64_t max) const;
+  void crossers_ahead(std::vector<int64_t>& period) const;
   // `k` quiet steps at once: steps at which no member is due, none completes and none joins,
   // whose plans would each be take_due (empty), begin_walk, end_walk and commit. The caller
   // gives the ledger what their end_walks would (the crossings and the other tokens, summed).
@@ -157,24 +159,6 @@ class LazyDecodes {
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;  // slots by crossing residue, bt_ of them
   std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)
-};
-
-class LazyDecodes::StepCursor {
- public:
-  bool may_be_due() const { return due_ != nullptr && !(*due_)[due_at_].empty(); }
-  int64_t crossers() const {
-    return classes_ != nullptr ? static_cast<int64_t>((*classes_)[class_at_].size()) : 0;
-  }
-  void next() {
-    if (due_ != nullptr && ++due_at_ == due_->size()) due_at_ = 0;
-    if (classes_ != nullptr && ++class_at_ == classes_->size()) class_at_ = 0;
-  }
-
- private:
-  friend class LazyDecodes;
-  const std::vector<std::vector<Entry>>* due_ = nullptr;
-  const std::vector<std::vector<int32_t>>* classes_ = nullptr;
-  size_t due_at_ = 0, class_at_ = 0;
 };
 
 }  // namespace kvsim

@@ -149,7 +149,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   // Steps g+1 .. g+limit: before the completing step, and (below) the first at which a member
   // may be due (both run one by one).
   const int64_t limit = lazy.next_done() - g - 1;
-  if (limit < kMinQuietSteps) return 0;
+  // The recorder takes a run's durations in non-decreasing order: a step that grows with its
+  // context (any latency model's; a fit that came out falling steps one by one).
+  if (limit < kMinQuietSteps || step.ns_b < 0) return 0;
   const DeferredGrowth* growth = pool_.kv().deferred_growth();  // fast-forward needs one
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
@@ -161,25 +163,40 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   const int64_t act0 = pool_.decode_activation_bytes(n, context0);
   const int64_t act_step = pool_.decode_activation_bytes(n, context0 + n) - act0;
   const int64_t cached = pool_.activation_cached_bytes();
+  if (act0 > cached) return 0;
+  // At most this many steps: each lasts at least the first's duration and must end before the
+  // horizon; each reserves act0 + j act_step <= cached; none may be due; a bounded buffer.
+  constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
+  DecodeStepFixed::Walk duration(step, context0, n);
+  int64_t most = std::min({limit, (horizon - t - 1) / duration.ns(), kMaxRunSteps});
+  if (act_step > 0) most = std::min(most, (cached - act0) / act_step + 1);
+  most = lazy.steps_before_due(most);
+  if (most < kMinQuietSteps) return 0;
+  std::vector<int64_t>& period = ff_crossers_ahead_;
+  lazy.crossers_ahead(period);
   std::vector<SimTime>& durations = ff_durations_;
   std::vector<int64_t>& crossed = ff_crossed_;
-  durations.clear();
-  crossed.clear();
+  durations.resize(static_cast<size_t>(most));
+  crossed.resize(static_cast<size_t>(most));
+  SimTime* const d_at = durations.data();
+  int64_t* const x_at = crossed.data();
   SimTime end = t;
   int64_t blocks = 0;
-  LazyDecodes::StepCursor at = lazy.cursor();
-  for (int64_t j = 0; j < limit; ++j, at.next()) {
-    if (at.may_be_due()) break;
-    const SimTime d = step.duration_ns(context0 + j * n);
+  size_t phase = 0;
+  int64_t steps = 0;
+  for (; steps < most; ++steps, duration.next()) {
+    const SimTime d = duration.ns();
     if (end + d >= horizon) break;  // in flight when the next event comes
-    const int64_t c = at.crossers();
+    const int64_t c = period[phase];
+    if (++phase == period.size()) phase = 0;
     if (blocks + c > free) break;  // a crosser might find no block: an explicit walk
-    if (act0 + j * act_step > cached) break;
     blocks += c;
     end += d;
-    durations.push_back(d);
-    crossed.push_back(blocks);
+    d_at[steps] = d;
+    x_at[steps] = blocks;
   }
+  durations.resize(static_cast<size_t>(steps));
+  crossed.resize(static_cast<size_t>(steps));
   const auto k = static_cast<int64_t>(durations.size());
   if (k < kMinQuietSteps ||
       pool_.decode_activation_bytes(n, context0 + (k - 1) * n) != act0 + (k - 1) * act_step) {

@@ -144,8 +144,11 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   const int64_t k = uniform(1, 60);
   int64_t crossed = uniform(0, 2);
   for (int64_t j = 0; j < k; ++j) {
-    // Durations drift as decode steps' do, or jump (any values must do).
-    d.push_back(g() % 4 == 0 ? uniform(1, 10'000'000) : 1'000'000 + 37 * j);
+    // Durations drift up as decode steps' do, stay, or jump up (any non-decreasing ones must
+    // do: a step's duration grows with its context).
+    const SimTime last = d.empty() ? uniform(1, 1'000'000) : d.back();
+    const auto roll = g() % 4;
+    d.push_back(roll == 0 ? last + uniform(0, 10'000'000) : roll == 1 ? last : last + 37);
     crossed += g() % 3 == 0 ? 0 : uniform(0, 4);
     x.push_back(crossed);
     flops.push_back(uniform(0, int64_t{1} << 50));

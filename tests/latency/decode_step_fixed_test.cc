@@ -26,6 +26,13 @@ TEST_CASE("DecodeStepFixed rounds a + b T to the nearest ns, ties up, at least 1
   CHECK(f.duration_ns(3) == 11);
   CHECK(f.duration_ns(4) == 12);
   CHECK(f.duration_ns(1000) == 261);
+  // The walk over T = 0, 4, 8, ...: 11, 12, 13, ... (10.5 + 0.25 T, ties up), as duration_ns.
+  DecodeStepFixed::Walk walk(f, 0, 4);
+  CHECK(walk.ns() == 11);
+  walk.next();
+  CHECK(walk.ns() == 12);
+  DecodeStepFixed::Walk far(f, 3, 7);
+  for (int64_t j = 0; j < 1000; ++j, far.next()) REQUIRE(far.ns() == f.duration_ns(3 + 7 * j));
   // A step is never shorter than 1 ns (as std::max(1, seconds_to_sim(s)) for every iteration).
   DecodeStepFixed zero;
   CHECK(zero.duration_ns(5) == 1);
