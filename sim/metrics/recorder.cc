@@ -239,6 +239,16 @@ int64_t run_max(const RunFigure& f, std::span<const int64_t> crossed) {
   return start_max(f, crossed).first + std::max<int64_t>(0, f.fe);
 }
 
+// max(peak, run_max(f)): without start_max's pass over a figure that moves both ways (the KV
+// waste: filled a token a step, a block's slack at a crossing) when even its bound, every rise
+// and no fall, stays at or below the peak so far (as it does once a run's waste has been seen).
+int64_t max_with_run(int64_t peak, const RunFigure& f, std::span<const int64_t> crossed) {
+  const auto last = static_cast<int64_t>(crossed.size()) - 1;
+  const int64_t bound = f.f0 + std::max<int64_t>(0, f.fs) * last +
+                        std::max<int64_t>(0, f.fc) * crossed.back() + std::max<int64_t>(0, f.fe);
+  return bound <= peak ? peak : std::max(peak, run_max(f, crossed));
+}
+
 }  // namespace
 
 void Recorder::on_decode_run(const DecodeRun& run) {
@@ -267,7 +277,7 @@ void Recorder::on_decode_run(const DecodeRun& run) {
              pc = run.per_crossing.categories(), pe = run.end_delta.categories();
   for (int c = 0; c < kMemCategoryCount; ++c) {
     summary_.category_peaks_bytes[c] =
-        std::max(summary_.category_peaks_bytes[c], run_max({s0[c], ps[c], pc[c], pe[c]}, crossed));
+        max_with_run(summary_.category_peaks_bytes[c], {s0[c], ps[c], pc[c], pe[c]}, crossed);
   }
   // The peak in use: the first state of the run (start(0), end(0), start(1), ...) at the run's
   // largest, if above the peak so far. An end is start + fe: with fe <= 0 a start comes first.
@@ -295,11 +305,11 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   held_since_ = t_end;
   const auto last = static_cast<int64_t>(k - 1);
   held_bytes_ = held.f0 + last * held.fs + crossed[k - 1] * held.fc + held.fe;
-  peak_held_bytes_ = std::max(peak_held_bytes_, run_max(held, crossed));
+  peak_held_bytes_ = max_with_run(peak_held_bytes_, held, crossed);
   const RunFigure driver_used =
       figure([](const MemorySnapshot& s) { return s.capacity_bytes - s.driver_free_bytes; });
   summary_.peak_driver_used_bytes =
-      std::max(summary_.peak_driver_used_bytes, run_max(driver_used, crossed));
+      max_with_run(summary_.peak_driver_used_bytes, driver_used, crossed);
   // The KV figures: an end's are its start's (activations are not KV).
   const RunFigure live = figure([](const MemorySnapshot& s) { return s.kv_live_bytes; });
   const RunFigure internal = figure([](const MemorySnapshot& s) { return s.kv_internal_bytes; });
