@@ -104,6 +104,13 @@ class PagedBlocks {
   // many tokens already): it fails, changing nothing, exactly when this exceeds free_blocks().
   // Requires: held, no deferral window open.
   virtual int64_t blocks_to_grow(RequestId request, int64_t tokens) const = 0;
+  // Blocks freed from requests' fronts because they left the sliding window, all time (0
+  // without a window): the only blocks a decode step's growth frees.
+  virtual int64_t window_freed_blocks() const = 0;
+  // The blocks a decode growth of `request` to `target` tokens (from target - 1) returns to the
+  // free list as they leave its sliding window (0 without one). Asked without a call that
+  // changes anything; its deferral window may be open.
+  virtual int64_t window_frees(RequestId request, int64_t target) const = 0;
 
  protected:
   ~PagedBlocks() = default;

@@ -235,12 +235,20 @@ AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
   return grow_req(r, tokens);
 }
 
-int64_t PagedStore::blocks_to_skip(const Req& r) const {
+int64_t PagedStore::blocks_to_skip(const Req& r, int64_t tokens) const {
   if (sliding_window_ == 0) return 0;
-  // The next query (position r.tokens) attends to positions r.tokens - window + 1 onwards; the
+  // The next query (position `tokens`) attends to positions tokens - window + 1 onwards; the
   // blocks wholly before that are never read again.
-  const int64_t first_needed = r.tokens - sliding_window_ + 1;
+  const int64_t first_needed = tokens - sliding_window_ + 1;
   return first_needed <= 0 ? 0 : first_needed / block_tokens_ - r.skipped;
+}
+
+int64_t PagedStore::window_frees(RequestId request, int64_t target) const {
+  if (sliding_window_ == 0) return 0;
+  const Req* r = find(request);  // its window may be open: skipped does not move in it
+  KVSIM_CHECK(r != nullptr, "window_frees: request {} holds no KV", request);
+  const int64_t n = blocks_to_skip(*r, target - 1);
+  return n > 0 ? skip_frees(*r, n) : 0;
 }
 
 int64_t PagedStore::skip_frees(const Req& r, int64_t n) const {
@@ -381,7 +389,17 @@ int64_t PagedStore::open(RequestId request) {
 int64_t PagedStore::open_long(RequestId request) {
   KVSIM_CHECK(crossings_in_aggregate(), "open_long: blocks are not counted in aggregate here");
   Req& r = held(request, "open_long");
-  r.window = r.max_total - r.tokens;
+  int64_t end = r.max_total;
+  if (sliding_window_ > 0) {
+    // Growth to a target T with r.tokens = T - 1 frees floor((T - window) / block) - skipped
+    // leading blocks (blocks_to_skip): some once T >= window + block (skipped + 1). The window
+    // stops before the first crossing (T = 1 modulo the block, a new block's first token) that
+    // does: that growth goes through grow_req, which frees them, as stepping's does.
+    const int64_t frees_from = sliding_window_ + block_tokens_ * (r.skipped + 1);
+    const int64_t first = std::max(frees_from, r.tokens + 1);
+    end = std::min(end, ceil_div(first - 1, block_tokens_) * block_tokens_);
+  }
+  r.window = end - r.tokens;
   return r.window;
 }
 

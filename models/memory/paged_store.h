@@ -73,9 +73,10 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   void add(int64_t tokens) override;
   void settle(RequestId request, int64_t tokens) override;
   int64_t outstanding() const override { return deferred_tokens_; }
-  // Unless a sliding window frees leading blocks. With prefix caching the crossed blocks leave
-  // the free list at add_crossings() and reach their requests' tables at settle().
-  bool crossings_in_aggregate() const override { return sliding_window_ == 0; }
+  // With prefix caching the crossed blocks leave the free list at add_crossings() and reach
+  // their requests' tables at settle(). With a sliding window a long window ends before the
+  // first crossing whose growth would free blocks that left the window (open_long).
+  bool crossings_in_aggregate() const override { return true; }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
   std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const override;
@@ -87,8 +88,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Their ids, in order. Kept only with prefix caching (see the top of this file).
   // Requires: holds(request), prefix_caching().
   const std::vector<int32_t>& block_table(RequestId request) const;
-  // Blocks freed from requests' fronts because they left the sliding window, all time.
-  int64_t window_freed_blocks() const { return window_freed_; }
+  int64_t window_freed_blocks() const override { return window_freed_; }
+  int64_t window_frees(RequestId request, int64_t target) const override;
 
  private:
   // A held request's figures, read on every call about it: kept apart from its block ids so
@@ -111,8 +112,9 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Token capacity up to the end of the request's last block, freed leading blocks included.
   int64_t span_tokens(const Req& r) const { return (r.skipped + r.held) * block_tokens_; }
   // Sliding window: how many more leading blocks of `r` lie wholly before the window of its
-  // r.tokens computed tokens (0 without a window).
-  int64_t blocks_to_skip(const Req& r) const;
+  // `tokens` (by default its r.tokens) computed tokens (0 without a window).
+  int64_t blocks_to_skip(const Req& r) const { return blocks_to_skip(r, r.tokens); }
+  int64_t blocks_to_skip(const Req& r, int64_t tokens) const;
   // Of the first n blocks of `r`, those its freeing returns to the free list: all n, but for
   // blocks another request shares (prefix caching).
   int64_t skip_frees(const Req& r, int64_t n) const;

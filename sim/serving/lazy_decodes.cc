@@ -48,7 +48,9 @@ void LazyDecodes::advance(int64_t k) {
   KVSIM_CHECK(k >= 0 && walk_pos_ == kNoWalk && planned_ == 0 && joining_.empty(),
               "quiet steps with a plan in progress or members joining");
   KVSIM_CHECK(k == 0 || next_done() > step_ + k, "quiet steps over a completion");
+  KVSIM_CHECK(k == 0 || next_cap() >= step_ + k, "quiet steps past a member reaching the window");
   step_ += k;
+  reach_caps();
 }
 
 void LazyDecodes::set_block_tokens(int64_t bt) {
@@ -96,7 +98,13 @@ void LazyDecodes::push_due(RequestState& r) {
   join_class(r);
   const int64_t max_total = r.kv_tokens + r.kv_room;
   const int64_t last = max_total / bt_ * bt_ + 1;
-  if (last <= max_total - 1 && last > r.kv_tokens) push_due_at(r.lazy_sync + (last - r.kv_tokens), r);
+  if (last <= max_total - 1 && last > r.kv_tokens) {
+    push_due_at(r.lazy_sync + (last - r.kv_tokens), r);
+  } else if (max_total % bt_ == 0 && max_total + 1 <= r.max_total_tokens() - 1) {
+    // A window that ends at a block's end before the request's last target (a sliding window's,
+    // before a growth that frees blocks: PagedStore::open_long): that crossing is due.
+    push_due_at(r.lazy_sync + (max_total + 1 - r.kv_tokens), r);
+  }
 }
 
 void LazyDecodes::take_crossers(std::vector<RequestState*>& due) {
@@ -125,9 +133,16 @@ void LazyDecodes::add(RequestState& r) {
   free_slots_.pop_back();
   slots_[static_cast<size_t>(r.lazy_slot)] = {&r, r.run_seq};
   ++n_;
-  ctx_ += r.prompt_tokens + r.generated - step_;
+  const int64_t term = r.prompt_tokens + r.generated - step_;
+  ctx_ += term;
   done_.push_back({step_ + r.spec.output_tokens - r.generated, r.run_seq, r.lazy_slot});
   std::push_heap(done_.begin(), done_.end(), std::greater<>());
+  if (window_ > 0 && term + step_ < window_) {
+    ++growing_;
+    growing_ctx_ += term;
+    caps_.push_back({window_ - term, r.run_seq, r.lazy_slot});
+    std::push_heap(caps_.begin(), caps_.end(), std::greater<>());
+  }
   push_due(r);
 }
 
@@ -161,6 +176,10 @@ void LazyDecodes::leave(RequestState& r, KvLedger& ledger) {
   }
   --n_;
   ctx_ -= term;
+  if (window_ > 0 && term + step_ < window_) {
+    --growing_;
+    growing_ctx_ -= term;
+  }
   leave_class(r);
   slots_[static_cast<size_t>(r.lazy_slot)] = {};
   free_slots_.push_back(r.lazy_slot);
@@ -215,6 +234,7 @@ void LazyDecodes::end_walk(KvLedger& ledger, int64_t crossers) {
 void LazyDecodes::commit(const std::vector<RequestState*>& grown) {
   KVSIM_CHECK(walk_pos_ == kWalkDone, "a step commits without its plan's walk");
   ++step_;
+  reach_caps();
   for (RequestState* r : grown) {
     if (!member(*r) || !r->lazy_planned) continue;
     ++r->generated;  // end_iteration's increment
@@ -243,6 +263,35 @@ void LazyDecodes::take_done(std::vector<int64_t>& out) {
   }
 }
 
+void LazyDecodes::set_window(int64_t window) {
+  KVSIM_CHECK(n_ == 0 && window >= 0, "decode aggregate: a window of {} set with {} members",
+              window, n_);
+  window_ = window;
+}
+
+void LazyDecodes::reach_caps() {
+  while (!caps_.empty() && caps_.front().step <= step_) {
+    std::pop_heap(caps_.begin(), caps_.end(), std::greater<>());
+    const Entry e = caps_.back();
+    caps_.pop_back();
+    const RequestState* r = live(e);
+    if (r == nullptr) continue;
+    const int64_t term = r->prompt_tokens + r->generated - r->lazy_sync;
+    KVSIM_CHECK(e.step == step_ && window_ - term == e.step,
+                "request {} reaches the window at step {}, now is {}", r->spec.id, e.step, step_);
+    --growing_;
+    growing_ctx_ -= term;
+  }
+}
+
+int64_t LazyDecodes::next_cap() {
+  while (!caps_.empty() && live(caps_.front()) == nullptr) {
+    std::pop_heap(caps_.begin(), caps_.end(), std::greater<>());
+    caps_.pop_back();
+  }
+  return caps_.empty() ? std::numeric_limits<int64_t>::max() : caps_.front().step;
+}
+
 int64_t LazyDecodes::next_done() {
   while (!done_.empty() && live(done_.front()) == nullptr) {
     std::pop_heap(done_.begin(), done_.end(), std::greater<>());
@@ -263,6 +312,9 @@ void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& led
     for (auto& bucket : due_) bucket.clear();
   }
   done_.clear();
+  caps_.clear();
+  KVSIM_CHECK(growing_ == 0 && growing_ctx_ == 0, "decode aggregate: {} growing members left",
+              growing_);
   joining_.clear();
   walk_pos_ = kNoWalk;
   for (RequestState* r : running) {

@@ -49,6 +49,17 @@ class LazyDecodes {
   int64_t size() const { return n_; }         // members
   // The members' context sum at the plan of step step() + 1 (every one's prompt + generated).
   int64_t context_sum() const { return ctx_ + n_ * step_; }
+  // Sliding-window attention (ModelSpec::attended_tokens): a decode query attends to
+  // min(context, window) tokens; 0: all of them (the default).
+  void set_window(int64_t window);
+  // The members' attended tokens at the plan of step step() + 1 (the decode context the latency
+  // and activation models take), and how many more each step's plan attends to until a member's
+  // context reaches the window (next_cap(): the first step at whose plan one has; max when none).
+  int64_t attended_sum() const {
+    return window_ == 0 ? context_sum() : growing_ctx_ + growing_ * step_ + (n_ - growing_) * window_;
+  }
+  int64_t attended_growth() const { return window_ == 0 ? n_ : growing_; }
+  int64_t next_cap();
   static bool member(const RequestState& r) { return r.lazy_sync >= 0; }
 
   // `r` runs and decodes, its figures as of now: it joins now, or at the next commit when a plan
@@ -156,6 +167,13 @@ class LazyDecodes {
   // block's tokens after it was last grown; the ring grows if a window is ever longer).
   std::vector<std::vector<Entry>> due_;
   std::vector<Entry> done_;  // min-heap
+  // With a window: the members whose context is below it (a member's context at the plan of
+  // step step() + 1 is its ctx_ term + step()), their count and terms' sum, and a min-heap of
+  // the steps at which each reaches it (reach_caps() moves them out when step() gets there).
+  int64_t window_ = 0;
+  int64_t growing_ = 0, growing_ctx_ = 0;
+  std::vector<Entry> caps_;
+  void reach_caps();
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;  // slots by crossing residue, bt_ of them
   std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)

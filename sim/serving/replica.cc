@@ -87,8 +87,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   fast_forward_ok_ = config_.fast_forward &&
                      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
-                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
-                     !pool_.model().sliding_window;
+                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr;
   update_lazy();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }

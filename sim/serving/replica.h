@@ -117,6 +117,7 @@ class Replica {
   // Whether, as the scheduler admits (Scheduler::DecodeStretches), no plan of a stretch with
   // `decoding` decoding requests can admit or continue a prefill.
   bool stretch_admits_nothing(int64_t decoding) const;
+  bool due_frees_keep_blocked(const std::vector<RequestState*>& due) const;
   // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
   // ran (0: none; the stretch's next step runs one by one).
   int64_t fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeStepFixed& step);

@@ -67,14 +67,16 @@ bool Replica::fast_forward_stretch() {
   while (true) {
     if (fast_forward_quiet(t, horizon, step) > 0) stepped = true;
     const bool completes = lazy.next_done() == lazy.step() + 1;
-    const int64_t context = lazy.context_sum();
+    const int64_t context = lazy.attended_sum();
     const SimTime duration = step.duration_ns(context);
     const SimTime end = t + duration;
     const bool in_flight = end >= horizon;  // an event comes before its end
     // The members due at the ledger; each needs at most one new block (it holds every token up
     // to the last step's).
+    const int64_t window_freed = paged.window_freed_blocks();
     lazy.take_due(due);
-    if (static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
+    if (!due_frees_keep_blocked(due) ||
+        static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
         !pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
       break;  // this step runs as an ordinary iteration
@@ -115,9 +117,38 @@ bool Replica::fast_forward_stretch() {
     queues_.commit_lazy(ff_plan_, done_scratch_);
     KVSIM_CHECK(done_scratch_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
+    if (paged.window_freed_blocks() != window_freed) {
+      // A member's growth freed blocks that left its sliding window (after the admissions, in
+      // vllm_v0's plans): free blocks grew, so what was not admissible may be now
+      // (stretch_admits_nothing's premise). The next iteration decides, as stepping's would.
+      events_.advance_to(t);
+      return true;
+    }
   }
   if (stepped) events_.advance_to(t);
   return false;
+}
+
+bool Replica::due_frees_keep_blocked(const std::vector<RequestState*>& due) const {
+  // With a sliding window a due member's growth may free blocks that left its window. A plan
+  // that walks the decodes before admitting (continuous) admits with them free: the stretch's
+  // premise must hold with them too, or the step runs as an ordinary iteration. (vllm_v0 admits
+  // first; static admits nothing in a batch.)
+  if (due.empty() || !pool_.model().sliding_window ||
+      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kDecodesFirst) {
+    return true;
+  }
+  const PagedBlocks& paged = *pool_.kv().paged();
+  const LazyDecodes& lazy = queues_.lazy_decodes();
+  int64_t frees = 0;
+  for (const RequestState* r : due) {
+    // Its target at this plan: its context, caught up to now.
+    frees += paged.window_frees(r->spec.id, r->context_tokens() + lazy.step() - r->lazy_sync);
+  }
+  if (frees == 0) return true;
+  // Freed blocks keep their prefixes with prefix caching, which could make a head's hits grow.
+  return !paged.prefix_caching() &&
+         queues_.prefills_blocked(limits_, admission_.has_guards(), lazy.size(), frees);
 }
 
 bool Replica::stretch_admits_nothing(int64_t decoding) const {
@@ -148,7 +179,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   const int64_t g = lazy.step();
   // Steps g+1 .. g+limit: before the completing step, and (below) the first at which a member
   // may be due (both run one by one).
-  const int64_t limit = lazy.next_done() - g - 1;
+  // With a sliding window, also before the step at whose plan a member's context reaches it
+  // (the attended tokens then grow by fewer a step).
+  const int64_t limit = std::min(lazy.next_done() - g - 1, lazy.next_cap() - g);
   // The recorder takes a run's durations in non-decreasing order: a step that grows with its
   // context (any latency model's; a fit that came out falling steps one by one).
   if (limit < kMinQuietSteps || step.ns_b < 0) return 0;
@@ -156,18 +189,19 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
   const int64_t n = lazy.size();
-  const int64_t context0 = lazy.context_sum();
+  const int64_t context0 = lazy.attended_sum();  // the decode context: attended tokens
+  const int64_t attending = lazy.attended_growth();  // and what each step adds to it
   const int64_t free = pool_.kv().paged()->free_blocks();
   // Activations are affine in the context (flash: constant); a step whose reservation would
   // need more than is cached changes the pool and runs one by one.
   const int64_t act0 = pool_.decode_activation_bytes(n, context0);
-  const int64_t act_step = pool_.decode_activation_bytes(n, context0 + n) - act0;
+  const int64_t act_step = pool_.decode_activation_bytes(n, context0 + attending) - act0;
   const int64_t cached = pool_.activation_cached_bytes();
   if (act0 > cached) return 0;
   // At most this many steps: each lasts at least the first's duration and must end before the
   // horizon; each reserves act0 + j act_step <= cached; none may be due; a bounded buffer.
   constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
-  DecodeStepFixed::Walk duration(step, context0, n);
+  DecodeStepFixed::Walk duration(step, context0, attending);
   int64_t most = std::min({limit, (horizon - t - 1) / duration.ns(), kMaxRunSteps});
   if (act_step > 0) most = std::min(most, (cached - act0) / act_step + 1);
   most = lazy.steps_before_due(most);
@@ -199,7 +233,7 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   crossed.resize(static_cast<size_t>(steps));
   const auto k = static_cast<int64_t>(durations.size());
   if (k < kMinQuietSteps ||
-      pool_.decode_activation_bytes(n, context0 + (k - 1) * n) != act0 + (k - 1) * act_step) {
+      pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
     return 0;
   }
   // Each step as the stretch's loop makes it: its plan grows the batch by n tokens (its
@@ -216,9 +250,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
       snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
   run.per_crossing = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
   run.end_delta = snapshot_difference(pool_.snapshot_with(*after_one, 0), start0);
-  // Σ flops(context0 + j n) over j < k, exact.
-  run.flops = k * step.flops_a +
-              step.flops_b * (static_cast<Int128>(k) * context0 + static_cast<Int128>(n) * k * (k - 1) / 2);
+  // Σ flops(context0 + j attending) over j < k, exact.
+  run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
+                                                 static_cast<Int128>(attending) * k * (k - 1) / 2);
   recorder_.on_decode_run(run);
   // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
   // their commits count.

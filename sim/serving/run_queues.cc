@@ -39,6 +39,7 @@ void RunQueues::set_lazy(bool on) {
   KVSIM_CHECK(size() == 0, "the decode aggregate is switched with requests admitted");
   lazy_on_ = on;
   lazy_.set_block_tokens(on && ledger_.crossings_in_aggregate() ? ledger_.block_tokens() : 0);
+  lazy_.set_window(on ? pool_.model().sliding_window.value_or(0) : 0);
 }
 
 const RequestState* RunQueues::first_prefilling() const {
@@ -284,7 +285,7 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
   }
   lazy_.end_walk(ledger_, crossers);
   it.decode_seqs = lazy_.size();
-  it.decode_context = lazy_.context_sum();  // full attention: attended = context
+  it.decode_context = lazy_.attended_sum();
   it.running_prefills = static_cast<int64_t>(prefilling_.size());
   ledger_.report();
   return true;
@@ -453,11 +454,11 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
   }
 }
 
-bool RunQueues::stalled(const RequestState& r, int64_t budget) const {
+bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_free) const {
   const PagedBlocks* paged = pool_.kv().paged();
   if (paged == nullptr) return false;
   const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-  return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks();
+  return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks() + extra_free;
 }
 
 int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {
@@ -465,12 +466,15 @@ int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {
   return (cached + chunk + bt - 1) / bt - cached / bt;
 }
 
-bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const {
+bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding,
+                                 int64_t extra_free) const {
   const int64_t budget = limits.max_num_batched_tokens - decoding;
   if (budget <= 0) return true;
   // Only the first running prefill is ever tried (admit_prefills stops at its failed growth); its
   // chunk stays the same while `decoding` does.
-  if (const RequestState* p = first_prefilling(); p != nullptr && !stalled(*p, budget)) return false;
+  if (const RequestState* p = first_prefilling(); p != nullptr && !stalled(*p, budget, extra_free)) {
+    return false;
+  }
   if (waiting_.empty()) return true;
   if (static_cast<int64_t>(running_.size()) >= limits.max_num_seqs) return true;
   const PagedBlocks* paged = pool_.kv().paged();
@@ -486,7 +490,7 @@ bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_
   const int64_t chunk = limits.chunked_prefill ? std::min(todo, budget) : todo;
   // At least the blocks its prefix hits do not cover come off the free list. Evicting cached
   // blocks only shrinks the hits, which never lowers this count (see the fast-forward's notes).
-  return new_blocks(cached, chunk) > paged->free_blocks();
+  return new_blocks(cached, chunk) > paged->free_blocks() + extra_free;
 }
 
 void RunQueues::check() const {

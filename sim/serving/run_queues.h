@@ -72,6 +72,7 @@ class RunQueues final : public PlanSteps {
   void set_lazy(bool on);
   bool lazy() const { return lazy_on_; }
   LazyDecodes& lazy_decodes() { return lazy_; }
+  const LazyDecodes& lazy_decodes() const { return lazy_; }
   // With the aggregate: writes r's figures out and takes it out (before anything reads them:
   // its outcome, its KV's release). A no-op otherwise, or for a non-member.
   void leave_lazy(RequestState& r) {
@@ -123,8 +124,10 @@ class RunQueues final : public PlanSteps {
   // (a fast-forward stretch): no token budget left, or the first running prefill stalled (its
   // next chunk's blocks are not free) and then no waiting request, or max_num_seqs running, or
   // (without allocation-checking guards, `guarded` false) a head that needs more free paged
-  // blocks than there are now. Conservative: false whenever unsure.
-  bool prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding) const;
+  // blocks than there are now. Conservative: false whenever unsure. `extra_free`: as if that
+  // many more blocks were free (those a plan's decode walk frees before admitting).
+  bool prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding,
+                        int64_t extra_free = 0) const;
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
@@ -168,7 +171,7 @@ class RunQueues final : public PlanSteps {
   std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
   // Whether the running prefill `r`'s next chunk within `budget` needs more blocks than are free
   // (a paged store; asked without a call that changes anything).
-  bool stalled(const RequestState& r, int64_t budget) const;
+  bool stalled(const RequestState& r, int64_t budget, int64_t extra_free = 0) const;
   // Paged blocks a sequence holding `cached` tokens (whole blocks) takes for `chunk` more.
   int64_t new_blocks(int64_t cached, int64_t chunk) const;
   // Puts r at the end of the running batch (its next run_seq).

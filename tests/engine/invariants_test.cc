@@ -53,7 +53,17 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
   int gpu_gb = 24;
   const char* outputs = "{type: uniform, min: 1, max: 300}";
   std::string trace_path;  // a trace instead of the generated workload
+  std::string model = "llama-3-8b";
   if (wide) {
+    // A quarter with sliding-window attention (Mistral-7B-v0.1's shape, a window that contexts
+    // reach while decoding): drawn apart, so that the other choices stay as they were.
+    std::mt19937_64 windowed(seed ^ 0x5eedULL);
+    if (windowed() % 4 == 0) {
+      model = fmt::format(
+          "{{name: windowed, layers: 32, heads: 32, kv_heads: 8, head_dim: 128, hidden: 4096, "
+          "ffn: 14336, vocab: 32000, max_position: 32768, sliding_window: {}}}",
+          std::initializer_list<int>{200, 700, 3000}.begin()[windowed() % 3]);
+    }
     if (g() % 2 == 0) kv = pick({"{type: paged, block_size: 16}", "{type: paged, block_size: 8}"});
     if (g() % 4 == 0) {
       // Prefix caching over a Mooncake-format trace whose prompts share prefix blocks (5
@@ -110,7 +120,7 @@ std::string random_scenario(uint64_t seed, bool wide = false) {
   return fmt::format(R"(
 name: random-{}
 seed: {}
-model: llama-3-8b
+model: {}
 gpu: {{name: g, memory_gb: {}, hbm_gb_per_s: 1000, fp16_tflops: 200}}
 engine:
   scheduler: {}
@@ -125,7 +135,7 @@ engine:
 {}workload:
 {}policies: [{{name: p, guards: {}}}]
 )",
-                     seed, seed, gpu_gb, scheduler, chunked, chunks ? batched : "16384",
+                     seed, seed, model, gpu_gb, scheduler, chunked, chunks ? batched : "16384",
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv,
                      extra_engine, workload, guards);
 }

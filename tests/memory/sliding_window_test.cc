@@ -179,3 +179,49 @@ TEST_CASE("prefix caching with a sliding window: freed shared blocks stay with t
   CHECK(s.usage().live_bytes == 0);
   s.check_invariants();
 }
+
+TEST_CASE("a long deferral window under a sliding window ends before the first growth that frees "
+          "blocks; window_frees says how many that growth frees",
+          "[memory][paged][window][fast_forward]") {
+  // Mistral-7B (window 4,096), 16-token blocks, 1,000 in the pool. A growth to T tokens (from
+  // T - 1) frees floor((T - 4,096) / 16) - skipped leading blocks (blocks_to_skip): some once
+  // T >= 4,096 + 16 = 4,112 while skipped = 0. Growths reach the store at crossings, T = 1
+  // modulo 16, so the first that frees is 4,113, and a long window from 3,000 tokens stops at
+  // 4,112 (room 1,112), short of the request's 5,000.
+  PagedStore s = mistral_store(1000);
+  REQUIRE(s.allocate(1, 3000, 5000));
+  CHECK(s.window_frees(1, 4111) == 0);
+  CHECK(s.window_frees(1, 4112) == 1);  // (4,112 is inside a block: no growth goes there)
+  CHECK(s.window_frees(1, 4113) == 1);
+  CHECK(s.open_long(1) == 1112);
+  // Under it nothing is freed: its 70 crossings (targets 3,009, 3,025, ..., 4,097) take blocks,
+  // token by token as a decode aggregate reports them.
+  for (int64_t target = 3001; target <= 4112; ++target) {
+    if (target % 16 == 1) {
+      s.add_crossings(1);
+    } else {
+      s.add(1);
+    }
+  }
+  s.settle(1, 1112);
+  CHECK(s.held_blocks(1) == 4112 / 16);
+  CHECK(s.window_freed_blocks() == 0);
+  s.check_invariants();
+  // The crossing to 4,113 goes to the store and frees block 0 (tokens 0..15; the next query,
+  // position 4,112, reads from 4,112 - 4,095 = 17 on): 258 blocks in all, 257 held.
+  CHECK(s.window_frees(1, 4113) == 1);
+  REQUIRE(s.grow(1, 4113));
+  CHECK(s.window_freed_blocks() == 1);
+  CHECK(s.held_blocks(1) == 257);
+  // From there every crossing frees one, so the next long window ends at the block's end,
+  // 4,128, before the growth to 4,129 (floor(33 / 16) - 1 = 1): room 15.
+  CHECK(s.window_frees(1, 4129) == 1);
+  CHECK(s.open_long(1) == 15);
+  s.settle(1, 0);
+  s.check_invariants();
+  // Without a window a long window runs to the request's end.
+  PagedStore full(131072, {.block_tokens = 16, .num_blocks = 1000});
+  REQUIRE(full.allocate(2, 3000, 5000));
+  CHECK(full.window_frees(2, 4113) == 0);
+  CHECK(full.open_long(2) == 2000);
+}
