@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/errors.h"
 #include "core/sim_time.h"
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
@@ -17,6 +16,7 @@
 
 using namespace kvsim;
 using kvsim::test::count;
+using kvsim::test::prepare_error;
 using kvsim::test::run_yaml;
 
 namespace {
@@ -106,13 +106,7 @@ TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][
                              "\n" + extra +
                              "workload: {arrivals: {type: fixed, rate: 1}, max_requests: 1, "
                              "prompt_tokens: 10, output_tokens: 2}\npolicies: [{name: x, guards: []}]\n";
-    try {
-      const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "bad.yaml"), Catalog::builtin());
-      prepare_scenario(s, RunOptions{});
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return prepare_error(yaml);
   };
   CHECK_THAT(error_of("[{name: p, role: prefill}]"),
              Catch::Contains("bad.yaml:5:13") && Catch::Contains("`decode` or `mixed`"));
