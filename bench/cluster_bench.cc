@@ -12,11 +12,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench/bench_flags.h"
 #include "bench/process_usage.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
@@ -28,17 +28,13 @@ int main(int argc, char** argv) {
   int replicas = 64;
   double rate_per_replica = 2.0;
   std::string router = "least_outstanding";
+  using kvsim::bench::read_flag;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--requests" && i + 1 < argc) {
-      requests = std::atoll(argv[++i]);
-    } else if (a == "--replicas" && i + 1 < argc) {
-      replicas = std::atoi(argv[++i]);
-    } else if (a == "--rate-per-replica" && i + 1 < argc) {
-      rate_per_replica = std::atof(argv[++i]);
-    } else if (a == "--router" && i + 1 < argc) {
-      router = argv[++i];
-    } else {
+    const bool known = read_flag(argc, argv, i, "--requests", requests) ||
+                       read_flag(argc, argv, i, "--replicas", replicas) ||
+                       read_flag(argc, argv, i, "--rate-per-replica", rate_per_replica) ||
+                       read_flag(argc, argv, i, "--router", router);
+    if (!known) {
       fmt::print(stderr,
                  "usage: kvsim_bench_cluster [--requests N] [--replicas R] "
                  "[--rate-per-replica X] [--router TYPE]\n");

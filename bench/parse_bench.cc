@@ -12,13 +12,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "core/config_node.h"
 #include "core/data_path.h"
 #include "core/errors.h"
@@ -59,14 +59,9 @@ int main(int argc, char** argv) {
   long parses = 200'000, every = 20'000;
   std::vector<fs::path> files;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--parses" && i + 1 < argc) {
-      parses = std::atol(argv[++i]);
-    } else if (a == "--every" && i + 1 < argc) {
-      every = std::atol(argv[++i]);
-    } else {
-      files.emplace_back(a);
-    }
+    const bool known = bench::read_flag(argc, argv, i, "--parses", parses) ||
+                       bench::read_flag(argc, argv, i, "--every", every);
+    if (!known) files.emplace_back(argv[i]);  // a scenario file
   }
   if (files.empty()) files = default_files();
   std::vector<std::pair<std::string, std::string>> texts;  // (name, content)

@@ -14,15 +14,16 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "bench/bench_flags.h"
 #include "bench/process_usage.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
@@ -67,21 +68,18 @@ int main(int argc, char** argv) {
   double output_mean = 0;  // --output-mean: outputs drawn geometric with this mean instead
   double max_wall_s = 0;  // --max-wall-s: stop the replay cleanly (partial results)
   std::string keep;  // --out: the result folder to keep (default: a temporary one, removed)
+  using kvsim::bench::read_flag;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--requests" && i + 1 < argc) {
-      requests = std::atoll(argv[++i]);
-    } else if (a == "--rate" && i + 1 < argc) {
-      rate = std::atof(argv[++i]);
-    } else if (a == "--output-mean" && i + 1 < argc) {
-      output_mean = std::atof(argv[++i]);
-    } else if (a == "--max-wall-s" && i + 1 < argc) {
-      max_wall_s = std::atof(argv[++i]);
-    } else if (a == "--no-fast-forward") {
+    if (std::string_view(argv[i]) == "--no-fast-forward") {
       fast_forward = false;
-    } else if (a == "--out" && i + 1 < argc) {
-      keep = argv[++i];
-    } else {
+      continue;
+    }
+    const bool known = read_flag(argc, argv, i, "--requests", requests) ||
+                       read_flag(argc, argv, i, "--rate", rate) ||
+                       read_flag(argc, argv, i, "--output-mean", output_mean) ||
+                       read_flag(argc, argv, i, "--max-wall-s", max_wall_s) ||
+                       read_flag(argc, argv, i, "--out", keep);
+    if (!known) {
       fmt::print(stderr,
                  "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
                  "[--max-wall-s S] [--out DIR]\n");

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "core/errors.h"
 #include "models/catalog.h"
 #include "sim/cluster/router.h"
 #include "sim/sweep/sweep_plan.h"
@@ -18,6 +17,7 @@
 
 using namespace kvsim;
 using kvsim::test::count;
+using kvsim::test::prepare_error;
 using kvsim::test::run_yaml;
 
 namespace {
@@ -203,13 +203,7 @@ workload: {{arrivals: {{type: fixed, rate: 10}}, max_requests: 2, prompt_tokens:
 policies: [{{name: p, guards: []{}}}]
 )",
                                          cluster, policy_extra);
-    try {
-      const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "bad.yaml"), Catalog::builtin());
-      prepare_scenario(s, RunOptions{});
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return prepare_error(yaml);
   };
   CHECK_THAT(error_of("cluster: {replicas: [{name: a, count: 0}]}"),
              Catch::Contains("bad.yaml:4:") && Catch::Contains("count"));

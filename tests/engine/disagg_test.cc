@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "core/errors.h"
 #include "core/sim_time.h"
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
@@ -17,6 +16,8 @@
 
 using namespace kvsim;
 using kvsim::test::count;
+using kvsim::test::iteration_ns;
+using kvsim::test::prepare_error;
 using kvsim::test::run_yaml;
 
 namespace {
@@ -30,16 +31,12 @@ const LatencyModel& h200_llama3() {
   return lm;
 }
 
-// One iteration as the engine times it: whole nanoseconds, at least 1.
-SimTime rounded(const BatchShape& b) {
-  return std::max<SimTime>(1, seconds_to_sim(h200_llama3().iteration(b).seconds));
-}
-
+// The prefill of a lone `tokens`-token prompt (it emits the first token), as the engine times it.
 SimTime prefill_ns(int64_t tokens) {
   BatchShape b;
   b.block_tokens = 16;
   b.prefill.push_back({.tokens = tokens, .context_tokens = 0, .emits_token = true});
-  return rounded(b);
+  return iteration_ns(h200_llama3(), b);
 }
 
 // One decode step of a lone request whose KV covers `context` tokens.
@@ -48,7 +45,48 @@ SimTime decode_ns(int64_t context) {
   b.block_tokens = 16;
   b.decode_seqs = 1;
   b.decode_context_tokens = context;
-  return rounded(b);
+  return iteration_ns(h200_llama3(), b);
+}
+
+// The KV transfer of a `tokens`-token prompt of llama-3-8b over a link of `gb_per_s` GB/s and
+// 50 us latency: 50e-6 + tokens x kv_bytes_per_token / (gb_per_s x 1e9) s, in whole nanoseconds.
+SimTime transfer_ns(int64_t tokens, int gb_per_s) {
+  const int64_t kv_bytes = Catalog::builtin().model("llama-3-8b").kv_bytes_per_token();
+  return seconds_to_sim(50e-6 + static_cast<double>(tokens) * kv_bytes / (gb_per_s * 1e9));
+}
+
+// The runs worked out by hand below: one prefill and one decode H200 replica of llama-3-8b, a
+// link with 50 us latency, fixed arrivals of 1,000-token prompts from t = 0.
+struct DisaggRun {
+  const char* name;
+  int gb_per_s;  // the link's bandwidth
+  int rate;      // arrivals per second
+  int max_requests;
+  int output_tokens;
+  // What each replica's entry adds to its name, count and role (e.g. its own engine section).
+  const char* prefill_extra = "";
+  const char* decode_extra = "";
+};
+
+RunResult run_disagg(const DisaggRun& d) {
+  return run_yaml(fmt::format(R"(
+name: {}
+model: llama-3-8b
+gpu: h200
+cluster:
+  replicas:
+    - {{name: p, count: 1, role: prefill{}}}
+    - {{name: d, count: 1, role: decode{}}}
+  kv_transfer: {{gb_per_s: {}, latency_us: 50}}
+workload:
+  arrivals: {{type: fixed, rate: {}}}
+  max_requests: {}
+  prompt_tokens: 1000
+  output_tokens: {}
+policies: [{{name: pd, guards: []}}]
+)",
+                              d.name, d.prefill_extra, d.decode_extra, d.gb_per_s, d.rate,
+                              d.max_requests, d.output_tokens));
 }
 
 }  // namespace
@@ -62,22 +100,8 @@ SimTime decode_ns(int64_t context) {
 //   E2E = TTFT + transfer + the three steps, to the nanosecond.
 TEST_CASE("a disaggregated request's TTFT and E2E are prefill + transfer + decode steps",
           "[engine][cluster][disagg]") {
-  const RunResult r = run_yaml(R"(
-name: disagg
-model: llama-3-8b
-gpu: h200
-cluster:
-  replicas:
-    - {name: p, count: 1, role: prefill}
-    - {name: d, count: 1, role: decode}
-  kv_transfer: {gb_per_s: 10, latency_us: 50}
-workload:
-  arrivals: {type: fixed, rate: 1}
-  max_requests: 1
-  prompt_tokens: 1000
-  output_tokens: 4
-policies: [{name: pd, guards: []}]
-)");
+  const RunResult r =
+      run_disagg({.name = "disagg", .gb_per_s = 10, .rate = 1, .max_requests = 1, .output_tokens = 4});
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
   CHECK(p.requests_total == 1);
@@ -85,7 +109,7 @@ policies: [{name: pd, guards: []}]
   const int64_t kv_bytes = Catalog::builtin().model("llama-3-8b").kv_bytes_per_token();
   CHECK(kv_bytes == 131072);
   const SimTime ttft = prefill_ns(1000);
-  const SimTime transfer = seconds_to_sim(50e-6 + 1000.0 * kv_bytes / 10e9);
+  const SimTime transfer = transfer_ns(1000, 10);
   const SimTime e2e = ttft + transfer + decode_ns(1001) + decode_ns(1002) + decode_ns(1003);
   CHECK(p.ttft.mean == Approx(sim_to_seconds(ttft)).epsilon(1e-12));
   CHECK(p.e2e.mean == Approx(sim_to_seconds(e2e)).epsilon(1e-12));
@@ -106,13 +130,7 @@ TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][
                              "\n" + extra +
                              "workload: {arrivals: {type: fixed, rate: 1}, max_requests: 1, "
                              "prompt_tokens: 10, output_tokens: 2}\npolicies: [{name: x, guards: []}]\n";
-    try {
-      const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "bad.yaml"), Catalog::builtin());
-      prepare_scenario(s, RunOptions{});
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return prepare_error(yaml);
   };
   CHECK_THAT(error_of("[{name: p, role: prefill}]"),
              Catch::Contains("bad.yaml:5:13") && Catch::Contains("`decode` or `mixed`"));
@@ -139,28 +157,13 @@ TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][
 // So TTFT(A) = P, TTFT(B) = 2P - 1 ms; E2E(A) = P + X + D3, E2E(B) = P + 2X + D3 - 1 ms;
 // transfer times X and X; waits (first token to transfer start) 0 and P + X - 2P = X - P.
 TEST_CASE("transfers from one prefill replica queue on its link", "[engine][cluster][disagg]") {
-  const RunResult r = run_yaml(R"(
-name: link
-model: llama-3-8b
-gpu: h200
-cluster:
-  replicas:
-    - {name: p, count: 1, role: prefill}
-    - {name: d, count: 1, role: decode}
-  kv_transfer: {gb_per_s: 1, latency_us: 50}
-workload:
-  arrivals: {type: fixed, rate: 1000}
-  max_requests: 2
-  prompt_tokens: 1000
-  output_tokens: 4
-policies: [{name: pd, guards: []}]
-)");
+  const RunResult r =
+      run_disagg({.name = "link", .gb_per_s = 1, .rate = 1000, .max_requests = 2, .output_tokens = 4});
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
   CHECK(count(p, Outcome::kCompleted) == 2);
-  const int64_t kv_bytes = Catalog::builtin().model("llama-3-8b").kv_bytes_per_token();
   const double P = sim_to_seconds(prefill_ns(1000));
-  const double X = sim_to_seconds(seconds_to_sim(50e-6 + 1000.0 * kv_bytes / 1e9));
+  const double X = sim_to_seconds(transfer_ns(1000, 1));
   CHECK(X == Approx(0.131122).epsilon(1e-12));
   const double D3 = sim_to_seconds(decode_ns(1001) + decode_ns(1002) + decode_ns(1003));
   REQUIRE(2 * P < P + X);       // B's first token comes while A's transfer runs
@@ -198,28 +201,15 @@ policies: [{name: pd, guards: []}]
 // C P + 3X + 3D - 2 ms. Waits: A 0, B X + D - P, C X + 2D - P.
 TEST_CASE("a full decode pool holds requests and their KV on the prefill replica",
           "[engine][cluster][disagg]") {
-  const RunResult r = run_yaml(R"(
-name: backpressure
-model: llama-3-8b
-gpu: h200
-cluster:
-  replicas:
-    - {name: p, count: 1, role: prefill, engine: {kv: {type: paged, block_size: 16, num_blocks: 126}}}
-    - {name: d, count: 1, role: decode, engine: {kv: {type: paged, block_size: 16, num_blocks: 70}}}
-  kv_transfer: {gb_per_s: 1, latency_us: 50}
-workload:
-  arrivals: {type: fixed, rate: 1000}
-  max_requests: 3
-  prompt_tokens: 1000
-  output_tokens: 20
-policies: [{name: pd, guards: []}]
-)");
+  const RunResult r = run_disagg(
+      {.name = "backpressure", .gb_per_s = 1, .rate = 1000, .max_requests = 3, .output_tokens = 20,
+       .prefill_extra = ", engine: {kv: {type: paged, block_size: 16, num_blocks: 126}}",
+       .decode_extra = ", engine: {kv: {type: paged, block_size: 16, num_blocks: 70}}"});
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
   CHECK(count(p, Outcome::kCompleted) == 3);
-  const int64_t kv_bytes = Catalog::builtin().model("llama-3-8b").kv_bytes_per_token();
   const double P = sim_to_seconds(prefill_ns(1000));
-  const double X = sim_to_seconds(seconds_to_sim(50e-6 + 1000.0 * kv_bytes / 1e9));
+  const double X = sim_to_seconds(transfer_ns(1000, 1));
   SimTime d_ns = 0;
   for (int64_t c = 1001; c <= 1019; ++c) d_ns += decode_ns(c);
   const double D = sim_to_seconds(d_ns);

@@ -1,5 +1,6 @@
-// Helpers of the engine tests: run a scenario given as YAML text, count outcomes, an
-// iteration's time as the engine takes it, a fresh temporary folder, a result file's bytes.
+// Helpers of the engine tests: run a scenario given as YAML text, the input error of one,
+// count outcomes, an iteration's time as the engine takes it, a fresh temporary folder, a result
+// file's bytes.
 #pragma once
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.h"
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
 #include "sim/config/scenario.h"
@@ -26,6 +28,19 @@ inline RunResult run_yaml(const std::string& yaml, bool check = true) {
   o.check_invariants = check;
   o.sample_interval_s = 0.5;
   return run_scenario(s, o);
+}
+
+// The message of the InputError that loading and preparing a scenario given as YAML text (named
+// bad.yaml) raises, or "no error". Preparing builds every policy's engine and the cluster, so it
+// finds what loading alone does not.
+inline std::string prepare_error(const std::string& yaml) {
+  try {
+    const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "bad.yaml"), Catalog::builtin());
+    prepare_scenario(s, RunOptions{});
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
 }
 
 inline int64_t count(const PolicySummary& p, Outcome o) { return p.outcomes[outcome_index(o)]; }

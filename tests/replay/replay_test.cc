@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -67,6 +68,11 @@ class ModeledClock : public IterationClock {
   double seconds(const ClockBatch& b) override { return b.modeled->seconds; }
 };
 
+// A clock maker (ReplayOptions::clock_override) giving every replica the modeled clock.
+std::unique_ptr<IterationClock> modeled_clock(const ForwardSetup&) {
+  return std::make_unique<ModeledClock>();
+}
+
 // Records every batch and release, in order; times: 1 ms for an iteration with a prefill chunk,
 // 0.5 ms for a decode-only one (or the modeled time).
 struct Event {
@@ -93,6 +99,26 @@ class RecordingFakeClock : public IterationClock {
   std::vector<Event>& log_;
   bool modeled_;
 };
+
+// A plain run (`kvsim run`) of the scenario file, its result files in `out`: what a replay on the
+// modeled clock must reproduce.
+RunResult run_plain(const fs::path& scenario, const fs::path& out) {
+  RunOptions plain;
+  plain.out_dir = out.string();
+  return run_scenario(load_scenario_file(scenario, Catalog::builtin()), plain);
+}
+
+// A replay of the scenario file into `out`, quiet, on the clocks `make_clock` makes (one per
+// replica, in build order) instead of a backend's.
+ReplayOptions quiet_replay(const fs::path& scenario, const fs::path& out,
+                           decltype(ReplayOptions::clock_override) make_clock) {
+  ReplayOptions o;
+  o.scenario = scenario;
+  o.out_dir = out;
+  o.quiet = true;
+  o.clock_override = std::move(make_clock);
+  return o;
+}
 
 struct Cli {
   int exit_code = -1;
@@ -158,20 +184,12 @@ TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's resu
   const fs::path scenario = write_scenario(dir, variants_scenario());
   const fs::path shipped = fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml";
 
-  const Scenario s = load_scenario_file(scenario, Catalog::builtin());
-  RunOptions plain;
-  plain.out_dir = (dir / "plain").string();
-  const RunResult r = run_scenario(s, plain);
+  const RunResult r = run_plain(scenario, dir / "plain");
   REQUIRE(r.policies.size() == 4);
   REQUIRE(r.policies[1].preemptions > 0);  // the tight pool preempts by recompute
   REQUIRE(r.policies[2].preemptions > 0);  // and by swap
 
-  ReplayOptions o;
-  o.scenario = scenario;
-  o.out_dir = dir / "replay";
-  o.quiet = true;
-  o.clock_override = [](const ForwardSetup&) { return std::make_unique<ModeledClock>(); };
-  run_replay(o);
+  run_replay(quiet_replay(scenario, dir / "replay", modeled_clock));
 
   for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
     INFO(f);
@@ -201,12 +219,8 @@ TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's resu
   CHECK(n > 0);
 
   // The shipped scenario as it is, the same way.
-  RunOptions shipped_plain;
-  shipped_plain.out_dir = (dir / "shipped-plain").string();
-  run_scenario(load_scenario_file(shipped, Catalog::builtin()), shipped_plain);
-  o.scenario = shipped;
-  o.out_dir = dir / "shipped-replay";
-  run_replay(o);
+  run_plain(shipped, dir / "shipped-plain");
+  run_replay(quiet_replay(shipped, dir / "shipped-replay", modeled_clock));
   for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
     INFO(f);
     CHECK(slurp(dir / "shipped-plain" / f) == slurp(dir / "shipped-replay" / f));
@@ -238,21 +252,13 @@ workload:
   max_requests: 20
 policies: [{name: rr, guards: []}]
 )");
-  const Scenario s = load_scenario_file(scenario, Catalog::builtin());
-  RunOptions plain;
-  plain.out_dir = (dir / "plain").string();
-  run_scenario(s, plain);
+  run_plain(scenario, dir / "plain");
   int clocks = 0;
-  ReplayOptions o;
-  o.scenario = scenario;
-  o.out_dir = dir / "replay";
-  o.quiet = true;
-  o.clock_override = [&](const ForwardSetup& f) {
+  run_replay(quiet_replay(scenario, dir / "replay", [&](const ForwardSetup& f) {
     ++clocks;
     CHECK(f.num_blocks == 128);
     return std::make_unique<ModeledClock>();
-  };
-  run_replay(o);
+  }));
   CHECK(clocks == 2);
   for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
     INFO(f);
@@ -309,17 +315,13 @@ policies: [{name: one, guards: []}]
 )");
   std::vector<Event> log;
   ForwardSetup seen;
-  ReplayOptions o;
-  o.scenario = scenario;
-  o.out_dir = dir / "out";
-  o.quiet = true;
+  ReplayOptions o = quiet_replay(scenario, dir / "out", [&](const ForwardSetup& f) {
+    seen = f;
+    return std::make_unique<RecordingFakeClock>(log, false);
+  });
   o.repeats = 3;
   o.threads = 2;
   o.seed = 9;
-  o.clock_override = [&](const ForwardSetup& f) {
-    seen = f;
-    return std::make_unique<RecordingFakeClock>(log, false);
-  };
   run_replay(o);
 
   // The forward pass the clock would be built from: the pool's model and blocks, the options.
@@ -377,16 +379,11 @@ TEST_CASE("release calls under preemption: once per drop, never twice without a 
   const fs::path dir = fresh_dir("release");
   const fs::path scenario = write_scenario(dir, variants_scenario());
   std::vector<std::vector<Event>> logs;
-  ReplayOptions o;
-  o.scenario = scenario;
-  o.out_dir = dir / "out";
-  o.quiet = true;
   logs.reserve(8);
-  o.clock_override = [&](const ForwardSetup&) {
+  run_replay(quiet_replay(scenario, dir / "out", [&](const ForwardSetup&) {
     logs.emplace_back();
     return std::make_unique<RecordingFakeClock>(logs.back(), true);
-  };
-  run_replay(o);
+  }));
   const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
   REQUIRE(logs.size() == 4);
   for (size_t p = 0; p < logs.size(); ++p) {
@@ -453,12 +450,8 @@ policies:
 )",
                                                             cpu.string()));
   auto replay = [&](const fs::path& out, const fs::path& profile) {
-    ReplayOptions o;
-    o.scenario = scenario;
-    o.out_dir = out;
+    ReplayOptions o = quiet_replay(scenario, out, modeled_clock);
     o.profile = profile;
-    o.quiet = true;
-    o.clock_override = [](const ForwardSetup&) { return std::make_unique<ModeledClock>(); };
     run_replay(o);
   };
   replay(dir / "with", h100);
@@ -505,21 +498,13 @@ workload:
   max_requests: 40
 policies: [{name: pd, guards: []}]
 )");
-  const Scenario s = load_scenario_file(scenario, Catalog::builtin());
-  RunOptions plain;
-  plain.out_dir = (dir / "plain").string();
-  run_scenario(s, plain);
+  run_plain(scenario, dir / "plain");
   std::vector<std::vector<Event>> logs;
   logs.reserve(4);
-  ReplayOptions o;
-  o.scenario = scenario;
-  o.out_dir = dir / "replay";
-  o.quiet = true;
-  o.clock_override = [&](const ForwardSetup&) {
+  run_replay(quiet_replay(scenario, dir / "replay", [&](const ForwardSetup&) {
     logs.emplace_back();
     return std::make_unique<RecordingFakeClock>(logs.back(), true);
-  };
-  run_replay(o);
+  }));
   for (const char* f : {"summary.csv", "requests.csv", "timeseries.csv"}) {
     INFO(f);
     CHECK(slurp(dir / "plain" / f) == slurp(dir / "replay" / f));
