@@ -147,6 +147,14 @@ class DeferredGrowth {
   virtual int64_t open_long(RequestId request) { return open(request); }
   // `n` tokens that each start a new full block of some open long window (Requires: n <= free).
   virtual void add_crossings(int64_t n) { (void)n; }
+  // Whether each crossing of `request`'s open long window also frees one block from its front
+  // (a sliding window's steady state): those are reported with add_swaps() instead, each a
+  // block taken and one freed.
+  virtual bool long_window_swaps(RequestId request) const {
+    (void)request;
+    return false;
+  }
+  virtual void add_swaps(int64_t n) { (void)n; }
   // The usage() this store would report after add_crossings(crossings) and add(tokens -
   // crossings), without making them: the fast-forward records a quiet run's states from it
   // (each step's growth, summed). nullopt where the store cannot say.

@@ -386,11 +386,26 @@ int64_t PagedStore::open(RequestId request) {
   return r.window;
 }
 
+bool PagedStore::crossings_swap(const Req& r) const {
+  if (sliding_window_ == 0 || prefix_caching_) return false;
+  // Its first crossing's target (a new block's first token) is after r.tokens; a growth to T
+  // frees blocks_to_skip(r, T - 1), which grows by one each block later.
+  const int64_t first = ceil_div(r.tokens, block_tokens_) * block_tokens_ + 1;
+  return blocks_to_skip(r, first - 1) == 1;
+}
+
+bool PagedStore::long_window_swaps(RequestId request) const {
+  const Req* r = find(request);
+  KVSIM_CHECK(r != nullptr && r->window >= 0, "long_window_swaps: request {} has no open window",
+              request);
+  return crossings_swap(*r);
+}
+
 int64_t PagedStore::open_long(RequestId request) {
   KVSIM_CHECK(crossings_in_aggregate(), "open_long: blocks are not counted in aggregate here");
   Req& r = held(request, "open_long");
   int64_t end = r.max_total;
-  if (sliding_window_ > 0) {
+  if (sliding_window_ > 0 && !crossings_swap(r)) {
     // Growth to a target T with r.tokens = T - 1 frees floor((T - window) / block) - skipped
     // leading blocks (blocks_to_skip): some once T >= window + block (skipped + 1). The window
     // stops before the first crossing (T = 1 modulo the block, a new block's first token) that
@@ -426,6 +441,19 @@ void PagedStore::add_crossings(int64_t n) {
   grow_totals(n, n);
 }
 
+void PagedStore::add_swaps(int64_t n) {
+  // Each is grow_req's step for a token that starts a new block and frees the request's oldest
+  // (full) one: add_crossings' block, and one back on the free list with its tokens.
+  KVSIM_CHECK(n >= 0 && !prefix_caching_, "{} block swaps (prefix caching: {})", n, prefix_caching_);
+  crossed_blocks_ += n;
+  swapped_blocks_ += n;
+  deferred_tokens_ += n;
+  window_freed_ += n;
+  grow_totals(n, n);
+  free_count_ += n;
+  live_tokens_ -= n * block_tokens_;
+}
+
 void PagedStore::grow_totals(int64_t tokens, int64_t crossings) {
   GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
   grow_totals(g, tokens, crossings, block_tokens_);
@@ -457,16 +485,24 @@ void PagedStore::settle(RequestId request, int64_t tokens) {
               "request {}: settling {} deferred tokens ({} outstanding) in a window of {}", request,
               tokens, deferred_tokens_, r->window);
   r->window = -1;
-  // live and reservation already moved in add() and add_crossings(); the request's own figures
-  // catch up, with the blocks its tokens crossed into (a long window's).
+  // live and reservation already moved in add(), add_crossings() and add_swaps(); the request's
+  // own figures catch up, with the blocks its tokens crossed into (a long window's), each of
+  // which freed its oldest block if its crossings swap.
   const int64_t cap = span_tokens(*r);  // its blocks' end before them
+  const bool swaps = crossings_swap(*r);  // as when its window opened: the same state
   r->tokens += tokens;
   const int64_t crossed = ceil_div(r->tokens, block_tokens_) - r->skipped - r->held;
   if (crossed > 0) {
-    KVSIM_CHECK(crossed <= crossed_blocks_, "request {}: settling {} crossed blocks, {} taken",
-                request, crossed, crossed_blocks_);
-    r->held += crossed;
+    KVSIM_CHECK(crossed <= crossed_blocks_ && (!swaps || crossed <= swapped_blocks_),
+                "request {}: settling {} crossed blocks, {} taken, {} swapped", request, crossed,
+                crossed_blocks_, swapped_blocks_);
     crossed_blocks_ -= crossed;
+    if (swaps) {
+      r->skipped += crossed;
+      swapped_blocks_ -= crossed;
+    } else {
+      r->held += crossed;
+    }
   }
   if (prefix_caching_) {
     // Its last block's room first, then the crossed blocks in order, as grow_blocks fills them.
@@ -507,8 +543,8 @@ KvUsage PagedStore::usage_of(const GrowthTotals& g) const {
 
 void PagedStore::check_invariants() const {
   KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
-  KVSIM_CHECK(crossed_blocks_ == 0 && crossed_ids_.empty(), "{} crossed blocks not settled",
-              crossed_blocks_);
+  KVSIM_CHECK(crossed_blocks_ == 0 && swapped_blocks_ == 0 && crossed_ids_.empty(),
+              "{} crossed blocks not settled", crossed_blocks_);
   int64_t reservation = 0, internal = 0;
   int64_t held = 0, used = 0, live = 0;
   for (const Req& r : slots_) {

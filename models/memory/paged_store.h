@@ -79,6 +79,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   bool crossings_in_aggregate() const override { return true; }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
+  bool long_window_swaps(RequestId request) const override;
+  void add_swaps(int64_t n) override;
   std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const override;
 
   int64_t block_bytes() const { return block_bytes_; }
@@ -118,6 +120,10 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Of the first n blocks of `r`, those its freeing returns to the free list: all n, but for
   // blocks another request shares (prefix caching).
   int64_t skip_frees(const Req& r, int64_t n) const;
+  // Whether every crossing of a long window opened from r's state frees exactly one leading
+  // block: the first does (with a sliding window, past it by a block), and each later one then
+  // too. Not with prefix caching (a freed block may stay shared or keep its prefix).
+  bool crossings_swap(const Req& r) const;
   // Frees `r`'s first n blocks (full ones; shared ones stay held by their other owners).
   void skip_window_blocks(Req& r, int64_t n);
   // Blocks of the prompt `prefix` describes that can be keyed: those that end inside the prompt
@@ -203,6 +209,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t prefix_hits_ = 0;
   int64_t deferred_tokens_ = 0;
   int64_t crossed_blocks_ = 0;      // taken by add_crossings(), not yet attributed by settle()
+  int64_t swapped_blocks_ = 0;      // of those, by add_swaps(): as many freed, not yet attributed
   std::deque<int32_t> crossed_ids_;  // with prefix caching: those blocks, oldest first
   // The totals add() and add_crossings() move: `tokens` deferred tokens become live, `crossings`
   // of them each in a new block (off the free list) whose other tokens are reservation. One

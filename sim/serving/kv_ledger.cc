@@ -11,6 +11,7 @@ AllocResult KvLedger::grow_decode(RequestState& r, int64_t target, bool long_win
     r.kv_tokens = pool_.kv().tokens(id);
     r.kv_room = long_window ? deferral_->open_long(id) : deferral_->open(id);
     r.kv_long = long_window;
+    r.kv_swaps = long_window && deferral_->long_window_swaps(id);
   }
   return a;
 }

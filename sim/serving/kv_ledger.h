@@ -63,6 +63,11 @@ class KvLedger {
     report();
     if (n > 0) deferral_->add_crossings(n);
   }
+  // `n` such tokens of windows whose crossings also free a block each (RequestState::kv_swaps).
+  void add_swaps(int64_t n) {
+    report();
+    if (n > 0) deferral_->add_swaps(n);
+  }
   int64_t block_tokens() const {
     const PagedBlocks* paged = pool_.kv().paged();
     return paged != nullptr ? paged->block_tokens() : 0;
@@ -82,6 +87,7 @@ class KvLedger {
   static void forget(RequestState& r) {
     r.kv_tokens = r.kv_room = 0;
     r.kv_long = false;
+    r.kv_swaps = false;
   }
   // Settles and frees r's KV; returns the tokens it held. Requires: r holds KV.
   int64_t release(RequestState& r);

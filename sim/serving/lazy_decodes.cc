@@ -32,14 +32,18 @@ int64_t LazyDecodes::steps_before_due(int64_t max) const {
   return max;
 }
 
-void LazyDecodes::crossers_ahead(std::vector<int64_t>& period) const {
-  period.clear();
+void LazyDecodes::crossers_ahead(std::vector<int64_t>& crossers, std::vector<int64_t>& swappers) const {
+  crossers.clear();
+  swappers.clear();
   if (bt_ == 0) {
-    period.push_back(0);
+    crossers.push_back(0);
+    swappers.push_back(0);
     return;
   }
   for (int64_t i = 1; i <= bt_; ++i) {
-    period.push_back(static_cast<int64_t>(classes_[static_cast<size_t>((step_ + i) % bt_)].size()));
+    const auto at = static_cast<size_t>((step_ + i) % bt_);
+    crossers.push_back(static_cast<int64_t>(classes_[at].size()));
+    swappers.push_back(static_cast<int64_t>(swap_classes_[at].size()));
   }
 }
 
@@ -57,13 +61,15 @@ void LazyDecodes::set_block_tokens(int64_t bt) {
   KVSIM_CHECK(n_ == 0, "block crossings switched with members");
   bt_ = bt;
   classes_.assign(static_cast<size_t>(std::max<int64_t>(bt, 0)), {});
+  swap_classes_.assign(static_cast<size_t>(std::max<int64_t>(bt, 0)), {});
 }
 
 void LazyDecodes::join_class(RequestState& r) {
   // Its plan target at step s is kv_tokens + (s - lazy_sync); a new block starts at targets
   // 1 modulo bt.
   const int64_t rho = ((1 - r.kv_tokens + r.lazy_sync) % bt_ + bt_) % bt_;
-  std::vector<int32_t>& c = classes_[static_cast<size_t>(rho)];
+  r.lazy_class_swaps = r.kv_swaps;
+  std::vector<int32_t>& c = (r.kv_swaps ? swap_classes_ : classes_)[static_cast<size_t>(rho)];
   r.lazy_class = static_cast<int32_t>(rho);
   r.lazy_class_pos = static_cast<int32_t>(c.size());
   c.push_back(r.lazy_slot);
@@ -71,7 +77,8 @@ void LazyDecodes::join_class(RequestState& r) {
 
 void LazyDecodes::leave_class(RequestState& r) {
   if (r.lazy_class < 0) return;
-  std::vector<int32_t>& c = classes_[static_cast<size_t>(r.lazy_class)];
+  std::vector<int32_t>& c =
+      (r.lazy_class_swaps ? swap_classes_ : classes_)[static_cast<size_t>(r.lazy_class)];
   const auto pos = static_cast<size_t>(r.lazy_class_pos);
   c[pos] = c.back();
   slots_[static_cast<size_t>(c[pos])].r->lazy_class_pos = static_cast<int32_t>(pos);
@@ -108,11 +115,13 @@ void LazyDecodes::push_due(RequestState& r) {
 }
 
 void LazyDecodes::take_crossers(std::vector<RequestState*>& due) {
-  std::vector<int32_t>& c = classes_[static_cast<size_t>((step_ + 1) % bt_)];
-  while (!c.empty()) {
-    RequestState* r = slots_[static_cast<size_t>(c.back())].r;
-    leave_class(*r);
-    due.push_back(r);
+  for (auto* classes : {&classes_, &swap_classes_}) {
+    std::vector<int32_t>& c = (*classes)[static_cast<size_t>((step_ + 1) % bt_)];
+    while (!c.empty()) {
+      RequestState* r = slots_[static_cast<size_t>(c.back())].r;
+      leave_class(*r);
+      due.push_back(r);
+    }
   }
   std::sort(due.begin(), due.end(),
             [](const RequestState* a, const RequestState* b) { return a->run_seq < b->run_seq; });
@@ -225,9 +234,10 @@ void LazyDecodes::walk_at(RequestState& r) {
   walk_pos_ = r.run_seq;
 }
 
-void LazyDecodes::end_walk(KvLedger& ledger, int64_t crossers) {
+void LazyDecodes::end_walk(KvLedger& ledger, int64_t crossers, int64_t swappers) {
   ledger.add_crossings(crossers);
-  ledger.defer_many(n_ - planned_ - crossers);
+  ledger.add_swaps(swappers);
+  ledger.defer_many(n_ - planned_ - crossers - swappers);
   walk_pos_ = kWalkDone;
 }
 

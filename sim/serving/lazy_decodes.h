@@ -80,20 +80,21 @@ class LazyDecodes {
   void set_block_tokens(int64_t bt);
   bool long_windows() const { return bt_ > 0; }
   // The members whose targets cross into a new (full) block at step step() + 1, counted in
-  // aggregate (none are in a due list).
-  int64_t crossers() const {
-    return bt_ > 0 ? static_cast<int64_t>(classes_[static_cast<size_t>((step_ + 1) % bt_)].size()) : 0;
-  }
-  // Moves those crossers into `due` (for an explicit walk), keeping it in running order.
+  // aggregate (none are in a due list): those that take a block (crossers()), and those whose
+  // crossing also frees one (swappers(): a sliding window's steady state, kv_swaps), which
+  // need no free block.
+  int64_t crossers() const { return class_size(classes_); }
+  int64_t swappers() const { return class_size(swap_classes_); }
+  // Moves both kinds into `due` (for an explicit walk), keeping it in running order.
   void take_crossers(std::vector<RequestState*>& due);
   // Looking ahead from step() + 1, for a run of quiet steps (no division per step):
   //   - how many steps come before the first at which some member may be due (an entry of a
   //     member that has left counts until its step passes), counting at most `max`;
-  //   - the crossers counted in aggregate at steps step() + 1, step() + 2, ..., one block size's
-  //     period of them (one 0 without crossings in aggregate), as crossers() will count them
-  //     then if no member joins or leaves a class before.
+  //   - the crossers and swappers counted in aggregate at steps step() + 1, step() + 2, ...,
+  //     one block size's period of each (one 0 without crossings in aggregate), as crossers()
+  //     and swappers() will count them then if no member joins or leaves a class before.
   int64_t steps_before_due(int64_t max) const;
-  void crossers_ahead(std::vector<int64_t>& period) const;
+  void crossers_ahead(std::vector<int64_t>& crossers, std::vector<int64_t>& swappers) const;
   // `k` quiet steps at once: steps at which no member is due, none completes and none joins,
   // whose plans would each be take_due (empty), begin_walk, end_walk and commit. The caller
   // gives the ledger what their end_walks would (the crossings and the other tokens, summed).
@@ -102,8 +103,9 @@ class LazyDecodes {
   void walk_at(RequestState& r);
   // A due member was grown for the step (it is now a member whose figures include it).
   void grown(RequestState& r) { r.lazy_planned = true; ++planned_; }
-  // `crossers`: the step's crossers counted in aggregate (crossers() when not taken).
-  void end_walk(KvLedger& ledger, int64_t crossers);
+  // `crossers`, `swappers`: the step's counted in aggregate (crossers() and swappers() when not
+  // taken).
+  void end_walk(KvLedger& ledger, int64_t crossers, int64_t swappers);
   // The step ran: counts it, and gives the grown members their token. `grown`: those members
   // (the plan's explicit decodes; others are skipped).
   void commit(const std::vector<RequestState*>& grown);
@@ -175,7 +177,11 @@ class LazyDecodes {
   std::vector<Entry> caps_;
   void reach_caps();
   int64_t bt_ = 0;
-  std::vector<std::vector<int32_t>> classes_;  // slots by crossing residue, bt_ of them
+  std::vector<std::vector<int32_t>> classes_;       // slots by crossing residue, bt_ of them
+  std::vector<std::vector<int32_t>> swap_classes_;  // the same for swapping windows
+  int64_t class_size(const std::vector<std::vector<int32_t>>& c) const {
+    return bt_ > 0 ? static_cast<int64_t>(c[static_cast<size_t>((step_ + 1) % bt_)].size()) : 0;
+  }
   std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)
 };
 

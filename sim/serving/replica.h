@@ -177,6 +177,7 @@ class Replica {
   std::vector<SimTime> ff_durations_;                 // a quiet run's step durations
   std::vector<int64_t> ff_crossed_;                   // its blocks crossed by each step's end
   std::vector<int64_t> ff_crossers_ahead_;            // crossers by step, one period
+  std::vector<int64_t> ff_swappers_ahead_;            // swappers by step, one period
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions
   std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
   bool busy_ = false;

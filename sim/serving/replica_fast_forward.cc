@@ -73,7 +73,9 @@ bool Replica::fast_forward_stretch() {
     const bool in_flight = end >= horizon;  // an event comes before its end
     // The members due at the ledger; each needs at most one new block (it holds every token up
     // to the last step's).
-    const int64_t window_freed = paged.window_freed_blocks();
+    // Blocks freed so far as they left sliding windows, and this step's swaps (each a block
+    // freed and one taken: free blocks do not grow).
+    const int64_t window_freed = paged.window_freed_blocks() + lazy.swappers();
     lazy.take_due(due);
     if (!due_frees_keep_blocked(due) ||
         static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
@@ -207,7 +209,8 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   most = lazy.steps_before_due(most);
   if (most < kMinQuietSteps) return 0;
   std::vector<int64_t>& period = ff_crossers_ahead_;
-  lazy.crossers_ahead(period);
+  std::vector<int64_t>& swap_period = ff_swappers_ahead_;
+  lazy.crossers_ahead(period, swap_period);
   std::vector<SimTime>& durations = ff_durations_;
   std::vector<int64_t>& crossed = ff_crossed_;
   durations.resize(static_cast<size_t>(most));
@@ -221,6 +224,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   for (; steps < most; ++steps, duration.next()) {
     const SimTime d = duration.ns();
     if (end + d >= horizon) break;  // in flight when the next event comes
+    // A swap moves other figures than a crossing (a full block's tokens leave): recorded one
+    // by one, in the stretch's loop.
+    if (swap_period[phase] > 0) break;
     const int64_t c = period[phase];
     if (++phase == period.size()) phase = 0;
     if (blocks + c > free) break;  // a crosser might find no block: an explicit walk

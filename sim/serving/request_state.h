@@ -71,6 +71,7 @@ struct RequestState {
   int64_t kv_room = 0;      // more tokens it may gain by deferral (0: the next goes to the store)
   int64_t kv_deferred = 0;  // tokens gained by deferral and not yet settled with the store
   bool kv_long = false;     // the window runs across blocks (DeferredGrowth::open_long)
+  bool kv_swaps = false;    // and each of its crossings frees a block (long_window_swaps)
   // Order in the running batch: a number given each time it enters it (admission, swap-in,
   // transfer), increasing, so running order is run_seq order.
   int64_t run_seq = 0;
@@ -81,6 +82,7 @@ struct RequestState {
   bool lazy_planned = false;
   int32_t lazy_slot = -1;  // its slot in the aggregate's member table
   int32_t lazy_class = -1;      // its crossing class (long window), -1: none
+  bool lazy_class_swaps = false;  // in the swapping classes (kv_swaps when it joined)
   int32_t lazy_due_tag = 0;     // its due entry's tag: a newer entry supersedes older ones
   int32_t lazy_class_pos = -1;  // its place in that class
 

@@ -240,13 +240,14 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
   // one block (it holds every token up to the last step's): when the crossers might not all find
   // one beside them, they join the explicit walk, so that a shortage preempts where stepping's
   // walk does.
-  int64_t crossers = lazy_.crossers();
+  // Swappers (a sliding window's steady crossings: a block taken and one freed) need none.
+  int64_t crossers = lazy_.crossers(), swappers = lazy_.swappers();
   const std::vector<RequestState*>* walk = &due;
   if (crossers > 0 && crossers + static_cast<int64_t>(due.size()) > pool_.kv().paged()->free_blocks()) {
     due_all_.assign(due.begin(), due.end());
     lazy_.take_crossers(due_all_);
     walk = &due_all_;
-    crossers = 0;
+    crossers = swappers = 0;
   }
   lazy_.begin_walk();
   for (RequestState* rp : *walk) {
@@ -283,7 +284,7 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
       if (victim == rp) break;
     }
   }
-  lazy_.end_walk(ledger_, crossers);
+  lazy_.end_walk(ledger_, crossers, swappers);
   it.decode_seqs = lazy_.size();
   it.decode_context = lazy_.attended_sum();
   it.running_prefills = static_cast<int64_t>(prefilling_.size());

@@ -181,7 +181,7 @@ TEST_CASE("prefix caching with a sliding window: freed shared blocks stay with t
 }
 
 TEST_CASE("a long deferral window under a sliding window ends before the first growth that frees "
-          "blocks; window_frees says how many that growth frees",
+          "blocks, or swaps a block at each crossing past it; window_frees says how many a growth frees",
           "[memory][paged][window][fast_forward]") {
   // Mistral-7B (window 4,096), 16-token blocks, 1,000 in the pool. A growth to T tokens (from
   // T - 1) frees floor((T - 4,096) / 16) - skipped leading blocks (blocks_to_skip): some once
@@ -213,11 +213,28 @@ TEST_CASE("a long deferral window under a sliding window ends before the first g
   REQUIRE(s.grow(1, 4113));
   CHECK(s.window_freed_blocks() == 1);
   CHECK(s.held_blocks(1) == 257);
-  // From there every crossing frees one, so the next long window ends at the block's end,
-  // 4,128, before the growth to 4,129 (floor(33 / 16) - 1 = 1): room 15.
+  // From there every crossing frees one block and takes one (4,129: floor(33 / 16) - 1 = 1; each
+  // later one a block further): a swapping window, which runs to the request's end, 5,000
+  // (room 887). Up to 4,992 its 54 crossings (4,129 .. 4,977) go to add_swaps, and free blocks
+  // stay at 743. (The crossing to 4,993 starts its last block, which ends past 5,000: the engine
+  // settles before it and grows as usual.)
   CHECK(s.window_frees(1, 4129) == 1);
-  CHECK(s.open_long(1) == 15);
-  s.settle(1, 0);
+  CHECK(s.open_long(1) == 887);
+  CHECK(s.long_window_swaps(1));
+  for (int64_t target = 4114; target <= 4992; ++target) {
+    if (target % 16 == 1) {
+      s.add_swaps(1);
+    } else {
+      s.add(1);
+    }
+    REQUIRE(s.free_blocks() == 743);
+  }
+  s.settle(1, 4992 - 4113);
+  // As stepping leaves it: the growth to 4,977 (from 4,976) left floor(881 / 16) = 55 blocks
+  // freed; ceil(4,992 / 16) - 55 = 257 held; 4,992 - 55 x 16 = 4,112 tokens live.
+  CHECK(s.window_freed_blocks() == 55);
+  CHECK(s.held_blocks(1) == 257);
+  CHECK(s.usage().live_bytes == 4112 * kMistralBpt);
   s.check_invariants();
   // Without a window a long window runs to the request's end.
   PagedStore full(131072, {.block_tokens = 16, .num_blocks = 1000});
