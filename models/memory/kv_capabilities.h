@@ -155,12 +155,14 @@ class DeferredGrowth {
     return false;
   }
   virtual void add_swaps(int64_t n) { (void)n; }
-  // The usage() this store would report after add_crossings(crossings) and add(tokens -
-  // crossings), without making them: the fast-forward records a quiet run's states from it
-  // (each step's growth, summed). nullopt where the store cannot say.
-  virtual std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const {
+  // The usage() this store would report after add_crossings(crossings), add_swaps(swaps) and
+  // add(tokens - crossings - swaps), without making them: the fast-forward records a quiet run's
+  // states from it (each step's growth, summed). nullopt where the store cannot say.
+  virtual std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings,
+                                             int64_t swaps = 0) const {
     (void)tokens;
     (void)crossings;
+    (void)swaps;
     return std::nullopt;
   }
 

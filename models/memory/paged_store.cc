@@ -449,22 +449,21 @@ void PagedStore::add_swaps(int64_t n) {
   swapped_blocks_ += n;
   deferred_tokens_ += n;
   window_freed_ += n;
-  grow_totals(n, n);
-  free_count_ += n;
-  live_tokens_ -= n * block_tokens_;
+  grow_totals(n, n, n);
 }
 
-void PagedStore::grow_totals(int64_t tokens, int64_t crossings) {
+void PagedStore::grow_totals(int64_t tokens, int64_t crossings, int64_t swaps) {
   GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
-  grow_totals(g, tokens, crossings, block_tokens_);
+  grow_totals(g, tokens, crossings, swaps, block_tokens_);
   free_count_ = g.free_count;
   live_tokens_ = g.live_tokens;
   reservation_tokens_ = g.reservation_tokens;
 }
 
-std::optional<KvUsage> PagedStore::usage_after(int64_t tokens, int64_t crossings) const {
+std::optional<KvUsage> PagedStore::usage_after(int64_t tokens, int64_t crossings,
+                                               int64_t swaps) const {
   GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
-  grow_totals(g, tokens, crossings, block_tokens_);
+  grow_totals(g, tokens, crossings + swaps, swaps, block_tokens_);
   return usage_of(g);
 }
 

@@ -81,7 +81,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   void add_crossings(int64_t n) override;
   bool long_window_swaps(RequestId request) const override;
   void add_swaps(int64_t n) override;
-  std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings) const override;
+  std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings,
+                                     int64_t swaps = 0) const override;
 
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a request holds now (shared ones included); with a sliding window, not those freed
@@ -214,15 +215,17 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // The totals add() and add_crossings() move: `tokens` deferred tokens become live, `crossings`
   // of them each in a new block (off the free list) whose other tokens are reservation. One
   // formula for the store and for usage_after().
+  // `swaps` of the crossings also free a full block each (add_swaps).
   struct GrowthTotals {
     int64_t free_count, live_tokens, reservation_tokens;
   };
-  static void grow_totals(GrowthTotals& g, int64_t tokens, int64_t crossings, int64_t block_tokens) {
-    g.free_count -= crossings;
-    g.live_tokens += tokens;
+  static void grow_totals(GrowthTotals& g, int64_t tokens, int64_t crossings, int64_t swaps,
+                          int64_t block_tokens) {
+    g.free_count -= crossings - swaps;
+    g.live_tokens += tokens - swaps * block_tokens;
     g.reservation_tokens += crossings * block_tokens - tokens;
   }
-  void grow_totals(int64_t tokens, int64_t crossings);
+  void grow_totals(int64_t tokens, int64_t crossings, int64_t swaps = 0);
   KvUsage usage_of(const GrowthTotals& g) const;
   std::unordered_map<uint64_t, int32_t> by_key_;
   std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)

@@ -208,24 +208,39 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
 namespace {
 
 // A linear figure of a memory state (a category, a sum of some), over a DecodeRun's steps:
-// f(start(j)) = f0 + j·fs + crossed[j]·fc and f(end(j)) = f(start(j)) + fe.
+// f(start(j)) = f0 + j·fs + crossed[j]·fc + swapped[j]·fw and f(end(j)) = f(start(j)) + fe.
 struct RunFigure {
-  int64_t f0, fs, fc, fe;
+  int64_t f0, fs, fc, fw, fe;
 };
 
-// The largest f(start(j)) over the run and the first j with it. j and crossed[j] never
-// decrease, so with fs and fc of one sign it is at an end of the run; else a pass finds it.
-std::pair<int64_t, size_t> start_max(const RunFigure& f, std::span<const int64_t> crossed) {
-  const size_t last = crossed.size() - 1;
+// The run's cumulative crossings of both kinds.
+struct RunCrossings {
+  std::span<const int64_t> crossed, swapped;
+};
+
+// The largest f(start(j)) over the run and the first j with it. j, crossed[j] and swapped[j]
+// never decrease, so with fs, fc and fw of one sign it is at an end of the run (or, with fs = 0,
+// where the figure first reaches its last value); else a pass finds it.
+std::pair<int64_t, size_t> start_max(const RunFigure& f, const RunCrossings& x) {
+  const size_t last = x.crossed.size() - 1;
   const auto at = [&](size_t j) {
-    return f.f0 + static_cast<int64_t>(j) * f.fs + crossed[j] * f.fc;
+    return f.f0 + static_cast<int64_t>(j) * f.fs + x.crossed[j] * f.fc + x.swapped[j] * f.fw;
   };
-  if (f.fs <= 0 && f.fc <= 0) return {at(0), 0};
-  if (f.fs >= 0 && f.fc >= 0) {
-    if (f.fs > 0) return {at(last), last};
-    // fs == 0 < fc: the first step that has crossed into as many blocks as the last.
-    const auto first = std::lower_bound(crossed.begin(), crossed.end(), crossed[last]);
-    return {at(last), static_cast<size_t>(first - crossed.begin())};
+  if (f.fs <= 0 && f.fc <= 0 && f.fw <= 0) return {at(0), 0};
+  if (f.fs >= 0 && f.fc >= 0 && f.fw >= 0) {
+    const int64_t top = at(last);
+    if (f.fs > 0) return {top, last};
+    // fs == 0: non-decreasing in j; the first step at its last value.
+    size_t lo = 0, hi = last;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (at(mid) < top) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return {top, lo};
   }
   std::pair<int64_t, size_t> best{at(0), 0};
   for (size_t j = 1; j <= last; ++j) {
@@ -235,49 +250,59 @@ std::pair<int64_t, size_t> start_max(const RunFigure& f, std::span<const int64_t
 }
 
 // The largest figure among the run's starts and ends.
-int64_t run_max(const RunFigure& f, std::span<const int64_t> crossed) {
-  return start_max(f, crossed).first + std::max<int64_t>(0, f.fe);
+int64_t run_max(const RunFigure& f, const RunCrossings& x) {
+  return start_max(f, x).first + std::max<int64_t>(0, f.fe);
 }
 
 // max(peak, run_max(f)): without start_max's pass over a figure that moves both ways (the KV
 // waste: filled a token a step, a block's slack at a crossing) when even its bound, every rise
 // and no fall, stays at or below the peak so far (as it does once a run's waste has been seen).
-int64_t max_with_run(int64_t peak, const RunFigure& f, std::span<const int64_t> crossed) {
-  const auto last = static_cast<int64_t>(crossed.size()) - 1;
+int64_t max_with_run(int64_t peak, const RunFigure& f, const RunCrossings& x) {
+  const auto last = static_cast<int64_t>(x.crossed.size()) - 1;
   const int64_t bound = f.f0 + std::max<int64_t>(0, f.fs) * last +
-                        std::max<int64_t>(0, f.fc) * crossed.back() + std::max<int64_t>(0, f.fe);
-  return bound <= peak ? peak : std::max(peak, run_max(f, crossed));
+                        std::max<int64_t>(0, f.fc) * x.crossed.back() +
+                        std::max<int64_t>(0, f.fw) * x.swapped.back() + std::max<int64_t>(0, f.fe);
+  return bound <= peak ? peak : std::max(peak, run_max(f, x));
 }
 
 }  // namespace
 
 void Recorder::on_decode_run(const DecodeRun& run) {
   const size_t k = run.durations.size();
-  KVSIM_CHECK(run.crossed.size() == k, "a decode run of {} steps with {} crossing counts", k,
-              run.crossed.size());
+  KVSIM_CHECK(run.crossed.size() == k && run.swapped.size() == k,
+              "a decode run of {} steps with {} and {} crossing counts", k, run.crossed.size(),
+              run.swapped.size());
   if (k == 0) return;
-  // The run's sums of d_j, j·d_j and crossed[j]·d_j: every integral over it is a combination.
-  Int128 d_sum = 0, jd_sum = 0, xd_sum = 0;
+  // The run's sums of d_j, j·d_j, crossed[j]·d_j and swapped[j]·d_j: every integral over it is
+  // a combination.
+  Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
   for (size_t j = 0; j < k; ++j) {
     const SimTime d = run.durations[j];
     d_sum += d;
     jd_sum += static_cast<Int128>(j) * d;
     xd_sum += static_cast<Int128>(run.crossed[j]) * d;
+    wd_sum += static_cast<Int128>(run.swapped[j]) * d;
   }
   const auto t_end = static_cast<SimTime>(run.t + d_sum);
   const auto figure = [&](auto&& of) {
-    return RunFigure{of(run.start0), of(run.per_step), of(run.per_crossing), of(run.end_delta)};
+    return RunFigure{of(run.start0), of(run.per_step), of(run.per_crossing), of(run.per_swap),
+                     of(run.end_delta)};
   };
   const auto integral = [&](const RunFigure& f) {  // Σ f(start(j)) d_j
-    return f.f0 * d_sum + f.fs * jd_sum + f.fc * xd_sum;
+    return f.f0 * d_sum + f.fs * jd_sum + f.fc * xd_sum + f.fw * wd_sum;
   };
-  const std::span<const int64_t> crossed = run.crossed;
+  const RunCrossings crossed{run.crossed, run.swapped};
+  const auto last = static_cast<int64_t>(k - 1);
+  const auto last_of = [&](const RunFigure& f) {  // f(start(k - 1))
+    return f.f0 + last * f.fs + run.crossed[k - 1] * f.fc + run.swapped[k - 1] * f.fw;
+  };
   // on_state's figures, in its order.
   const auto s0 = run.start0.categories(), ps = run.per_step.categories(),
-             pc = run.per_crossing.categories(), pe = run.end_delta.categories();
+             pc = run.per_crossing.categories(), pw = run.per_swap.categories(),
+             pe = run.end_delta.categories();
   for (int c = 0; c < kMemCategoryCount; ++c) {
-    summary_.category_peaks_bytes[c] =
-        max_with_run(summary_.category_peaks_bytes[c], {s0[c], ps[c], pc[c], pe[c]}, crossed);
+    summary_.category_peaks_bytes[c] = max_with_run(summary_.category_peaks_bytes[c],
+                                                    {s0[c], ps[c], pc[c], pw[c], pe[c]}, crossed);
   }
   // The peak in use: the first state of the run (start(0), end(0), start(1), ...) at the run's
   // largest, if above the peak so far. An end is start + fe: with fe <= 0 a start comes first.
@@ -288,10 +313,10 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   const bool at_end = in_use.fe > 0;
   if (use_max + (at_end ? in_use.fe : 0) > summary_.peak_in_use_bytes) {
     summary_.peak_in_use_bytes = use_max + (at_end ? in_use.fe : 0);
-    const auto x = crossed[use_j];
+    const auto x = run.crossed[use_j], w = run.swapped[use_j];
     const auto j = static_cast<int64_t>(use_j);
     for (int c = 0; c < kMemCategoryCount; ++c) {
-      summary_.peak_snapshot_bytes[c] = s0[c] + j * ps[c] + x * pc[c] + (at_end ? pe[c] : 0);
+      summary_.peak_snapshot_bytes[c] = s0[c] + j * ps[c] + x * pc[c] + w * pw[c] + (at_end ? pe[c] : 0);
     }
     SimTime t = run.t;
     for (size_t i = 0; i < use_j + (at_end ? 1 : 0); ++i) t += run.durations[i];
@@ -303,8 +328,7 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   // lasts no time: the next start is at the same instant).
   held_byte_ns_ += static_cast<Int128>(held_bytes_) * (run.t - held_since_) + integral(held);
   held_since_ = t_end;
-  const auto last = static_cast<int64_t>(k - 1);
-  held_bytes_ = held.f0 + last * held.fs + crossed[k - 1] * held.fc + held.fe;
+  held_bytes_ = last_of(held) + held.fe;
   peak_held_bytes_ = max_with_run(peak_held_bytes_, held, crossed);
   const RunFigure driver_used =
       figure([](const MemorySnapshot& s) { return s.capacity_bytes - s.driver_free_bytes; });
@@ -320,8 +344,8 @@ void Recorder::on_decode_run(const DecodeRun& run) {
               "a decode step's end moved KV figures");
   const RunFigure footprint{live.f0 + internal.f0 + reservation.f0 + external.f0,
                             live.fs + internal.fs + reservation.fs + external.fs,
-                            live.fc + internal.fc + reservation.fc + external.fc, 0};
-  const auto last_of = [&](const RunFigure& f) { return f.f0 + last * f.fs + crossed[k - 1] * f.fc; };
+                            live.fc + internal.fc + reservation.fc + external.fc,
+                            live.fw + internal.fw + reservation.fw + external.fw, 0};
   kv_.hold_run(run.t, KvSample::from(run.start0),
                {2 * integral(live), 2 * integral(internal), 2 * integral(reservation),
                 2 * integral(external)},

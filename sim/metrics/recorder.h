@@ -186,15 +186,17 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
 
 // K decode steps of one batch recorded at once (the fast-forward's quiet steps,
 // replica_fast_forward.cc). Step j (0-based) starts at t_j (t_0 = t, t_{j+1} = t_j + d_j) in
-// state start(j) = start0 + j·per_step + crossed[j]·per_crossing (memory states are affine in
-// the tokens the batch added and the blocks it crossed into) and ends in end(j) = start(j) +
+// state start(j) = start0 + j·per_step + crossed[j]·per_crossing + swapped[j]·per_swap (memory
+// states are affine in the tokens the batch added, the blocks it crossed into, and those of
+// them that each freed one that left a sliding window) and ends in end(j) = start(j) +
 // end_delta (its activations released).
 struct DecodeRun {
   SimTime t = 0;
   int64_t seqs = 0;                     // n: the batch's size and tokens
   std::span<const SimTime> durations;   // d_j, non-decreasing (steps of a growing context)
   std::span<const int64_t> crossed;     // blocks crossed into up to and including step j
-  MemorySnapshot start0, per_step, per_crossing, end_delta;
+  std::span<const int64_t> swapped;     // crossings up to and including step j that swapped
+  MemorySnapshot start0, per_step, per_crossing, per_swap, end_delta;
   Int128 flops = 0;                     // the steps' FLOPs (on_batch's fixed point), summed
 };
 

@@ -176,6 +176,7 @@ class Replica {
   IterationPlan ff_plan_;                             // the aggregate's plan of a step
   std::vector<SimTime> ff_durations_;                 // a quiet run's step durations
   std::vector<int64_t> ff_crossed_;                   // its blocks crossed by each step's end
+  std::vector<int64_t> ff_swapped_;                   // of those, swapped (sliding windows)
   std::vector<int64_t> ff_crossers_ahead_;            // crossers by step, one period
   std::vector<int64_t> ff_swappers_ahead_;            // swappers by step, one period
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions

@@ -213,48 +213,55 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   lazy.crossers_ahead(period, swap_period);
   std::vector<SimTime>& durations = ff_durations_;
   std::vector<int64_t>& crossed = ff_crossed_;
+  std::vector<int64_t>& swapped = ff_swapped_;
   durations.resize(static_cast<size_t>(most));
   crossed.resize(static_cast<size_t>(most));
+  swapped.resize(static_cast<size_t>(most));
   SimTime* const d_at = durations.data();
   int64_t* const x_at = crossed.data();
+  int64_t* const w_at = swapped.data();
   SimTime end = t;
-  int64_t blocks = 0;
+  int64_t blocks = 0, swaps = 0;
   size_t phase = 0;
   int64_t steps = 0;
   for (; steps < most; ++steps, duration.next()) {
     const SimTime d = duration.ns();
     if (end + d >= horizon) break;  // in flight when the next event comes
-    // A swap moves other figures than a crossing (a full block's tokens leave): recorded one
-    // by one, in the stretch's loop.
-    if (swap_period[phase] > 0) break;
     const int64_t c = period[phase];
+    const int64_t w = swap_period[phase];  // swappers free a block for theirs: none needed
     if (++phase == period.size()) phase = 0;
     if (blocks + c > free) break;  // a crosser might find no block: an explicit walk
     blocks += c;
+    swaps += w;
     end += d;
     d_at[steps] = d;
     x_at[steps] = blocks;
+    w_at[steps] = swaps;
   }
   durations.resize(static_cast<size_t>(steps));
   crossed.resize(static_cast<size_t>(steps));
+  swapped.resize(static_cast<size_t>(steps));
   const auto k = static_cast<int64_t>(durations.size());
   if (k < kMinQuietSteps ||
       pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
     return 0;
   }
   // Each step as the stretch's loop makes it: its plan grows the batch by n tokens (its
-  // crossers' in new blocks), its start is recorded with the activations reserved, its end with
-  // them released. The states are affine in the step and the blocks crossed: a start, and moves.
+  // crossers' in new blocks, its swappers' too, each freeing its oldest), its start is recorded
+  // with the activations reserved, its end with them released. The states are affine in the
+  // step and the blocks crossed and swapped: a start, and moves.
   const MemorySnapshot start0 = pool_.snapshot_with(*after_one, act0);
   DecodeRun run;
   run.t = t;
   run.seqs = n;
   run.durations = durations;
   run.crossed = crossed;
+  run.swapped = swapped;
   run.start0 = start0;
   run.per_step =
       snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
   run.per_crossing = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
+  run.per_swap = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
   run.end_delta = snapshot_difference(pool_.snapshot_with(*after_one, 0), start0);
   // Σ flops(context0 + j attending) over j < k, exact.
   run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
@@ -263,7 +270,8 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
   // their commits count.
   ledger_.add_crossings(blocks);
-  ledger_.defer_many(n * k - blocks);
+  ledger_.add_swaps(swaps);
+  ledger_.defer_many(n * k - blocks - swaps);
   ledger_.report();
   lazy.advance(k);
   t = end;

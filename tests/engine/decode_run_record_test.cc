@@ -26,11 +26,12 @@ constexpr int64_t MemorySnapshot::*kRunFields[] = {
     &MemorySnapshot::kv_external_bytes,     &MemorySnapshot::torch_allocated_bytes,
     &MemorySnapshot::torch_reserved_bytes,  &MemorySnapshot::driver_free_bytes};
 
-// start0 + j·per_step + x·per_crossing (+ end_delta at an end).
-MemorySnapshot run_state(const DecodeRun& run, int64_t j, int64_t x, bool end) {
+// start0 + j·per_step + x·per_crossing + w·per_swap (+ end_delta at an end).
+MemorySnapshot run_state(const DecodeRun& run, int64_t j, int64_t x, int64_t w, bool end) {
   MemorySnapshot s;
   for (const auto f : kRunFields) {
-    s.*f = run.start0.*f + j * run.per_step.*f + x * run.per_crossing.*f + (end ? run.end_delta.*f : 0);
+    s.*f = run.start0.*f + j * run.per_step.*f + x * run.per_crossing.*f + w * run.per_swap.*f +
+           (end ? run.end_delta.*f : 0);
   }
   return s;
 }
@@ -39,11 +40,11 @@ MemorySnapshot run_state(const DecodeRun& run, int64_t j, int64_t x, bool end) {
 void record_steps(Recorder& r, const DecodeRun& run, const std::vector<Int128>& flops) {
   SimTime t = run.t;
   for (size_t j = 0; j < run.durations.size(); ++j) {
-    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], false));
+    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], run.swapped[j], false));
     r.on_batch(run.seqs, run.seqs, run.durations[j], flops[j]);
     r.on_fast_forward_iteration();
     t += run.durations[j];
-    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], true));
+    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], run.swapped[j], true));
   }
 }
 
@@ -85,8 +86,10 @@ TEST_CASE("a decode run records what its steps' calls record, by hand", "[metric
   run.seqs = 2;
   const std::vector<SimTime> d = {10, 11, 11};
   const std::vector<int64_t> x = {0, 1, 1};
+  const std::vector<int64_t> w = {0, 0, 0};  // no sliding window
   run.durations = d;
   run.crossed = x;
+  run.swapped = w;
   run.start0.capacity_bytes = 10'000;
   run.start0.kv_live_bytes = 1'000;
   run.start0.kv_waste_bytes = 600;
@@ -139,10 +142,13 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   run.t = uniform(0, 1'000'000);
   run.seqs = uniform(1, 300);
   std::vector<SimTime> d;
-  std::vector<int64_t> x;
+  std::vector<int64_t> x, w;
   std::vector<Int128> flops;
   const int64_t k = uniform(1, 60);
   int64_t crossed = uniform(0, 2);
+  // Swaps (a sliding window's crossings that free a block each) in a third of the runs.
+  const bool swapping = g() % 3 == 0;
+  int64_t swapped = swapping ? uniform(0, 2) : 0;
   for (int64_t j = 0; j < k; ++j) {
     // Durations drift up as decode steps' do, stay, or jump up (any non-decreasing ones must
     // do: a step's duration grows with its context).
@@ -151,10 +157,13 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
     d.push_back(roll == 0 ? last + uniform(0, 10'000'000) : roll == 1 ? last : last + 37);
     crossed += g() % 3 == 0 ? 0 : uniform(0, 4);
     x.push_back(crossed);
+    if (swapping && g() % 2 == 0) swapped += uniform(0, 3);
+    w.push_back(swapped);
     flops.push_back(uniform(0, int64_t{1} << 50));
   }
   run.durations = d;
   run.crossed = x;
+  run.swapped = w;
   for (const Int128 f : flops) run.flops += f;
   // Any signs: a figure that only grows, only shrinks, or both (waste), and ends above or
   // below their starts. The KV figures of an end are its start's (activations are not KV).
@@ -162,6 +171,7 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
     run.start0.*f = uniform(0, int64_t{1} << 40);
     run.per_step.*f = uniform(-100'000, 100'000) * (g() % 3 == 0 ? 0 : 1);
     run.per_crossing.*f = uniform(-1'000'000, 1'000'000) * (g() % 3 == 0 ? 0 : 1);
+    run.per_swap.*f = swapping ? uniform(-3'000'000, 1'000'000) * (g() % 3 == 0 ? 0 : 1) : 0;
     run.end_delta.*f = uniform(-100'000, 100'000) * (g() % 2 == 0 ? 0 : 1);
   }
   for (const auto f : {&MemorySnapshot::kv_live_bytes, &MemorySnapshot::kv_internal_bytes,

@@ -57,3 +57,37 @@ TEST_CASE("a what-if snapshot is the snapshot after the growth and reservation i
   CHECK(made.activation_bytes == act);
   pool.release_activations();
 }
+
+// The same with swaps (a sliding window's steady crossings: a block taken, the oldest freed):
+// snapshot_with(usage_after(tokens, crossings, swaps)) against add_swaps and add.
+TEST_CASE("a what-if snapshot with swaps is the snapshot after them", "[memory][paged][fast_forward][window]") {
+  const Catalog& c = Catalog::builtin();
+  const ModelSpec& m = c.model("mistral-7b");  // window 4,096
+  GpuMemoryPool pool(m, c.gpu("a100-sxm4-80gb"),
+                     ConfigNode::parse_string("{type: paged, block_size: 16}", "test.yaml"),
+                     PoolOptions{.profile_batched_tokens = 8192, .profile_num_seqs = 256});
+  DeferredGrowth& growth = *pool.kv().deferred_growth();
+  // A request of 5,000 tokens, grown once past the window (5,001: blocks before position
+  // 5,000 - 4,095 = 905 are freed, 905 / 16 = 56 of them), with room to 6,000: its long window
+  // swaps (the crossing to 5,009 frees floor((5,009 - 4,096) / 16) - 56 = 1).
+  REQUIRE(pool.allocate_kv(1, 5000, 6000));
+  REQUIRE(pool.kv().grow(1, 5001));
+  REQUIRE(growth.open_long(1) == 999);
+  REQUIRE(growth.long_window_swaps(1));
+  // 40 tokens: 32 within blocks, 8 the first tokens of new blocks, 3 of which swap (in a batch
+  // of several requests' windows; one request here stands for the totals).
+  const MemorySnapshot predicted = pool.snapshot_with(*growth.usage_after(40, 5, 3), 0);
+  growth.add_crossings(5);
+  growth.add_swaps(3);
+  growth.add(32);
+  const MemorySnapshot made = pool.snapshot();
+  const MemorySnapshot zero = snapshot_difference(predicted, made);
+  for (const int64_t v : zero.categories()) CHECK(v == 0);
+  CHECK(zero.kv_internal_bytes == 0);
+  CHECK(zero.kv_reservation_bytes == 0);
+  CHECK(zero.driver_free_bytes == 0);
+  // By hand: live 5,001 - 56 x 16 = 4,105 tokens, + 40, - 3 x 16 for the freed blocks = 4,097;
+  // blocks held: 313 - 56 = 257, + 5 taken (+ 3 taken and 3 freed) = 262.
+  CHECK(made.kv_live_bytes == 4097 * 131'072);
+  CHECK(made.kv_live_bytes + made.kv_waste_bytes == 262 * 16 * 131'072);
+}
