@@ -221,11 +221,8 @@ struct RunCrossings {
 // The largest f(start(j)) over the run and the first j with it. j, crossed[j] and swapped[j]
 // never decrease, so with fs, fc and fw of one sign it is at an end of the run (or, with fs = 0,
 // where the figure first reaches its last value); else a pass finds it.
-std::pair<int64_t, size_t> start_max(const RunFigure& f, const RunCrossings& x) {
-  const size_t last = x.crossed.size() - 1;
-  const auto at = [&](size_t j) {
-    return f.f0 + static_cast<int64_t>(j) * f.fs + x.crossed[j] * f.fc + x.swapped[j] * f.fw;
-  };
+template <typename At>
+std::pair<int64_t, size_t> start_max_of(const RunFigure& f, size_t last, At at) {
   if (f.fs <= 0 && f.fc <= 0 && f.fw <= 0) return {at(0), 0};
   if (f.fs >= 0 && f.fc >= 0 && f.fw >= 0) {
     const int64_t top = at(last);
@@ -247,6 +244,20 @@ std::pair<int64_t, size_t> start_max(const RunFigure& f, const RunCrossings& x) 
     if (const int64_t v = at(j); v > best.first) best = {v, j};
   }
   return best;
+}
+
+std::pair<int64_t, size_t> start_max(const RunFigure& f, const RunCrossings& x) {
+  const size_t last = x.crossed.size() - 1;
+  if (f.fw == 0 || x.swapped[last] == 0) {  // no swap term (no sliding window): one read less
+    RunFigure g = f;
+    g.fw = 0;
+    return start_max_of(g, last, [&](size_t j) {
+      return f.f0 + static_cast<int64_t>(j) * f.fs + x.crossed[j] * f.fc;
+    });
+  }
+  return start_max_of(f, last, [&](size_t j) {
+    return f.f0 + static_cast<int64_t>(j) * f.fs + x.crossed[j] * f.fc + x.swapped[j] * f.fw;
+  });
 }
 
 // The largest figure among the run's starts and ends.
@@ -276,12 +287,13 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   // The run's sums of d_j, j·d_j, crossed[j]·d_j and swapped[j]·d_j: every integral over it is
   // a combination.
   Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
+  const bool swaps = run.swapped[k - 1] != 0;  // cumulative: else none (no sliding window)
   for (size_t j = 0; j < k; ++j) {
     const SimTime d = run.durations[j];
     d_sum += d;
     jd_sum += static_cast<Int128>(j) * d;
     xd_sum += static_cast<Int128>(run.crossed[j]) * d;
-    wd_sum += static_cast<Int128>(run.swapped[j]) * d;
+    if (swaps) wd_sum += static_cast<Int128>(run.swapped[j]) * d;
   }
   const auto t_end = static_cast<SimTime>(run.t + d_sum);
   const auto figure = [&](auto&& of) {
