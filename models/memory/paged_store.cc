@@ -395,6 +395,7 @@ bool PagedStore::crossings_swap(const Req& r) const {
 }
 
 bool PagedStore::long_window_swaps(RequestId request) const {
+  if (sliding_window_ == 0) return false;
   const Req* r = find(request);
   KVSIM_CHECK(r != nullptr && r->window >= 0, "long_window_swaps: request {} has no open window",
               request);

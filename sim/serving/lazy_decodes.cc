@@ -54,7 +54,8 @@ void LazyDecodes::advance(int64_t k) {
   KVSIM_CHECK(k == 0 || next_done() > step_ + k, "quiet steps over a completion");
   KVSIM_CHECK(k == 0 || next_cap() >= step_ + k, "quiet steps past a member reaching the window");
   step_ += k;
-  reach_caps();
+  step_moved();
+  if (!caps_.empty()) reach_caps();
 }
 
 void LazyDecodes::set_block_tokens(int64_t bt) {
@@ -62,6 +63,7 @@ void LazyDecodes::set_block_tokens(int64_t bt) {
   bt_ = bt;
   classes_.assign(static_cast<size_t>(std::max<int64_t>(bt, 0)), {});
   swap_classes_.assign(static_cast<size_t>(std::max<int64_t>(bt, 0)), {});
+  step_moved();
 }
 
 void LazyDecodes::join_class(RequestState& r) {
@@ -116,7 +118,7 @@ void LazyDecodes::push_due(RequestState& r) {
 
 void LazyDecodes::take_crossers(std::vector<RequestState*>& due) {
   for (auto* classes : {&classes_, &swap_classes_}) {
-    std::vector<int32_t>& c = (*classes)[static_cast<size_t>((step_ + 1) % bt_)];
+    std::vector<int32_t>& c = (*classes)[next_class_];
     while (!c.empty()) {
       RequestState* r = slots_[static_cast<size_t>(c.back())].r;
       leave_class(*r);
@@ -244,7 +246,8 @@ void LazyDecodes::end_walk(KvLedger& ledger, int64_t crossers, int64_t swappers)
 void LazyDecodes::commit(const std::vector<RequestState*>& grown) {
   KVSIM_CHECK(walk_pos_ == kWalkDone, "a step commits without its plan's walk");
   ++step_;
-  reach_caps();
+  if (bt_ > 0 && ++next_class_ == static_cast<size_t>(bt_)) next_class_ = 0;
+  if (!caps_.empty()) reach_caps();
   for (RequestState* r : grown) {
     if (!member(*r) || !r->lazy_planned) continue;
     ++r->generated;  // end_iteration's increment

@@ -179,8 +179,10 @@ class LazyDecodes {
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;       // slots by crossing residue, bt_ of them
   std::vector<std::vector<int32_t>> swap_classes_;  // the same for swapping windows
+  size_t next_class_ = 0;  // (step_ + 1) modulo bt_: the classes crossing at the next step
+  void step_moved() { next_class_ = bt_ > 0 ? static_cast<size_t>((step_ + 1) % bt_) : 0; }
   int64_t class_size(const std::vector<std::vector<int32_t>>& c) const {
-    return bt_ > 0 ? static_cast<int64_t>(c[static_cast<size_t>((step_ + 1) % bt_)].size()) : 0;
+    return bt_ > 0 ? static_cast<int64_t>(c[next_class_].size()) : 0;
   }
   std::vector<RequestState*> joining_;  // join at the next commit (running and decoding then)
 };

@@ -61,6 +61,7 @@ bool Replica::fast_forward_stretch() {
   const PagedBlocks& paged = *pool_.kv().paged();
 
   const DecodeStepFixed step = latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
+  const bool windowed = pool_.model().sliding_window.has_value();  // growth may free blocks
   std::vector<RequestState*>& due = ff_due_members_;
   SimTime t = t0;
   bool stepped = false;
@@ -75,9 +76,9 @@ bool Replica::fast_forward_stretch() {
     // to the last step's).
     // Blocks freed so far as they left sliding windows, and this step's swaps (each a block
     // freed and one taken: free blocks do not grow).
-    const int64_t window_freed = paged.window_freed_blocks() + lazy.swappers();
+    const int64_t window_freed = windowed ? paged.window_freed_blocks() + lazy.swappers() : 0;
     lazy.take_due(due);
-    if (!due_frees_keep_blocked(due) ||
+    if ((windowed && !due_frees_keep_blocked(due)) ||
         static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
         !pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
@@ -119,7 +120,7 @@ bool Replica::fast_forward_stretch() {
     queues_.commit_lazy(ff_plan_, done_scratch_);
     KVSIM_CHECK(done_scratch_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
-    if (paged.window_freed_blocks() != window_freed) {
+    if (windowed && paged.window_freed_blocks() != window_freed) {
       // A member's growth freed blocks that left its sliding window (after the admissions, in
       // vllm_v0's plans): free blocks grew, so what was not admissible may be now
       // (stretch_admits_nothing's premise). The next iteration decides, as stepping's would.
