@@ -25,6 +25,10 @@
 // member. Only the crossing into its last, partial block (whose slack is not a whole block's) is
 // due, as are all of a step's crossers when they might not all find a free block: then the
 // step's walk is explicit, in running order, so any preemption falls where stepping's does.
+// With a sliding window, a member past it by a block frees its oldest block at each crossing: its
+// crossings are counted in swapping classes (add_swaps: a block taken and one freed); any other
+// long window ends before its first crossing that frees blocks, which is then due
+// (PagedStore::open_long). The decode context is then the attended tokens (attended_sum()).
 //
 // The plan of step G+1 (G = step()) is "in progress" from begin_walk() until commit(); which
 // members the walk would already have passed matters when one leaves during it (a preemption, an

@@ -169,8 +169,8 @@ class Replica {
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
-  // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred growth,
-  // no sliding window); its per-stretch scratch, reused.
+  // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
+  // growth); its per-stretch scratch, reused.
   bool fast_forward_ok_ = false;
   std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
   IterationPlan ff_plan_;                             // the aggregate's plan of a step
