@@ -297,20 +297,12 @@ void LazyDecodes::reach_caps() {
   }
 }
 
-int64_t LazyDecodes::next_cap() {
-  while (!caps_.empty() && live(caps_.front()) == nullptr) {
-    std::pop_heap(caps_.begin(), caps_.end(), std::greater<>());
-    caps_.pop_back();
+int64_t LazyDecodes::first_live_step(std::vector<Entry>& heap) const {
+  while (!heap.empty() && live(heap.front()) == nullptr) {
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.pop_back();
   }
-  return caps_.empty() ? std::numeric_limits<int64_t>::max() : caps_.front().step;
-}
-
-int64_t LazyDecodes::next_done() {
-  while (!done_.empty() && live(done_.front()) == nullptr) {
-    std::pop_heap(done_.begin(), done_.end(), std::greater<>());
-    done_.pop_back();
-  }
-  return done_.empty() ? std::numeric_limits<int64_t>::max() : done_.front().step;
+  return heap.empty() ? std::numeric_limits<int64_t>::max() : heap.front().step;
 }
 
 void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& ledger) {

@@ -63,7 +63,7 @@ class LazyDecodes {
     return window_ == 0 ? context_sum() : growing_ctx_ + growing_ * step_ + (n_ - growing_) * window_;
   }
   int64_t attended_growth() const { return window_ == 0 ? n_ : growing_; }
-  int64_t next_cap();
+  int64_t next_cap() { return first_live_step(caps_); }
   static bool member(const RequestState& r) { return r.lazy_sync >= 0; }
 
   // `r` runs and decodes, its figures as of now: it joins now, or at the next commit when a plan
@@ -117,7 +117,7 @@ class LazyDecodes {
   // finishes them, which makes them leave).
   void take_done(std::vector<int64_t>& out);
   // The first step at whose end a member completes (max when none).
-  int64_t next_done();
+  int64_t next_done() { return first_live_step(done_); }
   // Whether the plan in progress has walked (end_walk() ran): a plan may leave the decodes out.
   bool walked() const { return walk_pos_ == kWalkDone; }
   // Whether the last plan never committed (an OOM ended it): flush() before the next.
@@ -180,6 +180,9 @@ class LazyDecodes {
   int64_t growing_ = 0, growing_ctx_ = 0;
   std::vector<Entry> caps_;
   void reach_caps();
+  // The step of a min-heap's first entry of a member still there (dropping those of members that
+  // left); max when none.
+  int64_t first_live_step(std::vector<Entry>& heap) const;
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;       // slots by crossing residue, bt_ of them
   std::vector<std::vector<int32_t>> swap_classes_;  // the same for swapping windows

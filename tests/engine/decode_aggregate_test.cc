@@ -92,18 +92,16 @@ policies: [{{name: p, guards: []}}]
   std::string outputs[2];
   for (int mode = 0; mode < 2; ++mode) {
     INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
-    RunOptions o;
-    o.out_dir = (base / (mode == 0 ? "ff" : "step")).string();
-    o.fast_forward = mode == 0;
-    o.sample_interval_s = 1000;  // no sample inside: the stretches are only the engine's
-    const RunResult r = run_scenario(s, o);
+    const fs::path dir = base / (mode == 0 ? "ff" : "step");
+    // No sample inside: the stretches are only the engine's.
+    const RunResult r = test::run_mode(s, dir, mode == 0);
     const PolicySummary& p = r.policies.at(0);
     CHECK(p.iterations == 43);
     CHECK(p.fast_forward_iterations == (mode == 0 ? 38 : 0));
     CHECK(p.quiet_iterations == (mode == 0 ? 31 : 0));
     CHECK(p.preemptions == 1);
     CHECK(test::count(p, Outcome::kCompleted) == 3);
-    const std::string requests = test::file_text(base / (mode == 0 ? "ff" : "step") / "requests.csv");
+    const std::string requests = test::file_text(dir / "requests.csv");
     const std::string ttft = fmt::format("{:.6f}", sim_to_seconds(t1));
     // A and B: TTFT t1, E2E t_ab, no preemption; C: one preemption, E2E t_c.
     for (const char* id : {"0", "1"}) {
@@ -113,8 +111,7 @@ policies: [{{name: p, guards: []}}]
     CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(t_ab))) != std::string::npos);
     CHECK(requests.find("p,2,0.000000,100,100,2,2,completed,") != std::string::npos);
     CHECK(requests.find(fmt::format(",{:.6f},1,0,", sim_to_seconds(t_c))) != std::string::npos);
-    outputs[mode] = test::file_text(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests +
-                    test::file_text(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
+    outputs[mode] = test::result_files(dir);
   }
   CHECK(outputs[0] == outputs[1]);
   fs::remove_all(base);

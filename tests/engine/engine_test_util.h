@@ -68,6 +68,24 @@ inline std::string file_text(const std::filesystem::path& p) {
   return b.str();
 }
 
+// A hand-worked fast-forward case's run in one engine mode: `s` into `dir`, with fast-forward on
+// or off, sampled every `sample_interval_s` (by default too seldom for a sample inside a stretch).
+inline RunResult run_mode(const Scenario& s, const std::filesystem::path& dir, bool fast_forward,
+                          double sample_interval_s = 1000) {
+  RunOptions o;
+  o.out_dir = dir.string();
+  o.fast_forward = fast_forward;
+  o.sample_interval_s = sample_interval_s;
+  return run_scenario(s, o);
+}
+
+// The result files both modes must write alike, concatenated: summary.json, requests.csv and
+// timeseries.csv of a run's folder.
+inline std::string result_files(const std::filesystem::path& dir) {
+  return file_text(dir / "summary.json") + file_text(dir / "requests.csv") +
+         file_text(dir / "timeseries.csv");
+}
+
 // A GPU on which one 16k-token request of seed-7b-mha fits beside the 16 GB of weights but two
 // do not: 32 GB - 16 GB weights - 0.5 GiB workspace leaves ~15.5 GB; each request holds
 // (16384 + 16) x 524,288 B = 8.6 GB.

@@ -97,11 +97,8 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
 
   std::string outputs[2];
   for (int mode = 0; mode < 2; ++mode) {
-    RunOptions o;
-    o.out_dir = (base / (mode == 0 ? "ff" : "step")).string();
-    o.fast_forward = mode == 0;
-    o.sample_interval_s = sample_s;
-    const RunResult r = run_scenario(s, o);
+    const fs::path dir = base / (mode == 0 ? "ff" : "step");
+    const RunResult r = test::run_mode(s, dir, mode == 0, sample_s);
     const PolicySummary& p = r.policies.at(0);
     INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
     CHECK(p.preemptions == 1);
@@ -114,7 +111,7 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
     } else {
       CHECK(p.fast_forward_iterations == 0);
     }
-    const std::string requests = test::file_text(base / (mode == 0 ? "ff" : "step") / "requests.csv");
+    const std::string requests = test::file_text(dir / "requests.csv");
     // TTFT t1 for all three; requests 0 and 1 end at t27 after 28 tokens, request 2 was
     // preempted once.
     const std::string ttft = fmt::format("{:.6f}", sim_to_seconds(t1));
@@ -126,14 +123,14 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
     CHECK(requests.find("p,2,0.000000,40,40,30,30,completed,") != std::string::npos);
     CHECK(requests.find(",1,0,") != std::string::npos);  // request 2's one preemption
     // The first sample row after t = 0: live KV 81 tokens, the rest of the 6 blocks waste.
-    const std::string ts = test::file_text(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
+    const std::string ts = test::file_text(dir / "timeseries.csv");
     const std::string row = fmt::format("p,{:.3f},", sample_s);
     const auto at = ts.find(row);
     REQUIRE(at != std::string::npos);
     const std::string line = ts.substr(at, ts.find('\n', at) - at);
     CHECK(line.find(fmt::format(",{},{},", 81 * kv_token_bytes, 15 * kv_token_bytes)) !=
           std::string::npos);
-    outputs[mode] = test::file_text(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests + ts;
+    outputs[mode] = test::result_files(dir);
   }
   CHECK(outputs[0] == outputs[1]);
   fs::remove_all(base);
@@ -210,16 +207,13 @@ policies: [{{name: p, guards: []}}]
     std::string outputs[2];
     for (int mode = 0; mode < 2; ++mode) {
       INFO(c.scheduler << (mode == 0 ? " fast-forward" : " stepping"));
-      RunOptions o;
-      o.out_dir = (base / fmt::format("{}-{}", c.scheduler, mode)).string();
-      o.fast_forward = mode == 0;
-      o.sample_interval_s = 1000;  // no sample inside
-      const RunResult r = run_scenario(s, o);
+      const fs::path dir = base / fmt::format("{}-{}", c.scheduler, mode);
+      const RunResult r = test::run_mode(s, dir, mode == 0);  // no sample inside
       const PolicySummary& p = r.policies.at(0);
       CHECK(p.iterations == c.iterations);
       CHECK(p.fast_forward_iterations == (mode == 0 ? c.closed : 0));
       CHECK(p.quiet_iterations == (mode == 0 ? c.quiet : 0));
-      const std::string requests = test::file_text(fs::path(o.out_dir) / "requests.csv");
+      const std::string requests = test::file_text(dir / "requests.csv");
       const SimTime e2e[] = {c.e2e0, c.e2e1, c.e2e2};
       const int64_t out[] = {10, 60, 5};
       for (int i = 0; i < 3; ++i) {
@@ -228,8 +222,7 @@ policies: [{{name: p, guards: []}}]
               std::string::npos);
         CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e[i]))) != std::string::npos);
       }
-      outputs[mode] = test::file_text(fs::path(o.out_dir) / "summary.json") + requests +
-                      test::file_text(fs::path(o.out_dir) / "timeseries.csv");
+      outputs[mode] = test::result_files(dir);
     }
     CHECK(outputs[0] == outputs[1]);
   }

@@ -103,11 +103,8 @@ policies: [{{name: p, guards: []}}]
   std::string files[2];
   for (int mode = 0; mode < 2; ++mode) {
     INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
-    RunOptions o;
-    o.out_dir = (base / (mode == 0 ? "ff" : "step")).string();
-    o.fast_forward = mode == 0;
-    o.sample_interval_s = 1000;
-    const RunResult r = run_scenario(s, o);
+    const fs::path dir = base / (mode == 0 ? "ff" : "step");
+    const RunResult r = test::run_mode(s, dir, mode == 0);
     const PolicySummary& p = r.policies.at(0);
     CHECK(p.iterations == 100);
     // Every decode step in a stretch; some in quiet runs (not across step 24, nor the growths
@@ -117,12 +114,11 @@ policies: [{{name: p, guards: []}}]
       CHECK(p.quiet_iterations > 40);
       CHECK(p.quiet_iterations < 99);
     }
-    const std::string requests = test::file_text(base / (mode == 0 ? "ff" : "step") / "requests.csv");
+    const std::string requests = test::file_text(dir / "requests.csv");
     CHECK(requests.find(fmt::format(",completed,{:.6f},", sim_to_seconds(test::iteration_ns(lat, prefill)))) !=
           std::string::npos);
     CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e))) != std::string::npos);
-    files[mode] = test::file_text(base / (mode == 0 ? "ff" : "step") / "summary.json") + requests +
-                  test::file_text(base / (mode == 0 ? "ff" : "step") / "timeseries.csv");
+    files[mode] = test::result_files(dir);
   }
   CHECK(files[0] == files[1]);
   fs::remove_all(base);
