@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "core/errors.h"
@@ -173,4 +174,24 @@ TEST_CASE("an explicit format must match the header", "[trace]") {
   o.path = data_path("traces/does-not-exist.csv");
   o.format = "auto";
   CHECK_THROWS_WITH(open_trace(o), Catch::Matchers::Contains("cannot open trace file"));
+}
+
+TEST_CASE("Mooncake JSONL: a huge input_length reserves no more hash ids than the line holds",
+          "[trace]") {
+  // The fuzzer's find: input_length 10^15 asked the hash list for 10^15 / 512 ids up front (16
+  // TB) before reading the two the line has. The reservation is bounded by the line now.
+  const std::string path = std::filesystem::temp_directory_path() / "kvsim-huge-input-length.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"timestamp": 0, "input_length": 1000000000000000, "output_length": 5, "hash_ids": [0, 1]})"
+      << "\n";
+  }
+  TraceOptions o;
+  o.path = path;
+  auto s = open_trace(o);
+  const auto v = drain(*s);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].prompt_tokens == 1'000'000'000'000'000);
+  CHECK(v[0].prefix_hashes == std::vector<uint64_t>{0, 1});
+  std::filesystem::remove(path);
 }

@@ -4,6 +4,7 @@
 // rest of the replay.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <optional>
@@ -196,9 +197,11 @@ class MooncakeRowParser final : public RowParser {
     if (!c.eat('[')) bad("hash_ids: expected a list of integers", line);
     row.hash_block_tokens = kMooncakeBlockTokens;
     // The vector was moved into the previous request: one allocation here instead of a chain of
-    // regrowths (Mooncake has one id per 512 prompt tokens, 24 on average).
-    row.prefix_hashes.reserve(prompt_tokens > 0 ? static_cast<size_t>((prompt_tokens + 511) / 512)
-                                                : 64);
+    // regrowths (Mooncake has one id per 512 prompt tokens, 24 on average). Never more than the
+    // line could hold (an id and its comma take two characters at least): input_length is the
+    // file's word, however large.
+    const size_t expected = prompt_tokens > 0 ? static_cast<size_t>((prompt_tokens + 511) / 512) : 64;
+    row.prefix_hashes.reserve(std::min(expected, c.rest().size() / 2 + 1));
     if (c.eat(']')) return;
     if (!c.uint_list(row.prefix_hashes)) {
       bad("hash_ids: expected integers >= 0", c.rest().empty() ? line : c.rest());
