@@ -159,6 +159,9 @@ AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunk
 AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunks,
                                                 int64_t decode_seqs,
                                                 int64_t decode_context_tokens) {
+  if (chunks.empty()) {
+    return reserve_activations(decode_activation_bytes(decode_seqs, decode_context_tokens));
+  }
   return reserve_activations(activation_peak_bytes(model_, chunks, decode_seqs,
                                                    decode_context_tokens, options_.attention));
 }
@@ -173,7 +176,18 @@ void GpuMemoryPool::release_activations() {
 
 int64_t GpuMemoryPool::decode_activation_bytes(int64_t decode_seqs,
                                                int64_t decode_context_tokens) const {
-  return activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
+  // Only native attention's scores grow with the context (activation_peak_bytes).
+  constexpr int64_t kMemoSeqs = 4096;
+  if (options_.attention == AttentionKind::kNative || decode_seqs < 0 || decode_seqs >= kMemoSeqs) {
+    return activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
+  }
+  const auto n = static_cast<size_t>(decode_seqs);
+  if (decode_activation_memo_.size() <= n) decode_activation_memo_.resize(n + 1, -1);
+  int64_t& bytes = decode_activation_memo_[n];
+  if (bytes < 0) {
+    bytes = activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
+  }
+  return bytes;
 }
 
 MemorySnapshot GpuMemoryPool::snapshot_with(const KvUsage& u, int64_t activation_bytes) const {

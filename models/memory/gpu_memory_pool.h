@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "models/gpu_spec.h"
 #include "models/memory/activation.h"
@@ -120,6 +121,9 @@ class GpuMemoryPool {
   int64_t activation_bytes_ = 0;
   int64_t activation_cached_bytes_ = 0;  // high-water mark (no store allocator)
   CaBlockId activation_block_ = -1;      // with a store allocator
+  // decode_activation_bytes by decode count when they do not depend on the context (every
+  // attention but native); -1: not yet computed. A busy replica asks at every decode step.
+  mutable std::vector<int64_t> decode_activation_memo_;
 };
 
 }  // namespace kvsim

@@ -8,28 +8,15 @@
 namespace kvsim {
 
 void LazyDecodes::push_due_at(int64_t step, const RequestState& r) {
-  const int64_t ahead = step - step_;
-  KVSIM_CHECK(ahead >= 1, "request {} due at step {}, now {}", r.spec.id, step, step_);
-  if (ahead >= static_cast<int64_t>(due_.size())) {
-    // Re-bucket into a ring long enough (bucket i holds the steps = i modulo its size).
-    std::vector<std::vector<Entry>> old = std::move(due_);
-    due_.assign(static_cast<size_t>(std::max<int64_t>(2 * ahead, 32)), {});
-    for (auto& bucket : old) {
-      for (const Entry& e : bucket) due_[static_cast<size_t>(e.step) % due_.size()].push_back(e);
-    }
-  }
-  due_[static_cast<size_t>(step) % due_.size()].push_back({step, r.run_seq, r.lazy_slot, r.lazy_due_tag});
+  KVSIM_CHECK(step - step_ >= 1, "request {} due at step {}, now {}", r.spec.id, step, step_);
+  due_.push_back({step, r.run_seq, r.lazy_slot, r.lazy_due_tag});
+  std::push_heap(due_.begin(), due_.end(), std::greater<>());
 }
 
 int64_t LazyDecodes::steps_before_due(int64_t max) const {
-  if (due_.empty()) return max;
-  const auto size = static_cast<int64_t>(due_.size());
-  int64_t at = (step_ + 1) % size;
-  for (int64_t j = 0; j < max; ++j) {
-    if (!due_[static_cast<size_t>(at)].empty()) return j;
-    if (++at == size) at = 0;
-  }
-  return max;
+  // Every entry is for a step after step(): take_due pops a step's entries at its plan, and a
+  // quiet run never passes one.
+  return due_.empty() ? max : std::min(max, due_.front().step - (step_ + 1));
 }
 
 void LazyDecodes::crossers_ahead(std::vector<int64_t>& crossers, std::vector<int64_t>& swappers) const {
@@ -201,13 +188,12 @@ void LazyDecodes::leave(RequestState& r, KvLedger& ledger) {
 
 void LazyDecodes::take_due(std::vector<RequestState*>& out) {
   out.clear();
-  if (due_.empty()) return;
   const int64_t target = step_ + 1;
-  std::vector<Entry>& bucket = due_[static_cast<size_t>(target) % due_.size()];
-  // In running order: a few entries, pushed at different steps.
-  std::sort(bucket.begin(), bucket.end(),
-            [](const Entry& a, const Entry& b) { return a.run_seq < b.run_seq; });
-  for (const Entry& e : bucket) {
+  // The heap pops a step's entries in running order (entries order by step, then run_seq).
+  while (!due_.empty() && due_.front().step <= target) {
+    const Entry e = due_.front();
+    std::pop_heap(due_.begin(), due_.end(), std::greater<>());
+    due_.pop_back();
     RequestState* r = live_due(e);
     if (r == nullptr) continue;
     KVSIM_CHECK(e.step == target, "request {} was due at step {}, now is {}", r->spec.id, e.step,
@@ -215,7 +201,6 @@ void LazyDecodes::take_due(std::vector<RequestState*>& out) {
     leave_class(*r);  // a long window's last crossing: explicit
     out.push_back(r);
   }
-  bucket.clear();
 }
 
 void LazyDecodes::restore_due(const std::vector<RequestState*>& due) {
@@ -306,16 +291,10 @@ int64_t LazyDecodes::first_live_step(std::vector<Entry>& heap) const {
 }
 
 void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& ledger) {
-  // A plan of an empty batch (the replica went idle) never commits either: then every due entry
-  // names a member that left, and is void already. The ring is cleared only when there were
-  // members (it can be long: a step per token of the longest window).
-  const bool had_members = n_ > 0;
   for (RequestState* r : running) leave(*r, ledger);
   KVSIM_CHECK(n_ == 0 && planned_ == 0, "decode aggregate: {} members left after a flush", n_);
   ctx_ = 0;
-  if (had_members) {
-    for (auto& bucket : due_) bucket.clear();
-  }
+  due_.clear();
   done_.clear();
   caps_.clear();
   KVSIM_CHECK(growing_ == 0 && growing_ctx_ == 0, "decode aggregate: {} growing members left",

@@ -169,9 +169,9 @@ class LazyDecodes {
   // kWalkDone from end_walk() to commit().
   int64_t walk_pos_ = kNoWalk;
   int64_t planned_ = 0;  // members grown in the plan in progress
-  // Due members by step: a ring of buckets, step modulo its size (a member is due at most a
-  // block's tokens after it was last grown; the ring grows if a window is ever longer).
-  std::vector<std::vector<Entry>> due_;
+  // Due members: a min-heap by step, then running order (about one live entry per member: a
+  // few dozen, in cache, where a ring of buckets by step touched a cold bucket per push).
+  std::vector<Entry> due_;
   std::vector<Entry> done_;  // min-heap
   // With a window: the members whose context is below it (a member's context at the plan of
   // step step() + 1 is its ctx_ term + step()), their count and terms' sum, and a min-heap of

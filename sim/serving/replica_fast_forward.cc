@@ -184,7 +184,8 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   // may be due (both run one by one).
   // With a sliding window, also before the step at whose plan a member's context reaches it
   // (the attended tokens then grow by fewer a step).
-  const int64_t limit = std::min(lazy.next_done() - g - 1, lazy.next_cap() - g);
+  // A batch with a member event every few steps (a busy server's) ends here, before any set-up.
+  const int64_t limit = lazy.steps_before_due(std::min(lazy.next_done() - g - 1, lazy.next_cap() - g));
   // The recorder takes a run's durations in non-decreasing order: a step that grows with its
   // context (any latency model's; a fit that came out falling steps one by one).
   if (limit < kMinQuietSteps || step.ns_b < 0) return 0;
@@ -201,13 +202,12 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   const int64_t act_step = pool_.decode_activation_bytes(n, context0 + attending) - act0;
   const int64_t cached = pool_.activation_cached_bytes();
   if (act0 > cached) return 0;
-  // At most this many steps: each lasts at least the first's duration and must end before the
-  // horizon; each reserves act0 + j act_step <= cached; none may be due; a bounded buffer.
+  // At most this many steps: none may be due (limit); each lasts at least the first's duration
+  // and must end before the horizon; each reserves act0 + j act_step <= cached; a bounded buffer.
   constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
   DecodeStepFixed::Walk duration(step, context0, attending);
   int64_t most = std::min({limit, (horizon - t - 1) / duration.ns(), kMaxRunSteps});
   if (act_step > 0) most = std::min(most, (cached - act0) / act_step + 1);
-  most = lazy.steps_before_due(most);
   if (most < kMinQuietSteps) return 0;
   std::vector<int64_t>& period = ff_crossers_ahead_;
   std::vector<int64_t>& swap_period = ff_swappers_ahead_;
