@@ -205,6 +205,17 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
   kv_.hold(t, KvSample::from(s));
 }
 
+void Recorder::on_activations_released(SimTime t, const MemorySnapshot& start) {
+  // The end state's categories are start's with the activations moved to the allocator cache:
+  // only that peak can rise. In use falls by the activations, below the peak start's call left;
+  // KV held, its sample and driver-free memory are start's.
+  int64_t& cache_peak = summary_.category_peaks_bytes[static_cast<int>(MemCategory::kAllocatorCache)];
+  cache_peak = std::max(cache_peak, start.allocator_cache_bytes + start.activation_bytes);
+  held_byte_ns_ += static_cast<Int128>(held_bytes_) * (t - held_since_);  // exact
+  held_since_ = t;
+  kv_.hold(t, KvSample::from(start));
+}
+
 namespace {
 
 // A linear figure of a memory state (a category, a sum of some), over a DecodeRun's steps:

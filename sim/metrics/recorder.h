@@ -270,6 +270,10 @@ class Recorder {
   // after every change of memory state (iteration start and end, OOM, restart), so no summary
   // figure depends on when the timeseries is sampled.
   void on_state(SimTime t, const MemorySnapshot& s);
+  // on_state(t, end) for `end` the state `start` last recorded by on_state, with its activations
+  // released into the cache that keeps them (a pool without a store allocator; a decode step's
+  // end): only that cache and time move, so the same figures come without building `end`.
+  void on_activations_released(SimTime t, const MemorySnapshot& start);
   // Records a DecodeRun: the same figures, to the bit, as calling for each step in order
   //   on_state(t_j, start(j)); on_batch(seqs, seqs, d_j, its FLOPs);
   //   on_fast_forward_iteration(); on_state(t_{j+1}, end(j))

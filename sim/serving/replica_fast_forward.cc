@@ -88,7 +88,8 @@ bool Replica::fast_forward_stretch() {
     const bool planned = queues_.grow_lazy(ff_plan_, due);
     KVSIM_CHECK(planned && ff_plan_.decode_seqs == n,
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
-    recorder_.on_state(t, pool_.snapshot());
+    const MemorySnapshot start = pool_.snapshot();
+    recorder_.on_state(t, start);
     recorder_.on_batch(n, n, end - t, step.flops_fixed(context));  // start_iteration's record of a decode step
     if (in_flight) {
       // start_iteration's hand-over: end_iteration commits it when its end event runs.
@@ -116,7 +117,7 @@ bool Replica::fast_forward_stretch() {
       recorder_.on_state(t, pool_.snapshot());
       return true;  // a new stretch may follow
     }
-    recorder_.on_state(t, pool_.snapshot());
+    recorder_.on_activations_released(t, start);  // on_state(t, pool_.snapshot())
     queues_.commit_lazy(ff_plan_, done_scratch_);
     KVSIM_CHECK(done_scratch_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
