@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
 
 namespace kvsim {
 
@@ -21,35 +22,48 @@ constexpr size_t kRadixMinSize = 1024;
 void sort_doubles(std::vector<double>& v) {
   const size_t n = v.size();
   if (n < kRadixMinSize) return std::sort(v.begin(), v.end());
-  std::vector<uint64_t> keys(n), other(n);
   // One counter array per pass, all filled in a single read of the samples.
   std::vector<std::array<size_t, kDigitMask + 1>> counts(kPasses);
   for (auto& c : counts) c.fill(0);
   for (size_t i = 0; i < n; ++i) {
     const auto bits = std::bit_cast<uint64_t>(v[i]);
     if (bits > kPositiveInfinityBits) return std::sort(v.begin(), v.end());  // sign bit or NaN
-    keys[i] = bits;
     for (int p = 0; p < kPasses; ++p) ++counts[p][(bits >> (p * kDigitBits)) & kDigitMask];
   }
-  // Least significant digit first; each pass is a stable counting sort. A pass whose digit is
-  // the same for every key moves nothing and is skipped.
+  // Least significant digit first; each pass is a stable counting sort between the samples'
+  // own storage and one scratch buffer (keys read and written as their bits: a double's order
+  // is its bits' order here). The scratch is left uninitialized: every pass writes all of it.
+  // A pass whose digit is the same for every key moves nothing and is skipped.
+  const std::unique_ptr<uint64_t[]> scratch(new uint64_t[n]);
+  double* const samples = v.data();
+  bool in_scratch = false;
+  const uint64_t any_key = std::bit_cast<uint64_t>(v[0]);
   for (int p = 0; p < kPasses; ++p) {
     auto& c = counts[p];
-    const uint64_t first_digit = (keys[0] >> (p * kDigitBits)) & kDigitMask;
-    if (c[first_digit] == n) continue;
+    const int shift = p * kDigitBits;
+    if (c[(any_key >> shift) & kDigitMask] == n) continue;
     size_t start = 0;
     for (size_t& count : c) {
       const size_t k = count;
       count = start;
       start += k;
     }
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t key = keys[i];
-      other[c[(key >> (p * kDigitBits)) & kDigitMask]++] = key;
+    if (in_scratch) {
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t key = scratch[i];
+        samples[c[(key >> shift) & kDigitMask]++] = std::bit_cast<double>(key);
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) {
+        const auto key = std::bit_cast<uint64_t>(samples[i]);
+        scratch[c[(key >> shift) & kDigitMask]++] = key;
+      }
     }
-    keys.swap(other);
+    in_scratch = !in_scratch;
   }
-  for (size_t i = 0; i < n; ++i) v[i] = std::bit_cast<double>(keys[i]);
+  if (in_scratch) {
+    for (size_t i = 0; i < n; ++i) samples[i] = std::bit_cast<double>(scratch[i]);
+  }
 }
 
 }  // namespace kvsim

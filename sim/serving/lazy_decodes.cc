@@ -9,7 +9,7 @@ namespace kvsim {
 
 void LazyDecodes::push_due_at(int64_t step, const RequestState& r) {
   KVSIM_CHECK(step - step_ >= 1, "request {} due at step {}, now {}", r.spec.id, step, step_);
-  due_.push_back({step, r.run_seq, r.lazy_slot, r.lazy_due_tag});
+  due_.push_back({step, r.run_seq, r.lazy_slot, slots_[static_cast<size_t>(r.lazy_slot)].due_tag});
   std::push_heap(due_.begin(), due_.end(), std::greater<>());
 }
 
@@ -60,7 +60,7 @@ void LazyDecodes::join_class(RequestState& r) {
   r.lazy_class_swaps = r.kv_swaps;
   std::vector<int32_t>& c = (r.kv_swaps ? swap_classes_ : classes_)[static_cast<size_t>(rho)];
   r.lazy_class = static_cast<int32_t>(rho);
-  r.lazy_class_pos = static_cast<int32_t>(c.size());
+  slots_[static_cast<size_t>(r.lazy_slot)].class_pos = static_cast<int32_t>(c.size());
   c.push_back(r.lazy_slot);
 }
 
@@ -68,19 +68,23 @@ void LazyDecodes::leave_class(RequestState& r) {
   if (r.lazy_class < 0) return;
   std::vector<int32_t>& c =
       (r.lazy_class_swaps ? swap_classes_ : classes_)[static_cast<size_t>(r.lazy_class)];
-  const auto pos = static_cast<size_t>(r.lazy_class_pos);
+  Slot& slot = slots_[static_cast<size_t>(r.lazy_slot)];
+  const auto pos = static_cast<size_t>(slot.class_pos);
   c[pos] = c.back();
-  slots_[static_cast<size_t>(c[pos])].r->lazy_class_pos = static_cast<int32_t>(pos);
+  // The member moved into its place: its position lives in the slot table, so its (likely
+  // cold) RequestState is not touched.
+  slots_[static_cast<size_t>(c[pos])].class_pos = static_cast<int32_t>(pos);
   c.pop_back();
   r.lazy_class = -1;
-  r.lazy_class_pos = -1;
+  slot.class_pos = -1;
 }
 
 void LazyDecodes::push_due(RequestState& r) {
   // A window holding exactly the tokens up to the last step's target defers one token a step
   // for kv_room steps; any other state goes through the ledger at the next step.
   const bool steady = r.kv_tokens > 0 && r.kv_tokens == r.context_tokens() - 1;
-  ++r.lazy_due_tag;  // its earlier entry, if any (a long window's last crossing), is void
+  // Its earlier entry, if any (a long window's last crossing), is void.
+  ++slots_[static_cast<size_t>(r.lazy_slot)].due_tag;
   if (!steady) {
     push_due_at(r.lazy_sync + 1, r);
     return;
@@ -129,7 +133,9 @@ void LazyDecodes::add(RequestState& r) {
   }
   r.lazy_slot = free_slots_.back();
   free_slots_.pop_back();
-  slots_[static_cast<size_t>(r.lazy_slot)] = {&r, r.run_seq};
+  Slot& slot = slots_[static_cast<size_t>(r.lazy_slot)];
+  slot.r = &r;
+  slot.run_seq = r.run_seq;  // (due_tag goes on counting: see Slot)
   ++n_;
   const int64_t term = r.prompt_tokens + r.generated - step_;
   ctx_ += term;
@@ -179,7 +185,9 @@ void LazyDecodes::leave(RequestState& r, KvLedger& ledger) {
     growing_ctx_ -= term;
   }
   leave_class(r);
-  slots_[static_cast<size_t>(r.lazy_slot)] = {};
+  Slot& slot = slots_[static_cast<size_t>(r.lazy_slot)];
+  slot.r = nullptr;
+  slot.run_seq = -1;
   free_slots_.push_back(r.lazy_slot);
   r.lazy_slot = -1;
   r.lazy_sync = -1;

@@ -133,7 +133,7 @@ class LazyDecodes {
     int64_t step;
     int64_t run_seq;
     int32_t slot;
-    int32_t tag = 0;  // due entries: the member's lazy_due_tag when pushed
+    int32_t tag = 0;  // due entries: the slot's due_tag when pushed
     bool operator>(const Entry& o) const {
       return step != o.step ? step > o.step : run_seq > o.run_seq;
     }
@@ -141,6 +141,11 @@ class LazyDecodes {
   struct Slot {
     RequestState* r = nullptr;  // nullptr: free
     int64_t run_seq = -1;
+    int32_t class_pos = -1;  // the member's place in its crossing class (lazy_class), -1: none
+    // Its latest due entry's tag: a newer entry supersedes older ones. Never reset, so that the
+    // entries of an earlier member of the slot (even the same request, same run_seq, after a
+    // flush) stay void. Kept here, not in the RequestState, so that a void entry costs no miss.
+    int32_t due_tag = 0;
   };
   static constexpr int64_t kNoWalk = -1;  // walk_pos_: no plan in progress
   static constexpr int64_t kWalkDone = std::numeric_limits<int64_t>::max();
@@ -151,8 +156,8 @@ class LazyDecodes {
   }
   // A due entry also names the member's latest due (it may have been grown since).
   RequestState* live_due(const Entry& e) const {
-    RequestState* r = live(e);
-    return r != nullptr && r->lazy_due_tag == e.tag ? r : nullptr;
+    const Slot& s = slots_[static_cast<size_t>(e.slot)];
+    return s.run_seq == e.run_seq && s.due_tag == e.tag ? s.r : nullptr;
   }
   void push_due(RequestState& r);
   void push_due_at(int64_t step, const RequestState& r);

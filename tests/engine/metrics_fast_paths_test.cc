@@ -203,6 +203,24 @@ TEST_CASE("sort_doubles: std::sort's sequence", "[metrics]") {
   sort_doubles(v);
   CHECK(v.front() == -1.0);
   CHECK(std::is_sorted(v.begin(), v.end()));
+  // Keys that differ only in some digits skip the other passes, so the sorted keys end in
+  // either buffer: whole numbers (low mantissa digits all zero), a narrow range (high digits all
+  // equal), one value (every pass skipped), and halves of one binade.
+  for (int kind = 0; kind < 4; ++kind) {
+    std::vector<double> w;
+    for (int i = 0; i < 5'000; ++i) {
+      const double x = kind == 0 ? static_cast<double>(rng() % 4096)
+                       : kind == 1 ? 1.0 + static_cast<double>(rng() % 1'000'000) * 1e-15
+                       : kind == 2 ? 0.5
+                                   : 1.0 + static_cast<double>(rng() % 2048) / 2048.0;
+      w.push_back(x);
+    }
+    std::vector<double> sorted = w;
+    std::sort(sorted.begin(), sorted.end());
+    sort_doubles(w);
+    INFO("kind " << kind);
+    CHECK(w == sorted);
+  }
 }
 
 TEST_CASE("CountDistribution: values outside the dense range count as well", "[metrics]") {
