@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <initializer_list>
+#include <memory>
 #include <utility>
 
 #include <fmt/format.h>
@@ -14,15 +15,9 @@
 
 namespace kvsim {
 
-namespace {
-
-// Activations are FP16/BF16 whatever the weight and KV types: quantized weights are read at
-// their width and dequantised into 16-bit GEMMs, except FP8 weights on a GPU with an FP8 peak,
-// whose GEMMs run at that peak (vLLM's FP8 W8A8 path on Hopper).
-constexpr double kActBytes = 2.0;
-
-// Per-GPU shapes, as doubles: every count below is a product of these.
-struct Shape {
+// Per-GPU shapes, as doubles: every count below is a product of these. LatencyModel computes
+// them once (shape_).
+struct LatencyShape {
   double layers, hidden, head_dim, q_heads, kv_heads, ffn, vocab, experts, topk;
   double wb, kvb;  // bytes per linear-layer weight (with its quantization scales) / KV element
   double ewb;      // bytes per unquantized weight: embedding, LM head, router (16-bit)
@@ -30,6 +25,15 @@ struct Shape {
   double window;            // sliding-window attention: keys a query sees at most; 0: no window
   int tp, pp;
 };
+
+namespace {
+
+using Shape = LatencyShape;
+
+// Activations are FP16/BF16 whatever the weight and KV types: quantized weights are read at
+// their width and dequantised into 16-bit GEMMs, except FP8 weights on a GPU with an FP8 peak,
+// whose GEMMs run at that peak (vLLM's FP8 W8A8 path on Hopper).
+constexpr double kActBytes = 2.0;
 
 // Bytes per weight of a linear layer, scales included: AWQ INT4 adds an FP16 scale and a 4-bit
 // zero per group of 128 (2.5 / 128 bytes per weight); the per-tensor (FP8) and per-channel
@@ -132,28 +136,32 @@ class Costing {
  public:
   using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
   Costing(const Shape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr)
-      : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {
-    // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
-    // never faster than peak (profile.h, gemm_tile_half_intensity).
-    const double h = p_.gemm_tile_half_intensity;
-    const double floor = p_.of(OpClass::kGemm).compute_efficiency;
-    for (size_t i = 0; i < std::size(kTiles); ++i) {
-      const auto [tm, tn] = kTiles[i];
-      const double intensity = static_cast<double>(tm * tn) / static_cast<double>(tm + tn);
-      tile_slowdown_[i] = std::max(floor, 64.0 * (intensity + h) / (intensity * (64 + h)));
-    }
+      : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {}
+
+  // The profile's tables of a class (nullptr: none).
+  struct ClassTables {
+    const EfficiencyTable* compute;
+    const EfficiencyTable* memory;
+  };
+  ClassTables tables(OpClass c) const {
+    return {p_.table(c, TableMetric::kComputeEfficiency),
+            p_.table(c, TableMetric::kMemoryEfficiency)};
   }
 
   // Rates of `c` for a table axis value `x` (ignored where the class has no table).
   Rates rates(OpClass c, double x, double compute_curve = 1.0, double memory_curve = 1.0,
               double flops_scale = 1.0) const {
+    if (ideal_) return {g_.fp16_flops * flops_scale, peak_bytes(c), 0.0};
+    return rates(c, tables(c), x, compute_curve, memory_curve, flops_scale);
+  }
+  // The same with the class's tables looked up already (a loop's).
+  Rates rates(OpClass c, const ClassTables& t, double x, double compute_curve = 1.0,
+              double memory_curve = 1.0, double flops_scale = 1.0) const {
     const double peak_flops = g_.fp16_flops * flops_scale;
     if (ideal_) return {peak_flops, peak_bytes(c), 0.0};
     const ClassParams& cp = p_.of(c);
-    const EfficiencyTable* tc = p_.table(c, TableMetric::kComputeEfficiency);
-    const EfficiencyTable* tm = p_.table(c, TableMetric::kMemoryEfficiency);
-    const double ce = tc ? tc->at(x) : cp.compute_efficiency * compute_curve;
-    const double me = tm ? tm->at(x) : cp.memory_efficiency * memory_curve;
+    const double ce = t.compute ? t.compute->at(x) : cp.compute_efficiency * compute_curve;
+    const double me = t.memory ? t.memory->at(x) : cp.memory_efficiency * memory_curve;
     return {peak_flops * ce, peak_bytes(c) * me, cp.launch_overhead_s};
   }
 
@@ -219,11 +227,12 @@ class Costing {
     const auto si = static_cast<int64_t>(sms);
     const double inv_sms = 1.0 / sms;
     const double q = p_.gemm_combine_exponent;
+    const std::array<double, std::size(kTiles)> slowdown = tile_slowdown();
     double best = -1, best_c = 0, best_m = 0;
     for (size_t i = 0; i < std::size(kTiles); ++i) {
       const auto [tm, tn] = kTiles[i];
       const int64_t tiles = ((mi + tm - 1) / tm) * ((ni + tn - 1) / tn);
-      const double tile_s = 2.0 * tm * tn * k * sm_s_per_flop * tile_slowdown_[i];  // one tile
+      const double tile_s = 2.0 * tm * tn * k * sm_s_per_flop * slowdown[i];  // one tile
       for (int64_t split = 1; split <= 8; split *= 2) {
         if (split > 1 && tiles * split > si) break;
         // ceil(tiles x split / SMs) without a 64-bit division per candidate.
@@ -295,6 +304,10 @@ class Costing {
     OpCost total;
     total.name = "attention_prefill";
     total.op_class = c;
+    // Flash's curve: keys / (keys + flash_seq_half_tokens) x the head-dimension factor.
+    const double head_dim_curve =
+        impl == AttentionKind::kFlash && !ideal_ ? flash_head_dim_curve() : 1.0;
+    const ClassTables class_tables = tables(c);
     for (const PrefillChunk& ch : chunks) {
       const double q = static_cast<double>(ch.tokens);
       const double ctx = static_cast<double>(ch.context_tokens);
@@ -311,7 +324,7 @@ class Costing {
         // are skipped.
         const double pairs = causal_pairs(q, ctx);
         flops = 4.0 * s_.head_dim * s_.q_heads * pairs;  // QK^T and PV, 2 FLOPs per MAC
-        if (!ideal_) curve = flash_curve(keys);
+        if (!ideal_) curve = keys / (keys + p_.flash_seq_half_tokens) * head_dim_curve;
       } else {
         // Eager attention computes the whole q x keys rectangle, then masks it, and moves the
         // score matrix through HBM native_score_passes times.
@@ -319,7 +332,7 @@ class Costing {
         flops = 4.0 * s_.head_dim * scores;
         bytes += p_.native_score_passes * p_.native_score_bytes * scores;
       }
-      const OpCost one = op("", c, flops, bytes, 0, s_.layers, rates(c, keys, curve));
+      const OpCost one = op("", c, flops, bytes, 0, s_.layers, rates(c, class_tables, keys, curve));
       total.flops += one.flops;
       total.bytes += one.bytes;
       total.compute_s += one.compute_s;
@@ -330,7 +343,7 @@ class Costing {
     // Launches per layer for the whole batch: one varlen flash kernel covers every chunk; eager
     // attention runs batched QK^T, masked softmax and PV (3 kernels).
     const double kernels = impl == AttentionKind::kFlash ? 1 : 3;
-    const double launch = kernels * rates(c, 0).launch_s * s_.layers;
+    const double launch = kernels * rates(c, class_tables, 0).launch_s * s_.layers;
     total.overhead_s += launch;
     total.seconds += launch;
     total.bound = total.compute_s >= total.memory_s ? Bound::kCompute : Bound::kMemory;
@@ -396,10 +409,26 @@ class Costing {
     return g_.nvlink_bytes_per_s > 0 ? g_.nvlink_bytes_per_s / 2 : g_.pcie_bytes_per_s;
   }
 
-  double flash_curve(double keys) const {
-    const double seq = keys / (keys + p_.flash_seq_half_tokens);
-    const double hd = std::pow(std::min(1.0, s_.head_dim / 128.0), p_.flash_head_dim_exponent);
-    return seq * hd;
+  // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
+  // never faster than peak (profile.h, gemm_tile_half_intensity). Computed where a tile search
+  // runs (a GEMM memo miss), not with every Costing.
+  std::array<double, std::size(kTiles)> tile_slowdown() const {
+    std::array<double, std::size(kTiles)> slowdown{};
+    const double h = p_.gemm_tile_half_intensity;
+    const double floor = p_.of(OpClass::kGemm).compute_efficiency;
+    for (size_t i = 0; i < std::size(kTiles); ++i) {
+      const auto [tm, tn] = kTiles[i];
+      const double intensity = static_cast<double>(tm * tn) / static_cast<double>(tm + tn);
+      slowdown[i] = std::max(floor, 64.0 * (intensity + h) / (intensity * (64 + h)));
+    }
+    return slowdown;
+  }
+
+  // The flash curve's head-dimension factor (the same for every chunk).
+  double flash_head_dim_curve() const {
+    // pow(1, y) is 1 for every y: most models' head dimension is 128 or more.
+    const double base = std::min(1.0, s_.head_dim / 128.0);
+    return base == 1.0 ? 1.0 : std::pow(base, p_.flash_head_dim_exponent);
   }
 
   const Shape& s_;
@@ -407,7 +436,6 @@ class Costing {
   const Profile& p_;
   bool ideal_;
   Memo* memo_;
-  std::array<double, std::size(kTiles)> tile_slowdown_{};
 };
 
 void add(IterationCost& it, bool keep_ops, const OpCost& o) {
@@ -420,6 +448,12 @@ void add(IterationCost& it, bool keep_ops, const OpCost& o) {
 
 // Decode-only memos cover batches of up to this many sequences (larger ones are costed afresh).
 constexpr size_t kDecodeMemoMaxSeqs = size_t{1} << 14;
+
+// Decode attention's terms as a decode-step memo keeps them.
+DecodeTerms memo_terms(const DecodeStepMemo& m) {
+  const std::array<double, 9>& a = m.attention;
+  return {{a[0], a[1], a[2]}, a[3], a[4], a[5], a[6], a[7], a[8]};
+}
 
 // Expected number of distinct experts that m tokens route to (uniform top-k routing).
 double experts_touched(double experts, double topk, double m) {
@@ -454,37 +488,51 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
         fmt::format("model {}: layers, hidden, heads and head_dim must be >= 1", model_.name));
   }
   check_parallelism(model_, Parallelism{tp_, pp_});
+  shape_ = std::make_shared<const LatencyShape>(shape_of(model_, gpu_, tp_, pp_));
 }
 
-IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal,
-                                 bool keep_ops) const {
+namespace {
+// A batch's row counts (doubles, as the costing uses them), checked.
+struct BatchRows {
+  double m;     // rows through the linear layers
+  double emit;  // rows through the LM head
+  double n;     // decode sequences
+  double t;     // total decode context (attended tokens)
+};
+BatchRows batch_rows(const BatchShape& batch, const ModelSpec& model) {
   KVSIM_CHECK(batch.block_tokens >= 0, "block_tokens {}", batch.block_tokens);
-  const Shape s = shape_of(model_, gpu_, tp_, pp_);
-  double m = 0;     // rows through the linear layers
-  double emit = 0;  // rows through the LM head
+  BatchRows r{0, 0, 0, 0};
   for (const PrefillChunk& c : batch.prefill) {
     KVSIM_CHECK(c.tokens >= 1 && c.context_tokens >= 0, "prefill chunk {} + {}", c.tokens,
                 c.context_tokens);
-    m += static_cast<double>(c.tokens);
-    emit += c.emits_token ? 1 : 0;
+    r.m += static_cast<double>(c.tokens);
+    r.emit += c.emits_token ? 1 : 0;
   }
-  double t = 0;  // total decode context
   for (const DecodeSeq& d : batch.decode) {
     KVSIM_CHECK(d.context_tokens >= 1, "decode context {}", d.context_tokens);
-    t += static_cast<double>(model_.attended_tokens(d.context_tokens));  // the window's KV
+    r.t += static_cast<double>(model.attended_tokens(d.context_tokens));  // the window's KV
   }
   // Integers below 2^53 add exactly in a double, so adding the aggregate gives the same t as
   // adding its sequences one by one.
   KVSIM_CHECK(batch.decode_seqs >= 0 && batch.decode_context_tokens >= batch.decode_seqs,
               "decode aggregate {} seqs, {} context", batch.decode_seqs,
               batch.decode_context_tokens);
-  t += static_cast<double>(batch.decode_context_tokens);
-  const double n =
-      static_cast<double>(static_cast<int64_t>(batch.decode.size()) + batch.decode_seqs);
-  m += n;
-  emit += n;
+  r.t += static_cast<double>(batch.decode_context_tokens);
+  r.n = static_cast<double>(static_cast<int64_t>(batch.decode.size()) + batch.decode_seqs);
+  r.m += r.n;
+  r.emit += r.n;
+  return r;
+}
+}  // namespace
+
+IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal,
+                                 bool keep_ops) const {
+  const BatchRows rows_in = batch_rows(batch, model_);
+  const Shape& s = *shape_;
+  const double m = rows_in.m, emit = rows_in.emit, n = rows_in.n, t = rows_in.t;
   IterationCost it;
   if (m == 0) return it;
+  if (keep_ops) it.ops.reserve(16);  // cost()'s operations, at most 13
   // The GEMM memo's entries of this row count are likely out of cache (a mixed batch's row
   // count varies); start loading them now, so Costing's setup and the ops before the first
   // GEMM run while they arrive. Only a hint: no result depends on it.
@@ -540,26 +588,154 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
 }
 
 IterationCost LatencyModel::iteration(const BatchShape& batch, OpDetail detail) const {
-  // The engine's decode-only iterations (the aggregate form) come from the decode-step memo.
-  if (detail == OpDetail::kTotals && batch.prefill.empty() && batch.decode.empty() &&
-      batch.decode_seqs > 0 && batch.block_tokens >= 0) {
-    KVSIM_CHECK(batch.decode_context_tokens >= batch.decode_seqs, "decode aggregate {} seqs, {} context",
-                batch.decode_seqs, batch.decode_context_tokens);
+  if (detail == OpDetail::kTotals) {
     IterationCost it;
-    if (decode_step_totals(batch.decode_seqs, batch.decode_context_tokens, batch.block_tokens, it)) {
-      return it;
+    // The engine's decode-only iterations (the aggregate form) come from the decode-step memo,
+    // every other batch's from the row memo.
+    if (batch.prefill.empty() && batch.decode.empty() && batch.decode_seqs > 0 &&
+        batch.block_tokens >= 0) {
+      KVSIM_CHECK(batch.decode_context_tokens >= batch.decode_seqs,
+                  "decode aggregate {} seqs, {} context", batch.decode_seqs,
+                  batch.decode_context_tokens);
+      if (decode_step_totals(batch.decode_seqs, batch.decode_context_tokens, batch.block_tokens,
+                             it)) {
+        return it;
+      }
     }
+    if (mixed_totals(batch, it)) return it;
   }
   return cost(batch, profile_, false, detail == OpDetail::kFull);
+}
+
+namespace {
+// Row memo sizes: how many operations follow attention at most (o_proj, allreduce, router,
+// mlp_gate_up, mlp_down, norm_act_residual, pp_send), and the row counts kept (as the GEMM memo).
+constexpr int kRowMaxPostOps = 7;
+constexpr int64_t kRowMemoMaxRows = static_cast<int64_t>(kGemmMemoMaxRows);
+
+// add()'s sums for one operation's (seconds, flops, bytes), in add()'s rule: no work, no add.
+void add_totals(IterationCost& it, double seconds, double flops, double bytes) {
+  if (flops == 0 && bytes == 0) return;
+  it.ops_seconds += seconds;
+  it.flops += flops;
+  it.bytes += bytes;
+}
+}  // namespace
+
+bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) const {
+  const BatchRows r = batch_rows(batch, model_);
+  IterationCost& it = out;
+  it = IterationCost{};
+  if (r.m == 0) return true;  // cost()'s empty batch
+  const auto rows = static_cast<int64_t>(r.m);
+  if (rows > kRowMemoMaxRows) return false;
+  // Attention, the only operations that depend on more than the row counts.
+  const Costing k(*shape_, gpu_, profile_, false);
+  std::array<double, 3> prefill{}, decode{};  // (seconds, flops, bytes)
+  if (!batch.prefill.empty()) {
+    const OpCost a = k.prefill_attention(batch.prefill, attention_);
+    prefill = {a.seconds, a.flops, a.bytes};
+  }
+  if (r.n > 0) {
+    // Its terms depend on n and the block size only: the decode-step memo's.
+    const DecodeStepMemo* d = decode_step_memo(static_cast<int64_t>(r.n), batch.block_tokens);
+    const DecodeAttentionTotals a = decode_attention_totals(
+        d != nullptr ? memo_terms(*d) : k.decode_terms(r.n, batch.block_tokens, attention_), r.n,
+        r.t, shape_->layers);
+    decode = {a.seconds, a.flops, a.bytes};
+  }
+  const double* row = row_ops(rows);
+  if (row == nullptr) return false;
+  const std::array<double, 3>* head = r.emit > 0 ? &head_op(static_cast<int64_t>(r.emit)) : nullptr;
+  // cost()'s additions, in its order: the operations before attention (summed from 0, as it
+  // sums them), prefill and decode attention, the operations after them with the LM head in its
+  // place. add_totals skips what add() skips (an empty attention of zero work).
+  it.ops_seconds = row[0];
+  it.flops = row[1];
+  it.bytes = row[2];
+  if (!batch.prefill.empty()) add_totals(it, prefill[0], prefill[1], prefill[2]);
+  if (r.n > 0) add_totals(it, decode[0], decode[1], decode[2]);
+  const double* o = row + 3;
+  for (int i = 0; i < row_head_at_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
+  if (head != nullptr) add_totals(it, (*head)[0], (*head)[1], (*head)[2]);
+  for (int i = row_head_at_; i < row_post_ops_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
+  it.overhead_seconds = profile_.iteration_overhead_s;
+  it.seconds = it.ops_seconds + it.overhead_seconds;
+  return true;
+}
+
+const double* LatencyModel::row_ops(int64_t rows) const {
+  if (rows < 1 || rows > kRowMemoMaxRows) return nullptr;
+  const auto m = static_cast<size_t>(rows);
+  if (row_post_ops_ >= 0) {
+    const size_t stride = 3 + 3 * static_cast<size_t>(row_post_ops_);
+    if (m < row_memo_.size() / stride && row_memo_[m * stride] >= 0) return &row_memo_[m * stride];
+  }
+  // Cost one chunk of `rows` tokens in full once (attention aside, every operation depends on the
+  // row count alone; it emits a token, so the LM head's place is known) and keep the sums
+  // cost() forms: those before attention as partial sums, those after it one by one.
+  BatchShape b;
+  b.prefill.push_back(PrefillChunk{rows, 0, true});
+  const IterationCost full = cost(b, profile_, false, true);
+  std::array<double, 3 + 3 * kRowMaxPostOps> v{};
+  int post = 0, head_at = -1;
+  bool after = false;
+  for (const OpCost& o : full.ops) {
+    if (o.op_class == OpClass::kAttentionFlash || o.op_class == OpClass::kAttentionNative) {
+      after = true;
+    } else if (!after) {
+      v[0] += o.seconds;
+      v[1] += o.flops;
+      v[2] += o.bytes;
+    } else if (o.name == "lm_head") {
+      head_at = post;
+    } else {
+      if (post == kRowMaxPostOps) return nullptr;  // not cost()'s operations: cost in full
+      const auto i = static_cast<size_t>(3 + 3 * post++);
+      v[i] = o.seconds;
+      v[i + 1] = o.flops;
+      v[i + 2] = o.bytes;
+    }
+  }
+  // Every row count has the same operations; were one to differ, its batches cost in full.
+  if (!after || head_at < 0) return nullptr;
+  if (row_post_ops_ < 0) {
+    row_post_ops_ = post;
+    row_head_at_ = head_at;
+  }
+  if (post != row_post_ops_ || head_at != row_head_at_) return nullptr;
+  const size_t stride = 3 + 3 * static_cast<size_t>(post);
+  // Grown to the largest row count seen (the vector's capacity grows geometrically; the pages
+  // past its size stay untouched).
+  if (m >= row_memo_.size() / stride) row_memo_.resize((m + 1) * stride, -1.0);
+  double* out = &row_memo_[m * stride];
+  std::copy_n(v.begin(), stride, out);
+  return out;
+}
+
+const std::array<double, 3>& LatencyModel::head_op(int64_t emit) const {
+  const auto e = static_cast<size_t>(emit);
+  if (e >= head_memo_.size()) head_memo_.resize(e + 1, {-1.0, 0.0, 0.0});
+  std::array<double, 3>& h = head_memo_[e];
+  if (h[0] >= 0) return h;
+  // Cost `emit` decode sequences in full once: all their rows pass the LM head.
+  BatchShape b;
+  b.decode_seqs = emit;
+  b.decode_context_tokens = emit;
+  const IterationCost full = cost(b, profile_, false, true);
+  for (const OpCost& o : full.ops) {
+    if (o.name == "lm_head") h = {o.seconds, o.flops, o.bytes};
+  }
+  KVSIM_CHECK(h[0] >= 0, "head memo: no lm_head among {} ops", full.ops.size());
+  return h;
 }
 
 IterationCost LatencyModel::lower_bound(const BatchShape& batch) const {
   return cost(batch, ideal_, true, true);
 }
 
-bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
-                                      IterationCost& out) const {
-  if (static_cast<size_t>(n) >= kDecodeMemoMaxSeqs) return false;
+const DecodeStepMemo* LatencyModel::decode_step_memo(int64_t n, int block_tokens) const {
+  if (static_cast<size_t>(n) >= kDecodeMemoMaxSeqs) return nullptr;
   if (decode_memo_.size() <= static_cast<size_t>(n)) {
     decode_memo_.resize(std::min(kDecodeMemoMaxSeqs, std::max<size_t>(64, 2 * static_cast<size_t>(n))));
   }
@@ -592,16 +768,22 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
       }
     }
     KVSIM_CHECK(after, "decode memo: no decode attention among {} ops", full.ops.size());
-    const Shape s = shape_of(model_, gpu_, tp_, pp_);
+    const Shape& s = *shape_;
     m.layers = s.layers;
     const Costing k(s, gpu_, profile_, false);
     const DecodeTerms d = k.decode_terms(static_cast<double>(n), block_tokens, attention_);
     m.attention = {d.r.flops_per_s, d.r.bytes_per_s,  d.r.launch_s, d.kv_per_token,
                    d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope, d.fixed};
   }
-  const DecodeTerms d{{m.attention[0], m.attention[1], m.attention[2]},
-                      m.attention[3], m.attention[4], m.attention[5], m.attention[6],
-                      m.attention[7], m.attention[8]};
+  return &m;
+}
+
+bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
+                                      IterationCost& out) const {
+  const DecodeStepMemo* memo = decode_step_memo(n, block_tokens);
+  if (memo == nullptr) return false;
+  const DecodeStepMemo& m = *memo;
+  const DecodeTerms d = memo_terms(m);
   // cost()'s additions, in its order: the operations before decode attention, decode
   // attention, the operations after it.
   IterationCost& it = out;
@@ -657,7 +839,7 @@ AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) 
   if (num_seqs == 0) return {};
   // Everything but decode attention is independent of the context; decode attention is
   // slope * t + fixed per layer (Costing::decode_attention): b is the slope, a what remains.
-  const Shape s = shape_of(model_, gpu_, tp_, pp_);
+  const Shape& s = *shape_;
   const Costing k(s, gpu_, profile_, false);
   const double n = static_cast<double>(num_seqs);
   const double b = k.decode_slope(n, block_tokens, attention_);

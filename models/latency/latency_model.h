@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,7 @@
 
 namespace kvsim {
 
+struct LatencyShape;  // latency_model.cc: the per-GPU dimensions every costing uses
 
 // A prefill chunk: `tokens` new prompt tokens of one sequence whose first `context_tokens`
 // tokens are already in the KV cache (0 for a whole prompt, >0 for the later chunks of a
@@ -202,6 +204,16 @@ class LatencyModel {
   // iteration(kTotals) of a decode-only aggregate batch of n sequences and context t, from
   // decode_memo_ (built on first use); false when n is past the memo's range.
   bool decode_step_totals(int64_t n, int64_t t, int block_tokens, IterationCost& out) const;
+  // decode_memo_'s entry for n sequences and this block size (built on first use); nullptr when
+  // n is past the memo's range.
+  const DecodeStepMemo* decode_step_memo(int64_t n, int block_tokens) const;
+  // iteration(kTotals) of any batch from row_memo_ and head_memo_ (built on first use), with
+  // only attention costed afresh; false when its row count is past the memos' range.
+  bool mixed_totals(const BatchShape& batch, IterationCost& out) const;
+  // row_memo_'s row of `rows` rows (built on first use); nullptr past the memo's range.
+  const double* row_ops(int64_t rows) const;
+  // head_memo_'s entry for `emit` rows through the LM head (built on first use).
+  const std::array<double, 3>& head_op(int64_t emit) const;
 
   // The tiled cost of each of the model's GEMMs (qkv, o, gate_up, down, router, lm_head) by row
   // count, for the row counts already seen: the engine asks for the same batch sizes over and
@@ -214,6 +226,20 @@ class LatencyModel {
   // Decode-only iterations by batch size (DecodeStepMemo): a cache of a pure function, like
   // gemm_memo_ (tests/engine/fast_forward_test.cc checks its bits against the full costing).
   mutable std::vector<DecodeStepMemo> decode_memo_;
+  // Any iteration's operations but attention and the LM head, by row count: they depend on the
+  // row count alone. A row holds the partial sums (seconds, flops, bytes) of the operations
+  // before attention, then each operation after it as (seconds, flops, bytes), as the full
+  // costing adds them (mixed_totals adds them one by one in its order: the same bits). Rows are
+  // 3 + 3 x row_post_ops_ doubles (120 B for a dense model on one GPU: 1 MB for 8k rows), a
+  // row's first -1 until built, grown to the largest row count seen (16k at most). A cache of a
+  // pure function, like gemm_memo_ (tests/latency/mixed_memo_test.cc checks its bits against
+  // the full costing).
+  mutable std::vector<double> row_memo_;
+  mutable int row_post_ops_ = -1;  // operations after attention, LM head aside; -1: none built
+  mutable int row_head_at_ = 0;    // how many of them run before the LM head
+  // The LM head's (seconds, flops, bytes) by its row count (the tokens sampled); seconds -1
+  // until built.
+  mutable std::vector<std::array<double, 3>> head_memo_;
 
   ModelSpec model_;
   GpuSpec gpu_;
@@ -222,6 +248,9 @@ class LatencyModel {
   AttentionKind attention_;
   int tp_;
   int pp_;
+  // The per-GPU dimensions of model_ on gpu_ split tp_ x pp_, computed once (immutable: copies
+  // share it).
+  std::shared_ptr<const LatencyShape> shape_;
 };
 
 // The figures `kvsim latency` prints for `batch` identical requests of `seq_len` prompt tokens
