@@ -72,11 +72,12 @@ TEST_CASE("decode-step memo: iteration totals have the full costing's bits",
   }
 }
 
-TEST_CASE("decode-step memo: mixed batches and per-sequence decodes keep the full path",
+TEST_CASE("decode-step and row memos: mixed batches' totals have the full costing's bits",
           "[engine][fast_forward][latency]") {
   const LatencyModel m = model_of("llama-3-8b", AttentionKind::kFlash, 1, 1);
   // A prefill chunk beside 5 decodes of context 100 each (500 in all), given as an aggregate and
-  // as DecodeSeq entries: the totals are the full costing's, and only the kFull call lists ops.
+  // as DecodeSeq entries: the totals (from the row-count memo, LatencyModel::mixed_totals) are the
+  // full costing's, and only the kFull call lists ops.
   BatchShape mixed;
   mixed.block_tokens = 16;
   mixed.prefill = {{300, 0, true}};
