@@ -63,6 +63,11 @@ void serve_one(Recorder& r, SimTime end) {
   r.on_outcome(q);
 }
 
+// A draw from [lo, hi] (modulo bias is immaterial here).
+int64_t uniform_in(std::mt19937_64& g, int64_t lo, int64_t hi) {
+  return lo + static_cast<int64_t>(g() % static_cast<uint64_t>(hi - lo + 1));
+}
+
 std::string summary_text(Recorder& r, SimTime end) {
   PolicySummary s = r.finish(end);
   return summary_json({s}).dump();
@@ -135,9 +140,7 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   const uint64_t seed = GENERATE(range(0, 300));
   INFO("seed " << seed);
   std::mt19937_64 g(seed);
-  const auto uniform = [&](int64_t lo, int64_t hi) {
-    return lo + static_cast<int64_t>(g() % static_cast<uint64_t>(hi - lo + 1));
-  };
+  const auto uniform = [&](int64_t lo, int64_t hi) { return uniform_in(g, lo, hi); };
   DecodeRun run;
   run.t = uniform(0, 1'000'000);
   run.seqs = uniform(1, 300);
@@ -210,9 +213,7 @@ TEST_CASE("a decode step's end recorded from its start leaves what on_state leav
   const uint64_t seed = GENERATE(range(0, 200));
   INFO("seed " << seed);
   std::mt19937_64 g(seed);
-  const auto uniform = [&](int64_t lo, int64_t hi) {
-    return lo + static_cast<int64_t>(g() % static_cast<uint64_t>(hi - lo + 1));
-  };
+  const auto uniform = [&](int64_t lo, int64_t hi) { return uniform_in(g, lo, hi); };
   MemorySnapshot start, before;
   for (const auto f : kRunFields) {
     start.*f = uniform(0, int64_t{1} << 40);
