@@ -216,9 +216,12 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   std::vector<SimTime>& durations = ff_durations_;
   std::vector<int64_t>& crossed = ff_crossed_;
   std::vector<int64_t>& swapped = ff_swapped_;
-  durations.resize(static_cast<size_t>(most));
-  crossed.resize(static_cast<size_t>(most));
-  swapped.resize(static_cast<size_t>(most));
+  // The buffers only grow (zero-filling `most` entries per run was 5% of a light load's steps).
+  if (durations.size() < static_cast<size_t>(most)) {
+    durations.resize(static_cast<size_t>(most));
+    crossed.resize(static_cast<size_t>(most));
+    swapped.resize(static_cast<size_t>(most));
+  }
   SimTime* const d_at = durations.data();
   int64_t* const x_at = crossed.data();
   int64_t* const w_at = swapped.data();
@@ -240,10 +243,7 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
     x_at[steps] = blocks;
     w_at[steps] = swaps;
   }
-  durations.resize(static_cast<size_t>(steps));
-  crossed.resize(static_cast<size_t>(steps));
-  swapped.resize(static_cast<size_t>(steps));
-  const auto k = static_cast<int64_t>(durations.size());
+  const int64_t k = steps;
   if (k < kMinQuietSteps ||
       pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
     return 0;
@@ -256,9 +256,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   DecodeRun run;
   run.t = t;
   run.seqs = n;
-  run.durations = durations;
-  run.crossed = crossed;
-  run.swapped = swapped;
+  run.durations = std::span<const SimTime>(d_at, static_cast<size_t>(k));
+  run.crossed = std::span<const int64_t>(x_at, static_cast<size_t>(k));
+  run.swapped = std::span<const int64_t>(w_at, static_cast<size_t>(k));
   run.start0 = start0;
   run.per_step =
       snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
