@@ -57,25 +57,26 @@ void LazyDecodes::join_class(RequestState& r) {
   // Its plan target at step s is kv_tokens + (s - lazy_sync); a new block starts at targets
   // 1 modulo bt.
   const int64_t rho = ((1 - r.kv_tokens + r.lazy_sync) % bt_ + bt_) % bt_;
-  r.lazy_class_swaps = r.kv_swaps;
+  Slot& slot = slots_[static_cast<size_t>(r.lazy_slot)];
+  slot.class_swaps = r.kv_swaps;
   std::vector<int32_t>& c = (r.kv_swaps ? swap_classes_ : classes_)[static_cast<size_t>(rho)];
-  r.lazy_class = static_cast<int32_t>(rho);
-  slots_[static_cast<size_t>(r.lazy_slot)].class_pos = static_cast<int32_t>(c.size());
+  slot.class_id = static_cast<int32_t>(rho);
+  slot.class_pos = static_cast<int32_t>(c.size());
   c.push_back(r.lazy_slot);
 }
 
-void LazyDecodes::leave_class(RequestState& r) {
-  if (r.lazy_class < 0) return;
+void LazyDecodes::leave_class(int32_t slot_index) {
+  // All in the slot table: neither this member's RequestState nor that of the one moved into
+  // its place is touched (both likely out of cache).
+  Slot& slot = slots_[static_cast<size_t>(slot_index)];
+  if (slot.class_id < 0) return;
   std::vector<int32_t>& c =
-      (r.lazy_class_swaps ? swap_classes_ : classes_)[static_cast<size_t>(r.lazy_class)];
-  Slot& slot = slots_[static_cast<size_t>(r.lazy_slot)];
+      (slot.class_swaps ? swap_classes_ : classes_)[static_cast<size_t>(slot.class_id)];
   const auto pos = static_cast<size_t>(slot.class_pos);
   c[pos] = c.back();
-  // The member moved into its place: its position lives in the slot table, so its (likely
-  // cold) RequestState is not touched.
   slots_[static_cast<size_t>(c[pos])].class_pos = static_cast<int32_t>(pos);
   c.pop_back();
-  r.lazy_class = -1;
+  slot.class_id = -1;
   slot.class_pos = -1;
 }
 
@@ -111,9 +112,9 @@ void LazyDecodes::take_crossers(std::vector<RequestState*>& due) {
   for (auto* classes : {&classes_, &swap_classes_}) {
     std::vector<int32_t>& c = (*classes)[next_class_];
     while (!c.empty()) {
-      RequestState* r = slots_[static_cast<size_t>(c.back())].r;
-      leave_class(*r);
-      due.push_back(r);
+      const int32_t slot = c.back();
+      leave_class(slot);
+      due.push_back(slots_[static_cast<size_t>(slot)].r);
     }
   }
   std::sort(due.begin(), due.end(),
@@ -184,7 +185,7 @@ void LazyDecodes::leave(RequestState& r, KvLedger& ledger) {
     --growing_;
     growing_ctx_ -= term;
   }
-  leave_class(r);
+  leave_class(r.lazy_slot);
   Slot& slot = slots_[static_cast<size_t>(r.lazy_slot)];
   slot.r = nullptr;
   slot.run_seq = -1;
@@ -206,7 +207,7 @@ void LazyDecodes::take_due(std::vector<RequestState*>& out) {
     if (r == nullptr) continue;
     KVSIM_CHECK(e.step == target, "request {} was due at step {}, now is {}", r->spec.id, e.step,
                 target);
-    leave_class(*r);  // a long window's last crossing: explicit
+    leave_class(e.slot);  // a long window's last crossing: explicit
     out.push_back(r);
   }
 }
@@ -215,7 +216,10 @@ void LazyDecodes::restore_due(const std::vector<RequestState*>& due) {
   for (RequestState* r : due) {
     push_due_at(step_ + 1, *r);
     // take_due took a long window's last crossing out of its class: back in.
-    if (r->kv_long && r->lazy_class < 0 && r->kv_tokens == r->context_tokens() - 1) join_class(*r);
+    if (r->kv_long && slots_[static_cast<size_t>(r->lazy_slot)].class_id < 0 &&
+        r->kv_tokens == r->context_tokens() - 1) {
+      join_class(*r);
+    }
   }
 }
 

@@ -141,7 +141,11 @@ class LazyDecodes {
   struct Slot {
     RequestState* r = nullptr;  // nullptr: free
     int64_t run_seq = -1;
-    int32_t class_pos = -1;  // the member's place in its crossing class (lazy_class), -1: none
+    // Its crossing class (long window; -1: none), whether that is a swapping one (kv_swaps when
+    // it joined), and its place in it.
+    int32_t class_id = -1;
+    bool class_swaps = false;
+    int32_t class_pos = -1;
     // Its latest due entry's tag: a newer entry supersedes older ones. Never reset, so that the
     // entries of an earlier member of the slot (even the same request, same run_seq, after a
     // flush) stay void. Kept here, not in the RequestState, so that a void entry costs no miss.
@@ -163,7 +167,7 @@ class LazyDecodes {
   void push_due_at(int64_t step, const RequestState& r);
   void add(RequestState& r);  // joins with lazy_sync = step_
   void join_class(RequestState& r);
-  void leave_class(RequestState& r);
+  void leave_class(int32_t slot);  // out of its crossing class, if in one
 
   std::vector<Slot> slots_;
   std::vector<int32_t> free_slots_;

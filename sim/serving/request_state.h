@@ -81,8 +81,6 @@ struct RequestState {
   int64_t lazy_sync = -1;
   bool lazy_planned = false;
   int32_t lazy_slot = -1;  // its slot in the aggregate's member table
-  int32_t lazy_class = -1;      // its crossing class (long window), -1: none
-  bool lazy_class_swaps = false;  // in the swapping classes (kv_swaps when it joined)
 
   // Tokens whose KV must exist for the next step: the whole prompt plus what was generated.
   int64_t context_tokens() const { return prompt_tokens + generated; }
