@@ -199,17 +199,14 @@ void LazyDecodes::take_due(std::vector<RequestState*>& out) {
   out.clear();
   const int64_t target = step_ + 1;
   // The heap pops a step's entries in running order (entries order by step, then run_seq).
-  while (!due_.empty() && due_.front().step <= target) {
-    const Entry e = due_.front();
-    std::pop_heap(due_.begin(), due_.end(), std::greater<>());
-    due_.pop_back();
+  pop_through(due_, target, [&](const Entry& e) {
     RequestState* r = live_due(e);
-    if (r == nullptr) continue;
+    if (r == nullptr) return;
     KVSIM_CHECK(e.step == target, "request {} was due at step {}, now is {}", r->spec.id, e.step,
                 target);
     leave_class(e.slot);  // a long window's last crossing: explicit
     out.push_back(r);
-  }
+  });
 }
 
 void LazyDecodes::restore_due(const std::vector<RequestState*>& due) {
@@ -261,16 +258,13 @@ void LazyDecodes::commit(const std::vector<RequestState*>& grown) {
 }
 
 void LazyDecodes::take_done(std::vector<int64_t>& out) {
-  while (!done_.empty() && done_.front().step <= step_) {
-    std::pop_heap(done_.begin(), done_.end(), std::greater<>());
-    const Entry e = done_.back();
-    done_.pop_back();
+  pop_through(done_, step_, [&](const Entry& e) {
     const RequestState* r = live(e);
-    if (r == nullptr) continue;
+    if (r == nullptr) return;
     KVSIM_CHECK(e.step == step_, "request {} completed at step {}, now is {}", r->spec.id, e.step,
                 step_);
     out.push_back(r->spec.id);
-  }
+  });
 }
 
 void LazyDecodes::set_window(int64_t window) {
@@ -280,18 +274,15 @@ void LazyDecodes::set_window(int64_t window) {
 }
 
 void LazyDecodes::reach_caps() {
-  while (!caps_.empty() && caps_.front().step <= step_) {
-    std::pop_heap(caps_.begin(), caps_.end(), std::greater<>());
-    const Entry e = caps_.back();
-    caps_.pop_back();
+  pop_through(caps_, step_, [&](const Entry& e) {
     const RequestState* r = live(e);
-    if (r == nullptr) continue;
+    if (r == nullptr) return;
     const int64_t term = r->prompt_tokens + r->generated - r->lazy_sync;
     KVSIM_CHECK(e.step == step_ && window_ - term == e.step,
                 "request {} reaches the window at step {}, now is {}", r->spec.id, e.step, step_);
     --growing_;
     growing_ctx_ -= term;
-  }
+  });
 }
 
 int64_t LazyDecodes::first_live_step(std::vector<Entry>& heap) const {

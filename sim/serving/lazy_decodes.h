@@ -36,7 +36,9 @@
 // into explicit figures at the next plan (needs_flush(), flush()).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -192,6 +194,17 @@ class LazyDecodes {
   // The step of a min-heap's first entry of a member still there (dropping those of members that
   // left); max when none.
   int64_t first_live_step(std::vector<Entry>& heap) const;
+  // Pops a min-heap's entries of steps up to `step`, in (step, run_seq) order, handing each to
+  // `f` (which tells a live entry from a void one).
+  template <typename F>
+  static void pop_through(std::vector<Entry>& heap, int64_t step, F f) {
+    while (!heap.empty() && heap.front().step <= step) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const Entry e = heap.back();
+      heap.pop_back();
+      f(e);
+    }
+  }
   int64_t bt_ = 0;
   std::vector<std::vector<int32_t>> classes_;       // slots by crossing residue, bt_ of them
   std::vector<std::vector<int32_t>> swap_classes_;  // the same for swapping windows

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "core/errors.h"
@@ -84,6 +85,25 @@ inline RunResult run_mode(const Scenario& s, const std::filesystem::path& dir, b
 inline std::string result_files(const std::filesystem::path& dir) {
   return file_text(dir / "summary.json") + file_text(dir / "requests.csv") +
          file_text(dir / "timeseries.csv");
+}
+
+// A hand-worked fast-forward case in both engine modes: `s` runs with fast-forward into
+// base / (prefix + "ff"), then stepping into base / (prefix + "step"), each followed by
+// check(fast_forward, its policy's summary, its folder) under an INFO naming the mode; then the
+// two modes' result files must be the same bytes.
+template <typename Check>
+void in_both_modes(const Scenario& s, const std::filesystem::path& base, Check check,
+                   double sample_interval_s = 1000, const std::string& prefix = "") {
+  std::string files[2];
+  for (int mode = 0; mode < 2; ++mode) {
+    const bool ff = mode == 0;
+    INFO("mode " << (ff ? "fast-forward" : "stepping"));
+    const std::filesystem::path dir = base / (prefix + (ff ? "ff" : "step"));
+    const RunResult r = run_mode(s, dir, ff, sample_interval_s);
+    check(ff, r.policies.at(0), dir);
+    files[mode] = result_files(dir);
+  }
+  CHECK(files[0] == files[1]);
 }
 
 // A GPU on which one 16k-token request of seed-7b-mha fits beside the 16 GB of weights but two

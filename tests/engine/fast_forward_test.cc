@@ -95,18 +95,13 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
   const double sample_s = sim_to_seconds(t2 + (t3 - t2) / 2);
   const int64_t kv_token_bytes = 131072;  // 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
 
-  std::string outputs[2];
-  for (int mode = 0; mode < 2; ++mode) {
-    const fs::path dir = base / (mode == 0 ? "ff" : "step");
-    const RunResult r = test::run_mode(s, dir, mode == 0, sample_s);
-    const PolicySummary& p = r.policies.at(0);
-    INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
+  const auto check = [&](bool ff, const PolicySummary& p, const fs::path& dir) {
     CHECK(p.preemptions == 1);
     CHECK(test::count(p, Outcome::kCompleted) == 3);
     // Fast-forward runs steps 1-4 in closed form (stopping before step 5, the shortage) and,
     // after the preemption, steps 6-26 (step 5 is real; step 27 completes both requests; the
     // samples at 2, 3, 4... x sample_s each end a stretch early, so at least that many).
-    if (mode == 0) {
+    if (ff) {
       CHECK(p.fast_forward_iterations >= 4);
     } else {
       CHECK(p.fast_forward_iterations == 0);
@@ -130,9 +125,8 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
     const std::string line = ts.substr(at, ts.find('\n', at) - at);
     CHECK(line.find(fmt::format(",{},{},", 81 * kv_token_bytes, 15 * kv_token_bytes)) !=
           std::string::npos);
-    outputs[mode] = test::result_files(dir);
-  }
-  CHECK(outputs[0] == outputs[1]);
+  };
+  test::in_both_modes(s, base, check, sample_s);
   fs::remove_all(base);
 }
 
@@ -204,15 +198,11 @@ policies: [{{name: p, guards: []}}]
 )",
                                          c.scheduler, (base / "trace.csv").string());
     const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "t.yaml"), catalog);
-    std::string outputs[2];
-    for (int mode = 0; mode < 2; ++mode) {
-      INFO(c.scheduler << (mode == 0 ? " fast-forward" : " stepping"));
-      const fs::path dir = base / fmt::format("{}-{}", c.scheduler, mode);
-      const RunResult r = test::run_mode(s, dir, mode == 0);  // no sample inside
-      const PolicySummary& p = r.policies.at(0);
+    INFO(c.scheduler);
+    const auto check = [&](bool ff, const PolicySummary& p, const fs::path& dir) {
       CHECK(p.iterations == c.iterations);
-      CHECK(p.fast_forward_iterations == (mode == 0 ? c.closed : 0));
-      CHECK(p.quiet_iterations == (mode == 0 ? c.quiet : 0));
+      CHECK(p.fast_forward_iterations == (ff ? c.closed : 0));
+      CHECK(p.quiet_iterations == (ff ? c.quiet : 0));
       const std::string requests = test::file_text(dir / "requests.csv");
       const SimTime e2e[] = {c.e2e0, c.e2e1, c.e2e2};
       const int64_t out[] = {10, 60, 5};
@@ -222,9 +212,8 @@ policies: [{{name: p, guards: []}}]
               std::string::npos);
         CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e[i]))) != std::string::npos);
       }
-      outputs[mode] = test::result_files(dir);
-    }
-    CHECK(outputs[0] == outputs[1]);
+    };
+    test::in_both_modes(s, base, check, 1000, std::string(c.scheduler) + "-");  // no sample inside
   }
   fs::remove_all(base);
 }

@@ -100,17 +100,12 @@ policies: [{{name: p, guards: []}}]
     d.decode_context_tokens = std::min<int64_t>(40 + j, 64);
     e2e += test::iteration_ns(lat, d);
   }
-  std::string files[2];
-  for (int mode = 0; mode < 2; ++mode) {
-    INFO("mode " << (mode == 0 ? "fast-forward" : "stepping"));
-    const fs::path dir = base / (mode == 0 ? "ff" : "step");
-    const RunResult r = test::run_mode(s, dir, mode == 0);
-    const PolicySummary& p = r.policies.at(0);
+  test::in_both_modes(s, base, [&](bool ff, const PolicySummary& p, const fs::path& dir) {
     CHECK(p.iterations == 100);
     // Every decode step in a stretch; some in quiet runs (not across step 24, nor the growths
     // that reach the store).
-    CHECK(p.fast_forward_iterations == (mode == 0 ? 99 : 0));
-    if (mode == 0) {
+    CHECK(p.fast_forward_iterations == (ff ? 99 : 0));
+    if (ff) {
       CHECK(p.quiet_iterations > 40);
       CHECK(p.quiet_iterations < 99);
     }
@@ -118,8 +113,6 @@ policies: [{{name: p, guards: []}}]
     CHECK(requests.find(fmt::format(",completed,{:.6f},", sim_to_seconds(test::iteration_ns(lat, prefill)))) !=
           std::string::npos);
     CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e))) != std::string::npos);
-    files[mode] = test::result_files(dir);
-  }
-  CHECK(files[0] == files[1]);
+  });
   fs::remove_all(base);
 }

@@ -13,6 +13,22 @@
 
 using namespace kvsim;
 
+namespace {
+
+// Every field of a predicted snapshot equals the one made: their difference is zero throughout.
+void check_same(const MemorySnapshot& predicted, const MemorySnapshot& made) {
+  const MemorySnapshot zero = snapshot_difference(predicted, made);
+  for (const int64_t v : zero.categories()) CHECK(v == 0);
+  CHECK(zero.kv_internal_bytes == 0);
+  CHECK(zero.kv_reservation_bytes == 0);
+  CHECK(zero.kv_external_bytes == 0);
+  CHECK(zero.torch_allocated_bytes == 0);
+  CHECK(zero.torch_reserved_bytes == 0);
+  CHECK(zero.driver_free_bytes == 0);
+}
+
+}  // namespace
+
 // snapshot_with(usage_after(tokens, crossings), activations) against add_crossings(crossings),
 // add(tokens - crossings) and that reservation.
 TEST_CASE("a what-if snapshot is the snapshot after the growth and reservation it describes",
@@ -43,14 +59,7 @@ TEST_CASE("a what-if snapshot is the snapshot after the growth and reservation i
   growth.add(28);
   REQUIRE(pool.reserve_activations(std::span<const BatchChunk>{}, 2, 80));
   const MemorySnapshot made = pool.snapshot();
-  const MemorySnapshot zero = snapshot_difference(predicted, made);
-  for (const int64_t v : zero.categories()) CHECK(v == 0);
-  CHECK(zero.kv_internal_bytes == 0);
-  CHECK(zero.kv_reservation_bytes == 0);
-  CHECK(zero.kv_external_bytes == 0);
-  CHECK(zero.torch_allocated_bytes == 0);
-  CHECK(zero.torch_reserved_bytes == 0);
-  CHECK(zero.driver_free_bytes == 0);
+  check_same(predicted, made);
   // By hand: live 40 + 30 = 70 tokens of 131,072 B; 4 + 2 = 6 blocks of 16 tokens held.
   CHECK(made.kv_live_bytes == 70 * 131'072);
   CHECK(made.kv_live_bytes + made.kv_waste_bytes == 6 * 16 * 131'072);
@@ -81,11 +90,7 @@ TEST_CASE("a what-if snapshot with swaps is the snapshot after them", "[memory][
   growth.add_swaps(3);
   growth.add(32);
   const MemorySnapshot made = pool.snapshot();
-  const MemorySnapshot zero = snapshot_difference(predicted, made);
-  for (const int64_t v : zero.categories()) CHECK(v == 0);
-  CHECK(zero.kv_internal_bytes == 0);
-  CHECK(zero.kv_reservation_bytes == 0);
-  CHECK(zero.driver_free_bytes == 0);
+  check_same(predicted, made);
   // By hand: live 5,001 - 56 x 16 = 4,105 tokens, + 40, - 3 x 16 for the freed blocks = 4,097;
   // blocks held: 313 - 56 = 257, + 5 taken (+ 3 taken and 3 freed) = 262.
   CHECK(made.kv_live_bytes == 4097 * 131'072);
