@@ -110,13 +110,16 @@ struct DecodeStepFixed {
   // (a decode run's steps, whose context grows by the batch size each).
   class Walk {
    public:
+    Walk() = default;
     Walk(const DecodeStepFixed& s, int64_t t0, int64_t dt)
         : v_(s.ns_a + s.ns_b * t0 + kHalfNs), dv_(s.ns_b * dt) {}
     int64_t ns() const { return rounded_ns(v_); }
     void next() { v_ += dv_; }
+    // The duration `j` steps on: duration_ns(t0 + j dt), without walking there.
+    int64_t ns_at(int64_t j) const { return rounded_ns(v_ + dv_ * j); }
 
    private:
-    Int128 v_, dv_;
+    Int128 v_ = kHalfNs, dv_ = 0;
   };
   Int128 flops_fixed(int64_t t) const { return flops_a + flops_b * t; }
 

@@ -147,27 +147,15 @@ SimTime LogDistribution::first_ns(int64_t b) {
 }
 
 void LogDistribution::add(SimTime ns) {
-  const auto i = static_cast<size_t>(bucket(ns) + 1);
-  if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
-  ++counts_[i];
+  count_in(bucket(ns), 1);
   ++n_;
   sum_ns_.add(ns);
 }
 
-void LogDistribution::add_sorted(std::span<const SimTime> ns, Int128 sum) {
-  for (auto it = ns.begin(); it != ns.end();) {
-    const auto i = static_cast<size_t>(bucket(*it) + 1);
-    // bucket() leaves the bucket's range cached unless the value is outside the cached span:
-    // then it is one value alone.
-    const auto end = *it >= cached_lo_ && *it <= cached_hi_
-                         ? std::upper_bound(it, ns.end(), cached_hi_)
-                         : it + 1;
-    if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
-    counts_[i] += end - it;
-    it = end;
-  }
-  n_ += static_cast<int64_t>(ns.size());
-  sum_ns_.add_sum(sum);
+void LogDistribution::count_in(int64_t bucket, int64_t count) {
+  const auto i = static_cast<size_t>(bucket + 1);
+  if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
+  counts_[i] += count;
 }
 
 double LogDistribution::middle_seconds(int64_t bucket) {

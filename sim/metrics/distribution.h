@@ -85,9 +85,32 @@ class LogDistribution {
   int64_t bucket(SimTime ns);
   static constexpr SimTime kCachedBelowNs = SimTime{1} << 43;  // 2.4 hours
   void add(SimTime ns);
-  // add() of each of `ns`, which are in non-decreasing order (a decode run's step durations) and
-  // sum to `sum`: a search per bucket met instead of a lookup per value.
-  void add_sorted(std::span<const SimTime> ns, Int128 sum);
+  // add() of at(0), at(1), ..., at(count - 1), which never decrease (a decode run's step
+  // durations) and sum to `sum`: a search per bucket met instead of a lookup per value.
+  template <typename At>
+  void add_sorted(int64_t count, At at, Int128 sum) {
+    for (int64_t j = 0; j < count;) {
+      const SimTime v = at(j);
+      const int64_t b = bucket(v);
+      // bucket() leaves the bucket's range cached unless v is outside the cached span: then it
+      // is one value alone. Else the values up to the first above the range are in it.
+      int64_t end = j + 1;
+      if (v >= cached_lo_ && v <= cached_hi_) {
+        for (int64_t hi = count; end < hi;) {
+          const int64_t mid = end + (hi - end) / 2;
+          if (at(mid) <= cached_hi_) {
+            end = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+      }
+      count_in(b, end - j);
+      j = end;
+    }
+    n_ += count;
+    sum_ns_.add_sum(sum);
+  }
   int64_t count() const { return n_; }
   LatencyStats stats_seconds() const;       // in seconds
   Histogram histogram_seconds(int max_bins = 32) const;
@@ -96,6 +119,7 @@ class LogDistribution {
   // Count by bucket + 1 (bucket -1 holds 0 ns), grown as larger buckets appear: ~3,500 entries
   // reach 10^6 s. A vector, not a map: an add per iteration.
   std::vector<int64_t> counts_;
+  void count_in(int64_t bucket, int64_t count);  // counts_, without n_ and the sum
   int64_t n_ = 0;
   ExactSum sum_ns_;
   // Bucket cached_bucket_ is the ns in [cached_lo_, cached_hi_] (empty: lo > hi).

@@ -219,131 +219,109 @@ void Recorder::on_activations_released(SimTime t, const MemorySnapshot& start) {
 namespace {
 
 // A linear figure of a memory state (a category, a sum of some), over a DecodeRun's steps:
-// f(start(j)) = f0 + j·fs + crossed[j]·fc + swapped[j]·fw and f(end(j)) = f(start(j)) + fe.
+// f(start(j)) = f0 + j·fs + crossed(j)·fc + swapped(j)·fw and f(end(j)) = f(start(j)) + fe.
 struct RunFigure {
   int64_t f0, fs, fc, fw, fe;
-};
-
-// The run's cumulative crossings of both kinds.
-struct RunCrossings {
-  std::span<const int64_t> crossed, swapped;
-};
-
-// The largest f(start(j)) over the run and the first j with it. j, crossed[j] and swapped[j]
-// never decrease, so with fs, fc and fw of one sign it is at an end of the run (or, with fs = 0,
-// where the figure first reaches its last value); else a pass finds it.
-template <typename At>
-std::pair<int64_t, size_t> start_max_of(const RunFigure& f, size_t last, At at) {
-  if (f.fs <= 0 && f.fc <= 0 && f.fw <= 0) return {at(0), 0};
-  if (f.fs >= 0 && f.fc >= 0 && f.fw >= 0) {
-    const int64_t top = at(last);
-    if (f.fs > 0) return {top, last};
-    // fs == 0: non-decreasing in j; the first step at its last value.
-    size_t lo = 0, hi = last;
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (at(mid) < top) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return {top, lo};
+  int64_t at(int64_t j, int64_t crossed, int64_t swapped) const {
+    return f0 + j * fs + crossed * fc + swapped * fw;
   }
-  std::pair<int64_t, size_t> best{at(0), 0};
-  for (size_t j = 1; j <= last; ++j) {
-    if (const int64_t v = at(j); v > best.first) best = {v, j};
+  int64_t at_last(const DecodeRun& run) const {
+    return at(run.steps - 1, run.crossed_total, run.swapped_total);
+  }
+};
+
+// The largest f(start(j)) over the run and the first j with it. j, crossed(j) and swapped(j)
+// never decrease, so with fs, fc and fw all <= 0 it is at the start, and with all >= 0 and
+// fs > 0 at the end. Else, as the crossings repeat every period of p steps, the figure moves by
+// the same D each period (f(j + p) = f(j) + D), so its first largest is among the first p steps
+// (D <= 0: each later step is a step of the first period moved by D or more times) or the last
+// p (D > 0: each earlier step is below the step a period on): a pass over p steps, not the run.
+std::pair<int64_t, int64_t> start_max(const RunFigure& f, const DecodeRun& run) {
+  if (f.fs <= 0 && f.fc <= 0 && f.fw <= 0) {
+    return {f.at(0, run.crossed_in_period[0], run.swapped_in_period[0]), 0};
+  }
+  if (f.fs > 0 && f.fc >= 0 && f.fw >= 0) return {f.at_last(run), run.steps - 1};
+  const int64_t p = run.period();
+  const int64_t x_period = run.crossed_in_period.back(), w_period = run.swapped_in_period.back();
+  const int64_t per_period = f.at(p, x_period, w_period) - f.f0;
+  const int64_t from = per_period > 0 ? std::max<int64_t>(0, run.steps - p) : 0;
+  const int64_t to = per_period > 0 ? run.steps : std::min(p, run.steps);
+  // From step `from` on: a period's entries and what the periods before it added.
+  auto r = static_cast<size_t>(from % p);
+  int64_t x_before = (from / p) * x_period, w_before = (from / p) * w_period;
+  std::pair<int64_t, int64_t> best{0, -1};
+  for (int64_t j = from; j < to; ++j) {
+    const int64_t v = f.at(j, x_before + run.crossed_in_period[r], w_before + run.swapped_in_period[r]);
+    if (best.second < 0 || v > best.first) best = {v, j};
+    if (++r == run.crossed_in_period.size()) {
+      r = 0;
+      x_before += x_period;
+      w_before += w_period;
+    }
   }
   return best;
 }
 
-std::pair<int64_t, size_t> start_max(const RunFigure& f, const RunCrossings& x) {
-  const size_t last = x.crossed.size() - 1;
-  if (f.fw == 0 || x.swapped[last] == 0) {  // no swap term (no sliding window): one read less
-    RunFigure g = f;
-    g.fw = 0;
-    return start_max_of(g, last, [&](size_t j) {
-      return f.f0 + static_cast<int64_t>(j) * f.fs + x.crossed[j] * f.fc;
-    });
-  }
-  return start_max_of(f, last, [&](size_t j) {
-    return f.f0 + static_cast<int64_t>(j) * f.fs + x.crossed[j] * f.fc + x.swapped[j] * f.fw;
-  });
+// start_max's figure alone: with fs, fc and fw all >= 0 it is the last start's, however long
+// the figure stays there.
+int64_t start_top(const RunFigure& f, const DecodeRun& run) {
+  if (f.fs >= 0 && f.fc >= 0 && f.fw >= 0) return f.at_last(run);
+  return start_max(f, run).first;
 }
 
 // The largest figure among the run's starts and ends.
-int64_t run_max(const RunFigure& f, const RunCrossings& x) {
-  return start_max(f, x).first + std::max<int64_t>(0, f.fe);
+int64_t run_max(const RunFigure& f, const DecodeRun& run) {
+  return start_top(f, run) + std::max<int64_t>(0, f.fe);
 }
 
 // max(peak, run_max(f)): without start_max's pass over a figure that moves both ways (the KV
 // waste: filled a token a step, a block's slack at a crossing) when even its bound, every rise
 // and no fall, stays at or below the peak so far (as it does once a run's waste has been seen).
-int64_t max_with_run(int64_t peak, const RunFigure& f, const RunCrossings& x) {
-  const auto last = static_cast<int64_t>(x.crossed.size()) - 1;
-  const int64_t bound = f.f0 + std::max<int64_t>(0, f.fs) * last +
-                        std::max<int64_t>(0, f.fc) * x.crossed.back() +
-                        std::max<int64_t>(0, f.fw) * x.swapped.back() + std::max<int64_t>(0, f.fe);
-  return bound <= peak ? peak : std::max(peak, run_max(f, x));
+int64_t max_with_run(int64_t peak, const RunFigure& f, const DecodeRun& run) {
+  const int64_t bound = f.f0 + std::max<int64_t>(0, f.fs) * (run.steps - 1) +
+                        std::max<int64_t>(0, f.fc) * run.crossed_total +
+                        std::max<int64_t>(0, f.fw) * run.swapped_total + std::max<int64_t>(0, f.fe);
+  return bound <= peak ? peak : std::max(peak, run_max(f, run));
 }
 
 }  // namespace
 
 void Recorder::on_decode_run(const DecodeRun& run) {
-  const size_t k = run.durations.size();
-  KVSIM_CHECK(run.crossed.size() == k && run.swapped.size() == k,
-              "a decode run of {} steps with {} and {} crossing counts", k, run.crossed.size(),
-              run.swapped.size());
+  const int64_t k = run.steps;
   if (k == 0) return;
-  // The run's sums of d_j, j·d_j, crossed[j]·d_j and swapped[j]·d_j: every integral over it is
-  // a combination.
-  Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
-  const bool swaps = run.swapped[k - 1] != 0;  // cumulative: else none (no sliding window)
-  for (size_t j = 0; j < k; ++j) {
-    const SimTime d = run.durations[j];
-    d_sum += d;
-    jd_sum += static_cast<Int128>(j) * d;
-    xd_sum += static_cast<Int128>(run.crossed[j]) * d;
-    if (swaps) wd_sum += static_cast<Int128>(run.swapped[j]) * d;
-  }
+  // Every integral over the run is a combination of its sums of d_j, j·d_j, crossed(j)·d_j and
+  // swapped(j)·d_j (plan_steps').
+  const Int128 d_sum = run.d_sum;
   const auto t_end = static_cast<SimTime>(run.t + d_sum);
   const auto figure = [&](auto&& of) {
     return RunFigure{of(run.start0), of(run.per_step), of(run.per_crossing), of(run.per_swap),
                      of(run.end_delta)};
   };
   const auto integral = [&](const RunFigure& f) {  // Σ f(start(j)) d_j
-    return f.f0 * d_sum + f.fs * jd_sum + f.fc * xd_sum + f.fw * wd_sum;
-  };
-  const RunCrossings crossed{run.crossed, run.swapped};
-  const auto last = static_cast<int64_t>(k - 1);
-  const auto last_of = [&](const RunFigure& f) {  // f(start(k - 1))
-    return f.f0 + last * f.fs + run.crossed[k - 1] * f.fc + run.swapped[k - 1] * f.fw;
+    return f.f0 * d_sum + f.fs * run.jd_sum + f.fc * run.xd_sum + f.fw * run.wd_sum;
   };
   // on_state's figures, in its order.
   const auto s0 = run.start0.categories(), ps = run.per_step.categories(),
              pc = run.per_crossing.categories(), pw = run.per_swap.categories(),
              pe = run.end_delta.categories();
   for (int c = 0; c < kMemCategoryCount; ++c) {
-    summary_.category_peaks_bytes[c] = max_with_run(summary_.category_peaks_bytes[c],
-                                                    {s0[c], ps[c], pc[c], pw[c], pe[c]}, crossed);
+    summary_.category_peaks_bytes[c] =
+        max_with_run(summary_.category_peaks_bytes[c], {s0[c], ps[c], pc[c], pw[c], pe[c]}, run);
   }
   // The peak in use: the first state of the run (start(0), end(0), start(1), ...) at the run's
   // largest, if above the peak so far. An end is start + fe: with fe <= 0 a start comes first.
   const RunFigure in_use = figure([](const MemorySnapshot& s) {
     return s.capacity_bytes - s.free_bytes - s.kv_free_bytes - s.allocator_cache_bytes;
   });
-  const auto [use_max, use_j] = start_max(in_use, crossed);
   const bool at_end = in_use.fe > 0;
-  if (use_max + (at_end ? in_use.fe : 0) > summary_.peak_in_use_bytes) {
+  if (start_top(in_use, run) + (at_end ? in_use.fe : 0) > summary_.peak_in_use_bytes) {
+    const auto [use_max, use_j] = start_max(in_use, run);  // where it is first reached
     summary_.peak_in_use_bytes = use_max + (at_end ? in_use.fe : 0);
-    const auto x = run.crossed[use_j], w = run.swapped[use_j];
-    const auto j = static_cast<int64_t>(use_j);
+    const int64_t x = run.crossed(use_j), w = run.swaps() ? run.swapped(use_j) : 0;
     for (int c = 0; c < kMemCategoryCount; ++c) {
-      summary_.peak_snapshot_bytes[c] = s0[c] + j * ps[c] + x * pc[c] + w * pw[c] + (at_end ? pe[c] : 0);
+      summary_.peak_snapshot_bytes[c] = s0[c] + use_j * ps[c] + x * pc[c] + w * pw[c] + (at_end ? pe[c] : 0);
     }
-    SimTime t = run.t;
-    for (size_t i = 0; i < use_j + (at_end ? 1 : 0); ++i) t += run.durations[i];
-    summary_.peak_snapshot_t_s = sim_to_seconds(t);
+    summary_.peak_snapshot_t_s = sim_to_seconds(run.t + run.elapsed_before(use_j + (at_end ? 1 : 0)));
   }
   const RunFigure held =
       figure([](const MemorySnapshot& s) { return s.kv_live_bytes + s.kv_waste_bytes; });
@@ -351,12 +329,11 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   // lasts no time: the next start is at the same instant).
   held_byte_ns_ += static_cast<Int128>(held_bytes_) * (run.t - held_since_) + integral(held);
   held_since_ = t_end;
-  held_bytes_ = last_of(held) + held.fe;
-  peak_held_bytes_ = max_with_run(peak_held_bytes_, held, crossed);
+  held_bytes_ = held.at_last(run) + held.fe;  // the last end
+  peak_held_bytes_ = max_with_run(peak_held_bytes_, held, run);
   const RunFigure driver_used =
       figure([](const MemorySnapshot& s) { return s.capacity_bytes - s.driver_free_bytes; });
-  summary_.peak_driver_used_bytes =
-      max_with_run(summary_.peak_driver_used_bytes, driver_used, crossed);
+  summary_.peak_driver_used_bytes = max_with_run(summary_.peak_driver_used_bytes, driver_used, run);
   // The KV figures: an end's are its start's (activations are not KV).
   const RunFigure live = figure([](const MemorySnapshot& s) { return s.kv_live_bytes; });
   const RunFigure internal = figure([](const MemorySnapshot& s) { return s.kv_internal_bytes; });
@@ -372,18 +349,17 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   kv_.hold_run(run.t, KvSample::from(run.start0),
                {2 * integral(live), 2 * integral(internal), 2 * integral(reservation),
                 2 * integral(external)},
-               t_end, {last_of(live), last_of(internal), last_of(reservation), last_of(external)},
-               run_max(footprint, crossed), run_max(live, crossed));
+               t_end, {live.at_last(run), internal.at_last(run), reservation.at_last(run), external.at_last(run)},
+               run_max(footprint, run), run_max(live, run));
   // on_batch and on_fast_forward_iteration, k times.
-  const auto steps = static_cast<int64_t>(k);
-  batch_size_.add(run.seqs, steps);
-  batch_tokens_.add(run.seqs, steps);
-  iteration_time_.add_sorted(run.durations, d_sum);
+  batch_size_.add(run.seqs, k);
+  batch_tokens_.add(run.seqs, k);
+  iteration_time_.add_sorted(k, [&run](int64_t j) { return run.duration_of(j); }, d_sum);
   busy_ns_ += static_cast<SimTime>(d_sum);
   flops_ += run.flops;
-  summary_.iterations += steps;
-  summary_.fast_forward_iterations += steps;
-  summary_.quiet_iterations += steps;
+  summary_.iterations += k;
+  summary_.fast_forward_iterations += k;
+  summary_.quiet_iterations += k;
 }
 
 void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,

@@ -15,6 +15,7 @@
 #include "models/memory/memory_snapshot.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "core/atomic_file.h"
+#include "sim/metrics/decode_run.h"
 #include "sim/metrics/distribution.h"
 #include "sim/metrics/in_order_rows.h"
 #include "sim/metrics/slo.h"
@@ -184,22 +185,6 @@ struct PolicySummary {
 // beyond the weights (capacity - context - weights - workspace), the most KV it could ever hold.
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
 
-// K decode steps of one batch recorded at once (the fast-forward's quiet steps,
-// replica_fast_forward.cc). Step j (0-based) starts at t_j (t_0 = t, t_{j+1} = t_j + d_j) in
-// state start(j) = start0 + j·per_step + crossed[j]·per_crossing + swapped[j]·per_swap (memory
-// states are affine in the tokens the batch added, the blocks it crossed into, and those of
-// them that each freed one that left a sliding window) and ends in end(j) = start(j) +
-// end_delta (its activations released).
-struct DecodeRun {
-  SimTime t = 0;
-  int64_t seqs = 0;                     // n: the batch's size and tokens
-  std::span<const SimTime> durations;   // d_j, non-decreasing (steps of a growing context)
-  std::span<const int64_t> crossed;     // blocks crossed into up to and including step j
-  std::span<const int64_t> swapped;     // crossings up to and including step j that swapped
-  MemorySnapshot start0, per_step, per_crossing, per_swap, end_delta;
-  Int128 flops = 0;                     // the steps' FLOPs (on_batch's fixed point), summed
-};
-
 class Recorder {
  public:
   explicit Recorder(std::string policy) : policy_(std::move(policy)) {}
@@ -277,8 +262,9 @@ class Recorder {
   // Records a DecodeRun: the same figures, to the bit, as calling for each step in order
   //   on_state(t_j, start(j)); on_batch(seqs, seqs, d_j, its FLOPs);
   //   on_fast_forward_iteration(); on_state(t_{j+1}, end(j))
-  // in time and work independent of the states' number but for a pass over the durations
-  // (tests/engine/decode_run_record_test.cc compares the two).
+  // with no pass over its steps but a search per duration histogram bucket and, at a new peak
+  // in use, one to that peak's time (its sums are plan_steps'; tests/engine/
+  // decode_run_record_test.cc compares the two).
   void on_decode_run(const DecodeRun& run);
   // A periodic sample: a timeseries row (and nothing else).
   void on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,

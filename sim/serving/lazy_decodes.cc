@@ -19,18 +19,22 @@ int64_t LazyDecodes::steps_before_due(int64_t max) const {
   return due_.empty() ? max : std::min(max, due_.front().step - (step_ + 1));
 }
 
-void LazyDecodes::crossers_ahead(std::vector<int64_t>& crossers, std::vector<int64_t>& swappers) const {
-  crossers.clear();
-  swappers.clear();
+void LazyDecodes::crossed_in_period(std::vector<int64_t>& crossed, std::vector<int64_t>& swapped) const {
+  const size_t p = bt_ > 0 ? classes_.size() : 1;
+  crossed.resize(p);
+  swapped.resize(p);
   if (bt_ == 0) {
-    crossers.push_back(0);
-    swappers.push_back(0);
+    crossed[0] = swapped[0] = 0;
     return;
   }
-  for (int64_t i = 1; i <= bt_; ++i) {
-    const auto at = static_cast<size_t>((step_ + i) % bt_);
-    crossers.push_back(static_cast<int64_t>(classes_[at].size()));
-    swappers.push_back(static_cast<int64_t>(swap_classes_[at].size()));
+  // From the classes crossing at step() + 1 (next_class_) round the ring.
+  int64_t x = 0, w = 0;
+  for (size_t i = 0, at = next_class_; i < p; ++i) {
+    x += static_cast<int64_t>(classes_[at].size());
+    w += static_cast<int64_t>(swap_classes_[at].size());
+    crossed[i] = x;
+    swapped[i] = w;
+    if (++at == p) at = 0;
   }
 }
 

@@ -97,10 +97,11 @@ class LazyDecodes {
   //   - how many steps come before the first at which some member may be due (an entry of a
   //     member that has left counts until its step passes), counting at most `max`;
   //   - the crossers and swappers counted in aggregate at steps step() + 1, step() + 2, ...,
-  //     one block size's period of each (one 0 without crossings in aggregate), as crossers()
-  //     and swappers() will count them then if no member joins or leaves a class before.
+  //     over one block size's period (one step without crossings in aggregate), as crossers()
+  //     and swappers() will count them then if no member joins or leaves a class before:
+  //     cumulative, so entry i is those of the first i + 1 steps (DecodeRun's period).
   int64_t steps_before_due(int64_t max) const;
-  void crossers_ahead(std::vector<int64_t>& crossers, std::vector<int64_t>& swappers) const;
+  void crossed_in_period(std::vector<int64_t>& crossed, std::vector<int64_t>& swapped) const;
   // `k` quiet steps at once: steps at which no member is due, none completes and none joins,
   // whose plans would each be take_due (empty), begin_walk, end_walk and commit. The caller
   // gives the ledger what their end_walks would (the crossings and the other tokens, summed).

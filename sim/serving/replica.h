@@ -174,11 +174,9 @@ class Replica {
   bool fast_forward_ok_ = false;
   std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
   IterationPlan ff_plan_;                             // the aggregate's plan of a step
-  std::vector<SimTime> ff_durations_;                 // a quiet run's step durations
-  std::vector<int64_t> ff_crossed_;                   // its blocks crossed by each step's end
-  std::vector<int64_t> ff_swapped_;                   // of those, swapped (sliding windows)
-  std::vector<int64_t> ff_crossers_ahead_;            // crossers by step, one period
-  std::vector<int64_t> ff_swappers_ahead_;            // swappers by step, one period
+  std::vector<int64_t> ff_crossed_in_period_;         // a quiet run's blocks crossed, one period
+  std::vector<int64_t> ff_swapped_in_period_;         // of those, swapped (sliding windows)
+  std::vector<SimTime> ff_run_ends_;                  // its steps' ends (DecodeRun::plan_steps)
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions
   std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
   bool busy_ = false;

@@ -206,44 +206,18 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   // At most this many steps: none may be due (limit); each lasts at least the first's duration
   // and must end before the horizon; each reserves act0 + j act_step <= cached; a bounded buffer.
   constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
-  DecodeStepFixed::Walk duration(step, context0, attending);
-  int64_t most = std::min({limit, (horizon - t - 1) / duration.ns(), kMaxRunSteps});
+  DecodeRun run;
+  run.t = t;
+  run.seqs = n;
+  run.duration = DecodeStepFixed::Walk(step, context0, attending);
+  int64_t most = std::min({limit, (horizon - t - 1) / run.duration.ns_at(0), kMaxRunSteps});
   if (act_step > 0) most = std::min(most, (cached - act0) / act_step + 1);
   if (most < kMinQuietSteps) return 0;
-  std::vector<int64_t>& period = ff_crossers_ahead_;
-  std::vector<int64_t>& swap_period = ff_swappers_ahead_;
-  lazy.crossers_ahead(period, swap_period);
-  std::vector<SimTime>& durations = ff_durations_;
-  std::vector<int64_t>& crossed = ff_crossed_;
-  std::vector<int64_t>& swapped = ff_swapped_;
-  // The buffers only grow (zero-filling `most` entries per run was 5% of a light load's steps).
-  if (durations.size() < static_cast<size_t>(most)) {
-    durations.resize(static_cast<size_t>(most));
-    crossed.resize(static_cast<size_t>(most));
-    swapped.resize(static_cast<size_t>(most));
-  }
-  SimTime* const d_at = durations.data();
-  int64_t* const x_at = crossed.data();
-  int64_t* const w_at = swapped.data();
-  SimTime end = t;
-  int64_t blocks = 0, swaps = 0;
-  size_t phase = 0;
-  int64_t steps = 0;
-  for (; steps < most; ++steps, duration.next()) {
-    const SimTime d = duration.ns();
-    if (end + d >= horizon) break;  // in flight when the next event comes
-    const int64_t c = period[phase];
-    const int64_t w = swap_period[phase];  // swappers free a block for theirs: none needed
-    if (++phase == period.size()) phase = 0;
-    if (blocks + c > free) break;  // a crosser might find no block: an explicit walk
-    blocks += c;
-    swaps += w;
-    end += d;
-    d_at[steps] = d;
-    x_at[steps] = blocks;
-    w_at[steps] = swaps;
-  }
-  const int64_t k = steps;
+  lazy.crossed_in_period(ff_crossed_in_period_, ff_swapped_in_period_);
+  run.crossed_in_period = ff_crossed_in_period_;
+  run.swapped_in_period = ff_swapped_in_period_;
+  run.plan_steps(most, horizon, free, ff_run_ends_);
+  const int64_t k = run.steps;
   if (k < kMinQuietSteps ||
       pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
     return 0;
@@ -253,12 +227,6 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   // with the activations reserved, its end with them released. The states are affine in the
   // step and the blocks crossed and swapped: a start, and moves.
   const MemorySnapshot start0 = pool_.snapshot_with(*after_one, act0);
-  DecodeRun run;
-  run.t = t;
-  run.seqs = n;
-  run.durations = std::span<const SimTime>(d_at, static_cast<size_t>(k));
-  run.crossed = std::span<const int64_t>(x_at, static_cast<size_t>(k));
-  run.swapped = std::span<const int64_t>(w_at, static_cast<size_t>(k));
   run.start0 = start0;
   run.per_step =
       snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
@@ -269,6 +237,7 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
                                                  static_cast<Int128>(attending) * k * (k - 1) / 2);
   recorder_.on_decode_run(run);
+  const int64_t blocks = run.crossed_total, swaps = run.swapped_total;
   // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
   // their commits count.
   ledger_.add_crossings(blocks);
@@ -276,7 +245,7 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   ledger_.defer_many(n * k - blocks - swaps);
   ledger_.report();
   lazy.advance(k);
-  t = end;
+  t += static_cast<SimTime>(run.d_sum);
   return k;
 }
 

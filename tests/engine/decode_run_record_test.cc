@@ -5,6 +5,7 @@
 // against the calls themselves, through every summary figure they reach.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -36,16 +37,26 @@ MemorySnapshot run_state(const DecodeRun& run, int64_t j, int64_t x, int64_t w, 
   return s;
 }
 
-// The calls a run stands for, one by one.
+// The calls a run stands for, one by one, from the run's closed form (its walk and its period,
+// not plan_steps' sums and ends).
 void record_steps(Recorder& r, const DecodeRun& run, const std::vector<Int128>& flops) {
   SimTime t = run.t;
-  for (size_t j = 0; j < run.durations.size(); ++j) {
-    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], run.swapped[j], false));
-    r.on_batch(run.seqs, run.seqs, run.durations[j], flops[j]);
+  for (int64_t j = 0; j < run.steps; ++j) {
+    const SimTime d = run.duration.ns_at(j);
+    r.on_state(t, run_state(run, j, run.crossed(j), run.swapped(j), false));
+    r.on_batch(run.seqs, run.seqs, d, flops[static_cast<size_t>(j)]);
     r.on_fast_forward_iteration();
-    t += run.durations[j];
-    r.on_state(t, run_state(run, static_cast<int64_t>(j), run.crossed[j], run.swapped[j], true));
+    t += d;
+    r.on_state(t, run_state(run, j, run.crossed(j), run.swapped(j), true));
   }
+}
+
+// A walk of durations: step j lasts floor((v0 + j·dv) / 2^40) ns, v0 = a + 2^39 (the rounding).
+DecodeStepFixed::Walk walk_of(Int128 a, Int128 dv) {
+  DecodeStepFixed s;
+  s.ns_a = a;
+  s.ns_b = dv;
+  return DecodeStepFixed::Walk(s, 0, 1);
 }
 
 // One served request from 0 to `end` (so the summary has a span for its time-weighted means).
@@ -86,15 +97,29 @@ TEST_CASE("a decode run records what its steps' calls record, by hand", "[metric
   //   in use (capacity - free - kv_free - cache) = live + waste + activations = 1650, 2650,
   //   2650: the peak is first reached at step 1's start, t = 110 ns.
   //   the waste peak is 1,400 (step 1), below both ends of the run.
+  // The walk: v_j = (10.9 + 0.5 j)·2^40, so 10, 11 and 11 ns. One block crossed at step 1: a
+  // period of 3 steps with cumulative crossings {0, 1, 1}.
+  // Its sums: Σd = 32, Σ j·d = 11 + 22 = 33, Σ crossed·d = 11 + 11 = 22.
   DecodeRun run;
   run.t = 100;
   run.seqs = 2;
-  const std::vector<SimTime> d = {10, 11, 11};
+  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
+  run.duration = walk_of(10 * kNs + 2 * kNs / 5, kNs / 2);
   const std::vector<int64_t> x = {0, 1, 1};
   const std::vector<int64_t> w = {0, 0, 0};  // no sliding window
-  run.durations = d;
-  run.crossed = x;
-  run.swapped = w;
+  run.crossed_in_period = x;
+  run.swapped_in_period = w;
+  std::vector<SimTime> ends;
+  run.plan_steps(3, std::numeric_limits<SimTime>::max(), 1'000, ends);
+  REQUIRE(run.steps == 3);
+  CHECK(run.duration.ns_at(0) == 10);
+  CHECK(run.duration.ns_at(1) == 11);
+  CHECK(run.duration.ns_at(2) == 11);
+  CHECK(run.d_sum == 32);
+  CHECK(run.jd_sum == 33);
+  CHECK(run.xd_sum == 22);
+  CHECK(run.wd_sum == 0);
+  CHECK(run.crossed_total == 1);
   run.start0.capacity_bytes = 10'000;
   run.start0.kv_live_bytes = 1'000;
   run.start0.kv_waste_bytes = 600;
@@ -135,6 +160,50 @@ TEST_CASE("a decode run records what its steps' calls record, by hand", "[metric
   CHECK(summary_json({a}).dump() == summary_json({b}).dump());
 }
 
+TEST_CASE("a decode run's steps stop before the horizon, a block shortage, or at most",
+          "[metrics][fast_forward]") {
+  // The walk of the hand-worked run: 10, 11, 11, 12, 12, 13 ns (v_j = (10.9 + 0.5 j)·2^40), from
+  // t = 100: ends at 110, 121, 132, 144, 156, 169. Crossings {0, 1, 1} per period of 3: crossed
+  // after each step 0, 1, 1, 1, 2, 2.
+  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
+  const std::vector<int64_t> x = {0, 1, 1};
+  const std::vector<int64_t> w = {0, 0, 0};
+  std::vector<SimTime> ends;
+  const auto steps = [&](int64_t most, SimTime horizon, int64_t free) {
+    DecodeRun run;
+    run.t = 100;
+    run.seqs = 2;
+    run.duration = walk_of(10 * kNs + 2 * kNs / 5, kNs / 2);
+    run.crossed_in_period = x;
+    run.swapped_in_period = w;
+    run.plan_steps(most, horizon, free, ends);
+    return run;
+  };
+  constexpr SimTime kNever = std::numeric_limits<SimTime>::max();
+  // A step ending at the horizon is in flight when the event there comes: it is not taken.
+  CHECK(steps(10, 132, 100).steps == 2);
+  CHECK(steps(10, 133, 100).steps == 3);
+  CHECK(steps(10, 170, 100).steps == 6);
+  CHECK(steps(10, 169, 100).steps == 5);
+  // No block free: step 1 (which crosses into one) is not taken; one free: steps 0 to 3 (step
+  // 4 is the second crossing); two: all six.
+  CHECK(steps(10, kNever, 0).steps == 1);
+  CHECK(steps(10, kNever, 1).steps == 4);
+  CHECK(steps(6, kNever, 2).steps == 6);
+  CHECK(steps(4, kNever, 100).steps == 4);
+  const DecodeRun four = steps(4, kNever, 100);
+  // Σd = 10 + 11 + 11 + 12 = 44; Σ j·d = 11 + 22 + 36 = 69; Σ crossed·d = 11 + 11 + 12 = 34;
+  // the ends after t: 10, 21, 32, 44.
+  CHECK(four.d_sum == 44);
+  CHECK(four.jd_sum == 69);
+  CHECK(four.xd_sum == 34);
+  CHECK(four.crossed_total == 1);
+  CHECK(four.elapsed_before(0) == 0);
+  CHECK(four.elapsed_before(2) == 21);
+  CHECK(four.elapsed_before(4) == 44);
+  CHECK(four.duration_of(3) == 12);
+}
+
 TEST_CASE("a decode run records what its steps' calls record, on random runs",
           "[metrics][fast_forward][property]") {
   const uint64_t seed = GENERATE(range(0, 300));
@@ -144,29 +213,49 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   DecodeRun run;
   run.t = uniform(0, 1'000'000);
   run.seqs = uniform(1, 300);
-  std::vector<SimTime> d;
-  std::vector<int64_t> x, w;
-  std::vector<Int128> flops;
-  const int64_t k = uniform(1, 60);
-  int64_t crossed = uniform(0, 2);
-  // Swaps (a sliding window's crossings that free a block each) in a third of the runs.
+  // Durations that grow by a fraction of a ns a step, by many, or not at all (a step's
+  // duration grows with its context; the flash attention fit's slope may round to nothing).
+  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
+  const auto roll = g() % 3;
+  const Int128 dv = roll == 0 ? 0 : roll == 1 ? Int128{uniform(0, int64_t{1} << 40)} : Int128{uniform(0, 10'000'000)} * kNs;
+  run.duration = walk_of(Int128{uniform(1, 1'000'000)} * kNs + uniform(0, int64_t{1} << 40), dv);
+  // The crossings: a period of 1 to 16 steps, each crossing 0 to 4 blocks; swaps (a sliding
+  // window's crossings that free a block each) in a third of the runs, at most the crossings.
+  const int64_t p = uniform(1, 16);
   const bool swapping = g() % 3 == 0;
-  int64_t swapped = swapping ? uniform(0, 2) : 0;
-  for (int64_t j = 0; j < k; ++j) {
-    // Durations drift up as decode steps' do, stay, or jump up (any non-decreasing ones must
-    // do: a step's duration grows with its context).
-    const SimTime last = d.empty() ? uniform(1, 1'000'000) : d.back();
-    const auto roll = g() % 4;
-    d.push_back(roll == 0 ? last + uniform(0, 10'000'000) : roll == 1 ? last : last + 37);
-    crossed += g() % 3 == 0 ? 0 : uniform(0, 4);
+  std::vector<int64_t> x, w;
+  int64_t crossed = 0, swapped = 0;
+  for (int64_t r = 0; r < p; ++r) {
+    const int64_t c = g() % 3 == 0 ? 0 : uniform(0, 4);
+    crossed += c;
+    swapped += swapping ? uniform(0, c) : 0;
     x.push_back(crossed);
-    if (swapping && g() % 2 == 0) swapped += uniform(0, 3);
     w.push_back(swapped);
-    flops.push_back(uniform(0, int64_t{1} << 50));
   }
-  run.durations = d;
-  run.crossed = x;
-  run.swapped = w;
+  run.crossed_in_period = x;
+  run.swapped_in_period = w;
+  std::vector<SimTime> ends;
+  const int64_t k = uniform(1, 60);
+  run.plan_steps(k, std::numeric_limits<SimTime>::max(), std::numeric_limits<int64_t>::max() / 2, ends);
+  REQUIRE(run.steps == k);
+  // plan_steps' sums, by brute force from the closed form.
+  Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const SimTime d = run.duration.ns_at(j);
+    d_sum += d;
+    jd_sum += j * static_cast<Int128>(d);
+    xd_sum += run.crossed(j) * static_cast<Int128>(d);
+    wd_sum += run.swapped(j) * static_cast<Int128>(d);
+    CHECK(run.duration_of(j) == d);
+  }
+  CHECK(run.d_sum == d_sum);
+  CHECK(run.jd_sum == jd_sum);
+  CHECK(run.xd_sum == xd_sum);
+  CHECK(run.wd_sum == wd_sum);
+  CHECK(run.crossed_total == run.crossed(k - 1));
+  CHECK(run.swapped_total == run.swapped(k - 1));
+  std::vector<Int128> flops;
+  for (int64_t j = 0; j < k; ++j) flops.push_back(uniform(0, int64_t{1} << 50));
   for (const Int128 f : flops) run.flops += f;
   // Any signs: a figure that only grows, only shrinks, or both (waste), and ends above or
   // below their starts. The KV figures of an end are its start's (activations are not KV).
@@ -194,8 +283,7 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   at_once.on_decode_run(run);
   record_steps(stepped, run, flops);
   // And after: a state past the run.
-  SimTime end = run.t;
-  for (const SimTime v : d) end += v;
+  const SimTime end = run.t + static_cast<SimTime>(run.d_sum);
   for (Recorder* r : {&at_once, &stepped}) {
     r->on_state(end + 5, before);
     serve_one(*r, end + 10);

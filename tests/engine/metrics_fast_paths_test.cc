@@ -287,7 +287,7 @@ TEST_CASE("LogDistribution::add_sorted counts as add() of each value", "[metrics
   // is bucket 69's middle, 1.01^69.5 ns = 1.996 ns, and the mean is 1,000,008 / 7 ns.
   const std::vector<SimTime> by_hand = {0, 1, 1, 2, 2, 2, 1'000'000};
   LogDistribution sorted;
-  sorted.add_sorted(by_hand, 1'000'008);
+  sorted.add_sorted(7, [&](int64_t j) { return by_hand[static_cast<size_t>(j)]; }, 1'000'008);
   CHECK(sorted.count() == 7);
   CHECK(sorted.stats_seconds().p50 == Approx(std::pow(1.01, 69.5) / 1e9));
   CHECK(sorted.stats_seconds().mean == Approx(1'000'008.0 / 7 / 1e9));
@@ -308,7 +308,7 @@ TEST_CASE("LogDistribution::add_sorted counts as add() of each value", "[metrics
       sum += v;
       one_by_one.add(v);
     }
-    at_once.add_sorted(ns, sum);
+    at_once.add_sorted(k, [&](int64_t j) { return ns[static_cast<size_t>(j)]; }, sum);
   }
   REQUIRE(at_once.count() == one_by_one.count());
   const LatencyStats a = at_once.stats_seconds(), b = one_by_one.stats_seconds();

@@ -1,0 +1,72 @@
+// DecodeRun's pass over its steps (decode_run.h).
+#include "sim/metrics/decode_run.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace kvsim {
+
+void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
+                           std::vector<SimTime>& buffer) {
+  KVSIM_CHECK(!crossed_in_period.empty() && swapped_in_period.size() == crossed_in_period.size(),
+              "a decode run's crossing period has {} and {} entries", crossed_in_period.size(),
+              swapped_in_period.size());
+  KVSIM_CHECK(duration.ns_at(1) >= duration.ns_at(0), "a decode run's steps get shorter");
+  // The first step whose crossings would pass free_blocks: crossed(j) never falls, and a
+  // period adds P = crossed(p - 1). q = free / P whole periods fit; the next stops at its first
+  // step whose crossings pass what is left.
+  const int64_t p = period();
+  const int64_t per_period = crossed_in_period.back();
+  if (per_period > 0 && free_blocks / per_period <= most / p) {  // else it does not bind (nor overflow)
+    const int64_t q = free_blocks / per_period;
+    const int64_t left = free_blocks - q * per_period;
+    int64_t r = 0;
+    while (crossed_in_period[static_cast<size_t>(r)] <= left) ++r;  // ends: the last is P > left
+    most = std::min(most, q * p + r);
+  }
+  most = std::max<int64_t>(most, 0);
+  if (buffer.size() < static_cast<size_t>(most)) buffer.resize(static_cast<size_t>(most));
+  // The steps' ends after t, and their sum: Σ j·d_j = k·Σd - Σ_{i<k} (t_{i+1} - t).
+  SimTime* const ends = buffer.data();
+  const SimTime budget = horizon - t;
+  DecodeStepFixed::Walk walk = duration;
+  SimTime e = 0;
+  Int128 e_sum = 0;
+  int64_t j = 0;
+  for (; j < most; ++j) {
+    const SimTime next = e + walk.ns();
+    if (next >= budget) break;  // in flight when the next event comes
+    walk.next();
+    e = next;
+    e_sum += e;
+    ends[j] = e;
+  }
+  steps = j;
+  elapsed = std::span<const SimTime>(ends, static_cast<size_t>(j));
+  d_sum = e;
+  jd_sum = static_cast<Int128>(j) * e - e_sum;
+  crossed_total = j > 0 ? crossed(j - 1) : 0;
+  swapped_total = j > 0 ? swapped(j - 1) : 0;
+  xd_sum = sum_times_durations(crossed_in_period, crossed_total);
+  wd_sum = sum_times_durations(swapped_in_period, swapped_total);
+}
+
+Int128 DecodeRun::sum_times_durations(std::span<const int64_t> cumulative, int64_t last) const {
+  // Summation by parts: with c_s = c(s) - c(s - 1) what step s adds (c(-1) = 0; last = c(k - 1)),
+  //   Σ_j c(j)·d_j = Σ_s c_s·(t_k - t_s) = c(k - 1)·(t_k - t) - Σ_s c_s·(t_s - t),
+  // and c_s repeats with the period: one pass per residue that adds anything, over its steps.
+  if (steps == 0 || cumulative.back() == 0) return 0;
+  const int64_t p = period();
+  Int128 added = 0;
+  for (int64_t r = 0; r < p && r < steps; ++r) {
+    const int64_t c = cumulative[static_cast<size_t>(r)] - (r > 0 ? cumulative[static_cast<size_t>(r - 1)] : 0);
+    if (c == 0) continue;
+    Int128 starts = 0;  // Σ (t_s - t) over the steps s of this residue (t_0 - t = 0)
+    for (int64_t s = r == 0 ? p : r; s < steps; s += p) starts += elapsed[static_cast<size_t>(s - 1)];
+    added += starts * c;
+  }
+  return static_cast<Int128>(last) * d_sum - added;
+}
+
+}  // namespace kvsim
