@@ -231,7 +231,9 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   run.per_step =
       snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
   run.per_crossing = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
-  run.per_swap = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
+  if (run.swaps()) {  // else swapped(j) = 0 throughout: the move is never taken
+    run.per_swap = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
+  }
   run.end_delta = snapshot_difference(pool_.snapshot_with(*after_one, 0), start0);
   // Σ flops(context0 + j attending) over j < k, exact.
   run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
