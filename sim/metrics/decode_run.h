@@ -9,7 +9,8 @@
 // with p = crossed_in_period.size() (the block size, or 1 without crossings in aggregate) and P
 // its last entry (a period's crossings), the blocks crossed into up to and including step j are
 //   crossed(j) = (j / p)·P + crossed_in_period[j mod p],
-// and swapped(j), those of them that each freed a block that left a sliding window, likewise.
+// and swapped(j) likewise: the crossings of members whose each crossing also frees a block that
+// left their sliding window (so they need no free block), counted apart from crossed(j).
 // The memory state at step j's start is start(j) = start0 + j·per_step + crossed(j)·per_crossing
 // + swapped(j)·per_swap (memory states are affine in the tokens added, the blocks crossed into
 // and the swaps); at its end, start(j) + end_delta (its activations released).
