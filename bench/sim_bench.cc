@@ -59,9 +59,10 @@ void read_mooncake(const fs::path& p, Lengths& out) {
   }
 }
 
-}  // namespace
+// The run's scratch folder (the synthetic trace, and the results unless --out keeps them).
+fs::path scratch_dir() { return fs::temp_directory_path() / fmt::format("kvsim-bench-sim-{}", ::getpid()); }
 
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int64_t requests = 1'000'000;
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
   bool fast_forward = true;
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
   read_azure(traces / "azure-conv-2023.csv", lengths);
   read_mooncake(traces / "mooncake-conversation.orig.jsonl", lengths);
 
-  const fs::path dir = fs::temp_directory_path() / fmt::format("kvsim-bench-sim-{}", ::getpid());
+  const fs::path dir = scratch_dir();
   fs::create_directories(dir);
   {
     std::mt19937_64 rng(2024);
@@ -179,4 +180,17 @@ policies:
   fmt::print("{}\n", j.dump());
   fs::remove_all(dir);
   return 0;
+}
+
+}  // namespace
+
+// A missing data folder or an unreadable trace is one line on stderr and exit 1, as from kvsim.
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kvsim_bench_sim: {}\n", e.what());
+    fs::remove_all(scratch_dir());
+    return 1;
+  }
 }
