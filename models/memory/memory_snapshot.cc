@@ -66,25 +66,29 @@ void MemorySnapshot::check() const {
               driver_free_bytes, free_bytes);
 }
 
-MemorySnapshot snapshot_difference(const MemorySnapshot& a, const MemorySnapshot& b) {
+MemorySnapshot snapshot_plus(const MemorySnapshot& a, int64_t k, const MemorySnapshot& b) {
   MemorySnapshot d;
-  d.capacity_bytes = a.capacity_bytes - b.capacity_bytes;
-  d.context_bytes = a.context_bytes - b.context_bytes;
-  d.weights_bytes = a.weights_bytes - b.weights_bytes;
-  d.workspace_bytes = a.workspace_bytes - b.workspace_bytes;
-  d.activation_bytes = a.activation_bytes - b.activation_bytes;
-  d.kv_live_bytes = a.kv_live_bytes - b.kv_live_bytes;
-  d.kv_waste_bytes = a.kv_waste_bytes - b.kv_waste_bytes;
-  d.kv_free_bytes = a.kv_free_bytes - b.kv_free_bytes;
-  d.allocator_cache_bytes = a.allocator_cache_bytes - b.allocator_cache_bytes;
-  d.free_bytes = a.free_bytes - b.free_bytes;
-  d.kv_internal_bytes = a.kv_internal_bytes - b.kv_internal_bytes;
-  d.kv_reservation_bytes = a.kv_reservation_bytes - b.kv_reservation_bytes;
-  d.kv_external_bytes = a.kv_external_bytes - b.kv_external_bytes;
-  d.torch_allocated_bytes = a.torch_allocated_bytes - b.torch_allocated_bytes;
-  d.torch_reserved_bytes = a.torch_reserved_bytes - b.torch_reserved_bytes;
-  d.driver_free_bytes = a.driver_free_bytes - b.driver_free_bytes;
+  d.capacity_bytes = a.capacity_bytes + k * b.capacity_bytes;
+  d.context_bytes = a.context_bytes + k * b.context_bytes;
+  d.weights_bytes = a.weights_bytes + k * b.weights_bytes;
+  d.workspace_bytes = a.workspace_bytes + k * b.workspace_bytes;
+  d.activation_bytes = a.activation_bytes + k * b.activation_bytes;
+  d.kv_live_bytes = a.kv_live_bytes + k * b.kv_live_bytes;
+  d.kv_waste_bytes = a.kv_waste_bytes + k * b.kv_waste_bytes;
+  d.kv_free_bytes = a.kv_free_bytes + k * b.kv_free_bytes;
+  d.allocator_cache_bytes = a.allocator_cache_bytes + k * b.allocator_cache_bytes;
+  d.free_bytes = a.free_bytes + k * b.free_bytes;
+  d.kv_internal_bytes = a.kv_internal_bytes + k * b.kv_internal_bytes;
+  d.kv_reservation_bytes = a.kv_reservation_bytes + k * b.kv_reservation_bytes;
+  d.kv_external_bytes = a.kv_external_bytes + k * b.kv_external_bytes;
+  d.torch_allocated_bytes = a.torch_allocated_bytes + k * b.torch_allocated_bytes;
+  d.torch_reserved_bytes = a.torch_reserved_bytes + k * b.torch_reserved_bytes;
+  d.driver_free_bytes = a.driver_free_bytes + k * b.driver_free_bytes;
   return d;
+}
+
+MemorySnapshot snapshot_difference(const MemorySnapshot& a, const MemorySnapshot& b) {
+  return snapshot_plus(a, -1, b);
 }
 
 }  // namespace kvsim

@@ -71,5 +71,7 @@ struct MemorySnapshot {
 // Field by field a - b: how a state moved (the fast-forward records states affine in a batch's
 // growth as a start and such moves).
 MemorySnapshot snapshot_difference(const MemorySnapshot& a, const MemorySnapshot& b);
+// Field by field a + k·b: a state moved k times by b.
+MemorySnapshot snapshot_plus(const MemorySnapshot& a, int64_t k, const MemorySnapshot& b);
 
 }  // namespace kvsim

@@ -16,7 +16,11 @@ EventId EventQueue::schedule_late(SimTime delay, std::function<void()> fn) {
 }
 
 EventId EventQueue::schedule_background(SimTime delay, std::function<void()> fn) {
-  return push(now_ + delay, Kind::kBackground, std::move(fn));
+  return schedule_background_at(now_ + delay, std::move(fn));
+}
+
+EventId EventQueue::schedule_background_at(SimTime at, std::function<void()> fn) {
+  return push(at, Kind::kBackground, std::move(fn));
 }
 
 EventId EventQueue::push(SimTime at, Kind kind, std::function<void()> fn) {
@@ -59,6 +63,19 @@ void EventQueue::drop_cancelled() {
 SimTime EventQueue::next_time() {
   drop_cancelled();
   return heap_.empty() ? std::numeric_limits<SimTime>::max() : heap_.top().at;
+}
+
+SimTime EventQueue::next_time_besides(EventId id) {
+  drop_cancelled();
+  if (heap_.empty()) return std::numeric_limits<SimTime>::max();
+  if (heap_.top().id != id) return heap_.top().at;
+  // Below the top: set it aside and put it back (the same entry, so the same order).
+  const Entry top = heap_.top();
+  heap_.pop();
+  drop_cancelled();
+  const SimTime t = heap_.empty() ? std::numeric_limits<SimTime>::max() : heap_.top().at;
+  heap_.push(top);
+  return t;
 }
 
 bool EventQueue::step() {

@@ -39,6 +39,7 @@ class EventQueue {
   // Schedules an event that does not count in empty(): run() ends when only these are left, so
   // they never move the end of a run.
   EventId schedule_background(SimTime delay, std::function<void()> fn);
+  EventId schedule_background_at(SimTime at, std::function<void()> fn);
   // Cancels a pending event; cancelling a fired or unknown id is a no-op.
   void cancel(EventId id);
 
@@ -47,6 +48,9 @@ class EventQueue {
   bool empty() const { return live_ == 0; }
   // Time of the next live event, or max() when none.
   SimTime next_time();
+  // Time of the next live event other than `id` (the periodic sampler's pending one: what a
+  // fast-forward that takes samples in line must stop at), or max() when none.
+  SimTime next_time_besides(EventId id);
   uint64_t events_processed() const { return processed_; }
 
   // Pops and runs one live event; false when none is left. Throws InputError when a limit is hit.

@@ -52,6 +52,29 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
   wd_sum = sum_times_durations(swapped_in_period, swapped_total);
 }
 
+MemorySnapshot DecodeRun::start_state(int64_t j) const {
+  return snapshot_plus(snapshot_plus(snapshot_plus(start0, j, per_step), crossed(j), per_crossing),
+                       swapped(j), per_swap);
+}
+
+int64_t DecodeRun::samples_within(SimTime first, SimTime period,
+                                  std::vector<std::pair<SimTime, int64_t>>& out) const {
+  KVSIM_CHECK(first > t && period >= 1, "samples from {} every {} ns in a run from {}", first, period, t);
+  out.clear();
+  auto from = elapsed.begin();
+  for (SimTime at = first;; at += period) {
+    const SimTime after = at - t;
+    from = std::lower_bound(from, elapsed.end(), after);  // the first step to end at or after it
+    if (from == elapsed.end()) return steps;  // past the run
+    const auto j = static_cast<int64_t>(from - elapsed.begin());
+    if (*from == after) {  // at step j's end: the run keeps the steps before j
+      while (!out.empty() && out.back().second >= j) out.pop_back();
+      return j;
+    }
+    out.emplace_back(at, j);
+  }
+}
+
 Int128 DecodeRun::sum_times_durations(std::span<const int64_t> cumulative, int64_t last) const {
   // Summation by parts: with c_s = c(s) - c(s - 1) what step s adds (c(-1) = 0; last = c(k - 1)),
   //   Σ_j c(j)·d_j = Σ_s c_s·(t_k - t_s) = c(k - 1)·(t_k - t) - Σ_s c_s·(t_s - t),

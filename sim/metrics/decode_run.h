@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/int128.h"
@@ -52,6 +53,16 @@ struct DecodeRun {
   SimTime elapsed_before(int64_t j) const { return j == 0 ? 0 : elapsed[static_cast<size_t>(j - 1)]; }
   // d_j (j < steps).
   SimTime duration_of(int64_t j) const { return elapsed_before(j + 1) - elapsed_before(j); }
+  // start(j) (j < steps).
+  MemorySnapshot start_state(int64_t j) const;
+  // The periodic samples at first, first + period, ... (first > t) that fall inside the run's
+  // steps, each with the step in flight then (the first to end at or after it): `out` becomes
+  // their (time, step), in order. A sample at a step's end, which is the next step's start, is
+  // not taken: whether it comes before or after that step's end event depends on when each was
+  // scheduled. Returns how many steps may stay in the run: those before the step that ends at
+  // such a sample (its samples are dropped from `out`), else all.
+  int64_t samples_within(SimTime first, SimTime period,
+                         std::vector<std::pair<SimTime, int64_t>>& out) const;
 
   // Takes the steps from 0 while each ends before `horizon` (a step ending at or after it would
   // be in flight when the next event comes) and the blocks crossed into so far stay within

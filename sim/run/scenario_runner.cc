@@ -1,6 +1,7 @@
 #include "sim/run/scenario_runner.h"
 
 #include <chrono>
+#include <type_traits>
 #include <cmath>
 
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include "sim/cluster/cluster_config.h"
 #include "sim/cluster/cluster_summary.h"
 #include "sim/engine/event_queue.h"
+#include "sim/engine/periodic_event.h"
 #include "sim/guards/guard.h"
 #include "sim/metrics/slo.h"
 #include "sim/metrics/summary_writer.h"
@@ -244,13 +246,13 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
   }
   const SimTime period = std::max<SimTime>(1, seconds_to_sim(o.sample_interval_s));
   // Background events: the sampler never keeps the run going, so the end of the run (and every
-  // summary figure) is the same whatever the sample interval.
-  std::function<void()> sampler = [&] {
-    replica.sample();
-    events.schedule_background(period, sampler);
-  };
-  events.schedule_background(0, sampler);
+  // summary figure) is the same whatever the sample interval. A lone replica's fast-forward may
+  // take samples in line (a cluster's samples see every replica: they stay events).
+  PeriodicEvent sampler(events, period, [&] { replica.sample(); });
+  if constexpr (std::is_same_v<Target, Replica>) replica.set_sampler(&sampler);
+  sampler.start();
   events.run();
+  if constexpr (std::is_same_v<Target, Replica>) replica.set_sampler(nullptr);
   if (!events.stopped()) replica.finish();  // stopped (--max-wall-s): in-flight requests stay so
 }
 

@@ -439,9 +439,10 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   on_finished_(done);
 }
 
-void Replica::sample() {
-  recorder_.on_sample(events_.now(), pool_.snapshot(), admission_.size(), queues_.waiting_size(),
-                      queues_.running_size());
+void Replica::sample() { sample_at(events_.now(), pool_.snapshot()); }
+
+void Replica::sample_at(SimTime t, const MemorySnapshot& s) {
+  recorder_.on_sample(t, s, admission_.size(), queues_.waiting_size(), queues_.running_size());
 }
 
 void Replica::finish() {

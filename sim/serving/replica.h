@@ -12,11 +12,13 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "models/latency/latency_model.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/event_queue.h"
+#include "sim/engine/periodic_event.h"
 #include "sim/guards/guard.h"
 #include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
@@ -87,6 +89,10 @@ class Replica {
 
   // Sampler hook: a timeseries row now.
   void sample();
+  // The run's timeseries sampler, when this replica alone is sampled (not a cluster's): its
+  // fast-forward then takes the samples that fall inside a quiet run in line instead of ending the
+  // run there (fast_forward_quiet). Null: none (the default).
+  void set_sampler(PeriodicEvent* sampler) { sampler_ = sampler; }
   // Ends the run: whatever is still in flight when the clock stops is not counted twice; callers
   // run the event queue dry first, so this only checks that nothing is left.
   void finish();
@@ -119,8 +125,11 @@ class Replica {
   bool stretch_admits_nothing(int64_t decoding) const;
   bool due_frees_keep_blocked(const std::vector<RequestState*>& due) const;
   // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
-  // ran (0: none; the stretch's next step runs one by one).
-  int64_t fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeStepFixed& step);
+  // ran (0: none; the stretch's next step runs one by one). When it took samples in line,
+  // `horizon` moves to the next pending event.
+  int64_t fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step);
+  // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
+  void sample_at(SimTime t, const MemorySnapshot& s);
   // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
   // mode, an observer or a clock reads every request at every step. Set before any request.
   void update_lazy() { queues_.set_lazy(fast_forward_ok_ && !check_ && observer_ == nullptr); }
@@ -177,6 +186,8 @@ class Replica {
   std::vector<int64_t> ff_crossed_in_period_;         // a quiet run's blocks crossed, one period
   std::vector<int64_t> ff_swapped_in_period_;         // of those, swapped (sliding windows)
   std::vector<SimTime> ff_run_ends_;                  // its steps' ends (DecodeRun::plan_steps)
+  std::vector<std::pair<SimTime, int64_t>> ff_run_samples_;  // its samples in line: (time, step)
+  PeriodicEvent* sampler_ = nullptr;
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions
   std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
   bool busy_ = false;

@@ -51,7 +51,7 @@ bool Replica::fast_forward_stretch() {
   // observer (a timeline wants every step as its own slice) or a clock.
   if (!queues_.lazy() || busy_ || down_ || kick_pending_) return false;
   const SimTime t0 = events_.now();
-  const SimTime horizon = events_.next_time();
+  SimTime horizon = events_.next_time();  // moves on when a quiet run takes samples in line
   if (horizon <= t0) return false;  // something else happens now: the next iteration must see it
   if (admission_.size() != 0 || queues_.has_swapped()) return false;
   LazyDecodes& lazy = queues_.lazy_decodes();
@@ -176,7 +176,7 @@ bool Replica::stretch_admits_nothing(int64_t decoding) const {
   return false;
 }
 
-int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeStepFixed& step) {
+int64_t Replica::fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step) {
   // Fewer steps than this cost less one by one than the run's set-up.
   constexpr int64_t kMinQuietSteps = 8;
   LazyDecodes& lazy = queues_.lazy_decodes();
@@ -203,20 +203,30 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   const int64_t act_step = pool_.decode_activation_bytes(n, context0 + attending) - act0;
   const int64_t cached = pool_.activation_cached_bytes();
   if (act0 > cached) return 0;
+  // Samples in line: when the next event is a lone replica's pending timeseries sample, the run
+  // may go on to the next other event, taking the samples that fall inside its steps as they
+  // would fire (each sees the step then in flight: its start state, activations reserved).
+  const bool sampling = sampler_ != nullptr && horizon == sampler_->next_at();
+  const SimTime until = sampling ? events_.next_time_besides(sampler_->pending()) : horizon;
   // At most this many steps: none may be due (limit); each lasts at least the first's duration
-  // and must end before the horizon; each reserves act0 + j act_step <= cached; a bounded buffer.
+  // and must end before `until`; each reserves act0 + j act_step <= cached; a bounded buffer.
   constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
   DecodeRun run;
   run.t = t;
   run.seqs = n;
   run.duration = DecodeStepFixed::Walk(step, context0, attending);
-  int64_t most = std::min({limit, (horizon - t - 1) / run.duration.ns_at(0), kMaxRunSteps});
+  int64_t most = std::min({limit, (until - t - 1) / run.duration.ns_at(0), kMaxRunSteps});
   if (act_step > 0) most = std::min(most, (cached - act0) / act_step + 1);
   if (most < kMinQuietSteps) return 0;
   lazy.crossed_in_period(ff_crossed_in_period_, ff_swapped_in_period_);
   run.crossed_in_period = ff_crossed_in_period_;
   run.swapped_in_period = ff_swapped_in_period_;
-  run.plan_steps(most, horizon, free, ff_run_ends_);
+  run.plan_steps(most, until, free, ff_run_ends_);
+  ff_run_samples_.clear();
+  if (sampling && run.steps >= kMinQuietSteps) {
+    const int64_t keep = run.samples_within(sampler_->next_at(), sampler_->period(), ff_run_samples_);
+    if (keep < run.steps) run.plan_steps(keep, until, free, ff_run_ends_);
+  }
   const int64_t k = run.steps;
   if (k < kMinQuietSteps ||
       pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
@@ -239,6 +249,11 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime horizon, const DecodeSte
   run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
                                                  static_cast<Int128>(attending) * k * (k - 1) / 2);
   recorder_.on_decode_run(run);
+  if (!ff_run_samples_.empty()) {
+    for (const auto& [at, j] : ff_run_samples_) sample_at(at, run.start_state(j));
+    sampler_->took_through(ff_run_samples_.back().first);
+    horizon = events_.next_time();
+  }
   const int64_t blocks = run.crossed_total, swaps = run.swapped_total;
   // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
   // their commits count.

@@ -59,6 +59,21 @@ DecodeStepFixed::Walk walk_of(Int128 a, Int128 dv) {
   return DecodeStepFixed::Walk(s, 0, 1);
 }
 
+// The hand-worked run: from t = 100, two sequences, steps of 10, 11, 11, 12, 12, 13, ... ns
+// (v_j = (10.9 + 0.5 j)·2^40), and one block crossed at the second step of each period of 3
+// (cumulative {0, 1, 1}); no swaps. No steps planned yet.
+const std::vector<int64_t> kHandCrossed = {0, 1, 1}, kHandSwapped = {0, 0, 0};
+DecodeRun hand_run() {
+  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
+  DecodeRun run;
+  run.t = 100;
+  run.seqs = 2;
+  run.duration = walk_of(10 * kNs + 2 * kNs / 5, kNs / 2);
+  run.crossed_in_period = kHandCrossed;
+  run.swapped_in_period = kHandSwapped;
+  return run;
+}
+
 // One served request from 0 to `end` (so the summary has a span for its time-weighted means).
 void serve_one(Recorder& r, SimTime end) {
   RequestState q;
@@ -100,15 +115,7 @@ TEST_CASE("a decode run records what its steps' calls record, by hand", "[metric
   // The walk: v_j = (10.9 + 0.5 j)·2^40, so 10, 11 and 11 ns. One block crossed at step 1: a
   // period of 3 steps with cumulative crossings {0, 1, 1}.
   // Its sums: Σd = 32, Σ j·d = 11 + 22 = 33, Σ crossed·d = 11 + 11 = 22.
-  DecodeRun run;
-  run.t = 100;
-  run.seqs = 2;
-  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
-  run.duration = walk_of(10 * kNs + 2 * kNs / 5, kNs / 2);
-  const std::vector<int64_t> x = {0, 1, 1};
-  const std::vector<int64_t> w = {0, 0, 0};  // no sliding window
-  run.crossed_in_period = x;
-  run.swapped_in_period = w;
+  DecodeRun run = hand_run();
   std::vector<SimTime> ends;
   run.plan_steps(3, std::numeric_limits<SimTime>::max(), 1'000, ends);
   REQUIRE(run.steps == 3);
@@ -165,17 +172,9 @@ TEST_CASE("a decode run's steps stop before the horizon, a block shortage, or at
   // The walk of the hand-worked run: 10, 11, 11, 12, 12, 13 ns (v_j = (10.9 + 0.5 j)·2^40), from
   // t = 100: ends at 110, 121, 132, 144, 156, 169. Crossings {0, 1, 1} per period of 3: crossed
   // after each step 0, 1, 1, 1, 2, 2.
-  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
-  const std::vector<int64_t> x = {0, 1, 1};
-  const std::vector<int64_t> w = {0, 0, 0};
   std::vector<SimTime> ends;
   const auto steps = [&](int64_t most, SimTime horizon, int64_t free) {
-    DecodeRun run;
-    run.t = 100;
-    run.seqs = 2;
-    run.duration = walk_of(10 * kNs + 2 * kNs / 5, kNs / 2);
-    run.crossed_in_period = x;
-    run.swapped_in_period = w;
+    DecodeRun run = hand_run();
     run.plan_steps(most, horizon, free, ends);
     return run;
   };
@@ -202,6 +201,39 @@ TEST_CASE("a decode run's steps stop before the horizon, a block shortage, or at
   CHECK(four.elapsed_before(2) == 21);
   CHECK(four.elapsed_before(4) == 44);
   CHECK(four.duration_of(3) == 12);
+}
+
+TEST_CASE("a decode run's samples: the step in flight at each, none at a step's end",
+          "[metrics][fast_forward]") {
+  // The hand-worked walk from t = 100: steps end at 110, 121, 132, 144, 156, 169.
+  std::vector<SimTime> ends;
+  DecodeRun run = hand_run();
+  run.plan_steps(6, std::numeric_limits<SimTime>::max(), 100, ends);
+  REQUIRE(run.steps == 6);
+  std::vector<std::pair<SimTime, int64_t>> samples;
+  // Every 25 from 105: 105 in step 0 (100..110), 130 in step 2 (121..132), 155 in step 4
+  // (144..156); 180 is past the run. All six steps stay.
+  CHECK(run.samples_within(105, 25, samples) == 6);
+  CHECK(samples == std::vector<std::pair<SimTime, int64_t>>{{105, 0}, {130, 2}, {155, 4}});
+  // Every 2 from 140: 140, 142 and 144 are in step 3 (132..144), but 144 is its end: the run
+  // keeps steps 0 to 2 and none of the samples (they were in step 3).
+  CHECK(run.samples_within(140, 2, samples) == 3);
+  CHECK(samples.empty());
+  // Every 11 from 110: 110 is step 0's end: no step stays.
+  CHECK(run.samples_within(110, 11, samples) == 0);
+  // Every 7 from 108: 108 (step 0), 115 (step 1), 122 (step 2), 129 (step 2), 136 (step 3),
+  // 143 (step 3), 150 (step 4), 157 (step 5), 164 (step 5); 171 past.
+  CHECK(run.samples_within(108, 7, samples) == 6);
+  CHECK(samples.size() == 9);
+  CHECK(samples[3] == std::pair<SimTime, int64_t>{129, 2});
+  CHECK(samples[8] == std::pair<SimTime, int64_t>{164, 5});
+  // A step's start state: step 4 has 4 steps' moves and crossed(4) = 2 crossings.
+  run.start0.kv_live_bytes = 1'000;
+  run.per_step.kv_live_bytes = 200;
+  run.per_crossing.kv_free_bytes = -1'000;
+  run.start0.kv_free_bytes = 5'000;
+  CHECK(run.start_state(4).kv_live_bytes == 1'800);
+  CHECK(run.start_state(4).kv_free_bytes == 3'000);
 }
 
 TEST_CASE("a decode run records what its steps' calls record, on random runs",

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "sim/engine/event_queue.h"
+#include "sim/engine/periodic_event.h"
 
 using namespace kvsim;
 
@@ -50,6 +51,37 @@ TEST_CASE("background events never keep the queue alive nor move its end", "[eng
   CHECK(samples == 3);  // at 0, 3 and 6; the one at 9 stays pending
   CHECK(q.now() == 7);
   CHECK(q.empty());
+}
+
+TEST_CASE("a periodic event fires as the rescheduling sampler did, and takes occurrences in line",
+          "[engine]") {
+  // Every 3 from 0, beside normal events at 7 and 9: fires at 0, 3, 6 and 9, its 9 after the
+  // normal event at 9 (that one was scheduled first, the occurrence only when 6 fired).
+  EventQueue q;
+  std::string log;
+  PeriodicEvent p(q, 3, [&] { log += "s" + std::to_string(q.now()) + " "; });
+  q.schedule_at(7, [&] { log += "e7 "; });
+  q.schedule_at(9, [&] { log += "e9 "; });
+  q.schedule_at(10, [] {});
+  p.start();
+  q.run();
+  CHECK(log == "s0 s3 s6 e7 e9 s9 ");
+  // In line: at 0 the occurrence at 0 is pending; the next other event is at 7. Taking 0 and 3
+  // in line schedules 6 as the one at 3 would have: the events then fire 6, 7.
+  EventQueue r;
+  log.clear();
+  PeriodicEvent p2(r, 3, [&] { log += "s" + std::to_string(r.now()) + " "; });
+  r.schedule_at(7, [&] { log += "e7 "; });
+  p2.start();
+  CHECK(p2.next_at() == 0);
+  CHECK(r.next_time() == 0);
+  CHECK(r.next_time_besides(p2.pending()) == 7);
+  CHECK(r.next_time_besides(12345) == 0);  // another id: the top itself
+  p2.took_through(3);
+  CHECK(p2.next_at() == 6);
+  CHECK(r.next_time() == 6);
+  r.run();
+  CHECK(log == "s6 e7 ");
 }
 
 TEST_CASE("cancelled events never run; stale ids cancel nothing", "[engine]") {
