@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <span>
 #include <vector>
 
 #include "core/int128.h"
