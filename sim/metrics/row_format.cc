@@ -101,7 +101,18 @@ int digit_count(uint64_t v) {
   return t + (w >= kPowers[t] ? 1 : 0);
 }
 
-char* write_uint(char* p, uint64_t v) { return write_digits(p, v, digit_count(v)); }
+char* write_uint(char* p, uint64_t v) {
+  // One and two digits (counts of preemptions, dropped tokens, whole seconds) without the count.
+  if (v < 10) {
+    *p = static_cast<char>('0' + v);
+    return p + 1;
+  }
+  if (v < 100) {
+    put_pair(p, static_cast<uint32_t>(v));
+    return p + 2;
+  }
+  return write_digits(p, v, digit_count(v));
+}
 
 // fmt's own paths, out of line: the fast paths' callers then need no room for fmt's frame.
 [[gnu::noinline]] char* fmt_fixed_6(char* p, double x) {

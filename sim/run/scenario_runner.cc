@@ -218,8 +218,8 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
   std::function<void()> pump = [&] {
     if (!w.source) return;
     if (auto next = w.source->next()) {
-      const RequestSpec spec = *next;
-      events.schedule_at(std::max(events.now(), spec.arrival), [&, spec] {
+      const SimTime at = std::max(events.now(), next->arrival);
+      events.schedule_at(at, [&, spec = std::move(*next)] {  // moved, not copied: one per request
         replica.arrive(spec);
         pump();
       });
