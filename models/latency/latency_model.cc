@@ -847,6 +847,33 @@ AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) 
   return {whole_at_min - b * n, b};
 }
 
+void DecodeStepFixed::Walk::take(int64_t* out, int64_t n) {
+  // v_ + i·dv_ = (hi + i·dh)·2^S + lo + i·dl with 0 <= lo, dl < 2^S: its ns (the shift) are
+  // hi + i·dh + ((lo + i·dl) >> S), with no 128-bit step. Exact when dv_ >= 0 (the steps never
+  // shorten, so no clamp is needed past a first step of at least 1 ns), and when neither part
+  // can overflow: lo + i·dl < (n + 1)·2^S, and every ns is at most the last one's.
+  constexpr int kS = kNsShift;
+  if (n <= 0) return;
+  constexpr int64_t kMostSteps = int64_t{1} << 20;
+  const bool parts = dv_ >= 0 && n <= kMostSteps && (v_ >> kS) >= 1 &&
+                     ((v_ + dv_ * (n - 1)) >> kS) < (Int128{1} << 62);
+  if (!parts) {
+    for (int64_t i = 0; i < n; ++i, v_ += dv_) out[i] = rounded_ns(v_);
+    return;
+  }
+  constexpr Int128 kLow = (Int128{1} << kS) - 1;
+  auto hi = static_cast<int64_t>(v_ >> kS);
+  auto lo = static_cast<uint64_t>(v_ & kLow);
+  const auto dh = static_cast<int64_t>(dv_ >> kS);
+  const auto dl = static_cast<uint64_t>(dv_ & kLow);
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = hi + static_cast<int64_t>(lo >> kS);
+    hi += dh;
+    lo += dl;
+  }
+  v_ += dv_ * n;
+}
+
 Int128 flops_to_fixed(double flops) {
   return static_cast<Int128>(std::roundl(std::ldexp(static_cast<long double>(flops),
                                                       DecodeStepFixed::kFlopsShift)));

@@ -267,9 +267,27 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   run.crossed_in_period = x;
   run.swapped_in_period = w;
   std::vector<SimTime> ends;
-  const int64_t k = uniform(1, 60);
-  run.plan_steps(k, std::numeric_limits<SimTime>::max(), std::numeric_limits<int64_t>::max() / 2, ends);
-  REQUIRE(run.steps == k);
+  // Mostly short runs; a quarter longer than plan_steps' chunk of 128 steps. In a quarter an
+  // event comes at a step's end or 1 ns after it: the steps are those that end before it.
+  const int64_t most = g() % 4 == 0 ? uniform(61, 700) : uniform(1, 60);
+  SimTime horizon = std::numeric_limits<SimTime>::max();
+  int64_t expected_steps = most;
+  if (most > 1 && g() % 4 == 0) {
+    const int64_t last = uniform(1, most - 1);  // the step ending at or just before the event
+    SimTime end = run.t;
+    for (int64_t j = 0; j <= last; ++j) end += run.duration.ns_at(j);
+    const bool after = g() % 2 == 0;
+    horizon = end + (after ? 1 : 0);
+    expected_steps = after ? last + 1 : last;
+  }
+  run.plan_steps(most, horizon, std::numeric_limits<int64_t>::max() / 2, ends);
+  REQUIRE(run.steps == expected_steps);
+  const int64_t k = run.steps;
+  SimTime elapsed = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    elapsed += run.duration.ns_at(j);
+    REQUIRE(run.elapsed[static_cast<size_t>(j)] == elapsed);
+  }
   // plan_steps' sums, by brute force from the closed form.
   Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
   for (int64_t j = 0; j < k; ++j) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "core/sim_time.h"
 #include "tests/latency/latency_test_util.h"
@@ -41,6 +42,49 @@ TEST_CASE("DecodeStepFixed rounds a + b T to the nearest ns, ties up, at least 1
   f.flops_b = 2 * (Int128{1} << DecodeStepFixed::kFlopsShift);
   CHECK(f.flops_fixed(10) == 47 * (Int128{1} << DecodeStepFixed::kFlopsShift) / 2);
   CHECK(flops_to_fixed(23.5) == 47 * (Int128{1} << DecodeStepFixed::kFlopsShift) / 2);
+}
+
+TEST_CASE("DecodeStepFixed::Walk::take gives what ns() and next() give, step by step",
+          "[latency][fastforward]") {
+  // take() splits the fixed-point value into 64-bit parts when the steps never shorten and the
+  // first is at least 1 ns; otherwise it walks in 128 bits. Both must give ns()'s values and
+  // leave the walk where n rounds of next() would. Hand-worked first: a = 10.5 ns, b = 0.25 ns,
+  // T = 0, 4, 8, ...: 11, 12, 13, 14 (each 10.5 + T/4, ties up).
+  const Int128 unit = Int128{1} << DecodeStepFixed::kNsShift;
+  DecodeStepFixed f;
+  f.ns_a = 21 * unit / 2;
+  f.ns_b = unit / 4;
+  DecodeStepFixed::Walk w(f, 0, 4);
+  int64_t four[4] = {};
+  w.take(four, 4);
+  CHECK(four[0] == 11);
+  CHECK(four[1] == 12);
+  CHECK(four[2] == 13);
+  CHECK(four[3] == 14);
+  CHECK(w.ns() == 15);  // moved on four steps
+  // Random walks: durations of ns to days, sub-ns slopes to whole ns, negative intercepts (the
+  // 1 ns floor), shortening steps (the 128-bit path), chunks of 1 to 300.
+  std::mt19937_64 rng(29);
+  for (int i = 0; i < 3000; ++i) {
+    DecodeStepFixed g;
+    const int scale = static_cast<int>(rng() % 50);  // a up to 2^50 ns
+    g.ns_a = static_cast<Int128>(rng() >> (64 - scale - 1)) * unit / 3 - (i % 7 == 0 ? 50 * unit : 0);
+    g.ns_b = static_cast<Int128>(rng() >> static_cast<int>(rng() % 64)) * (i % 11 == 0 ? -1 : 1);
+    const auto t0 = static_cast<int64_t>(rng() % 100000);
+    const auto dt = static_cast<int64_t>(rng() % 300);
+    DecodeStepFixed::Walk by_take(g, t0, dt), by_step(g, t0, dt);
+    std::vector<int64_t> out(300);
+    for (int chunk = 0; chunk < 4; ++chunk) {
+      const auto n = static_cast<int64_t>(1 + rng() % 300);
+      by_take.take(out.data(), n);
+      for (int64_t k = 0; k < n; ++k, by_step.next()) {
+        INFO("walk " << i << " chunk " << chunk << " step " << k);
+        REQUIRE(out[static_cast<size_t>(k)] == by_step.ns());
+      }
+      REQUIRE(by_take.ns() == by_step.ns());
+      REQUIRE(by_take.ns_at(5) == by_step.ns_at(5));
+    }
+  }
 }
 
 TEST_CASE("DecodeStepFixed is the latency model's decode step to the nanosecond",
