@@ -847,31 +847,38 @@ AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) 
   return {whole_at_min - b * n, b};
 }
 
-void DecodeStepFixed::Walk::take(int64_t* out, int64_t n) {
-  // v_ + i·dv_ = (hi + i·dh)·2^S + lo + i·dl with 0 <= lo, dl < 2^S: its ns (the shift) are
-  // hi + i·dh + ((lo + i·dl) >> S), with no 128-bit step. Exact when dv_ >= 0 (the steps never
-  // shorten, so no clamp is needed past a first step of at least 1 ns), and when neither part
-  // can overflow: lo + i·dl < (n + 1)·2^S, and every ns is at most the last one's.
-  constexpr int kS = kNsShift;
-  if (n <= 0) return;
+bool DecodeStepFixed::Walk::parts_hold(int64_t n) const {
   constexpr int64_t kMostSteps = int64_t{1} << 20;
-  const bool parts = dv_ >= 0 && n <= kMostSteps && (v_ >> kS) >= 1 &&
-                     ((v_ + dv_ * (n - 1)) >> kS) < (Int128{1} << 62);
-  if (!parts) {
-    for (int64_t i = 0; i < n; ++i, v_ += dv_) out[i] = rounded_ns(v_);
-    return;
-  }
+  return dv_ >= 0 && n <= kMostSteps && (v_ >> kNsShift) >= 1 &&
+         ((v_ + dv_ * (n - 1)) >> kNsShift) < (Int128{1} << 62);
+}
+
+int64_t DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, int64_t before) {
+  // v_ + i·dv_ = (hi + i·dh)·2^S + lo + i·dl with 0 <= lo, dl < 2^S: step i's ns (the shift)
+  // is hi + i·dh + ((lo + i·dl) >> S), with no 128-bit step (parts_hold). The durations' sum is
+  // at most the exact sum of the fixed-point values over 2^S (each ns is its value rounded
+  // down): n·v + dv·n(n-1)/2. When `from` plus that is before `before`, every end is; and when
+  // n times it is below 2^62, the ends and their sum fit in 64 bits.
+  constexpr int kS = kNsShift;
+  if (n <= 0 || from < 0 || !parts_hold(n)) return -1;
+  const Int128 bound = (v_ * n + dv_ * (Int128{n} * (n - 1) / 2)) >> kS;
+  if (from + bound >= before || (from + bound) * n >= (Int128{1} << 62)) return -1;
   constexpr Int128 kLow = (Int128{1} << kS) - 1;
   auto hi = static_cast<int64_t>(v_ >> kS);
   auto lo = static_cast<uint64_t>(v_ & kLow);
   const auto dh = static_cast<int64_t>(dv_ >> kS);
   const auto dl = static_cast<uint64_t>(dv_ & kLow);
+  int64_t e = from, sum = 0;
+#pragma GCC unroll 4
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = hi + static_cast<int64_t>(lo >> kS);
+    e += hi + static_cast<int64_t>(lo >> kS);
+    sum += e;
+    out[i] = e;
     hi += dh;
     lo += dl;
   }
   v_ += dv_ * n;
+  return sum;
 }
 
 Int128 flops_to_fixed(double flops) {

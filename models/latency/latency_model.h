@@ -117,11 +117,17 @@ struct DecodeStepFixed {
     void next() { v_ += dv_; }
     // The duration `j` steps on: duration_ns(t0 + j dt), without walking there.
     int64_t ns_at(int64_t j) const { return rounded_ns(v_ + dv_ * j); }
-    // The next `n` durations into out[0..n) and `n` steps on: n rounds of ns() and next(), the
-    // same values, in 64-bit arithmetic a compiler vectorizes (a decode run's pass).
-    void take(int64_t* out, int64_t n);
+    // A decode run's pass: the ends of the next `n` steps counted from `from` (from + d_0,
+    // from + d_0 + d_1, ...) into out[0..n) when an upper bound on them shows that all come
+    // before `before`; then the walk moves on `n` steps and the ends' sum is returned. Else -1,
+    // nothing written and the walk where it was: the caller goes one step at a time.
+    int64_t ends_before(int64_t* out, int64_t n, int64_t from, int64_t before);
 
    private:
+    // Whether the next n steps' ns come exactly from 64-bit parts: the steps never shorten (so
+    // no clamp is needed past a first step of at least 1 ns), and neither part can overflow
+    // (lo + i·dl < (n + 1)·2^S; every ns is at most the last one's).
+    bool parts_hold(int64_t n) const;
     Int128 v_ = kHalfNs, dv_ = 0;
   };
   Int128 flops_fixed(int64_t t) const { return flops_a + flops_b * t; }

@@ -2,7 +2,6 @@
 #include "sim/metrics/decode_run.h"
 
 #include <algorithm>
-#include <array>
 
 #include "core/check.h"
 
@@ -31,45 +30,29 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
   // The steps' ends after t, and their sum: Σ j·d_j = k·Σd - Σ_{i<k} (t_{i+1} - t).
   SimTime* const ends = buffer.data();
   const SimTime budget = horizon - t;
-  // Chunk by chunk: the durations in one vectorized pass (Walk::take), then, when the whole
-  // chunk ends before the budget, its ends without a comparison a step; else step by step up to
-  // the step in flight when the next event comes.
+  // Chunk by chunk: when a bound shows that a whole chunk of steps ends before the next event,
+  // its ends come from one tight loop (Walk::ends_before); the chunk the event falls in goes one
+  // step at a time, up to the step in flight when the event comes.
   DecodeStepFixed::Walk walk = duration;
   constexpr int64_t kChunk = 128;
-  constexpr SimTime kLocalSumLimit = SimTime{1} << 55;  // 128 ends below it sum below 2^62
-  std::array<int64_t, kChunk> d{};
   SimTime e = 0;
   Int128 e_sum = 0;
   int64_t j = 0;
   while (j < most) {
     const int64_t n = std::min(kChunk, most - j);
-    walk.take(d.data(), n);
-    int64_t chunk = 0;
-    for (int64_t i = 0; i < n; ++i) chunk += d[static_cast<size_t>(i)];
-    SimTime* out = ends + j;
-    if (chunk < budget - e && e + chunk < kLocalSumLimit) {
-      // The chunk's ends sum in 64 bits: each is below 2^55 and there are at most 128.
-      int64_t local = 0;
-#pragma GCC unroll 4
-      for (int64_t i = 0; i < n; ++i) {
-        e += d[static_cast<size_t>(i)];
-        local += e;
-        out[i] = e;
-      }
-      e_sum += local;
-      j += n;
-      continue;
-    }
-    int64_t i = 0;
-    for (; i < n; ++i) {
-      const SimTime next = e + d[static_cast<size_t>(i)];
-      if (next >= budget) break;  // in flight when the next event comes
-      e = next;
-      e_sum += e;
-      out[i] = e;
-    }
-    j += i;
-    break;
+    const int64_t chunk_sum = walk.ends_before(ends + j, n, e, budget);
+    if (chunk_sum < 0) break;
+    j += n;
+    e = ends[j - 1];
+    e_sum += chunk_sum;
+  }
+  for (; j < most; ++j) {
+    const SimTime next = e + walk.ns();
+    if (next >= budget) break;  // in flight when the next event comes
+    walk.next();
+    e = next;
+    e_sum += e;
+    ends[j] = e;
   }
   steps = j;
   elapsed = std::span<const SimTime>(ends, static_cast<size_t>(j));

@@ -44,47 +44,67 @@ TEST_CASE("DecodeStepFixed rounds a + b T to the nearest ns, ties up, at least 1
   CHECK(flops_to_fixed(23.5) == 47 * (Int128{1} << DecodeStepFixed::kFlopsShift) / 2);
 }
 
-TEST_CASE("DecodeStepFixed::Walk::take gives what ns() and next() give, step by step",
+TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come before a time",
           "[latency][fastforward]") {
-  // take() splits the fixed-point value into 64-bit parts when the steps never shorten and the
-  // first is at least 1 ns; otherwise it walks in 128 bits. Both must give ns()'s values and
-  // leave the walk where n rounds of next() would. Hand-worked first: a = 10.5 ns, b = 0.25 ns,
-  // T = 0, 4, 8, ...: 11, 12, 13, 14 (each 10.5 + T/4, ties up).
+  // Hand-worked: durations 11, 12, 13, 14 from 100: ends 111, 123, 136, 150, sum 520. Before
+  // 151 all four end in time; the bound (the unrounded sum, 10.5·4 + 0.25·(0+4+8+12) + the four
+  // halves = 50) is 150 + 0, so 150 is refused (-1, nothing moved) though the last ends at 150.
   const Int128 unit = Int128{1} << DecodeStepFixed::kNsShift;
   DecodeStepFixed f;
   f.ns_a = 21 * unit / 2;
   f.ns_b = unit / 4;
+  int64_t out[4] = {};
   DecodeStepFixed::Walk w(f, 0, 4);
-  int64_t four[4] = {};
-  w.take(four, 4);
-  CHECK(four[0] == 11);
-  CHECK(four[1] == 12);
-  CHECK(four[2] == 13);
-  CHECK(four[3] == 14);
-  CHECK(w.ns() == 15);  // moved on four steps
-  // Random walks: durations of ns to days, sub-ns slopes to whole ns, negative intercepts (the
-  // 1 ns floor), shortening steps (the 128-bit path), chunks of 1 to 300.
-  std::mt19937_64 rng(29);
+  CHECK(w.ends_before(out, 4, 100, 150) == -1);
+  CHECK(w.ns() == 11);
+  CHECK(w.ends_before(out, 4, 100, 151) == 520);
+  CHECK(out[0] == 111);
+  CHECK(out[1] == 123);
+  CHECK(out[2] == 136);
+  CHECK(out[3] == 150);
+  CHECK(w.ns() == 15);
+  // Random walks against ns()/next(): when it answers, the ends and sum are exact and all before
+  // the time; when it declines, the walk has not moved.
+  std::mt19937_64 rng(31);
+  int answered = 0, declined = 0;
   for (int i = 0; i < 3000; ++i) {
     DecodeStepFixed g;
-    const int scale = static_cast<int>(rng() % 50);  // a up to 2^50 ns
+    const int scale = static_cast<int>(rng() % 40);
     g.ns_a = static_cast<Int128>(rng() >> (64 - scale - 1)) * unit / 3 - (i % 7 == 0 ? 50 * unit : 0);
     g.ns_b = static_cast<Int128>(rng() >> static_cast<int>(rng() % 64)) * (i % 11 == 0 ? -1 : 1);
-    const auto t0 = static_cast<int64_t>(rng() % 100000);
-    const auto dt = static_cast<int64_t>(rng() % 300);
-    DecodeStepFixed::Walk by_take(g, t0, dt), by_step(g, t0, dt);
-    std::vector<int64_t> out(300);
-    for (int chunk = 0; chunk < 4; ++chunk) {
-      const auto n = static_cast<int64_t>(1 + rng() % 300);
-      by_take.take(out.data(), n);
-      for (int64_t k = 0; k < n; ++k, by_step.next()) {
-        INFO("walk " << i << " chunk " << chunk << " step " << k);
-        REQUIRE(out[static_cast<size_t>(k)] == by_step.ns());
-      }
-      REQUIRE(by_take.ns() == by_step.ns());
-      REQUIRE(by_take.ns_at(5) == by_step.ns_at(5));
+    DecodeStepFixed::Walk a(g, static_cast<int64_t>(rng() % 100000), static_cast<int64_t>(rng() % 300));
+    DecodeStepFixed::Walk b = a;
+    const auto n = static_cast<int64_t>(1 + rng() % 200);
+    const auto from = static_cast<int64_t>(rng() % 1'000'000);
+    std::vector<int64_t> ends;
+    int64_t e = from, sum = 0;
+    for (int64_t k = 0; k < n; ++k, b.next()) {
+      e += b.ns();
+      ends.push_back(e);
+      sum += e;
     }
+    // A time past the last end, at it, or somewhere inside.
+    const int64_t before = rng() % 3 == 0 ? e + 1 + static_cast<int64_t>(rng() % 1000)
+                           : rng() % 2 == 0 ? e
+                                            : from + static_cast<int64_t>(rng() % static_cast<uint64_t>(e - from + 1));
+    std::vector<int64_t> out2(static_cast<size_t>(n));
+    DecodeStepFixed::Walk c = a;
+    const int64_t got = c.ends_before(out2.data(), n, from, before);
+    INFO("walk " << i << " n " << n);
+    if (got < 0) {
+      ++declined;
+      REQUIRE(c.ns() == a.ns());
+      REQUIRE(c.ns_at(3) == a.ns_at(3));
+      continue;
+    }
+    ++answered;
+    REQUIRE(ends.back() < before);
+    REQUIRE(got == sum);
+    REQUIRE(out2 == ends);
+    REQUIRE(c.ns() == b.ns());
   }
+  CHECK(answered > 500);
+  CHECK(declined > 500);
 }
 
 TEST_CASE("DecodeStepFixed is the latency model's decode step to the nanosecond",
