@@ -853,32 +853,50 @@ bool DecodeStepFixed::Walk::parts_hold(int64_t n) const {
          ((v_ + dv_ * (n - 1)) >> kNsShift) < (Int128{1} << 62);
 }
 
-int64_t DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, int64_t before) {
+bool DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, int64_t before,
+                                        const int64_t* weights, int64_t max_weight,
+                                        EndSums& sums) {
   // v_ + i·dv_ = (hi + i·dh)·2^S + lo + i·dl with 0 <= lo, dl < 2^S: step i's ns (the shift)
   // is hi + i·dh + ((lo + i·dl) >> S), with no 128-bit step (parts_hold). The durations' sum is
   // at most the exact sum of the fixed-point values over 2^S (each ns is its value rounded
   // down): n·v + dv·n(n-1)/2. When `from` plus that is before `before`, every end is; and when
-  // n times it is below 2^62, the ends and their sum fit in 64 bits.
+  // n times it (times the largest weight) is below 2^62, the ends and both sums fit in 64 bits.
   constexpr int kS = kNsShift;
-  if (n <= 0 || from < 0 || !parts_hold(n)) return -1;
+  if (n <= 0 || from < 0 || max_weight < 0 || !parts_hold(n)) return false;
   const Int128 bound = (v_ * n + dv_ * (Int128{n} * (n - 1) / 2)) >> kS;
-  if (from + bound >= before || (from + bound) * n >= (Int128{1} << 62)) return -1;
+  const Int128 last = from + bound;
+  if (last >= before || last * n * std::max<int64_t>(max_weight, 1) >= (Int128{1} << 62)) {
+    return false;
+  }
   constexpr Int128 kLow = (Int128{1} << kS) - 1;
   auto hi = static_cast<int64_t>(v_ >> kS);
   auto lo = static_cast<uint64_t>(v_ & kLow);
   const auto dh = static_cast<int64_t>(dv_ >> kS);
   const auto dl = static_cast<uint64_t>(dv_ & kLow);
-  int64_t e = from, sum = 0;
+  int64_t e = from, sum = 0, weighted = 0;
+  if (weights == nullptr) {
 #pragma GCC unroll 4
-  for (int64_t i = 0; i < n; ++i) {
-    e += hi + static_cast<int64_t>(lo >> kS);
-    sum += e;
-    out[i] = e;
-    hi += dh;
-    lo += dl;
+    for (int64_t i = 0; i < n; ++i) {
+      e += hi + static_cast<int64_t>(lo >> kS);
+      sum += e;
+      out[i] = e;
+      hi += dh;
+      lo += dl;
+    }
+  } else {
+#pragma GCC unroll 4
+    for (int64_t i = 0; i < n; ++i) {
+      e += hi + static_cast<int64_t>(lo >> kS);
+      sum += e;
+      weighted += weights[i] * e;
+      out[i] = e;
+      hi += dh;
+      lo += dl;
+    }
   }
   v_ += dv_ * n;
-  return sum;
+  sums = {sum, weighted};
+  return true;
 }
 
 Int128 flops_to_fixed(double flops) {

@@ -119,9 +119,15 @@ struct DecodeStepFixed {
     int64_t ns_at(int64_t j) const { return rounded_ns(v_ + dv_ * j); }
     // A decode run's pass: the ends of the next `n` steps counted from `from` (from + d_0,
     // from + d_0 + d_1, ...) into out[0..n) when an upper bound on them shows that all come
-    // before `before`; then the walk moves on `n` steps and the ends' sum is returned. Else -1,
-    // nothing written and the walk where it was: the caller goes one step at a time.
-    int64_t ends_before(int64_t* out, int64_t n, int64_t from, int64_t before);
+    // before `before`; then the walk moves on `n` steps, `sums` gets the ends' sum and, with
+    // `weights` (n of them, each in [0, max_weight]), Σ weights[i]·end_i, and it returns true.
+    // Else false, nothing written and the walk where it was: the caller goes step by step.
+    struct EndSums {
+      int64_t ends = 0;
+      int64_t weighted = 0;
+    };
+    bool ends_before(int64_t* out, int64_t n, int64_t from, int64_t before, const int64_t* weights,
+                     int64_t max_weight, EndSums& sums);
 
    private:
     // Whether the next n steps' ns come exactly from 64-bit parts: the steps never shorten (so

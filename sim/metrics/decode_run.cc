@@ -27,31 +27,52 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
   }
   most = std::max<int64_t>(most, 0);
   if (buffer.size() < static_cast<size_t>(most)) buffer.resize(static_cast<size_t>(most));
-  // The steps' ends after t, and their sum: Σ j·d_j = k·Σd - Σ_{i<k} (t_{i+1} - t).
+  // The steps' ends after t, and their sum: Σ j·d_j = k·Σd - Σ_{i<k} (t_{i+1} - t). And, for
+  // Σ crossed(j)·d_j by parts (sum_times_durations' comment), Σ_s c_s·(t_s - t) as the ends go:
+  // end j (t_{j+1} - t) weighs c_{(j+1) mod p}, what step j + 1 adds; the last end, step k's
+  // start, is taken back out at the end.
   SimTime* const ends = buffer.data();
   const SimTime budget = horizon - t;
+  constexpr int64_t kChunk = 128;
+  constexpr int64_t kMostPeriod = 256;  // block sizes; a longer period sums apart
+  const bool crossings = per_period > 0 && p <= kMostPeriod;
+  // c_m = c_{m mod p} for m in [0, kChunk + p): a chunk from step j reads its weights from
+  // (j + 1) mod p on.
+  std::array<int64_t, kChunk + kMostPeriod> adds;
+  int64_t max_add = 0;
+  if (crossings) {
+    for (int64_t r = 0; r < p; ++r) {
+      const int64_t c = crossed_in_period[static_cast<size_t>(r)] -
+                        (r > 0 ? crossed_in_period[static_cast<size_t>(r - 1)] : 0);
+      adds[static_cast<size_t>(r)] = c;
+      max_add = std::max(max_add, c);
+    }
+    for (int64_t m = p; m < kChunk + p; ++m) adds[static_cast<size_t>(m)] = adds[static_cast<size_t>(m - p)];
+  }
   // Chunk by chunk: when a bound shows that a whole chunk of steps ends before the next event,
   // its ends come from one tight loop (Walk::ends_before); the chunk the event falls in goes one
   // step at a time, up to the step in flight when the event comes.
   DecodeStepFixed::Walk walk = duration;
-  constexpr int64_t kChunk = 128;
   SimTime e = 0;
-  Int128 e_sum = 0;
+  Int128 e_sum = 0, weighted = 0;
   int64_t j = 0;
+  DecodeStepFixed::Walk::EndSums sums;
   while (j < most) {
     const int64_t n = std::min(kChunk, most - j);
-    const int64_t chunk_sum = walk.ends_before(ends + j, n, e, budget);
-    if (chunk_sum < 0) break;
+    const int64_t* weights = crossings ? adds.data() + (j + 1) % p : nullptr;
+    if (!walk.ends_before(ends + j, n, e, budget, weights, max_add, sums)) break;
     j += n;
     e = ends[j - 1];
-    e_sum += chunk_sum;
+    e_sum += sums.ends;
+    weighted += sums.weighted;
   }
-  for (; j < most; ++j) {
+  for (int64_t r = (j + 1) % p; j < most; ++j, r = r + 1 == p ? 0 : r + 1) {
     const SimTime next = e + walk.ns();
     if (next >= budget) break;  // in flight when the next event comes
     walk.next();
     e = next;
     e_sum += e;
+    if (crossings) weighted += static_cast<Int128>(adds[static_cast<size_t>(r)]) * e;
     ends[j] = e;
   }
   steps = j;
@@ -60,7 +81,9 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
   jd_sum = static_cast<Int128>(j) * e - e_sum;
   crossed_total = j > 0 ? crossed(j - 1) : 0;
   swapped_total = j > 0 ? swapped(j - 1) : 0;
-  xd_sum = sum_times_durations(crossed_in_period, crossed_total);
+  if (crossings && j > 0) weighted -= static_cast<Int128>(adds[static_cast<size_t>(j % p)]) * e;
+  xd_sum = crossings ? static_cast<Int128>(crossed_total) * d_sum - weighted
+                     : sum_times_durations(crossed_in_period, crossed_total);
   wd_sum = sum_times_durations(swapped_in_period, swapped_total);
 }
 
@@ -93,13 +116,25 @@ Int128 DecodeRun::sum_times_durations(std::span<const int64_t> cumulative, int64
   // and c_s repeats with the period: one pass per residue that adds anything, over its steps.
   if (steps == 0 || cumulative.back() == 0) return 0;
   const int64_t p = period();
+  // A residue's starts sum in 64 bits when none can pass 2^62: at most steps / p + 1 of them,
+  // each at most the last step's start (a 128-bit sum spilled to memory every step).
+  const SimTime last_start = steps > 1 ? elapsed[static_cast<size_t>(steps - 2)] : 0;
+  const bool narrow = static_cast<Int128>(steps / p + 1) * last_start < (Int128{1} << 62);
   Int128 added = 0;
   for (int64_t r = 0; r < p && r < steps; ++r) {
     const int64_t c = cumulative[static_cast<size_t>(r)] - (r > 0 ? cumulative[static_cast<size_t>(r - 1)] : 0);
     if (c == 0) continue;
-    Int128 starts = 0;  // Σ (t_s - t) over the steps s of this residue (t_0 - t = 0)
-    for (int64_t s = r == 0 ? p : r; s < steps; s += p) starts += elapsed[static_cast<size_t>(s - 1)];
-    added += starts * c;
+    // Σ (t_s - t) over the steps s of this residue (t_0 - t = 0)
+    const int64_t first = r == 0 ? p : r;
+    if (narrow) {
+      int64_t starts = 0;
+      for (int64_t s = first; s < steps; s += p) starts += elapsed[static_cast<size_t>(s - 1)];
+      added += static_cast<Int128>(starts) * c;
+    } else {
+      Int128 starts = 0;
+      for (int64_t s = first; s < steps; s += p) starts += elapsed[static_cast<size_t>(s - 1)];
+      added += starts * c;
+    }
   }
   return static_cast<Int128>(last) * d_sum - added;
 }

@@ -77,6 +77,8 @@ struct DecodeRun {
     return (j / p) * cumulative.back() + cumulative[static_cast<size_t>(j % p)];
   }
   // Σ_j c(j)·d_j for c(j) = in_periods(cumulative, j), from the steps' ends; last = c(k - 1).
+  // (plan_steps sums the crossings' in its pass over the steps when the period allows; this,
+  // the swaps', and the crossings' otherwise.)
   Int128 sum_times_durations(std::span<const int64_t> cumulative, int64_t last) const;
 };
 

@@ -203,6 +203,41 @@ TEST_CASE("a decode run's steps stop before the horizon, a block shortage, or at
   CHECK(four.duration_of(3) == 12);
 }
 
+TEST_CASE("a decode run's sums stay exact with steps of years (128-bit paths)",
+          "[metrics][fast_forward]") {
+  // plan_steps sums in 64 bits where a bound allows and in 128 bits past it: steps of about
+  // 2^55 ns (a year) make the crossings' weighted ends and each residue's starts pass 2^62, so
+  // the 128-bit paths run; their sums must be the brute-force ones. 48 steps, crossings and
+  // swaps in a period of 16.
+  constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
+  DecodeRun run;
+  run.t = 1'000;
+  run.seqs = 3;
+  run.duration = walk_of((Int128{1} << 55) * kNs + 7, Int128{1'000'003} * kNs);
+  std::vector<int64_t> x, w;
+  for (int64_t r = 0; r < 16; ++r) {
+    x.push_back(r + (r % 3 == 0 ? 2 : 0));
+    w.push_back(r / 2);
+  }
+  run.crossed_in_period = x;
+  run.swapped_in_period = w;
+  std::vector<SimTime> ends;
+  run.plan_steps(48, std::numeric_limits<SimTime>::max(), std::numeric_limits<int64_t>::max() / 2, ends);
+  REQUIRE(run.steps == 48);
+  Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
+  for (int64_t j = 0; j < 48; ++j) {
+    const SimTime d = run.duration.ns_at(j);
+    d_sum += d;
+    jd_sum += j * static_cast<Int128>(d);
+    xd_sum += run.crossed(j) * static_cast<Int128>(d);
+    wd_sum += run.swapped(j) * static_cast<Int128>(d);
+  }
+  CHECK(run.d_sum == d_sum);
+  CHECK(run.jd_sum == jd_sum);
+  CHECK(run.xd_sum == xd_sum);
+  CHECK(run.wd_sum == wd_sum);
+}
+
 TEST_CASE("a decode run's samples: the step in flight at each, none at a step's end",
           "[metrics][fast_forward]") {
   // The hand-worked walk from t = 100: steps end at 110, 121, 132, 144, 156, 169.

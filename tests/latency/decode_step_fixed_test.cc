@@ -46,25 +46,31 @@ TEST_CASE("DecodeStepFixed rounds a + b T to the nearest ns, ties up, at least 1
 
 TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come before a time",
           "[latency][fastforward]") {
-  // Hand-worked: durations 11, 12, 13, 14 from 100: ends 111, 123, 136, 150, sum 520. Before
-  // 151 all four end in time; the bound (the unrounded sum, 10.5·4 + 0.25·(0+4+8+12) + the four
-  // halves = 50) is 150 + 0, so 150 is refused (-1, nothing moved) though the last ends at 150.
+  // Hand-worked: durations 11, 12, 13, 14 from 100: ends 111, 123, 136, 150, sum 520; with
+  // weights 0, 2, 1, 3: 2·123 + 136 + 3·150 = 832. Before 151 all four end in time; the bound
+  // (the unrounded sum, 10.5·4 + 0.25·(0+4+8+12) + the four halves = 50) is 150 + 0, so 150 is
+  // refused (false, nothing moved) though the last ends at 150.
+  using EndSums = DecodeStepFixed::Walk::EndSums;
   const Int128 unit = Int128{1} << DecodeStepFixed::kNsShift;
   DecodeStepFixed f;
   f.ns_a = 21 * unit / 2;
   f.ns_b = unit / 4;
   int64_t out[4] = {};
+  const int64_t weights[4] = {0, 2, 1, 3};
+  EndSums sums;
   DecodeStepFixed::Walk w(f, 0, 4);
-  CHECK(w.ends_before(out, 4, 100, 150) == -1);
+  CHECK_FALSE(w.ends_before(out, 4, 100, 150, weights, 3, sums));
   CHECK(w.ns() == 11);
-  CHECK(w.ends_before(out, 4, 100, 151) == 520);
+  REQUIRE(w.ends_before(out, 4, 100, 151, weights, 3, sums));
+  CHECK(sums.ends == 520);
+  CHECK(sums.weighted == 832);
   CHECK(out[0] == 111);
   CHECK(out[1] == 123);
   CHECK(out[2] == 136);
   CHECK(out[3] == 150);
   CHECK(w.ns() == 15);
-  // Random walks against ns()/next(): when it answers, the ends and sum are exact and all before
-  // the time; when it declines, the walk has not moved.
+  // Random walks against ns()/next(): when it answers, the ends and sums are exact and all
+  // before the time; when it declines, the walk has not moved.
   std::mt19937_64 rng(31);
   int answered = 0, declined = 0;
   for (int i = 0; i < 3000; ++i) {
@@ -76,12 +82,17 @@ TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come bef
     DecodeStepFixed::Walk b = a;
     const auto n = static_cast<int64_t>(1 + rng() % 200);
     const auto from = static_cast<int64_t>(rng() % 1'000'000);
-    std::vector<int64_t> ends;
+    const bool weighted = rng() % 4 != 0;
+    const auto most_weight = static_cast<int64_t>(rng() % 300);
+    std::vector<int64_t> ends, ws;
     int64_t e = from, sum = 0;
+    Int128 wsum = 0;
     for (int64_t k = 0; k < n; ++k, b.next()) {
       e += b.ns();
       ends.push_back(e);
       sum += e;
+      ws.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(most_weight + 1)));
+      wsum += static_cast<Int128>(ws.back()) * e;
     }
     // A time past the last end, at it, or somewhere inside.
     const int64_t before = rng() % 3 == 0 ? e + 1 + static_cast<int64_t>(rng() % 1000)
@@ -89,9 +100,11 @@ TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come bef
                                             : from + static_cast<int64_t>(rng() % static_cast<uint64_t>(e - from + 1));
     std::vector<int64_t> out2(static_cast<size_t>(n));
     DecodeStepFixed::Walk c = a;
-    const int64_t got = c.ends_before(out2.data(), n, from, before);
+    EndSums got;
+    const bool answers =
+        c.ends_before(out2.data(), n, from, before, weighted ? ws.data() : nullptr, most_weight, got);
     INFO("walk " << i << " n " << n);
-    if (got < 0) {
+    if (!answers) {
       ++declined;
       REQUIRE(c.ns() == a.ns());
       REQUIRE(c.ns_at(3) == a.ns_at(3));
@@ -99,7 +112,8 @@ TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come bef
     }
     ++answered;
     REQUIRE(ends.back() < before);
-    REQUIRE(got == sum);
+    REQUIRE(got.ends == sum);
+    REQUIRE(got.weighted == (weighted ? wsum : 0));
     REQUIRE(out2 == ends);
     REQUIRE(c.ns() == b.ns());
   }
