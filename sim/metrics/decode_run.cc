@@ -50,17 +50,23 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
     for (int64_t m = p; m < kChunk + p; ++m) adds[static_cast<size_t>(m)] = adds[static_cast<size_t>(m - p)];
   }
   // Chunk by chunk: when a bound shows that a whole chunk of steps ends before the next event,
-  // its ends come from one tight loop (Walk::ends_before); the chunk the event falls in goes one
-  // step at a time, up to the step in flight when the event comes.
+  // its ends come from one tight loop (Walk::ends_before); the last few steps before the event
+  // go one at a time, up to the step in flight when it comes.
   DecodeStepFixed::Walk walk = duration;
   SimTime e = 0;
   Int128 e_sum = 0, weighted = 0;
   int64_t j = 0;
   DecodeStepFixed::Walk::EndSums sums;
+  // Near the event, chunks halve (down to 8 steps) so that few steps are left to go one by one.
+  int64_t n = kChunk;
   while (j < most) {
-    const int64_t n = std::min(kChunk, most - j);
+    n = std::min(n, most - j);
     const int64_t* weights = crossings ? adds.data() + (j + 1) % p : nullptr;
-    if (!walk.ends_before(ends + j, n, e, budget, weights, max_add, sums)) break;
+    if (!walk.ends_before(ends + j, n, e, budget, weights, max_add, sums)) {
+      if (n <= 8) break;
+      n /= 2;
+      continue;
+    }
     j += n;
     e = ends[j - 1];
     e_sum += sums.ends;
