@@ -850,7 +850,7 @@ AffineCost LatencyModel::decode_step_affine(int64_t num_seqs, int block_tokens) 
 bool DecodeStepFixed::Walk::parts_hold(int64_t n) const {
   constexpr int64_t kMostSteps = int64_t{1} << 20;
   return dv_ >= 0 && n <= kMostSteps && (v_ >> kNsShift) >= 1 &&
-         ((v_ + dv_ * (n - 1)) >> kNsShift) < (Int128{1} << 62);
+         ((v_ + dv_ * n) >> kNsShift) < (Int128{1} << 62);
 }
 
 bool DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, int64_t before,

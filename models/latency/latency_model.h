@@ -132,7 +132,7 @@ struct DecodeStepFixed {
    private:
     // Whether the next n steps' ns come exactly from 64-bit parts: the steps never shorten (so
     // no clamp is needed past a first step of at least 1 ns), and neither part can overflow
-    // (lo + i·dl < (n + 1)·2^S; every ns is at most the last one's).
+    // (lo + i·dl < (n + 1)·2^S; hi, advanced n times, stays below the value n steps on).
     bool parts_hold(int64_t n) const;
     Int128 v_ = kHalfNs, dv_ = 0;
   };
