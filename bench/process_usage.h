@@ -14,14 +14,6 @@ inline int64_t peak_rss_bytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;
 }
 
-// User + system CPU seconds so far.
-inline double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
 // User and system CPU seconds and minor page faults so far, apart (a fault maps a fresh page,
 // which the kernel zeroes: system time that grows with the memory a run first touches).
 struct CpuSplit {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 #include <initializer_list>
 #include <memory>
 #include <utility>
@@ -874,25 +875,22 @@ bool DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, i
   const auto dh = static_cast<int64_t>(dv_ >> kS);
   const auto dl = static_cast<uint64_t>(dv_ & kLow);
   int64_t e = from, sum = 0, weighted = 0;
-  if (weights == nullptr) {
+  // One loop, compiled with and without the weights (a run without crossings has none).
+  const auto pass = [&](auto weigh) {
 #pragma GCC unroll 4
     for (int64_t i = 0; i < n; ++i) {
       e += hi + static_cast<int64_t>(lo >> kS);
       sum += e;
+      if constexpr (decltype(weigh)::value) weighted += weights[i] * e;
       out[i] = e;
       hi += dh;
       lo += dl;
     }
+  };
+  if (weights != nullptr) {
+    pass(std::true_type{});
   } else {
-#pragma GCC unroll 4
-    for (int64_t i = 0; i < n; ++i) {
-      e += hi + static_cast<int64_t>(lo >> kS);
-      sum += e;
-      weighted += weights[i] * e;
-      out[i] = e;
-      hi += dh;
-      lo += dl;
-    }
+    pass(std::false_type{});
   }
   v_ += dv_ * n;
   sums = {sum, weighted};

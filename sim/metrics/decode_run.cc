@@ -2,6 +2,7 @@
 #include "sim/metrics/decode_run.h"
 
 #include <algorithm>
+#include <array>
 
 #include "core/check.h"
 
@@ -126,21 +127,17 @@ Int128 DecodeRun::sum_times_durations(std::span<const int64_t> cumulative, int64
   // each at most the last step's start (a 128-bit sum spilled to memory every step).
   const SimTime last_start = steps > 1 ? elapsed[static_cast<size_t>(steps - 2)] : 0;
   const bool narrow = static_cast<Int128>(steps / p + 1) * last_start < (Int128{1} << 62);
+  // Σ (t_s - t) over the steps s of residue r (t_0 - t = 0), summed in `Sum`.
+  const auto starts = [&]<typename Sum>(int64_t r) {
+    Sum sum = 0;
+    for (int64_t s = r == 0 ? p : r; s < steps; s += p) sum += elapsed[static_cast<size_t>(s - 1)];
+    return static_cast<Int128>(sum);
+  };
   Int128 added = 0;
   for (int64_t r = 0; r < p && r < steps; ++r) {
     const int64_t c = cumulative[static_cast<size_t>(r)] - (r > 0 ? cumulative[static_cast<size_t>(r - 1)] : 0);
     if (c == 0) continue;
-    // Σ (t_s - t) over the steps s of this residue (t_0 - t = 0)
-    const int64_t first = r == 0 ? p : r;
-    if (narrow) {
-      int64_t starts = 0;
-      for (int64_t s = first; s < steps; s += p) starts += elapsed[static_cast<size_t>(s - 1)];
-      added += static_cast<Int128>(starts) * c;
-    } else {
-      Int128 starts = 0;
-      for (int64_t s = first; s < steps; s += p) starts += elapsed[static_cast<size_t>(s - 1)];
-      added += starts * c;
-    }
+    added += (narrow ? starts.template operator()<int64_t>(r) : starts.template operator()<Int128>(r)) * c;
   }
   return static_cast<Int128>(last) * d_sum - added;
 }
