@@ -49,8 +49,13 @@ kvsim_build() {
   jobs="$(nproc 2>/dev/null || echo 2)"
   log="$KVSIM_BUILD/build.log"
   mkdir -p "$KVSIM_BUILD"
+  # ccache, when present, makes a rebuild in a second checkout (or after a clean) cheap.
+  local launcher=()
+  command -v ccache >/dev/null &&
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   # Quiet when all is well; the whole log when something fails.
-  if ! { cmake -S "$KVSIM_ROOT" -B "$KVSIM_BUILD" -DCMAKE_BUILD_TYPE=Release ${KVSIM_CMAKE_ARGS:-} &&
+  if ! { cmake -S "$KVSIM_ROOT" -B "$KVSIM_BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+           ${KVSIM_CMAKE_ARGS:-} &&
          cmake --build "$KVSIM_BUILD" -j "$jobs"; } >"$log" 2>&1; then
     cat "$log" >&2
     echo "kvsim setup: build failed (log: $log)" >&2
