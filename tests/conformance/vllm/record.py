@@ -22,8 +22,9 @@ arrivals due by now are added, schedule(), then update_from_output() with one sa
 every scheduled request that is not mid-prefill (Request.is_prefill_chunk, as the GPU model
 runner discards a partial prefill's sample); a step lasts
 fixed + per_token x scheduled tokens + per_seq x scheduled requests. A schedule() that
-schedules nothing is no step (the engine only hands finished requests back); with nothing to
-run the clock moves to the next arrival. Async (EngineCore.step_with_batch_queue with a batch
+schedules nothing is no step (the engine only hands finished requests back; what it preempted,
+if anything, is listed with the next step); with nothing to run the clock moves to the next
+arrival. Async (EngineCore.step_with_batch_queue with a batch
 queue of 2, vLLM's AsyncScheduler): the next batch is scheduled when the current one starts on
 the GPU, before its output is applied (see run_async). Requests are
 SamplingParams(max_tokens=output_tokens, ignore_eos=True); each request samples its own token

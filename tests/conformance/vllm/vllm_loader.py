@@ -32,7 +32,6 @@ import logging
 import os
 import sys
 import types
-import typing
 
 
 class NotModelled(RuntimeError):
