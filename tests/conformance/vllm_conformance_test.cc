@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -181,6 +182,42 @@ TEST_CASE("kvsim's continuous scheduler takes vLLM V1's steps on every recorded 
         CHECK(first == want.size());
       }
       CHECK(got.size() == want.size());
+    }
+  }
+}
+
+TEST_CASE("engine.step_time alone gives vLLM's steps and end time, fast-forward on and off",
+          "[conformance]") {
+  // Without the recording clock the engine times each step by engine.step_time itself (and
+  // fast-forwards decode stretches): the same number of iterations as vLLM's steps, and the last
+  // outcome at the end of vLLM's last step (its start plus the declared time of its batch).
+  for (const std::string& name : case_names(false)) {
+    DYNAMIC_SECTION(name) {
+      const std::vector<Step> want = read_golden(kCases / name / "steps.jsonl");
+      REQUIRE(!want.empty());
+      const fs::path file = kCases / name / "scenario.yaml";
+      const ConfigNode root = ConfigNode::parse_file(file.string());
+      const FixedStepTime time = parse_fixed_step_time(root.child("engine").child("step_time"));
+      int64_t tokens = 0;
+      for (const auto& e : want.back().run) tokens += e.second;
+      const int64_t end_ns =
+          want.back().t_ns + time.duration(tokens, static_cast<int64_t>(want.back().run.size()));
+      const Scenario scenario = load_scenario_file(file, Catalog::builtin());
+      for (const bool ff : {true, false}) {
+        RunOptions o;
+        o.fast_forward = ff;
+        const RunResult r = run_scenario(scenario, o);
+        const PolicySummary& p = r.policies.at(0);
+        INFO(name << (ff ? ", fast-forward" : ", stepping"));
+        CHECK(p.iterations == static_cast<int64_t>(want.size()));
+        // duration_s runs from the first arrival (t = 0 here) to the last outcome.
+        CHECK(std::llround(p.duration_s * 1e9) == end_ns);
+        // (Under priority a step's walk may stop before some decodes: no decode aggregate.)
+        const auto policy = root.child("engine").optional_child("scheduling_policy");
+        if (ff && !(policy && policy->as<std::string>() == "priority")) {
+          CHECK(p.fast_forward_iterations > 0);
+        }
+      }
     }
   }
 }
