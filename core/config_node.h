@@ -34,6 +34,11 @@ class ConfigNode {
   // Wraps an already-parsed node (e.g. one patched by --set, or a merged section); `path` is the
   // key path its messages start from.
   static ConfigNode wrap(YAML::Node node, const std::string& source, const std::string& path = "");
+  // The same for a tree patched by `sets` (--set KEY=VALUE, in order): an error in a value a --set
+  // wrote names that --set and the key path instead of a line:col, which would be a place in the
+  // --set text labelled with the file's name.
+  static ConfigNode wrap_with_sets(YAML::Node node, const std::string& source,
+                                   const std::vector<std::string>& sets);
   // A map of the entries of `layers` (maps or nulls), a later layer's key replacing an earlier
   // one's (a policy's `engine:` over the scenario's). Nothing is copied: every entry keeps the
   // position and key path it was written at ("policies[1].engine.kv"), so its errors, unknown

@@ -20,6 +20,7 @@
 #include "core/data_path.h"
 #include "core/errors.h"
 #include "core/units.h"
+#include "sim/run/arguments.h"
 
 namespace kvsim::cli {
 
@@ -163,17 +164,17 @@ void add_kv_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "catalog model name (kvsim models), or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--seq", o->seqs, "sequence lengths, comma-separated")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000'000}))
+      ->check(CLI::Range(args::kKvSeq.min, args::kKvSeq.max))
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "concurrent requests")
-      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}))
+      ->check(CLI::Range(args::kKvBatch.min, args::kKvBatch.max))
       ->capture_default_str();
   auto* gpu = cmd->add_option("--gpu", o->gpu, "catalog GPU name: capacity from the catalog (kvsim gpus)");
   cmd->add_option("--capacity-gb", o->capacity_gb, "capacity in decimal GB (instead of --gpu)")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(CLI::Range(args::kCapacityGb.min, args::kCapacityGb.max))
       ->excludes(gpu);
   cmd->add_option("--weights-gb", o->weights_gb, "weights in decimal GB (default: the model's own)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(CLI::Range(args::kWeightsGb.min, args::kWeightsGb.max));
   cmd->add_option("--kv-heads", o->kv_heads, "override the model's KV heads (GQA/MQA what-if)")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV element type")

@@ -47,9 +47,9 @@ Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& ca
 Scenario load_scenario_with_sets(const ConfigNode& raw, const std::vector<std::string>& sets,
                                  const Catalog& catalog) {
   if (sets.empty()) return load_scenario(raw, catalog);
-  YAML::Node patched = raw.yaml();
-  for (const auto& s : sets) patched = apply_set(patched, s);
-  return load_scenario(ConfigNode::wrap(patched, raw.source()), catalog);
+  YAML::Node patched = raw.yaml();  // raw's own tree: patched in place, keeping its positions
+  for (const auto& s : sets) apply_set_in_place(patched, s);
+  return load_scenario(ConfigNode::wrap_with_sets(patched, raw.source(), sets), catalog);
 }
 
 namespace {

@@ -146,7 +146,9 @@ struct PolicySummary {
   int64_t peak_in_use_bytes = 0;
   std::array<int64_t, kMemCategoryCount> category_peaks_bytes{};
   // KV pool occupancy: KV bytes held for requests (live + waste) over kv_pool_bytes
-  // (kv_pool_capacity_bytes()); the peak, and the time-weighted mean over duration_s.
+  // (kv_pool_capacity_bytes()); the peak, and the time-weighted mean over the interval KV may be
+  // held: duration_s, widened to every instant KV was held (a prefill replica's KV outlives its
+  // outcomes until the transfer ends; a stopped run's, the stop). 0 <= mean <= peak <= 1.
   int64_t kv_pool_bytes = 0;
   double kv_pool_peak_occupancy = 0;
   double kv_pool_mean_occupancy = 0;
@@ -183,6 +185,10 @@ struct PolicySummary {
 // bytes of its blocks or arena. The caching allocator has no pool: the bytes it may hand out
 // beyond the weights (capacity - context - weights - workspace), the most KV it could ever hold.
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
+
+// Checking mode (--check-invariants): 0 <= mean <= peak <= 1 for the KV pool occupancy of the
+// policy and of each of its replicas. Throws InvariantError naming the policy and replica.
+void check_occupancy(const PolicySummary& s);
 
 class Recorder {
  public:
@@ -297,6 +303,15 @@ class Recorder {
   // KV held for requests (live + waste) over time, for the occupancy mean.
   SimTime held_since_ = 0;
   int64_t held_bytes_ = 0;
+  // Where KV was first held and where it last fell to none: with the arrivals and outcomes, the
+  // interval the occupancy integral is taken over (a prefill replica holds a request's KV after
+  // its outcome, until the transfer ends).
+  std::optional<SimTime> held_from_;
+  SimTime held_to_ = 0;
+  void note_held(SimTime t, int64_t before, int64_t after) {
+    if (after > 0 && !held_from_) held_from_ = t;
+    if (before > 0 && after == 0) held_to_ = t;
+  }
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
   Int128 held_byte_ns_ = 0;  // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)

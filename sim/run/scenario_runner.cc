@@ -271,8 +271,9 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
   // function of the scenario, bar the partial marks of a stopped run).
   const auto policy_started = std::chrono::steady_clock::now();
   auto next_progress = policy_started + std::chrono::seconds(1);
-  if (o.max_wall_s > 0 || o.progress) {
+  if (o.max_wall_s > 0 || o.progress || o.interrupt_check) {
     events.set_poll([&] {
+      if (o.interrupt_check) o.interrupt_check();
       const auto now = std::chrono::steady_clock::now();
       if (o.progress && now >= next_progress) {
         next_progress = now + std::chrono::seconds(1);
@@ -348,6 +349,7 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
     summary.cluster->kv_transfer = recorder.kv_transfer_stats();
     summary.cluster->kv_transfer_wait = recorder.kv_transfer_wait_stats();
   }
+  if (o.check_invariants) check_occupancy(summary);
   if (p.workload.trace_counters && !trace) trace = *p.workload.trace_counters;
   if (o.progress) fmt::print(stderr, "\r\x1b[K");  // clears the progress line
   return summary;
@@ -404,6 +406,7 @@ std::string progress_line(const std::string& policy, double sim_s, int64_t done,
 }
 
 RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
+  check_run_options(o, o.arg_front);
   const auto started = std::chrono::steady_clock::now();
   const Scenario& s = prepared.scenario();
   RunResult result;
