@@ -460,4 +460,23 @@ void ConfigNode::reject_unknown_keys() const {
   for (const auto& [i, s] : state_->seq_children) ConfigNode(s).reject_unknown_keys();
 }
 
+void ConfigNode::reject_unknown_keys_listing(const std::string& what) const {
+  if (!is_map()) return;
+  std::vector<std::string> known(state_->known_keys.begin(), state_->known_keys.end());
+  std::sort(known.begin(), known.end());
+  for (const auto& kv : state_->node) {
+    const std::string key = kv.first.Scalar();
+    if (state_->known_keys.count(key)) continue;
+    std::string hint;
+    if (auto near = nearest_name(key, known)) hint = fmt::format("; did you mean '{}'?", *near);
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    const State::Origin o = origin_of(*state_, kv.first);
+    std::string prefix = o.parent_path.empty() ? "" : o.parent_path + ": ";
+    throw ConfigError(fmt::format("{}: {}unknown key '{}'{} ({} accepts: {})",
+                                  position(o.source, o.line, o.column), prefix, key, hint, what,
+                                  list));
+  }
+}
+
 }  // namespace kvsim

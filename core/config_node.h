@@ -119,6 +119,11 @@ class ConfigNode {
   // Throws for the first key of this map (and of every child reached through child()/at())
   // that no accessor asked for.
   void reject_unknown_keys() const;
+  // The same for this map's own keys only, the message ending with the keys it accepts (sorted):
+  // "...: unknown key 'modle'; did you mean 'model'? (a policy accepts: cluster, engine, ...)",
+  // `what` being "a policy". For a map whose accepted keys a user cannot guess from the docs
+  // at hand.
+  void reject_unknown_keys_listing(const std::string& what) const;
 
   // "file:line:col" of this node (1-based).
   std::string where() const;

@@ -410,7 +410,7 @@ std::string capacity_table(const CapacityReport& r) {
     const CapacityConfig& c = r.configs[i];
     std::vector<std::string> row = c.values;
     row.push_back(std::to_string(c.cost.gpus));
-    row.push_back(c.cost.gpu_hour_usd > 0 ? fmt::format("{:.2f}", c.cost.cost_per_hour_usd()) : "-");
+    row.push_back(c.cost.cost_per_hour_usd() > 0 ? fmt::format("{:.2f}", c.cost.cost_per_hour_usd()) : "-");
     if (s) {
       row.push_back(c.max_load > 0 ? num(c.max_load) : "none");
       row.push_back(c.fail_load > 0 ? num(c.fail_load) : "-");

@@ -38,6 +38,10 @@ inline const std::vector<std::string> kScenarioSections = {"engine", "workload",
 // byte figure the engine derives from token counts far inside int64.
 inline constexpr int64_t kMaxSequenceKvBytes = 1'000'000'000'000'000'000;
 
+// A `model:` node (a catalog name, a model file or an inline spec: the scenario's, a policy's or
+// a replica group's), with its KV bytes bounded (kMaxSequenceKvBytes). Throws ConfigError.
+ModelSpec load_model_node(const ConfigNode& node, const Catalog& catalog);
+
 // Reads and validates the scenario's top level. Throws ConfigError with file:line:col.
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog);
 Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog);

@@ -66,6 +66,27 @@ struct GpuLayoutSummary {
   int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
 };
 
+// Batch and engine figures (docs/metrics.md "Batch and engine metrics"): one
+// sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
+// batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
+// duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
+// FLOPs of every iteration (per GPU: one GPU's shard) / (the GPU's dense FP16 peak x duration_s):
+// with TP x PP GPUs each doing its shard, the replica's FLOPs over its GPUs' peak is the same.
+// A cluster policy's block (sim/cluster/cluster_summary.h) covers every replica: iterations
+// summed, distributions merged, busy_s summed; busy_share and mfu the replicas' own, averaged
+// weighted by each one's GPU time (its GPUs x its duration_s); flops and peak per GPU averaged
+// over the GPUs.
+struct BatchSummary {
+  int64_t iterations = 0;
+  LatencyStats batch_size, batch_tokens, iteration_s;
+  Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
+  double busy_s = 0;
+  double busy_share = 0;
+  double flops = 0;            // per GPU, summed over iterations
+  double peak_flops_per_s = 0; // per GPU
+  double mfu = 0;
+};
+
 // One replica of a cluster (sim/cluster): its own figures, from its own recorder.
 struct ReplicaSummary {
   std::string label;  // "<group>-<index>", the requests.csv and timeseries.csv `replica` cell
@@ -79,6 +100,9 @@ struct ReplicaSummary {
   int64_t peak_in_use_bytes = 0, peak_driver_used_bytes = 0;
   double kv_pool_peak_occupancy = 0, kv_pool_mean_occupancy = 0;
   LatencyStats ttft, tpot, e2e;
+  int gpus = 1;        // tensor_parallel x pipeline_parallel of its engine
+  std::string model;   // its group's own `model:` ("" when it runs the policy's)
+  BatchSummary batch;  // its own iterations
 };
 
 // A policy run on a cluster: its router and replicas. The policy's own figures are the cluster
@@ -96,23 +120,6 @@ struct ClusterSummary {
   LatencyStats kv_transfer_wait;
 };
 
-// Batch and engine figures (docs/metrics.md "Batch and engine metrics"): one
-// sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
-// batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
-// duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
-// FLOPs of every iteration (per GPU: one GPU's shard) / (the GPU's dense FP16 peak x duration_s):
-// with TP x PP GPUs each doing its shard, the replica's FLOPs over its GPUs' peak is the same.
-struct BatchSummary {
-  int64_t iterations = 0;
-  LatencyStats batch_size, batch_tokens, iteration_s;
-  Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
-  double busy_s = 0;
-  double busy_share = 0;
-  double flops = 0;            // per GPU, summed over iterations
-  double peak_flops_per_s = 0; // per GPU
-  double mfu = 0;
-};
-
 // Means over served requests of their latency breakdown (sim/metrics/breakdown.h), seconds.
 struct BreakdownSummary {
   int64_t count = 0;
@@ -121,6 +128,9 @@ struct BreakdownSummary {
 
 struct PolicySummary {
   std::string name;
+  // The policy's own `model:` / `gpu:` (a what-if beside the scenario's); "" when it runs the
+  // scenario's (then summary.json has no such key, so other summaries keep their bytes).
+  std::string model, gpu;
   int64_t requests_total = 0;
   std::array<int64_t, 7> outcomes{};  // by outcome_index()
   double availability = 0;            // (completed + completed_truncated) / requests_total
@@ -168,6 +178,7 @@ struct PolicySummary {
   double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
+  int gpus = 1;  // every GPU the policy runs on: each replica's TP x PP, summed (manifest.json)
   std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
 
   // A latency metric past LatencySamples' exact limit: percentiles from the
@@ -249,6 +260,15 @@ class Recorder {
     iteration_time_.add(duration);
     busy_ns_ += duration;
     flops_ += flops;
+  }
+  // A cluster's recorder takes its replicas' iterations before finish(): their batch-size,
+  // batch-token and iteration-time distributions merged and busy time summed (busy share and
+  // MFU are GPU-time-weighted means, made by fold_replicas from the replicas' own figures).
+  void merge_batches_of(const Recorder& replica) {
+    batch_size_.merge(replica.batch_size_);
+    batch_tokens_.merge(replica.batch_tokens_);
+    iteration_time_.merge(replica.iteration_time_);
+    busy_ns_ += replica.busy_ns_;
   }
   void on_prefix_caching() { summary_.prefix_caching = true; }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
