@@ -49,3 +49,22 @@ TEST_CASE("an unknown key from --set names the --set", "[core][config][set]") {
   CHECK_THROWS_WITH(a.reject_unknown_keys(),
                     Equals("--set a.c=1: a: unknown key 'c'; did you mean 'b'?"));
 }
+
+TEST_CASE("echoed values are cut and escaped", "[core][config][echo]") {
+  // A 10 MB value was echoed whole by an enum's "got ..." (a 10 MB error line), and bytes that are
+  // not UTF-8 went to the terminal raw.
+  const std::string big(10'000'000, 'z');
+  const ConfigNode n = ConfigNode::parse_string("kind: " + big + "\n", "e.yaml");
+  std::string msg;
+  try {
+    (void)n.get_enum("kind", {"paged", "contiguous"});
+  } catch (const kvsim::ConfigError& e) {
+    msg = e.what();
+  }
+  CHECK_THAT(msg, Catch::Contains("got \"" + std::string(40, 'z') + "...\""));
+  CHECK(msg.size() < 200);
+  YAML::Node raw;
+  raw["k2"] = std::string("a\xFF" "b");  // not UTF-8
+  CHECK_THROWS_WITH(ConfigNode::wrap(raw, "e.yaml").get_enum("k2", {"paged"}),
+                    Catch::Contains("got \"a\\xFFb\""));
+}
