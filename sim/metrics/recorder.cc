@@ -76,22 +76,6 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
   return pool.budget().device_bytes_for_torch();
 }
 
-void check_occupancy(const PolicySummary& s) {
-  // The mean and the peak are two divisions of exact integers by the pool; a mean equal to the
-  // peak (KV held at its peak all along) may land an ulp or two above it.
-  const auto check = [&](double peak, double mean, const std::string& replica) {
-    KVSIM_CHECK(mean >= 0 && mean <= peak * (1 + 1e-12) && peak <= 1,
-                "policy {}{}: KV pool occupancy mean {} and peak {} break 0 <= mean <= peak <= 1",
-                s.name, replica.empty() ? "" : ", replica " + replica, mean, peak);
-  };
-  check(s.kv_pool_peak_occupancy, s.kv_pool_mean_occupancy, "");
-  if (s.cluster) {
-    for (const ReplicaSummary& r : s.cluster->replicas) {
-      check(r.kv_pool_peak_occupancy, r.kv_pool_mean_occupancy, r.label);
-    }
-  }
-}
-
 void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
   if (cluster_ && !r.prefill_only) cluster_->on_outcome(r, replica_);
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
