@@ -94,6 +94,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   vr->add_option("-o,--out", vo->out_dir, "output folder")->required();
   vr->add_flag("--quiet", vo->quiet, "no table");
   vr->add_flag_function("--no-plot", [vo](int64_t) { vo->plot = false; }, "do not render e2e.png");
+  vr->add_flag("--fit-step-overhead", vo->fit_step_overhead, "fit the per-step host overhead to the run's mean TPOT (writes profile-fitted.yaml)");
   vr->callback([vo] { run_vllm_run(*vo); });
 
   struct ProfileOptions {

@@ -29,9 +29,12 @@ namespace kvsim::validate {
 namespace {
 
 // vLLM's host work per engine step outside the GPU kernels (scheduling, input preparation,
-// launching the CUDA graph, output processing), which kernel timings cannot show: fitted once,
-// as the one constant docs/fidelity.md documents ("The per-step cost outside the kernels").
-constexpr double kVllmHostStepOverhead_s = 0.0;
+// launching the CUDA graphs and the eager attention between them, output processing), which
+// kernel timings cannot show. Fitted once: `kvsim-validate vllm-run --fit-step-overhead` on the
+// RTX PRO 6000 Llama-3.1-8B server run with this import's profile (kvsim's mean TPOT = the
+// server's 32.5 ms at +976 us a step). The one constant fitted to an end-to-end figure
+// (docs/fidelity.md, "The per-step cost outside the kernels").
+constexpr double kVllmHostStepOverhead_s = 976e-6;
 
 // A CSV file as rows of named fields, each row with its line number for messages.
 struct Csv {

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "models/catalog.h"
+#include "models/latency/profile.h"
 #include "sim/config/scenario.h"
 #include "sim/run/scenario_runner.h"
 #include "validate/replay/e2e_plot.h"
@@ -48,8 +49,13 @@ nlohmann::ordered_json llmservingsim_summary(const std::filesystem::path& dir) {
       double vllm = 0, sim = 0;
       std::string diff;
       if (s >> vllm >> sim >> diff) {
-        out[key] = {{"measured", vllm * 1e-3}, {"simulated", sim * 1e-3},
-                    {"error_pct", 100.0 * (sim - vllm) / vllm}};
+        // The printed difference (from unrounded figures); else from the rounded columns.
+        double pct = 100.0 * (sim - vllm) / vllm;
+        try {
+          pct = std::stod(diff);
+        } catch (const std::logic_error&) {
+        }
+        out[key] = {{"measured", vllm * 1e-3}, {"simulated", sim * 1e-3}, {"error_pct", pct}};
       }
     }
   }
@@ -107,20 +113,65 @@ double run_vllm_run(const VllmRunOptions& o) {
   in.gpu = gpu.name;
   in.trace = out / "trace.csv";
   if (!o.profile.empty()) in.profile = std::filesystem::absolute(o.profile);
-  write_file_atomic(out / "scenario.yaml", vllm_scenario_yaml(in, gpu));
-
-  const Scenario scenario = load_scenario_file(out / "scenario.yaml", catalog);
-  RunOptions ro;
-  ro.out_dir = out.string();
-  ro.marks = {{"vllm_run", {{"source", run.source.string()}, {"format", run.format}}}};
-  const RunResult result = run_scenario(scenario, ro);
-
-  const std::vector<ServedRequest> simulated = read_kvsim_requests(out / "requests.csv");
-  if (simulated.empty()) {
-    throw InputError(fmt::format("{}: kvsim completed none of the {} requests (see summary.json)",
-                                 (out / "requests.csv").string(), measured.size()));
-  }
   const ServingMetrics m = serving_metrics(measured);
+
+  // Runs kvsim on the run into `dir` with `in`'s profile; the completed requests.
+  RunResult result;
+  auto simulate = [&](const std::filesystem::path& dir) {
+    write_file_atomic(dir / "scenario.yaml", vllm_scenario_yaml(in, gpu));
+    const Scenario scenario = load_scenario_file(dir / "scenario.yaml", catalog);
+    RunOptions ro;
+    ro.out_dir = dir.string();
+    ro.marks = {{"vllm_run", {{"source", run.source.string()}, {"format", run.format}}}};
+    result = run_scenario(scenario, ro);
+    std::vector<ServedRequest> done = read_kvsim_requests(dir / "requests.csv");
+    if (done.empty()) {
+      throw InputError(fmt::format("{}: kvsim completed none of the {} requests (see summary.json)",
+                                   (dir / "requests.csv").string(), measured.size()));
+    }
+    return done;
+  };
+
+  // --fit-step-overhead: the one constant fitted to the run. The per-step host overhead added to
+  // the profile's iteration_us so that kvsim's mean TPOT (its iteration pace under load) equals
+  // the server's; bisection over [0, 20 ms] to 1 us (TPOT grows with it).
+  nlohmann::ordered_json fit_record = nullptr;
+  if (o.fit_step_overhead) {
+    const Profile base = o.profile.empty() ? default_profile(gpu) : load_profile(o.profile);
+    const double target = m[4].second;  // tpot_mean_s
+    const auto fit_dir = out / "step-overhead-fit";
+    int steps = 0;
+    auto tpot_at = [&](double added_s) {
+      Profile p = base;
+      p.iteration_overhead_s = base.iteration_overhead_s + added_s;
+      write_file_atomic(fit_dir / "profile.yaml", write_profile_yaml(p));
+      in.profile = fit_dir / "profile.yaml";
+      ++steps;
+      return serving_metrics(simulate(fit_dir))[4].second;
+    };
+    double lo = 0, hi = 20e-3;
+    if (tpot_at(lo) >= target) {
+      hi = 0;
+    } else {
+      while (hi - lo > 1e-6) {
+        const double mid = 0.5 * (lo + hi);
+        (tpot_at(mid) < target ? lo : hi) = mid;
+      }
+    }
+    Profile fitted = base;
+    fitted.iteration_overhead_s = base.iteration_overhead_s + hi;
+    fitted.overheads_source = fmt::format(
+        "{}; plus {:.0f} us per step fitted by kvsim-validate vllm-run --fit-step-overhead so "
+        "that kvsim's mean TPOT equals {}'s ({:.2f} ms)",
+        base.overheads_source, hi * 1e6, run.source.filename().string(), target * 1e3);
+    write_file_atomic(out / "profile-fitted.yaml", write_profile_yaml(fitted));
+    in.profile = out / "profile-fitted.yaml";
+    std::filesystem::remove_all(fit_dir);
+    fit_record = {{"fitted_to", "tpot_mean_s"}, {"added_iteration_us", hi * 1e6},
+                  {"iteration_us", fitted.iteration_overhead_s * 1e6}, {"runs", steps},
+                  {"profile", (out / "profile-fitted.yaml").string()}};
+  }
+  const std::vector<ServedRequest> simulated = simulate(out);
   const ServingMetrics s = serving_metrics(simulated);
   const nlohmann::ordered_json lss =
       run.format == "vllm-run" ? llmservingsim_summary(run.source) : nlohmann::ordered_json(nullptr);
@@ -136,7 +187,7 @@ double run_vllm_run(const VllmRunOptions& o) {
               {"skipped_failed", run.skipped_failed}};
   j["kvsim"] = {{"model", model},
                 {"gpu", gpu.name},
-                {"profile", o.profile.empty() ? std::string("built-in") : o.profile.string()},
+                {"profile", in.profile.empty() ? std::string("built-in") : in.profile.string()},
                 {"requests_completed", simulated.size()},
                 {"preemptions", result.policies.empty() ? 0 : result.policies.front().preemptions},
                 {"kv_pool_bytes", result.policies.empty() ? 0 : result.policies.front().kv_pool_bytes}};
@@ -162,6 +213,7 @@ double run_vllm_run(const VllmRunOptions& o) {
                          fmt_value(name, sv), err, lss_cell);
   }
   j["metrics"] = rows;
+  if (!fit_record.is_null()) j["step_overhead_fit"] = fit_record;
   j["worst_headline_error_pct"] = worst;
   if (!lss.is_null()) j["llmservingsim"] = lss;
   write_file_atomic(out / "e2e.json", j.dump(2) + "\n");

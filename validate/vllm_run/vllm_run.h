@@ -20,6 +20,9 @@ struct VllmRunOptions {
   std::filesystem::path out_dir;
   bool quiet = false;
   bool plot = true;
+  // Fit the per-step host overhead (added to the profile's iteration_us) so that kvsim's mean
+  // TPOT equals the run's; OUT/profile-fitted.yaml holds it and the comparison uses it.
+  bool fit_step_overhead = false;
 };
 
 // Returns the largest |error| in % over the headline figures (TTFT mean/p50/p99, TPOT
