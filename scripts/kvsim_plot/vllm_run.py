@@ -19,6 +19,18 @@ def _values(rows, key, scale=1e3):
     return out
 
 
+def _summed(rows, tkey):
+    """Running and waiting summed over replicas at each sample time (a data-parallel run writes
+    one row per replica and time)."""
+    out = {}
+    for r in rows:
+        t = num(r[tkey])
+        cur = out.setdefault(t, {tkey: t, "running": 0.0, "waiting": 0.0})
+        cur["running"] += num(r["running"], 0)
+        cur["waiting"] += num(r["waiting"], 0)
+    return [out[t] for t in sorted(out)]
+
+
 def render(plt, w, d, opts):
     mea_path = os.path.join(d, "measured_requests.csv")
     sim_path = os.path.join(d, "requests.csv")
@@ -52,9 +64,10 @@ def render(plt, w, d, opts):
                                     (read_csv(ts_sim_path), "kvsim", "--", "t_s")):
         if not rows:
             continue
-        t = [num(r[tkey]) for r in rows]
+        rows = _summed(rows, tkey)
+        t = [r[tkey] for r in rows]
         for i, what in enumerate(("running", "waiting")):
-            ax.plot(t, [num(r[what]) for r in rows], color=line_color(2 + i), linestyle=style,
+            ax.plot(t, [r[what] for r in rows], color=line_color(2 + i), linestyle=style,
                     label=f"{what} ({side})")
     ax.set_title("Requests over time", loc="left")
     ax.set_xlabel("time (s)")
