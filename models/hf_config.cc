@@ -23,6 +23,7 @@ const std::vector<HfArchitecture>& hf_architectures() {
       {"MistralForCausalLM", "Mistral", true, false, true, false, false, true},
       {"MixtralForCausalLM", "Mixtral", true, false, true, true, false, true},
       {"Qwen2ForCausalLM", "Qwen2", true, true, true, false, true, true},
+      {"Qwen3ForCausalLM", "Qwen3", true, false, true, false, true, true, true},
       {"Phi3ForCausalLM", "Phi-3", true, false, true, false, false, true},
       {"PhiForCausalLM", "Phi-2", true, false, false, false, false, false},
       {"GPTNeoXForCausalLM", "GPT-NeoX (Pythia)", false, false, false, false, false, false},
@@ -267,6 +268,7 @@ ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::str
   m.tied_embeddings = r.boolean("tie_word_embeddings", false);
   m.gated_mlp = arch->gated_mlp;
   m.qkv_bias = arch->qkv_bias || r.boolean("attention_bias", false);
+  m.qk_norm = arch->qk_norm;
   if (arch->experts) {
     m.num_experts = static_cast<int>(r.integer("num_local_experts", 1, 4096));
     m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, m.num_experts));

@@ -34,6 +34,7 @@ struct HfArchitecture {
   bool experts;             // reads num_local_experts and num_experts_per_tok (Mixtral)
   bool window_switch;       // sliding_window counts only when use_sliding_window is true (Qwen2)
   bool window;              // reads sliding_window at all
+  bool qk_norm = false;     // per-head RMSNorm on Q and K (Qwen3)
 };
 const std::vector<HfArchitecture>& hf_architectures();
 

@@ -22,7 +22,7 @@ int64_t layer_params(const ModelSpec& m, int experts) {
   if (m.qkv_bias) attn += q_out + 2 * kv_out;
   const int64_t mlp = (m.gated_mlp ? 3 : 2) * int64_t{m.hidden} * m.ffn;  // [gate,] up, down
   const int64_t router = m.num_experts > 1 ? int64_t{m.hidden} * m.num_experts : 0;
-  const int64_t norms = 2 * int64_t{m.hidden};
+  const int64_t norms = 2 * int64_t{m.hidden} + (m.qk_norm ? 2 * int64_t{m.head_dim} : 0);
   return attn + experts * mlp + router + norms;
 }
 
@@ -77,6 +77,7 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   m.num_experts = n.get<int>("num_experts", 1, {.min = 1, .max = 4096});
   m.experts_per_token = n.get<int>("experts_per_token", 1, {.min = 1, .max = m.num_experts});
   m.qkv_bias = n.get<bool>("qkv_bias", false);
+  m.qk_norm = n.get<bool>("qk_norm", false);
   m.tied_embeddings = n.get<bool>("tied_embeddings", false);
   m.gated_mlp = n.get<bool>("gated_mlp", true);
   if (auto w = n.get_optional<int>("sliding_window", {.min = 1})) m.sliding_window = *w;

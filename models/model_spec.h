@@ -27,6 +27,9 @@ struct ModelSpec {
   int num_experts = 1;         // >1 for mixture-of-experts
   int experts_per_token = 1;   // top-k routing
   bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
+  // Per-head RMSNorm on Q and K before rotary (Qwen3: q_norm and k_norm, one head_dim weight
+  // each per layer, vLLM's Qwen3Attention in vllm/model_executor/models/qwen3.py).
+  bool qk_norm = false;
   bool tied_embeddings = false;
   // The MLP: gate, up and down matrices (SwiGLU: Llama, Mistral, Qwen2, Phi-3), or up and down
   // only (GELU: GPT-NeoX, Phi-2). Weights and parameter counts follow it; the latency and

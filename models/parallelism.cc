@@ -81,6 +81,7 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   // Column-parallel Q, K, V, gate and up split their outputs; row-parallel O and down split
   // their inputs; norms and the router are replicated (vLLM ReplicatedLinear for the gate).
   int64_t layer = 2 * h * mb;
+  if (m.qk_norm) layer += 2 * int64_t{m.head_dim} * mb;  // q_norm, k_norm: replicated
   layer += linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
   if (m.qkv_bias) layer += (q_out + 2 * kv_out) * mb;
   if (m.num_experts > 1) layer += h * m.num_experts * mb;

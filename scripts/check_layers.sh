@@ -6,6 +6,7 @@
 #   sim/                       core/ models/ workloads/ sim/
 #   validate/                  core/ models/ kernels/ validate/
 #   validate/replay/           also sim/: kvsim's engine with a measured clock
+#   validate/vllm_run/         also sim/: a measured vLLM run replayed through kvsim's engine
 #   apps/                      anything (nothing includes apps/ but apps/)
 #   python/                    core/ models/ workloads/ sim/ python/ (a peer of apps/, not above it)
 # Prints one line per violation (file:line: folder may not include target) and exits 1 if any.
@@ -20,10 +21,11 @@ declare -A allowed=(
   [sim]="core models workloads sim"
   [validate]="core models kernels validate"
   [validate/replay]="core models workloads kernels sim validate"
+  [validate/vllm_run]="core models workloads kernels sim validate"
   [apps]="core models workloads kernels sim validate apps"
   [python]="core models workloads sim python"
 )
-layers=(core models workloads kernels sim validate validate/replay apps python)
+layers=(core models workloads kernels sim validate validate/replay validate/vllm_run apps python)
 
 bad=0
 for layer in "${layers[@]}"; do
@@ -33,8 +35,9 @@ for layer in "${layers[@]}"; do
     target="${target%%/*}"
     # Only includes of the project's own top-level folders count (a plain "x.h" is a sibling).
     [[ " ${layers[*]} " == *" $target "* ]] || continue
-    # validate/replay/ is a layer of its own, checked on its own pass.
+    # validate/replay/ and validate/vllm_run/ are layers of their own, checked on their own pass.
     [[ "$layer" == validate && "$file" == "$root/validate/replay/"* ]] && continue
+    [[ "$layer" == validate && "$file" == "$root/validate/vllm_run/"* ]] && continue
     if [[ " ${allowed[$layer]} " != *" $target "* ]]; then
       echo "${file#"$root"/}:$line: $layer/ may not include $target/ (allowed: ${allowed[$layer]})"
       bad=1

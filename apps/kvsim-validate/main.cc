@@ -6,6 +6,8 @@
 //   profile --gpu NAME [--attention-kernel fa2|fa3] -o profile.yaml
 //   replay SCENARIO --backend cpu|cuda -o DIR [--profile P] [--repeats K] [--threads N] [--seed S]
 //   e2e SCENARIO --backend cpu|cuda -o DIR [--repeats K] [--threads N]
+//   import llmservingsim PERF_DIR -o DIR [--tp N] [--gpu NAME] [--model M]
+//   vllm-run RUN_DIR|BENCH.json --gpu NAME [--model M] [--profile P.yaml] -o OUT
 // Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
 // 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
@@ -24,6 +26,8 @@
 #include "validate/commands.h"
 #include "validate/replay/replay.h"
 #include "validate/replay/e2e.h"
+#include "validate/vllm_run/import_llmservingsim.h"
+#include "validate/vllm_run/vllm_run.h"
 
 namespace {
 
@@ -71,6 +75,27 @@ void add_commands(CLI::App& app, int& exit_code) {
   iv->add_option("--tp", io->tp, "tensor-parallel rows to import")->check(CLI::Range(1, 64))->capture_default_str();
   iv->add_flag("--quiet", io->quiet, "no summary");
   iv->callback([io] { run_import_vidur(*io); });
+  auto lo = std::make_shared<LlmservingsimImportOptions>();
+  CLI::App* il = im->add_subcommand("llmservingsim", "LLMServingSim's perf/<GPU>/<org>/<model>/<dtype>/ bundle: measurements, fitted profile, held-out error (docs/fidelity.md)");
+  il->add_option("input", lo->input, "the bundle folder (holding meta.yaml and tpN/), or one tpN/ folder")->required()->check(CLI::ExistingDirectory);
+  il->add_option("-o,--out", lo->out_dir, "output folder")->required();
+  il->add_option("--tp", lo->tp, "tensor-parallel folder tpN to import")->check(CLI::Range(1, 64))->capture_default_str();
+  il->add_option("--gpu", lo->gpu, "catalog GPU (default: meta.yaml's gpu matched to a catalog display name)");
+  il->add_option("--model", lo->model, "catalog model or config.json (default: meta.yaml's model in the catalog)");
+  il->add_flag("--quiet", lo->quiet, "no summary");
+  il->callback([lo] { run_import_llmservingsim(*lo); });
+
+  auto vo = std::make_shared<VllmRunOptions>();
+  CLI::App* vr = app.add_subcommand("vllm-run", "replay a measured vLLM run through kvsim and compare TTFT, TPOT, E2E and throughput (docs/fidelity.md)");
+  vr->add_option("run", vo->run, "run folder (meta.json, requests.jsonl) or a vllm bench serve --save-result --save-detailed JSON")->required()->check(CLI::ExistingPath);
+  vr->add_option("--gpu", vo->gpu, "catalog GPU the run was served on")->required();
+  vr->add_option("--model", vo->model, "catalog model or config.json (default: the run's model name in the catalog)");
+  vr->add_option("--profile", vo->profile, "latency profile (default: the GPU's built-in one)")->check(CLI::ExistingFile);
+  vr->add_option("-o,--out", vo->out_dir, "output folder")->required();
+  vr->add_flag("--quiet", vo->quiet, "no table");
+  vr->add_flag_function("--no-plot", [vo](int64_t) { vo->plot = false; }, "do not render e2e.png");
+  vr->add_flag("--fit-step-overhead", vo->fit_step_overhead, "fit the per-step host overhead to the run's mean TPOT (writes profile-fitted.yaml)");
+  vr->callback([vo] { run_vllm_run(*vo); });
 
   struct ProfileOptions {
     std::string gpu, kernel;

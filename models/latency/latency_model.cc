@@ -24,6 +24,7 @@ struct LatencyShape {
   double ewb;      // bytes per unquantized weight: embedding, LM head, router (16-bit)
   double gemm_flops_scale;  // peak of the linear layers' GEMMs / the FP16 peak
   double window;            // sliding-window attention: keys a query sees at most; 0: no window
+  bool qk_norm;             // per-head RMSNorm on Q and K (Qwen3)
   int tp, pp;
 };
 
@@ -62,6 +63,7 @@ Shape shape_of(const ModelSpec& m, const GpuSpec& g, int tp, int pp) {
   s.gemm_flops_scale =
       m.weight_dtype == DType::kFp8 && g.fp8_flops > 0 ? g.fp8_flops / g.fp16_flops : 1.0;
   s.window = m.sliding_window.value_or(0);
+  s.qk_norm = m.qk_norm;
   s.tp = tp;
   s.pp = pp;
   return s;
@@ -113,6 +115,13 @@ DecodeAttentionTotals decode_attention_totals(const DecodeTerms& d, double n, do
   // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
   a.seconds = (d.slope * t + d.fixed) * layers + overhead;
   return a;
+}
+
+// Decode attention's terms in a batch that also holds prefill chunks (the profile's factor on the
+// per-token time; the lower bound keeps the decode-only roofline).
+DecodeTerms mixed_terms(DecodeTerms d, const Profile& p, bool ideal) {
+  if (!ideal) d.slope *= p.mixed_decode_slope_factor;
+  return d;
 }
 
 // Decode attention's cost at total context t from its terms: the one formula both the full
@@ -379,8 +388,12 @@ class Costing {
     return decode_terms(n, block_tokens, impl).slope * s_.layers;
   }
 
-  OpCost decode_attention(double n, double t, int block_tokens, AttentionKind impl) const {
-    return decode_attention_at(decode_terms(n, block_tokens, impl), n, t, s_.layers, ideal_);
+  // `mixed`: the batch also holds prefill chunks (Profile::mixed_decode_slope_factor).
+  OpCost decode_attention(double n, double t, int block_tokens, AttentionKind impl,
+                          bool mixed = false) const {
+    DecodeTerms d = decode_terms(n, block_tokens, impl);
+    if (mixed) d = mixed_terms(d, p_, ideal_);
+    return decode_attention_at(d, n, t, s_.layers, ideal_);
   }
 
   // All-reduce of m x hidden activations, twice per layer (after O and after the MLP).
@@ -548,9 +561,16 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double kv_out = s.kv_heads * s.head_dim;
   add(it, keep_ops, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
   add(it, keep_ops, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
+  if (s.qk_norm) {
+    // Qwen3's q_norm and k_norm: two RMSNorm kernels over the Q and K heads (read + write).
+    add(it, keep_ops, k.elementwise("qk_norm", {2 * m * q_out * kActBytes, 2 * m * kv_out * kActBytes},
+                                    5 * m * (q_out + kv_out), L, m));
+  }
   add(it, keep_ops, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   if (!batch.prefill.empty()) add(it, keep_ops, k.prefill_attention(batch.prefill, attention_));
-  if (n > 0) add(it, keep_ops, k.decode_attention(n, t, batch.block_tokens, attention_));
+  if (n > 0) {
+    add(it, keep_ops, k.decode_attention(n, t, batch.block_tokens, attention_, !batch.prefill.empty()));
+  }
   add(it, keep_ops, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
   if (s.tp > 1) add(it, keep_ops, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
 
@@ -583,7 +603,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.
   if (s.pp > 1) add(it, keep_ops, k.pipeline_send(m));
-  it.overhead_seconds = ideal ? 0.0 : p.iteration_overhead_s;
+  it.overhead_seconds = ideal ? 0.0 : p.iteration_overhead_s + p.per_sequence_overhead_s * emit;
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return it;
 }
@@ -640,9 +660,10 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   if (r.n > 0) {
     // Its terms depend on n and the block size only: the decode-step memo's.
     const DecodeStepMemo* d = decode_step_memo(static_cast<int64_t>(r.n), batch.block_tokens);
-    const DecodeAttentionTotals a = decode_attention_totals(
-        d != nullptr ? memo_terms(*d) : k.decode_terms(r.n, batch.block_tokens, attention_), r.n,
-        r.t, shape_->layers);
+    DecodeTerms terms =
+        d != nullptr ? memo_terms(*d) : k.decode_terms(r.n, batch.block_tokens, attention_);
+    if (!batch.prefill.empty()) terms = mixed_terms(terms, profile_, false);
+    const DecodeAttentionTotals a = decode_attention_totals(terms, r.n, r.t, shape_->layers);
     decode = {a.seconds, a.flops, a.bytes};
   }
   const double* row = row_ops(rows);
@@ -660,7 +681,7 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   for (int i = 0; i < row_head_at_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
   if (head != nullptr) add_totals(it, (*head)[0], (*head)[1], (*head)[2]);
   for (int i = row_head_at_; i < row_post_ops_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
-  it.overhead_seconds = profile_.iteration_overhead_s;
+  it.overhead_seconds = profile_.iteration_overhead_s + profile_.per_sequence_overhead_s * r.emit;
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return true;
 }
@@ -805,7 +826,8 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
     it.flops += m.post_flops[i];
     it.bytes += m.post_bytes[i];
   }
-  it.overhead_seconds = profile_.iteration_overhead_s;
+  it.overhead_seconds =
+      profile_.iteration_overhead_s + profile_.per_sequence_overhead_s * static_cast<double>(n);
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return true;
 }

@@ -302,6 +302,8 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
         c->get<double>("gemm_combine_exponent", p.gemm_combine_exponent, {.min = 1, .max = 64});
     p.elementwise_floor_s =
         c->get<double>("elementwise_floor_us", p.elementwise_floor_s * 1e6, kMicros) * 1e-6;
+    p.mixed_decode_slope_factor = c->get<double>("mixed_decode_slope_factor",
+                                                 p.mixed_decode_slope_factor, {.min = 0.1, .max = 100});
     p.curves_source = c->get<std::string>("source", p.curves_source);
   }
   if (auto o = root.optional_child("overheads")) {
@@ -310,6 +312,8 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
         o->get<double>("iteration_us", p.iteration_overhead_s * 1e6, kMicros) * 1e-6;
     p.allreduce_latency_s =
         o->get<double>("allreduce_latency_us", p.allreduce_latency_s * 1e6, kMicros) * 1e-6;
+    p.per_sequence_overhead_s =
+        o->get<double>("per_sequence_us", p.per_sequence_overhead_s * 1e6, kMicros) * 1e-6;
     p.overheads_source = o->get<std::string>("source", p.overheads_source);
   }
   if (auto tables = root.optional_child("tables")) {
@@ -358,9 +362,18 @@ std::string write_profile_yaml(const Profile& p) {
       num(p.decode_context_half_tokens), num(p.paged_block_half_tokens), num(p.native_score_passes),
       num(p.native_score_bytes), num(p.gemm_tile_half_intensity), num(p.gemm_combine_exponent),
       num(p.elementwise_floor_s * 1e6), quoted(p.curves_source));
-  o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n  source: {}\n",
-                   num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6),
-                   quoted(p.overheads_source));
+  if (p.mixed_decode_slope_factor != 1.0) {  // written only when set: older profiles unchanged
+    const std::string key = "  source: ";
+    o.insert(o.rfind(key), fmt::format("  mixed_decode_slope_factor: {}\n",
+                                       num(p.mixed_decode_slope_factor)));
+  }
+  o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n",
+                   num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6));
+  // Written only when set, so profiles without it read and write as before.
+  if (p.per_sequence_overhead_s != 0) {
+    o += fmt::format("  per_sequence_us: {}\n", num(p.per_sequence_overhead_s * 1e6));
+  }
+  o += fmt::format("  source: {}\n", quoted(p.overheads_source));
   o += "tables:";
   if (p.tables.empty()) o += " []";
   o += "\n";

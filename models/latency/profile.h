@@ -99,9 +99,19 @@ struct Profile {
   // The shortest an elementwise kernel (norm, activation, add, rotary, gather, KV write) can
   // run, however little it moves: seconds = max(floor, bytes / rate) per kernel.
   double elementwise_floor_s = 0.0;
+  // Decode attention in a batch that also holds a prefill chunk: its per-context-token time
+  // (the slope) times this factor. vLLM's FlashAttention backend runs such a batch as one varlen
+  // kernel whose decode rows lose the decode-only path's GQA packing and split-KV (measured on
+  // an RTX PRO 6000: 128 decodes of 2,048 tokens take 760 us alone and 1,543 us beside a
+  // 64-token chunk). 1 = the decode-only cost.
+  double mixed_decode_slope_factor = 1.0;
   std::string curves_source;
 
   double iteration_overhead_s = 0.0;  // per engine step: scheduling, sampling, detokenising
+  // Per sequence that samples a token in the step (every decode, and each prefill chunk that
+  // ends its prompt): the sampler's kernels and the per-request host work that grow with the
+  // batch (a measured `sampler` time per sequence count, e.g. LLMServingSim's per_sequence.csv).
+  double per_sequence_overhead_s = 0.0;
   double allreduce_latency_s = 0.0;   // per all-reduce call, on top of the bandwidth term
   std::string overheads_source;
 

@@ -5,7 +5,7 @@ module and one row here."""
 import collections
 import os
 
-from . import calculators, capacity, e2e, run, sweep, validate
+from . import calculators, capacity, e2e, run, sweep, validate, vllm_run
 from .inputs import InputProblem
 
 # name: what the argument names; source: "folder" or "data"; detect(d): whether folder d is of
@@ -19,6 +19,9 @@ def _has(*names, test=os.path.isfile):
 
 
 KINDS = [
+    # Before e2e and run: a vllm-run folder holds kvsim's run files, e2e.json and the measured
+    # server's requests.
+    Kind("vllm_run", "folder", _has("measured_requests.csv"), vllm_run.render),
     # Before run: an e2e folder holds modeled/ and measured/ run folders, and e2e.json.
     Kind("e2e", "folder", _has("e2e.json"), e2e.render),
     # Before sweep: a fixed-load capacity grid also holds points/.

@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "models/hf_config.h"
+#include "models/parallelism.h"
 
 using namespace kvsim;
 using Catch::Matchers::Contains;
@@ -86,6 +87,29 @@ TEST_CASE("Mixtral-8x7B's config.json: 8 experts, top-2, window null", "[models]
   check_same_as_catalog(m, "mixtral-8x7b");
 }
 
+TEST_CASE("Qwen3-32B's config.json: per-head Q/K norms, weights on one and two GPUs", "[models][hf]") {
+  // KV: 2 x 64 layers x 8 KV heads x 128 x 2 bytes = 262,144 bytes per token. Per layer: Q
+  // 5,120 x 8,192 = 41,943,040, K and V 2 x 5,120 x 1,024 = 10,485,760, O 8,192 x 5,120 =
+  // 41,943,040, MLP 3 x 5,120 x 25,600 = 393,216,000, norms 2 x 5,120 + q_norm and k_norm 2 x 128
+  // = 10,496: 487,598,336 x 64 = 31,206,293,504; embeddings and LM head (untied) 2 x 151,936 x
+  // 5,120 = 1,555,824,640; final norm 5,120: 32,762,123,264 (the model card's "32.8B").
+  const ModelSpec m = hf_model("qwen3-32b.json");
+  CHECK(m.qk_norm);
+  CHECK_FALSE(m.qkv_bias);  // attention_bias false
+  CHECK_FALSE(m.sliding_window.has_value());  // use_sliding_window false
+  CHECK(m.head_dim == 128);
+  CHECK(m.kv_bytes_per_token() == 262144);
+  CHECK(m.param_count() == 32762123264);
+  CHECK(m.weights_bytes() == 2 * int64_t{32762123264});  // bf16
+  // TP 2, per GPU: the linear layers halve (975,175,680 / 2 = 487,587,840 bytes a layer), the
+  // norms are replicated (2 x 5,120 x 2 + 2 x 128 x 2 = 20,992): 487,608,832 x 64 =
+  // 31,206,965,248; vocabulary 151,936 (a multiple of 64) split in two: 75,968 x 5,120 x 2 x 2
+  // (embedding and LM head) = 1,555,824,640; final norm 10,240: 32,762,800,128 bytes. KV per
+  // GPU: 4 KV heads, 131,072 bytes per token.
+  CHECK(weights_bytes_on_gpu(m, Parallelism{.tensor = 2}, 0) == 32762800128);
+  CHECK(kv_bytes_per_token_on_gpu(m, Parallelism{.tensor = 2}, 0) == 131072);
+}
+
 TEST_CASE("Phi-3-mini-4k's config.json reads to its published 3.8B parameters", "[models][hf]") {
   // MHA: 32 heads of 3,072 / 32 = 96, 32 KV heads. Per layer Q, K, V, O 4 x 3,072^2 =
   // 37,748,736, MLP 3 x 3,072 x 8,192 = 75,497,472, norms 6,144: 113,252,352 x 32 =
@@ -130,7 +154,7 @@ TEST_CASE("a config.json of an architecture kvsim cannot model is one line namin
     CHECK_THAT(msg, Contains("bad-architecture.json:2:3: architecture 'MambaForCausalLM' is not "
                              "one kvsim can model (supported: LlamaForCausalLM, "
                              "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-                             "Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM)"));
+                             "Qwen3ForCausalLM, Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM)"));
     CHECK(msg.find('\n') == std::string::npos);
   }
 }
