@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -23,6 +24,12 @@ const std::vector<HfArchitecture>& hf_architectures() {
       {"Phi3ForCausalLM", "Phi-3", true, false, true, false, false, true},
       {"PhiForCausalLM", "Phi-2", true, false, false, false, false, false},
       {"GPTNeoXForCausalLM", "GPT-NeoX (Pythia)", false, false, false, false, false, false},
+      {"Qwen2MoeForCausalLM", "Qwen2-MoE", true, true, true, false, true, true, HfExtra::kQwenMoe},
+      {"Qwen3MoeForCausalLM", "Qwen3-MoE", true, false, true, false, true, true, HfExtra::kQwenMoe},
+      {"DeepseekV2ForCausalLM", "DeepSeek-V2", false, false, true, false, false, false,
+       HfExtra::kDeepseekMla},
+      {"DeepseekV3ForCausalLM", "DeepSeek-V3", false, false, true, false, false, false,
+       HfExtra::kDeepseekMla},
   };
   return table;
 }
@@ -108,6 +115,71 @@ DType hf_dtype(const HfReader& r) {
   r.fail(key, fmt::format("'{}': expected bfloat16, float16 or float32, got \"{}\"", key, t));
 }
 
+// An integer list (e.g. mlp_only_layers), empty when absent or null.
+std::vector<int64_t> hf_int_list(const HfJson& j, const HfReader& r, const std::string& key,
+                                 int64_t max) {
+  std::vector<int64_t> out;
+  if (!r.has(key)) return out;
+  const HfJson& v = j.at(key);
+  if (!v.is_array()) r.fail(key, fmt::format("'{}': expected a list of integers", key));
+  for (const HfJson& e : v) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > max) {
+      r.fail(key, fmt::format("'{}': expected integers in [0, {}], got {}", key, max, e.dump()));
+    }
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+// Qwen2-MoE and Qwen3-MoE (vLLM qwen2_moe.py / qwen3_moe.py, the decoder layer's choice of MLP):
+// layer i holds the experts unless it is in mlp_only_layers, when num_experts > 0 and
+// (i + 1) % decoder_sparse_step == 0; else a dense MLP of intermediate_size. Qwen2-MoE adds one
+// shared expert of shared_expert_intermediate_size.
+void read_qwen_moe(const HfJson& j, const HfReader& r, ModelSpec& m) {
+  const int experts = static_cast<int>(r.integer("num_experts", 0, 0, 4096));
+  if (experts <= 1) return;  // a dense model in MoE clothing
+  m.num_experts = experts;
+  m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, experts));
+  m.expert_ffn = static_cast<int>(r.integer("moe_intermediate_size", 1, 1 << 22));
+  m.shared_expert_ffn =
+      static_cast<int>(r.integer("shared_expert_intermediate_size", 0, 0, 1 << 22));
+  const int64_t step = r.integer("decoder_sparse_step", 1, 1, m.layers);
+  const std::vector<int64_t> only = hf_int_list(j, r, "mlp_only_layers", m.layers - 1);
+  for (int i = 0; i < m.layers; ++i) {
+    const bool dense = std::find(only.begin(), only.end(), i) != only.end() || (i + 1) % step != 0;
+    if (dense) m.dense_layers.push_back(i);
+  }
+}
+
+// DeepSeek-V2/V3 and Kimi-K2 (vLLM deepseek_v2.py: DeepseekV2DecoderLayer, DeepseekV2MoE,
+// DeepseekV2MLAAttention). MLA: the query/key head is qk_nope_head_dim + qk_rope_head_dim, one
+// latent KV "head". MoE: layer i holds the experts when n_routed_experts is set,
+// i >= first_k_dense_replace and i % moe_layer_freq == 0; its shared experts are one MLP of
+// n_shared_experts x moe_intermediate_size.
+void read_deepseek(const HfJson& j, const HfReader& r, ModelSpec& m) {
+  (void)j;
+  m.kv_lora_rank = static_cast<int>(r.integer("kv_lora_rank", 1, 1 << 16));
+  m.q_lora_rank = static_cast<int>(r.integer("q_lora_rank", 0, 0, 1 << 16));
+  m.qk_rope_head_dim = static_cast<int>(r.integer("qk_rope_head_dim", 0, 4096));
+  const int nope = static_cast<int>(r.integer("qk_nope_head_dim", 1, 4096));
+  m.head_dim = nope + m.qk_rope_head_dim;
+  m.v_head_dim = static_cast<int>(r.integer("v_head_dim", 1, 4096));
+  m.kv_heads = 1;
+  m.mtp_layers = static_cast<int>(r.integer("num_nextn_predict_layers", 0, 0, 16));
+  const int experts = static_cast<int>(r.integer("n_routed_experts", 0, 0, 4096));
+  if (experts <= 1) return;
+  m.num_experts = experts;
+  m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, experts));
+  m.expert_ffn = static_cast<int>(r.integer("moe_intermediate_size", 1, 1 << 22));
+  m.shared_expert_ffn =
+      static_cast<int>(r.integer("n_shared_experts", 0, 0, 64)) * m.expert_ffn;
+  const int64_t first_dense = r.integer("first_k_dense_replace", 0, 0, m.layers);
+  const int64_t freq = r.integer("moe_layer_freq", 1, 1, m.layers);
+  for (int i = 0; i < m.layers; ++i) {
+    if (i < first_dense || i % freq != 0) m.dense_layers.push_back(i);
+  }
+}
+
 }  // namespace
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
@@ -187,6 +259,8 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
     m.sliding_window = static_cast<int>(r.integer("sliding_window", 1, 1 << 30));
   }
   m.weight_dtype = m.kv_dtype = hf_dtype(r);
+  if (arch->extra == HfExtra::kQwenMoe) read_qwen_moe(j, r, m);
+  if (arch->extra == HfExtra::kDeepseekMla) read_deepseek(j, r, m);
   return m;
 }
 
