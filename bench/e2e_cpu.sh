@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 21's accuracy targets on the CPU backend: `kvsim-validate e2e` on
+# The end-to-end accuracy targets on the CPU backend: `kvsim-validate e2e` on
 # scenarios/replay-cpu-tiny.yaml (llama-tiny on cpu-host, ~200 requests that queue) RUNS times
 # (each a fresh calibration, modeled run and measured replay), then each target with its value in
 # every run and the spread (max - min) over the runs:

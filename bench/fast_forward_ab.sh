@@ -2,7 +2,7 @@
 # kvsim_bench_sim with and without fast-forward on the same trace, side by side: prints each
 # mode's JSON line and checks that the two result folders are byte-identical (summary.json,
 # summary.csv, requests.csv, timeseries.csv). The CI smoke run calls it on a small size; on demand
-# (bench/README.md) it is the issue-17 measurement: alternate ROUNDS times and compare the medians.
+# (bench/README.md) it is the fast-forward measurement: alternate ROUNDS times and compare the medians.
 # Usage: bench/fast_forward_ab.sh [REQUESTS] [ROUNDS]     (defaults: 2000 requests, 1 round)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,5 +1,7 @@
 #include "models/gpu_spec.h"
 
+#include <cmath>
+
 #include "core/config_node.h"
 #include "core/units.h"
 
@@ -26,6 +28,12 @@ GpuSpec parse_gpu_spec(const ConfigNode& n, const std::string& name) {
   g.hbm_bytes_per_s = n.get<double>("hbm_gb_per_s", {.min = 1, .max = 1e6}) * 1e9;
   g.fp16_flops = n.get<double>("fp16_tflops", {.min = 0.1, .max = 1e6}) * 1e12;
   g.fp8_flops = n.get<double>("fp8_tflops", 0.0, {.min = 0, .max = 1e6}) * 1e12;
+  g.fp4_flops = n.get<double>("fp4_tflops", 0.0, {.min = 0, .max = 1e6}) * 1e12;
+  if (n.has("compute_capability")) {
+    // "9.0" or 9.0 in the file, as nvidia-smi and the CUDA docs print it.
+    const double cc = n.get<double>("compute_capability", {.min = 1.0, .max = 99.9});
+    g.compute_capability = static_cast<int>(std::lround(cc * 10));
+  }
   g.sm_count = n.get<int>("sm_count", 0, {.min = 0, .max = 100000});
   g.l2_bytes = gib_to_bytes(n.get<double>("l2_mib", 0.0, {.min = 0, .max = 1e6}) / 1024.0);
   g.pcie_bytes_per_s = n.get<double>("pcie_gb_per_s", 25.0, {.min = 0.1, .max = 1e5}) * 1e9;

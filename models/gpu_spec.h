@@ -18,6 +18,10 @@ struct GpuSpec {
   double hbm_bytes_per_s = 0;        // peak memory bandwidth
   double fp16_flops = 0;             // dense FP16/BF16 tensor-core peak
   double fp8_flops = 0;              // dense FP8 tensor-core peak; 0 when the part has none
+  double fp4_flops = 0;              // dense FP4 tensor-core peak; 0 when the part has none
+  // CUDA compute capability as major * 10 + minor (80 Ampere A100, 89 Ada, 90 Hopper, 100
+  // Blackwell data centre, 120 Blackwell RTX); 0 = not given (kernel choice then goes by name).
+  int compute_capability = 0;
   int sm_count = 0;
   int64_t l2_bytes = 0;
   double pcie_bytes_per_s = 0;       // host link, one direction (swap traffic)

@@ -113,6 +113,9 @@ nlohmann::ordered_json to_json(const GpuSpec& g) {
   o["context_reserve_bytes"] = g.context_reserve_bytes;
   o["hbm_bytes_per_s"] = g.hbm_bytes_per_s;
   o["fp16_flops"] = g.fp16_flops;
+  o["fp8_flops"] = g.fp8_flops;
+  o["fp4_flops"] = g.fp4_flops;
+  o["compute_capability"] = g.compute_capability;
   o["sm_count"] = g.sm_count;
   o["l2_bytes"] = g.l2_bytes;
   o["pcie_bytes_per_s"] = g.pcie_bytes_per_s;

@@ -5,7 +5,7 @@
 #   models/ workloads/ kernels/  core/ and themselves
 #   sim/                       core/ models/ workloads/ sim/
 #   validate/                  core/ models/ kernels/ validate/
-#   validate/replay/           also sim/: kvsim's engine with a measured clock (issue 21)
+#   validate/replay/           also sim/: kvsim's engine with a measured clock
 #   apps/                      anything (nothing includes apps/ but apps/)
 #   python/                    core/ models/ workloads/ sim/ python/ (a peer of apps/, not above it)
 # Prints one line per violation (file:line: folder may not include target) and exits 1 if any.

@@ -138,6 +138,7 @@ std::string_view flash_kernel_name(FlashKernel k) { return k == FlashKernel::kFa
 namespace {
 
 bool is_hopper(const GpuSpec& gpu) {
+  if (gpu.compute_capability > 0) return gpu.compute_capability / 10 == 9;
   return gpu.name.rfind("h100", 0) == 0 || gpu.name.rfind("h200", 0) == 0;
 }
 

@@ -1,4 +1,4 @@
-"""The engine figures of a `kvsim run` folder (issue 18 items 3 and 4): batch size, batch tokens
+"""The engine figures of a `kvsim run` folder: batch size, batch tokens
 and iteration time histograms with busy share and MFU per policy (batch), and where a served
 request's time goes, the mean of each latency-breakdown component per policy (breakdown). Both
 read summary.json's `batch` and `latency_breakdown_mean_s` blocks; a folder written before they

@@ -1,4 +1,4 @@
-// `kvsim capacity` (issue 18 item 5; docs/capacity.md): the largest load a configuration serves
+// `kvsim capacity` (docs/capacity.md): the largest load a configuration serves
 // within an SLO, and the cheapest configuration that serves a load.
 //
 // Search (`--search KEY`): KEY is a numeric scenario key (workload.arrivals.rate, a client

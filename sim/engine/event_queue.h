@@ -59,7 +59,7 @@ class EventQueue {
   void run_until(SimTime end);
   void run() { run_until(std::numeric_limits<SimTime>::max()); }
 
-  // A wall-clock hook (--max-wall-s, the progress line; issue 17 item 4): `poll` runs after every
+  // A wall-clock hook (--max-wall-s, the progress line): `poll` runs after every
   // kPollEvents-th event (a clock read per event would cost more than the event); when it returns
   // true, run_until() returns with the pending events left unrun and stopped() is true.
   static constexpr uint64_t kPollEvents = 4096;

@@ -1,4 +1,4 @@
-// Where a served request's time went (issue 18 item 4; requests.csv's breakdown columns):
+// Where a served request's time went (requests.csv's breakdown columns):
 //   guard_queue  arrival -> admitted past the guards (a queueing guard held it)
 //   engine_wait  admitted -> first entered the running batch (the engine's waiting queue)
 //   prefill      first scheduling -> first token, less time preempted in between (chunked

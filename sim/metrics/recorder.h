@@ -29,7 +29,7 @@ struct LatencyStats {
 // Percentiles with linear interpolation between order statistics (NumPy's default).
 LatencyStats latency_stats(std::vector<double> values);
 
-// One latency metric's samples (issue 17 item 4: 10^8 requests in bounded memory). Exact, as
+// One latency metric's samples (10^8 requests in bounded memory). Exact, as
 // latency_stats, up to `exact_limit` samples (every scenario, golden and test stays exact and
 // byte-identical); the sample past it moves them all into a LogDistribution (geometric buckets,
 // ratio 1.01: percentiles within kSketchRelError of the exact ones, relative; mean from a
@@ -52,7 +52,7 @@ class LatencySamples {
   void add_to_sketch(double seconds);
 };
 
-// How a policy spreads the model over GPUs and what one GPU holds (issue 15): written to
+// How a policy spreads the model over GPUs and what one GPU holds: written to
 // summary.json only for policies with more than one GPU or an engine dtype override, so
 // single-GPU results keep their bytes. Every memory figure of the summary is per GPU.
 struct GpuLayoutSummary {
@@ -96,7 +96,7 @@ struct ClusterSummary {
   LatencyStats kv_transfer_wait;
 };
 
-// Batch and engine figures (issue 18 item 3; docs/metrics.md "Batch and engine metrics"): one
+// Batch and engine figures (docs/metrics.md "Batch and engine metrics"): one
 // sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
 // batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
 // duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
@@ -168,15 +168,15 @@ struct PolicySummary {
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
   std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
 
-  // Issue 17 item 4. A latency metric past LatencySamples' exact limit: percentiles from the
+  // A latency metric past LatencySamples' exact limit: percentiles from the
   // sketch (summary.json says so; absent when exact, so small runs keep their bytes).
   bool latency_sketched = false;
   // A run stopped by --max-wall-s: requests arrived but without an outcome when it stopped
   // (outcomes + in_flight_at_stop = requests_total); nullopt for a run that ran to its end.
   std::optional<int64_t> in_flight_at_stop;
 
-  BatchSummary batch;          // issue 18 item 3
-  BreakdownSummary breakdown;  // issue 18 item 4
+  BatchSummary batch;          // iterations, batch sizes, busy share, MFU
+  BreakdownSummary breakdown;  // where served requests' time went
 };
 
 // The denominator of KV pool occupancy. A preallocated store (paged, contiguous): its size, the
@@ -300,7 +300,7 @@ class Recorder {
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
   Int128 held_byte_ns_ = 0;  // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)
-  // Batch metrics and the latency breakdown's sums (issue 18 items 3 and 4).
+  // Batch metrics and the latency breakdown's sums.
   CountDistribution batch_size_, batch_tokens_;
   LogDistribution iteration_time_;
   SimTime busy_ns_ = 0;

@@ -26,7 +26,7 @@ nlohmann::ordered_json histogram_json(const Histogram& h) {
   return {{"edges", h.edges}, {"counts", h.counts}};
 }
 
-// Batch and engine metrics (issue 18 item 3; BatchSummary).
+// Batch and engine metrics (BatchSummary).
 nlohmann::ordered_json batch_json(const BatchSummary& b) {
   nlohmann::ordered_json size = stats_json(b.batch_size), tokens = stats_json(b.batch_tokens),
                          time = stats_json(b.iteration_s);
@@ -44,7 +44,7 @@ nlohmann::ordered_json batch_json(const BatchSummary& b) {
           {"mfu", b.mfu}};
 }
 
-// Means of the served requests' latency breakdown (issue 18 item 4; BreakdownSummary).
+// Means of the served requests' latency breakdown (BreakdownSummary).
 nlohmann::ordered_json breakdown_json(const BreakdownSummary& d) {
   return {{"count", d.count},
           {"guard_queue_s", d.guard_queue_s},
@@ -111,7 +111,7 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
     o["ttft_s"] = stats_json(p.ttft);
     o["tpot_s"] = stats_json(p.tpot);
     o["e2e_s"] = stats_json(p.e2e);
-    // Issue 17 item 4: only when they apply, so exact, complete runs keep their bytes.
+    // Only when they apply, so exact, complete runs keep their bytes.
     if (p.latency_sketched) {
       o["latency_percentiles"] = "sketch";
       o["sketch_rel_error"] = LatencySamples::kSketchRelError;
@@ -120,7 +120,7 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["partial"] = "max_wall_s";
       o["in_flight_at_stop"] = *p.in_flight_at_stop;
     }
-    // Memory peaks, KV pool occupancy and SLO figures (issue 14 items 9 and 14).
+    // Memory peaks, KV pool occupancy and SLO figures.
     o["peak_snapshot"] = {{"t_s", p.peak_snapshot_t_s},
                           {"in_use_bytes", p.peak_in_use_bytes},
                           {"bytes", categories_json(p.peak_snapshot_bytes)}};
@@ -155,7 +155,7 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
     }
     o["batch"] = batch_json(p.batch);
     o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
-    if (p.gpu_layout) {  // parallelism / quantization (issue 15): only where set, see recorder.h
+    if (p.gpu_layout) {  // parallelism / quantization: only where set, see recorder.h
       const GpuLayoutSummary& g = *p.gpu_layout;
       o["gpu_layout"] = {{"memory_figures", "per GPU"},
                          {"gpus", g.gpus},

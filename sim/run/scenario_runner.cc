@@ -288,7 +288,7 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
   }
   recorder.stream_to(requests_file, timeseries_file);
   recorder.set_slo(p.slo);
-  // Issue 21: the replicas' clocks (none without make_clock); they outlive the replicas' runs.
+  // The replicas' clocks (none without make_clock); they outlive the replicas' runs.
   std::vector<std::unique_ptr<IterationClock>> clocks;
   auto clock_for = [&](int replica, const std::string& label, const GpuMemoryPool& pool) -> IterationClock* {
     if (!o.make_clock) return nullptr;
@@ -457,7 +457,7 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   if (o.marks.is_object()) {
     for (const auto& [key, value] : o.marks.items()) manifest[key] = value;
   }
-  // Multi-GPU policies (issue 15): only then, so single-GPU manifests keep their bytes.
+  // Multi-GPU policies: only then, so single-GPU manifests keep their bytes.
   nlohmann::ordered_json gpus;
   for (const PolicySummary& p : result.policies) {
     if (p.gpu_layout && p.gpu_layout->gpus > 1) gpus[p.name] = p.gpu_layout->gpus;

@@ -43,7 +43,7 @@ struct RunOptions {
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
   double sample_interval_s = 1.0;      // timeseries period
-  // Issue 17 item 4. Stop cleanly once the wall clock since simulate() began passes this (0: no
+  // Stop cleanly once the wall clock since simulate() began passes this (0: no
   // limit): what finished is written, each policy marked partial (PolicySummary::in_flight_at_stop).
   double max_wall_s = 0;
   // A progress line on stderr about every second (the CLI sets it when stderr is a terminal);
@@ -55,7 +55,7 @@ struct RunOptions {
   std::string timeline_path;
   double timeline_start_s = 0;
   double timeline_end_s = std::numeric_limits<double>::infinity();
-  // Issue 21 (`kvsim-validate replay`): each replica's iteration clock, made before it runs and
+  // `kvsim-validate replay`: each replica's iteration clock, made before it runs and
   // kept until its policy ends (empty: the latency model times every iteration, as `kvsim run`).
   ClockMaker make_clock;
   // What the outputs say about such a run: `marks` (a JSON object) go at the top level of

@@ -1,4 +1,4 @@
-// Bad input at the command line (issue 9): every catalogued bad run scenario, every catalogued bad
+// Bad input at the command line: every catalogued bad run scenario, every catalogued bad
 // trace reached through a scenario, an unwritable output folder, runaway runs stopped by
 // --max-events/--max-sim-time, overflowing KV arithmetic, and kill -9 in the middle of writing
 // results. Each bad input must give exit code 2 and one line naming what is wrong.
@@ -264,7 +264,7 @@ TEST_CASE("a huge model just inside the KV bound runs and billion-token requests
 
 TEST_CASE("kvsim check and kvsim run report an engine or policy error with the same line",
           "[cli][bad-input]") {
-  // Issue 14 items 5 and 6: errors inside the scenario's `engine:` / `engine.kv:` and inside a
+  // Errors inside the scenario's `engine:` / `engine.kv:` and inside a
   // policy's `engine:` override name the line and column written (the merge used to lose them:
   // 1:1, or no position at all), and a second policy with a name already used is refused.
   const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "run";

@@ -1,4 +1,4 @@
-// Issue 14 item 15: engine log lines give simulated times in seconds, not raw nanoseconds.
+// Engine log lines give simulated times in seconds, not raw nanoseconds.
 #include <catch2/catch.hpp>
 
 #include <regex>

@@ -1,4 +1,4 @@
-// `kvsim run --max-wall-s` (issue 17 item 4): a run cut short by the wall clock exits 0 and
+// `kvsim run --max-wall-s`: a run cut short by the wall clock exits 0 and
 // writes valid, partial-marked files.
 #include <catch2/catch.hpp>
 

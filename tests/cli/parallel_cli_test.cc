@@ -1,5 +1,5 @@
 // --tp / --pp / dtype flags of kvsim kv and kvsim latency, and a multi-GPU scenario's per-GPU
-// summary (issue 15 items 1-2). Figures derived in tests/models/parallelism_test.cc.
+// summary. Figures derived in tests/models/parallelism_test.cc.
 #include <catch2/catch.hpp>
 
 #include <filesystem>

@@ -88,7 +88,7 @@ TEST_CASE("has() is pure; allow() declares keys; get_optional and typed get_enum
 }
 
 TEST_CASE("merged maps keep every entry's own position and key path", "[config]") {
-  // A scenario's engine with one policy's engine on top (issue 14 item 5): errors and unknown
+  // A scenario's engine with one policy's engine on top: errors and unknown
   // keys name the line, column and key path where the user wrote the entry.
   auto root = ConfigNode::parse_string(
       "engine:\n"

@@ -1,7 +1,7 @@
 // A whole `kvsim-validate e2e` on the CPU backend: a handful of short requests for llama-tiny on
 // cpu-host. Checks that the report is produced and every number in it is finite; accuracy
 // targets live in bench/e2e_cpu.sh, not here. Needs the CPU forward pass (make_cpu_forward) and
-// run_replay (issue 21's replay); the figure is drawn by the figure test below, on fixed data.
+// run_replay (the measured replay); the figure is drawn by the figure test below, on fixed data.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>

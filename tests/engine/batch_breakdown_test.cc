@@ -1,4 +1,4 @@
-// Batch and engine metrics (issue 18 item 3) and the per-request latency breakdown (item 4) on
+// Batch and engine metrics and the per-request latency breakdown on
 // runs small enough to follow iteration by iteration.
 #include <catch2/catch.hpp>
 

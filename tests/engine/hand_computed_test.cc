@@ -114,7 +114,7 @@ PolicySummary only_policy(const std::string& yaml) {
 
 }  // namespace
 
-// Issue 14 item 1. max_inflight: 1 admits request 0 at t=0; requests 1..9 arrive at 0.1 .. 0.9 s
+// max_inflight: 1 admits request 0 at t=0; requests 1..9 arrive at 0.1 .. 0.9 s
 // while it runs. Request 1 finds the guard queue empty, is checked and queued (timeout 2 s);
 // requests 2..9 find it non-empty and queue behind it, each with its own 2 s timeout from its
 // arrival. Request 0 (1,000 + 500 tokens on Llama-2-7B, 13.5 GB of FP16 weights) needs 499 decode
@@ -196,7 +196,7 @@ TEST_CASE("requests that arrive at the same instant are planned together", "[eng
   fs::remove(trace);
 }
 
-// Issue 14 item 3. One request of 200 + 20 tokens, arriving at 1 s (fixed rate 1/s): duration_s
+// One request of 200 + 20 tokens, arriving at 1 s (fixed rate 1/s): duration_s
 // runs from the first arrival to the last outcome, so it is that request's end-to-end time
 // (0.219 s here), and goodput is its 20 tokens over it (91 tok/s); the sampler, whatever its
 // period, changes neither, nor any other summary figure: summary.json is the same byte for byte

@@ -1,4 +1,4 @@
-// Very long runs (issue 17 item 4): bounded-memory latency percentiles, the wall-clock stop hook
+// Very long runs: bounded-memory latency percentiles, the wall-clock stop hook
 // of the event queue and its partial results, and the progress line's text.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// The recorder's fast paths (issue 17: the costs every run pays per request and per iteration)
+// The recorder's fast paths (the costs every run pays per request and per iteration)
 // give exactly what the straightforward code gave: fmt's bytes, std::sort's order, a map's order.
 #include <catch2/catch.hpp>
 

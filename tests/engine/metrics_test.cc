@@ -1,4 +1,4 @@
-// Issue 14 items 9, 14 and 15: the memory snapshot at the moment of peak use against each
+// The memory snapshot at the moment of peak use against each
 // category's own peak, KV pool occupancy, SLO attainment and goodput, and requests.csv in id
 // order. The Recorder is fed hand-made states and requests, so every figure is worked out below.
 #include <catch2/catch.hpp>
@@ -73,7 +73,7 @@ std::string metrics_read_file(const fs::path& p) {
 //   t=4 s  act 0,  live 0,  waste 0   in use              = 40
 // The snapshot is t=2 s's: 10, 30, 0, 0, 30, 4, 6, 0, 20 (sums to 100). The category peaks are
 // context 10, weights 30, activations 15 (t=1), kv_live 30, kv_waste 4, kv_free 40 (t=0),
-// free 20 (t=0): 149 bytes on a 100-byte GPU, the issue's "148 GB on 80 GB" in small.
+// free 20 (t=0): 149 bytes on a 100-byte GPU, a report of "148 GB on 80 GB" in small.
 // KV occupancy over the pool of 40: held (live + waste) is 0, 12, 34, 0 from t = 0, 1, 2, 4:
 // peak 34/40 = 0.85; mean (12 x 1 s + 34 x 2 s) / (40 x 4 s duration) = 80/160 = 0.5.
 TEST_CASE("the peak snapshot is one instant, unlike category peaks, and KV occupancy by hand", "[engine][metrics]") {

@@ -1,4 +1,4 @@
-// Issue 14 items 10 and 11: the engine's max_model_len (requests refused at arrival as
+// The engine's max_model_len (requests refused at arrival as
 // rejected_too_long, vLLM's checks on max_model_len and max_num_batched_tokens) and the
 // max_queue_time deadline on waiting (guard queue and engine waiting queue). Hand-computed.
 #include <catch2/catch.hpp>

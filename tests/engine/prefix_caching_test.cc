@@ -1,4 +1,4 @@
-// Automatic prefix caching saves compute (issue 14 item 4): a request whose first k full blocks
+// Automatic prefix caching saves compute: a request whose first k full blocks
 // are cached prefills only the tokens after them, attention reading the cached ones as context,
 // and each policy reports its prefix hits. Every scenario: llama-3-8b on an H200, paged blocks of
 // 16 tokens, Mooncake traces (one hash per 512 prompt tokens), outputs of 1 token so that a

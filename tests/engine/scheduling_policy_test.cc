@@ -1,4 +1,4 @@
-// Issue 14 items 8 and 12, worked out by hand: vLLM's scheduler-side watermark, the scheduling
+// Worked out by hand: vLLM's scheduler-side watermark, the scheduling
 // policies (fcfs, priority, shortest_prompt_first) and vLLM V0's step rule (scheduler vllm_v0).
 // Each case drives a Replica directly with RequestSpecs (priorities need no trace column) and
 // records every plan the replica runs through a wrapping scheduler, so the expected plans are
@@ -134,7 +134,7 @@ int64_t completed(const Run& r) {
 
 const char* kHundredBlocks = "{type: paged, block_size: 16, num_blocks: 100}";
 
-// Issue 14 item 8's repro: 100 blocks, watermark 0.1 (M = 10 blocks); requests (arrival s,
+// The watermark case: 100 blocks, watermark 0.1 (M = 10 blocks); requests (arrival s,
 // prompt, output): 0: 0.0/630/5, 1: 0.005/320/5, 2: 0.006/320/5, 3: 0.007/320/5. Blocks:
 // ceil(630/16) = 40, ceil(320/16) = 20.
 const std::vector<Arrival> kRepro = {{0.0, 630, 5}, {0.005, 320, 5}, {0.006, 320, 5}, {0.007, 320, 5}};

@@ -1,4 +1,4 @@
-// Issue 18 item 2: `--timeline` writes the Chrome trace-event format (docs/timeline.md). Each
+// `--timeline` writes the Chrome trace-event format (docs/timeline.md). Each
 // file is checked against the format's documented schema (the JSON object form: traceEvents with
 // name, ph, ts in microseconds, dur for 'X', pid, tid, args), and its content against runs small
 // enough to count by hand.

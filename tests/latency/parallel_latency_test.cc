@@ -1,4 +1,4 @@
-// Pipeline stages and quantized weights/KV in the latency model (issue 15 items 1-2); the
+// Pipeline stages and quantized weights/KV in the latency model; the
 // figures follow docs/latency.md "Parallelism and quantization".
 #include <catch2/catch.hpp>
 

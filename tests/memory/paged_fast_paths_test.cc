@@ -1,4 +1,4 @@
-// The paged store's fast paths (issues 6 and 17): the id index, block counting without prefix
+// The paged store's fast paths: the id index, block counting without prefix
 // caching, and deferred decode growth. Each is checked against the plain path it replaces.
 #include <catch2/catch.hpp>
 

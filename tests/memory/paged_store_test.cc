@@ -83,7 +83,7 @@ TEST_CASE("paged prefix sharing counts shared blocks once and ref-counts them", 
   s.check_invariants();
 }
 
-// Issue 14 item 4. Blocks of 16 tokens, hashes per 16 tokens. A 48-token prompt {11, 22, 33}
+// Blocks of 16 tokens, hashes per 16 tokens. A 48-token prompt {11, 22, 33}
 // keys its 3 full blocks. A lookup for a sequence of n tokens counts at most (n - 1) / 16 whole
 // blocks (the last token is always computed, vLLM's max_cache_hit_length = num_tokens - 1):
 // 48 tokens -> 47 / 16 = 2 blocks = 32 tokens; 49 tokens (the prompt plus one generated token,

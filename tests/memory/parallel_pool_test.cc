@@ -1,4 +1,4 @@
-// The pool of one GPU under tensor/pipeline parallelism (issue 15 item 1): Llama-3-70B's
+// The pool of one GPU under tensor/pipeline parallelism: Llama-3-70B's
 // 131.42 GiB of FP16 weights do not fit one H100-80GB, but a quarter of them does.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Checked KV arithmetic at the edges of int64 (issue 9): the largest figures that fit are exact,
+// Checked KV arithmetic at the edges of int64: the largest figures that fit are exact,
 // one step past them is a clean InputError, never a silent wrap-around.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-// Per-GPU weights and KV under tensor/pipeline parallelism and quantization (issue 15 items
-// 1-2), each figure derived by hand below from the catalog shapes (models/catalog/models.yaml)
+// Per-GPU weights and KV under tensor/pipeline parallelism and quantization, each
+// figure derived by hand below from the catalog shapes (models/catalog/models.yaml)
 // and the vLLM sharding rules of docs/memory.md "Parallelism and quantization".
 #include <catch2/catch.hpp>
 
@@ -45,7 +45,7 @@ TEST_CASE("llama-3-8b (GQA, 8 KV heads) per GPU at TP 1/2/4/8/16", "[models][par
   // = 352,321,536 / t: 16,384 + 436,207,616 / t. Embedding + LM head 2 x 128256 x 4096 x 2 / t
   // = 2,101,346,304 / t; final norm 8,192.
   // Total = 532,480 + (13,958,643,712 + 2,101,346,304) / t = 532,480 + 16,059,990,016 / t.
-  CHECK(weights("llama-3-8b", 1) == 16'060'522'496);  // 14.96 GiB, as the issue says
+  CHECK(weights("llama-3-8b", 1) == 16'060'522'496);  // 14.96 GiB
   CHECK(weights("llama-3-8b", 2) == 8'030'527'488);
   CHECK(weights("llama-3-8b", 4) == 4'015'529'984);
   CHECK(weights("llama-3-8b", 8) == 2'008'031'232);

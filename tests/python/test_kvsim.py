@@ -1,4 +1,4 @@
-"""The Python module against the CLI (issue 18 item 1): the same files byte for byte, the same
+"""The Python module against the CLI: the same files byte for byte, the same
 summaries and catalog rows, errors with the CLI's file:line:col message, DataFrame columns and
 dtypes, and sweeps on threads. Run by ctest (tests/python/CMakeLists.txt) with PYTHONPATH set to
 build/python and KVSIM_BIN to the built CLI."""

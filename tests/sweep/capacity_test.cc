@@ -1,4 +1,4 @@
-// `kvsim capacity` (issue 18 item 5): a search whose answer is derived by hand, its resume, and
+// `kvsim capacity`: a search whose answer is derived by hand, its resume, and
 // the cheapest configuration over a grid.
 #include <catch2/catch.hpp>
 

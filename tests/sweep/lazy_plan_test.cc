@@ -1,4 +1,4 @@
-// Lazy sweep points (issue 20): point i is decoded from its index on demand and equals what the
+// Lazy sweep points: point i is decoded from its index on demand and equals what the
 // eager expansion (nested loops over the axes, first slowest) builds; a plan of a million points
 // costs its axis values, not a million trees.
 #include <fmt/format.h>

@@ -1,8 +1,8 @@
-// Nothing is retained per finished run (issue 20): a process that runs many scenarios (a sweep,
+// Nothing is retained per finished run: a process that runs many scenarios (a sweep,
 // the Python module, a capacity search) must not grow with the number of runs. Each case repeats
 // the same work a few thousand times in this process and reads the peak resident set (VmHWM)
 // from /proc/self/status after a warm-up and at the end. The bound is generous, far above
-// allocator noise and far below what a per-run leak of the size the issue saw would add.
+// allocator noise and far below what a per-run leak of the size a fuzzing run once showed (1 KiB) would add.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -51,7 +51,7 @@ policies:
     guards: []
 )";
 
-// Growth allowed after the warm-up: 4 MiB. A leak of 1 KiB per run (what the issue measured per
+// Growth allowed after the warm-up: 4 MiB. A leak of 1 KiB per run (what a fuzzing run measured per
 // parse under the fuzzer) would add 1800 x 1 KiB = 1.8 MiB here, so the bound catches a leak of
 // 2.3 KiB or more per run; allocator noise (arenas, a grown free list) is well under 1 MiB.
 constexpr long kManyRunsBoundKib = 4 * 1024;
@@ -92,7 +92,7 @@ TEST_CASE("2000 runs of one scenario in one process: peak RSS stops growing", "[
 
 TEST_CASE("20000 parses, loads and lints of scenarios: peak RSS stops growing", "[sweep][memory]") {
   if (!rss_measurable_or_skip()) return;
-  // The fuzz_scenario target's loop (tests/fuzz/fuzz_scenario.cc) in a plain build: the issue saw
+  // The fuzz_scenario target's loop (tests/fuzz/fuzz_scenario.cc) in a plain build: a fuzzing run saw
   // RSS grow under libFuzzer + ASan; here it must not. A bad variant goes through the error path.
   const Catalog& catalog = Catalog::builtin();
   const std::string good = kManyRunsTiny;
@@ -135,7 +135,7 @@ TEST_CASE("walking 20000 sweep points holds one point at a time", "[sweep][memor
   const long end = many_runs_status_kib("VmHWM");
   INFO("VmHWM after 2000 points " << warm << " KiB, after 20000 " << end << " KiB");
   if (warm == 0) return;
-  CHECK(end - warm < kManyRunsBoundKib);  // eager trees (30 KB each, the issue's figure) would be 527 MiB
+  CHECK(end - warm < kManyRunsBoundKib);  // eager trees (30 KB each, as measured before the lazy plan) would be 527 MiB
 }
 
 }  // namespace

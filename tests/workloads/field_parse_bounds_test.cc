@@ -1,4 +1,4 @@
-// Datetimes at the edges of int64 nanoseconds (issue 9). Regression for a crash found by
+// Datetimes at the edges of int64 nanoseconds. Regression for a crash found by
 // fuzz_trace_azure: year 0437 overflowed `seconds * 1e9` (signed overflow, undefined behaviour).
 #include <catch2/catch.hpp>
 

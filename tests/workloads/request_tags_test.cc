@@ -1,4 +1,4 @@
-// Per-request priority and max_queue_time_s (issue 14 items 11 and 12): from the normalized CSV's
+// Per-request priority and max_queue_time_s: from the normalized CSV's
 // optional columns and from generated workloads' keys (bursts may set their own).
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // `kvsim-validate e2e SCENARIO --backend cpu|cuda -o DIR`: kvsim's end-to-end error on this
-// machine (issue 21, docs/fidelity.md "kvsim-validate e2e"). Four steps:
+// machine (docs/fidelity.md "kvsim-validate e2e"). Four steps:
 //   1. calibrate: a grid of the scenario model's own kernels (e2e_grid.h) measured on the backend
 //      relative to the scenario's GPU entry (on the CPU with placeholder peaks raised to what
 //      the kernels reach, DIR/scenario.yaml: e2e_device.h), fitted into
