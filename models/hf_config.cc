@@ -180,6 +180,72 @@ void read_deepseek(const HfJson& j, const HfReader& r, ModelSpec& m) {
   }
 }
 
+// quantization_config, as vLLM picks a quantization method from its quant_method
+// (vllm/model_executor/layers/quantization/: Fp8Config.from_config reads weight_block_size,
+// Mxfp4Config, ModelOptNvFp4Config's quant_algo, AWQConfig and GPTQConfig's bits and
+// group_size). A method kvsim cannot model is an error naming it.
+void read_quantization(const HfJson& j, const HfReader& r, ModelSpec& m) {
+  if (!r.has("quantization_config")) return;
+  const HfJson& q = j.at("quantization_config");
+  const std::string key = "quant_method";
+  if (!q.is_object() || !q.contains(key) || !q.at(key).is_string()) {
+    r.fail("quantization_config", "'quantization_config': expected an object with a quant_method");
+  }
+  std::string method = q.at(key).get<std::string>();
+  std::transform(method.begin(), method.end(), method.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto integer = [&](const char* k, int64_t fallback) -> int64_t {
+    if (!q.contains(k) || q.at(k).is_null()) return fallback;
+    if (!q.at(k).is_number_integer()) {
+      r.fail(k, fmt::format("'{}': expected an integer, got {}", k, q.at(k).dump()));
+    }
+    return q.at(k).get<int64_t>();
+  };
+  if (method == "fp8") {
+    m.weight_dtype = DType::kFp8;
+    if (q.contains("weight_block_size") && !q.at("weight_block_size").is_null()) {
+      const HfJson& b = q.at("weight_block_size");
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || b[0] != b[1] ||
+          b[0].get<int64_t>() < 1 || b[0].get<int64_t>() > 4096) {
+        r.fail("weight_block_size", fmt::format("'weight_block_size': expected a square block "
+                                                "[b, b] with 1 <= b <= 4096, got {}", b.dump()));
+      }
+      m.weight_group = static_cast<int>(b[0].get<int64_t>());
+    }
+  } else if (method == "mxfp4") {
+    // gpt-oss: only the experts are MXFP4 (modules_to_not_convert lists attention, router,
+    // embedding and LM head); a dense model's linear layers all.
+    if (m.moe()) {
+      m.expert_weight_dtype = DType::kMxfp4;
+    } else {
+      m.weight_dtype = DType::kMxfp4;
+    }
+  } else if (method == "modelopt") {
+    const std::string algo = q.value("quant_algo", "");
+    if (algo == "FP8") {
+      m.weight_dtype = DType::kFp8;
+    } else if (algo == "NVFP4") {
+      m.weight_dtype = DType::kNvfp4;
+    } else {
+      r.fail("quant_algo", fmt::format("modelopt quant_algo \"{}\" is not one kvsim models "
+                                       "(FP8, NVFP4)", algo));
+    }
+  } else if (method == "awq" || method == "gptq") {
+    const int64_t bits = integer(method == "awq" ? "bits" : "bits", 4);
+    if (bits != 4) {
+      r.fail("bits", fmt::format("{} with {} bits is not modelled (4-bit only)", method, bits));
+    }
+    m.weight_dtype = DType::kInt4;
+    const int64_t group = integer("group_size", 128);
+    // -1: one group per column (a scale per output channel).
+    m.weight_group = group < 0 ? 1 << 30 : static_cast<int>(std::min<int64_t>(group, 1 << 30));
+    if (group == 0) r.fail("group_size", "'group_size': expected -1 or a positive integer");
+  } else {
+    r.fail(key, fmt::format("quant_method \"{}\" is not one kvsim models (fp8, mxfp4, "
+                            "modelopt FP8/NVFP4, awq, gptq)", method));
+  }
+}
+
 }  // namespace
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
@@ -261,6 +327,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
   m.weight_dtype = m.kv_dtype = hf_dtype(r);
   if (arch->extra == HfExtra::kQwenMoe) read_qwen_moe(j, r, m);
   if (arch->extra == HfExtra::kDeepseekMla) read_deepseek(j, r, m);
+  read_quantization(j, r, m);
   return m;
 }
 

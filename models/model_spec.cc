@@ -151,13 +151,19 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   m.tied_embeddings = n.get<bool>("tied_embeddings", false);
   m.gated_mlp = n.get<bool>("gated_mlp", true);
   if (auto w = n.get_optional<int>("sliding_window", {.min = 1})) m.sliding_window = *w;
-  auto dtype_of = [&](const char* key, DType fallback) {
+  auto dtype_of = [&](const char* key, DType fallback, bool weights) {
     if (!n.optional_child(key)) return fallback;
-    const std::string v = n.get_enum(key, {"fp32", "fp16", "bf16", "fp8", "int8"});
+    const std::string v =
+        weights ? n.get_enum(key, {"fp32", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"})
+                : n.get_enum(key, {"fp32", "fp16", "bf16", "fp8", "int8"});
     return parse_dtype(v);
   };
-  m.weight_dtype = dtype_of("weight_dtype", DType::kFp16);
-  m.kv_dtype = dtype_of("kv_dtype", DType::kFp16);
+  m.weight_dtype = dtype_of("weight_dtype", DType::kFp16, true);
+  m.kv_dtype = dtype_of("kv_dtype", DType::kFp16, false);
+  m.weight_group = n.get<int>("weight_group", 0, {.min = 0, .max = 4096});
+  if (n.optional_child("expert_weight_dtype")) {
+    m.expert_weight_dtype = dtype_of("expert_weight_dtype", m.weight_dtype, true);
+  }
   if (auto gb = n.get_optional<double>("weights_gb", {.min = 0, .max = 1e6})) {
     m.weights_bytes_override = gb_to_bytes(*gb);
   }

@@ -59,6 +59,15 @@ struct ModelSpec {
   // the window (docs/memory.md "Sliding-window attention"). Unset: full attention.
   std::optional<int> sliding_window;
   DType weight_dtype = DType::kFp16;  // of the linear layers (GEMMs); may be quantized
+  // The quantization's group (docs/memory.md "Quantized weights"): FP8's square block side (0:
+  // one scale per tensor; 128: DeepSeek's 128 x 128 blocks, quantization_config
+  // weight_block_size), INT4's group of inputs (0: 128, AWQ's default). MXFP4 and NVFP4 have
+  // fixed groups (32, 16).
+  int weight_group = 0;
+  // The routed experts' own weight type where only they are quantized (gpt-oss: MXFP4 experts
+  // beside BF16 attention); unset: weight_dtype.
+  std::optional<DType> expert_weight_dtype;
+  DType routed_weight_dtype() const { return expert_weight_dtype.value_or(weight_dtype); }
   DType kv_dtype = DType::kFp16;
   std::optional<int64_t> weights_bytes_override;  // e.g. the seeds' flat "16 GB of weights"
 

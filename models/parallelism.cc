@@ -12,21 +12,32 @@ namespace {
 int64_t round_up_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Bytes of one GPU's shard of a linear layer with `in` inputs and `out` outputs (already the
-// shard's sizes), weights of type `w` and the scales its quantization scheme stores:
+// shard's sizes), weights of type `w` and the scales its quantization scheme stores (`group`:
+// ModelSpec::weight_group):
 //   16/32-bit  none
-//   fp8        one FP32 scale per weight matrix (vLLM Fp8LinearMethod, per-tensor)
+//   fp8        one FP32 scale per weight matrix (vLLM Fp8LinearMethod, per-tensor), or with
+//              group b one FP32 scale per b x b block (weight_scale_inv, block-wise as DeepSeek
+//              ships it: ceil(out / b) x ceil(in / b))
 //   int8       one FP32 scale per output channel (compressed-tensors W8A8, channelwise)
-//   int4       per group of 128 input rows and per column: an FP16 scale and a 4-bit zero
-//              packed 8 to an int32 (vLLM AWQLinearMethod: qweight, scales, qzeros)
-int64_t linear_bytes(int64_t in, int64_t out, DType w) {
+//   int4       per group of g input rows (g = group, else 128) and per column: an FP16 scale
+//              and a 4-bit zero packed 8 to an int32 (vLLM AWQLinearMethod: qweight, scales,
+//              qzeros; GPTQ stores the same)
+//   mxfp4      one E8M0 byte per 32 inputs of a column (OCP MX; vLLM Mxfp4MoEMethod's scales)
+//   nvfp4      one FP8 byte per 16 inputs of a column, an FP32 tensor scale and an FP32 input
+//              scale (vLLM ModelOptNvFp4LinearMethod: weight_scale, weight_scale_2, input_scale)
+int64_t linear_bytes(int64_t in, int64_t out, DType w, int group) {
   const int64_t weights = round_up_div(in * out * dtype_bits(w), 8);
   switch (w) {
-    case DType::kFp8: return weights + 4;
+    case DType::kFp8:
+      return group > 0 ? weights + round_up_div(in, group) * round_up_div(out, group) * 4
+                       : weights + 4;
     case DType::kInt8: return weights + out * 4;
     case DType::kInt4: {
-      const int64_t groups = round_up_div(in, kInt4GroupSize);
+      const int64_t groups = round_up_div(in, group > 0 ? group : kInt4GroupSize);
       return weights + groups * out * 2 + groups * round_up_div(out, 8) * 4;
     }
+    case DType::kMxfp4: return weights + round_up_div(in, kMxfp4Group) * out;
+    case DType::kNvfp4: return weights + round_up_div(in, kNvfp4Group) * out + 8;
     default: return weights;
   }
 }
@@ -102,7 +113,8 @@ namespace {
 int64_t mlp_bytes(const ModelSpec& m, int64_t f, DType w) {
   if (f == 0) return 0;
   const int64_t h = m.hidden;
-  return (m.gated_mlp ? 2 : 1) * linear_bytes(h, f, w) + linear_bytes(f, h, w);
+  const int g = m.weight_group;
+  return (m.gated_mlp ? 2 : 1) * linear_bytes(h, f, w, g) + linear_bytes(f, h, w, g);
 }
 
 // Bytes of one layer's attention on a GPU of t (norms aside). Column-parallel Q, K, V split
@@ -114,6 +126,9 @@ int64_t attention_bytes(const ModelSpec& m, int t) {
   const int64_t mb = unquantized_bytes(w);
   const int64_t h = m.hidden;
   const int64_t heads = int64_t{m.heads} / t;
+  const auto linear_bytes = [&](int64_t in, int64_t out, DType d) {
+    return kvsim::linear_bytes(in, out, d, m.weight_group);
+  };
   if (m.mla()) {
     const int64_t ql = m.q_lora_rank, kl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
     const int64_t qk = m.head_dim, nope = qk - rope, v = m.value_head_dim();
@@ -147,7 +162,8 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   int64_t moe = 0;
   if (m.moe()) {
     moe = h * m.num_experts * mb + mlp_bytes(m, m.shared_expert_ffn / t, w) +
-          int64_t{local_experts(m, par)} * mlp_bytes(m, routed_ffn_per_gpu(m, par), w);
+          int64_t{local_experts(m, par)} *
+              mlp_bytes(m, routed_ffn_per_gpu(m, par), m.routed_weight_dtype());
   }
   const std::vector<int> layers = stage_layers(m.layers, par.pipeline);
   int begin = 0;

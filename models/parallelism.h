@@ -35,6 +35,9 @@ struct Parallelism {
 inline constexpr int64_t kVocabPadding = 64;
 // AWQ's group: one 16-bit scale and one packed 4-bit zero per 128 input rows of a column.
 inline constexpr int64_t kInt4GroupSize = 128;
+// MXFP4 (OCP Microscaling): one E8M0 scale per 32 elements; NVFP4: one FP8 scale per 16.
+inline constexpr int64_t kMxfp4Group = 32;
+inline constexpr int64_t kNvfp4Group = 16;
 
 // Throws InputError naming the reason when `model` cannot be split this way: query heads,
 // KV heads (divisible by t, or dividing t when fewer: then replicated) and the MLP width must

@@ -30,6 +30,8 @@ struct LatencyShape {
   double kv_lora, rope_dim, q_lora, v_head_dim;
   double kv_elems;  // KV elements one token writes per layer on this GPU
   double wb, kvb;  // bytes per linear-layer weight (with its quantization scales) / KV element
+  double xwb;       // bytes per routed-expert weight (wb unless the experts have their own type)
+  double expert_flops_scale;  // gemm_flops_scale of the routed experts' GEMMs
   double ewb;      // bytes per unquantized weight: embedding, LM head, router (16-bit)
   double gemm_flops_scale;  // peak of the linear layers' GEMMs / the FP16 peak
   double window;            // sliding-window attention: keys a query sees at most; 0: no window
@@ -46,11 +48,30 @@ using Shape = LatencyShape;
 constexpr double kActBytes = 2.0;
 
 // Bytes per weight of a linear layer, scales included: AWQ INT4 adds an FP16 scale and a 4-bit
-// zero per group of 128 (2.5 / 128 bytes per weight); the per-tensor (FP8) and per-channel
-// (INT8) scales are under a thousandth of a byte per weight and left out of the reads.
-double linear_weight_bytes(DType w) {
-  if (w == DType::kInt4) return 0.5 + 2.5 / static_cast<double>(kInt4GroupSize);
+// zero per group of g (2.5 / g bytes per weight), MXFP4 a byte per 32, NVFP4 a byte per 16,
+// block-wise FP8 four bytes per b x b block; the per-tensor (FP8) and per-channel (INT8) scales
+// are under a thousandth of a byte per weight and left out of the reads.
+double linear_weight_bytes(DType w, int group) {
+  if (w == DType::kInt4) {
+    return 0.5 + 2.5 / static_cast<double>(group > 0 ? group : kInt4GroupSize);
+  }
+  if (w == DType::kMxfp4) return 0.5 + 1.0 / static_cast<double>(kMxfp4Group);
+  if (w == DType::kNvfp4) return 0.5 + 1.0 / static_cast<double>(kNvfp4Group);
+  if (w == DType::kFp8 && group > 0) return 1.0 + 4.0 / (static_cast<double>(group) * group);
   return dtype_bits(w) / 8.0;
+}
+
+// The peak of GEMMs whose weights are `w`, over the FP16 peak: FP8 weights run at the FP8
+// tensor peak where the GPU has one (vLLM's W8A8 FP8 path), MXFP4 and NVFP4 weights at the FP4
+// peak where it has one (Blackwell: vLLM's FlashInfer/CUTLASS FP4 MoE and NVFP4 GEMMs); else
+// weights are dequantised into 16-bit GEMMs (weight-only: AWQ/Marlin, Marlin's MXFP4 and NVFP4
+// on Hopper and older) at the FP16 peak.
+double gemm_peak_scale(DType w, const GpuSpec& g) {
+  if (w == DType::kFp8 && g.fp8_flops > 0) return g.fp8_flops / g.fp16_flops;
+  if ((w == DType::kMxfp4 || w == DType::kNvfp4) && g.fp4_flops > 0) {
+    return g.fp4_flops / g.fp16_flops;
+  }
+  return 1.0;
 }
 
 Shape shape_of(const ModelSpec& m, const GpuSpec& g, Parallelism par) {
@@ -78,11 +99,12 @@ Shape shape_of(const ModelSpec& m, const GpuSpec& g, Parallelism par) {
   s.q_lora = m.q_lora_rank;
   s.v_head_dim = m.value_head_dim();
   s.kv_elems = static_cast<double>(m.kv_elements_per_layer(kv_heads_per_gpu(m, tp)));
-  s.wb = linear_weight_bytes(m.weight_dtype);
+  s.wb = linear_weight_bytes(m.weight_dtype, m.weight_group);
+  s.xwb = linear_weight_bytes(m.routed_weight_dtype(), m.weight_group);
+  s.expert_flops_scale = gemm_peak_scale(m.routed_weight_dtype(), g);
   s.ewb = unquantized_bytes(m.weight_dtype);
   s.kvb = dtype_bytes(m.kv_dtype);
-  s.gemm_flops_scale =
-      m.weight_dtype == DType::kFp8 && g.fp8_flops > 0 ? g.fp8_flops / g.fp16_flops : 1.0;
+  s.gemm_flops_scale = gemm_peak_scale(m.weight_dtype, g);
   s.window = m.sliding_window.value_or(0);
   s.tp = tp;
   s.pp = pp;
@@ -156,6 +178,10 @@ OpCost decode_attention_at(const DecodeTerms& d, double n, double t, double laye
   return o;
 }
 
+// Which weights a GEMM reads: a decoder linear layer's (weight_dtype), the routed experts'
+// (their own type when they have one) or 16-bit ones (router, LM head).
+enum class Weights { kLinear, kExperts, kUnquantized };
+
 class Costing {
  public:
   using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
@@ -216,11 +242,13 @@ class Costing {
   // `memo_id`: which of LatencyModel's per-shape memos holds this GEMM (-1: none; the shape
   // must be the same at every call with that id, which the model's fixed dimensions ensure).
   OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
-              double reps, int memo_id, bool quantized = true) const {
+              double reps, int memo_id, Weights kind = Weights::kLinear) const {
     const double flops = 2.0 * m * k * n;
-    const double wb = quantized ? s_.wb : s_.ewb;
+    const double wb = kind == Weights::kLinear ? s_.wb : kind == Weights::kExperts ? s_.xwb : s_.ewb;
     const double bytes = weight_elems * wb + m * k * kActBytes + m * n * kActBytes;
-    const double scale = quantized ? s_.gemm_flops_scale : 1.0;
+    const double scale = kind == Weights::kLinear    ? s_.gemm_flops_scale
+                         : kind == Weights::kExperts ? s_.expert_flops_scale
+                                                     : 1.0;
     const Rates r = rates(OpClass::kGemm, m, 1.0, 1.0, scale);
     OpCost o = op(name, OpClass::kGemm, flops, bytes, 1, reps, r);
     if (ideal_ || g_.sm_count <= 0 || p_.table(OpClass::kGemm, TableMetric::kComputeEfficiency)) {
@@ -668,7 +696,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double moe_L = s.moe_layers;
   double rows = m * s.topk;  // rows through one layer's routed experts on this GPU
   if (s.experts > 1) {
-    add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, moe_L, 4, false));
+    add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, moe_L, 4, Weights::kUnquantized));
     // The tokens entering the layer (d replicas' batches) route uniformly: this GPU's experts
     // (all of them without expert parallelism) take their share of the rows.
     const double tokens = m * s.moe_token_scale;
@@ -676,8 +704,10 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     rows = share == 1.0 ? tokens * s.topk : std::ceil(tokens * s.topk * share);
     const double touched = experts_touched(s.experts, s.topk, tokens) * share;
     const double f = s.expert_ffn;
-    add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f, moe_L, -1));
-    add(it, keep_ops, k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1));
+    add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f, moe_L, -1,
+                             Weights::kExperts));
+    add(it, keep_ops, k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1,
+                             Weights::kExperts));
     if (s.shared_ffn > 0) {
       const double sf = s.shared_ffn;
       add(it, keep_ops, merged("shared_experts",
@@ -716,7 +746,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                          2 * rope_elems * kActBytes},
                         ew_flops, L, m));
   if (emit > 0) {
-    add(it, keep_ops, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, false));
+    add(it, keep_ops, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, Weights::kUnquantized));
   }
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.

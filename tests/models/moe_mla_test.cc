@@ -73,8 +73,11 @@ TEST_CASE("MLA keeps (kv_lora_rank + rope) per token and layer, whole on every T
 
 TEST_CASE("DeepSeek-V3 FP8 weights per GPU: TP 8 against DP 8 with expert parallelism",
           "[models][moe][mla][parallel]") {
-  // FP8 per-tensor: a linear layer is in x out bytes + one 4-byte scale; norms, router,
-  // embedding and LM head 16-bit.
+  // First with FP8 per-tensor scales (weight_group 0): a linear layer is in x out bytes + one
+  // 4-byte scale; norms, router, embedding and LM head 16-bit.
+  ModelSpec per_tensor = moe_model("deepseek-v3");
+  per_tensor.weight_group = 0;
+  const auto pt = [&](Parallelism par) { return weights_bytes_on_gpu(per_tensor, par, 0); };
   // TP 8, per layer: norms 2 x 7168 x 2 = 28,672; MLA with 16 heads per GPU: q_a (replicated)
   // 11,010,048 + 4, its norm 3,072, q_b 1536 x 16 x 192 = 4,718,592 + 4, kv_a (replicated)
   // 4,128,768 + 4, its norm 1,024, kv_b 512 x 16 x 256 = 2,097,152 + 4, o 16 x 128 x 7168 =
@@ -85,7 +88,7 @@ TEST_CASE("DeepSeek-V3 FP8 weights per GPU: TP 8 against DP 8 with expert parall
   // 61 x (28,672 + 36,638,740) + 3 x 49,545,228 + 58 x 1,418,464,268 = 2,236,712,132 +
   // 148,635,684 + 82,270,927,544 = 84,656,275,360; embedding and LM head 2 x 16,160 x 7168 x 2
   // = 463,339,520 (129,280 = 64 x 2020, / 8); final norm 14,336: 85,119,629,216 (79.27 GiB).
-  CHECK(moe_weights("deepseek-v3", Parallelism{8, 1}) == 85'119'629'216);
+  CHECK(pt(Parallelism{8, 1}) == 85'119'629'216);
   // DP 8 + EP: attention, dense layers and shared expert whole on every GPU (t = 1), 32 whole
   // routed experts each. Per layer: norms 28,672; MLA: its 187,107,328 parameters at a byte,
   // less the two latent norms' 2,048 counted again at 2 bytes, plus five 4-byte scales:
@@ -94,12 +97,27 @@ TEST_CASE("DeepSeek-V3 FP8 weights per GPU: TP 8 against DP 8 with expert parall
   // 61 x 187,138,068 + 3 x 396,361,740 + 58 x 1,456,996,748 = 11,415,422,148 + 1,189,085,220
   // + 84,505,811,384; embedding and LM head 2 x 129,280 x 7168 x 2 = 3,706,716,160; final norm
   // 14,336: 100,817,049,248 (93.89 GiB).
-  CHECK(moe_weights("deepseek-v3", Parallelism{1, 1, 8, true}) == 100'817'049'248);
+  CHECK(pt(Parallelism{1, 1, 8, true}) == 100'817'049'248);
   // Without expert parallelism the 8 replicas' GPUs split every expert 8 ways instead
   // (flatten_tp_across_dp): routed 256 x (3 x 7168 x 256 + 12) = 1,409,289,216 in place of
   // 1,409,286,528: 2,688 bytes (the 4-byte scales) more per MoE layer.
-  CHECK(moe_weights("deepseek-v3", Parallelism{1, 1, 8, false}) ==
-        100'817'049'248 + 58 * 2'688);
+  CHECK(pt(Parallelism{1, 1, 8, false}) == 100'817'049'248 + 58 * 2'688);
+  // As the checkpoint ships it (weight_block_size [128, 128]): one FP32 scale per 128 x 128
+  // block, ceil(out / 128) x ceil(in / 128) x 4 bytes. TP 8, per layer: q_a 12 x 56 x 4 = 2,688,
+  // q_b 24 x 12 x 4 = 1,152, kv_a 5 x 56 x 4 = 1,120, kv_b 32 x 4 x 4 = 512, o 56 x 16 x 4 =
+  // 3,584: 9,056 in place of 20, attention 36,647,776. Dense MLP (2304): 2 x 18 x 56 x 4 + 56 x
+  // 18 x 4 = 12,096 in place of 12: 49,557,312. An expert slice or the shared expert (256):
+  // 2 x 2 x 56 x 4 + 56 x 2 x 4 = 1,344 in place of 12: 5,506,368; MoE layer 3,670,016 + 257 x
+  // 5,506,368 = 1,418,806,592. 61 x (28,672 + 36,647,776) + 3 x 49,557,312 + 58 x
+  // 1,418,806,592 + 463,339,520 + 14,336 = 85,140,071,456 (79.29 GiB).
+  CHECK(moe_weights("deepseek-v3", Parallelism{8, 1}) == 85'140'071'456);
+  // DP 8 + EP: attention 187,109,396 + 45,772 of block scales (45,792 in place of 20) =
+  // 187,155,168; dense MLP 396,458,496; a whole expert 44,050,944; MoE layer 3,670,016 + 33 x
+  // 44,050,944 = 1,457,351,168. 61 x 187,183,840 + 3 x 396,458,496 + 58 x 1,457,351,168 +
+  // 3,706,716,160 + 14,336 = 100,840,687,968 (93.92 GiB). With 128-wide blocks the 8-way slices
+  // of every expert (256 wide) carry exactly the whole experts' scale count: no EP difference.
+  CHECK(moe_weights("deepseek-v3", Parallelism{1, 1, 8, true}) == 100'840'687'968);
+  CHECK(moe_weights("deepseek-v3", Parallelism{1, 1, 8, false}) == 100'840'687'968);
   CHECK(local_experts(moe_model("deepseek-v3"), Parallelism{1, 1, 8, true}) == 32);
   CHECK(local_experts(moe_model("deepseek-v3"), Parallelism{1, 1, 8, false}) == 256);
 }
@@ -154,6 +172,10 @@ TEST_CASE("DeepSeek-V3 and Kimi-K2 config.json files read to their catalog entri
   CHECK(d.mtp_layers == 1);
   CHECK(d.param_count() == dc.param_count());
   CHECK(d.kv_bytes_per_token() == dc.kv_bytes_per_token());
+  // quantization_config: fp8 with weight_block_size [128, 128] (the catalog's weight_group).
+  CHECK(d.weight_dtype == DType::kFp8);
+  CHECK(d.weight_group == 128);
+  CHECK(d.weights_bytes() == dc.weights_bytes());
   // Kimi-K2: 64 heads, 384 experts, layer 0 dense. MLA per layer 1536 x 64 x 192 = 18,874,368
   // + 512 x 64 x 256 = 8,388,608 + 64 x 128 x 7168 = 58,720,256 + 11,010,048 + 1,536 +
   // 4,128,768 + 512 = 101,124,096. MoE layer: 7168 x 384 = 2,752,512 + 385 x 44,040,192 =
