@@ -46,9 +46,17 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
     fmt::print("per GPU at {}, the heaviest stage: {} query heads, weights {}\n",
                parallelism_text(o.par.parallelism()), m.heads, dtype_name(m.weight_dtype));
   }
-  fmt::print("model {} ({}: {} layers x {} KV heads x head dim {}, KV {}): {} bytes of KV per token\n",
-             m.name, m.attention_kind(), m.layers, m.kv_heads, m.head_dim, dtype_name(m.kv_dtype),
-             with_commas(m.kv_bytes_per_token()));
+  if (m.mla()) {
+    // One latent and one rotary key per token and layer, the same on every TP rank.
+    fmt::print("model {} (MLA: {} layers x (latent {} + rotary {}), KV {}): {} bytes of KV per "
+               "token\n",
+               m.name, m.layers, m.kv_lora_rank, m.qk_rope_head_dim, dtype_name(m.kv_dtype),
+               with_commas(m.kv_bytes_per_token()));
+  } else {
+    fmt::print("model {} ({}: {} layers x {} KV heads x head dim {}, KV {}): {} bytes of KV per token\n",
+               m.name, m.attention_kind(), m.layers, m.kv_heads, m.head_dim, dtype_name(m.kv_dtype),
+               with_commas(m.kv_bytes_per_token()));
+  }
   if (q.capacity_bytes) {
     fmt::print("capacity {} bytes ({:.2f} GB = {:.2f} GiB), weights {} bytes ({:.2f} GB = {:.2f} GiB)\n",
                with_commas(*q.capacity_bytes), to_gb(*q.capacity_bytes), to_gib(*q.capacity_bytes),

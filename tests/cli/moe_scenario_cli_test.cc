@@ -38,3 +38,14 @@ TEST_CASE("scenarios/deepseek-v3-ep.yaml: TP 8 holds one KV pool, DP 8 + EP eigh
   CHECK(ep["outcomes"]["lost_oom"] == 0);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("kvsim kv prints MLA's latent and its 70,272 bytes a token", "[cli][mla]") {
+  // DeepSeek-V3, BF16 KV: 61 layers x (512 + 64) x 2 bytes; at 4,096 tokens 287,834,112 bytes.
+  auto r = run_cli("kv --model deepseek-v3 --seq 4096 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j[0]["kv_bytes_per_request"] == 287'834'112LL);
+  auto human = run_cli("kv --model deepseek-v3 --seq 4096");
+  CHECK(human.out.find("MLA: 61 layers x (latent 512 + rotary 64), KV bf16): 70,272 bytes") !=
+        std::string::npos);
+}
