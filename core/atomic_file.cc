@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +18,27 @@ namespace fs = std::filesystem;
 namespace {
 // Large enough that a million-row file costs a few hundred write calls.
 constexpr size_t kFlushBytes = size_t{1} << 20;
+
+// Removes "<name>.tmp.<pid>" beside `path` for every pid that is no longer a process: what a run
+// killed while writing `path` left (SIGKILL skips every destructor). A live pid's file may be
+// another process writing the same name; it stays.
+void remove_stale_temporaries(const fs::path& path) {
+  const std::string prefix = path.filename().string() + ".tmp.";
+  std::error_code ec;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || pid <= 0) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code rm;
+      fs::remove(it->path(), rm);
+    }
+  }
+}
 }  // namespace
 
 AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
@@ -29,6 +51,7 @@ AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
     }
     created_dir_ = path_.parent_path();
   }
+  remove_stale_temporaries(path_);
   tmp_ = path_;
   tmp_ += fmt::format(".tmp.{}", ::getpid());
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

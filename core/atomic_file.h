@@ -12,8 +12,10 @@ namespace kvsim {
 
 class AtomicFile {
  public:
-  // Creates missing parent folders and opens the temporary file. Throws InputError naming the
-  // path when the folder is not writable.
+  // Creates missing parent folders and opens the temporary file. Removes the temporaries of
+  // `path` that runs killed while writing it left ("<name>.tmp.<pid>" of a pid no longer
+  // running), so a re-run or a resume leaves nothing behind. Throws InputError naming the path
+  // when the folder is not writable.
   explicit AtomicFile(std::filesystem::path path);
   // Without commit(): removes the temporary file, and the parent folder if this object created it
   // and it is left empty (a failed run leaves nothing behind).

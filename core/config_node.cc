@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/echo_text.h"
 #include "core/errors.h"
 
 namespace kvsim {
@@ -33,6 +34,9 @@ struct ConfigNode::State {
     int column = 0;
   };
   std::map<std::string, Origin> key_origins;
+  // The --set assignments patched into the tree: (the key path, as ConfigNode writes paths, and
+  // the assignment's text). Shared by every node of the tree.
+  std::shared_ptr<const std::vector<std::pair<std::string, std::string>>> sets;
 };
 
 namespace {
@@ -50,11 +54,7 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Map: return "a map";
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: {
-      std::string s = n.Scalar();
-      if (s.size() > 40) s = s.substr(0, 37) + "...";
-      return fmt::format("\"{}\"", s);
-    }
+    case YAML::NodeType::Scalar: return fmt::format("\"{}\"", echo_text(n.Scalar()));
     default: return "an undefined node";
   }
 }
@@ -84,7 +84,7 @@ void validate_tree(const YAML::Node& n, const std::string& source, int depth, in
         throw ConfigError(fmt::format("{}: duplicate key '{}'",
                                       position(source, kv.first.Mark().line + 1,
                                                kv.first.Mark().column + 1),
-                                      key));
+                                      echo_text(key)));
       }
       validate_tree(kv.second, source, depth + 1, count);
     }
@@ -131,6 +131,35 @@ std::string join_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
+// A --set key ("policies.1.guards.0.kind") as ConfigNode writes paths ("policies[1].guards[0].kind").
+std::string set_key_path(const std::string& key) {
+  std::string out, part;
+  std::stringstream ss(key);
+  while (std::getline(ss, part, '.')) {
+    const bool index = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    if (index && !out.empty()) {
+      out += "[" + part + "]";
+    } else {
+      out += (out.empty() ? "" : ".") + part;
+    }
+  }
+  return out;
+}
+
+// The --set assignment that wrote the value at `path` (the last one, when several did), if any: its
+// line:col would be a place in the --set text, not in the file, so messages name it instead.
+const std::string* set_covering(const ConfigNode::State& s, const std::string& path) {
+  if (!s.sets) return nullptr;
+  for (auto it = s.sets->rbegin(); it != s.sets->rend(); ++it) {
+    const std::string& k = it->first;
+    if (path.compare(0, k.size(), k) == 0 &&
+        (path.size() == k.size() || path[k.size()] == '.' || path[k.size()] == '[')) {
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::optional<std::string> nearest_name(const std::string& word,
@@ -164,11 +193,20 @@ ConfigNode ConfigNode::parse_string(std::string_view text, const std::string& so
 
 ConfigNode ConfigNode::parse_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  const std::filesystem::file_type type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::not_found) {
     throw ConfigError(fmt::format("{}: no such file", path.string()));
+  }
+  if (ec) {  // a symbolic link loop, a folder without permission, ...
+    throw ConfigError(fmt::format("{}: cannot read: {}", path.string(), ec.message()));
   }
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError(fmt::format("{}: is a folder, expected a YAML file", path.string()));
+  }
+  // A FIFO would block the read and a device (/dev/zero) never ends it.
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ConfigError(fmt::format("{}: is not a regular file (a FIFO, a device or a socket), "
+                                  "expected a YAML file", path.string()));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot read file", path.string()));
@@ -179,6 +217,15 @@ ConfigNode ConfigNode::parse_file(const std::filesystem::path& path) {
     throw ConfigError(fmt::format("{}: binary data, expected a YAML text file", path.string()));
   }
   return parse_string(text, path.string());
+}
+
+ConfigNode ConfigNode::wrap_with_sets(YAML::Node node, const std::string& source,
+                                      const std::vector<std::string>& sets) {
+  ConfigNode n = wrap(std::move(node), source);
+  auto list = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+  for (const std::string& a : sets) list->emplace_back(set_key_path(a.substr(0, a.find('='))), a);
+  n.state_->sets = std::move(list);
+  return n;
 }
 
 ConfigNode ConfigNode::wrap(YAML::Node node, const std::string& source, const std::string& path) {
@@ -193,6 +240,7 @@ ConfigNode ConfigNode::merge(const std::vector<ConfigNode>& layers, const Config
   s->path = at.path;
   s->line = at.line;
   s->column = at.column;
+  s->sets = at.sets;
   for (const ConfigNode& layer : layers) {
     if (!layer.is_map()) continue;
     for (const auto& kv : layer.state_->node) {
@@ -225,6 +273,9 @@ std::string ConfigNode::where() const {
 }
 
 void ConfigNode::fail(const std::string& message) const {
+  if (const std::string* set = set_covering(*state_, state_->path)) {
+    throw ConfigError(fmt::format("--set {}: {}: {}", echo_text(*set, 80), state_->path, message));
+  }
   if (state_->path.empty()) throw ConfigError(fmt::format("{}: {}", where(), message));
   throw ConfigError(fmt::format("{}: {}: {}", where(), state_->path, message));
 }
@@ -270,8 +321,10 @@ std::optional<ConfigNode> ConfigNode::peek(const std::string& key) const {
     if (kv.first.Scalar() != key) continue;
     const State::Origin o = origin_of(*state_, kv.first);
     const bool merged = state_->key_origins.count(key) > 0;
-    return ConfigNode(make_state(merged ? o.value : kv.second, o.source,
-                                 join_path(o.parent_path, key), o.line, o.column));
+    auto st = make_state(merged ? o.value : kv.second, o.source, join_path(o.parent_path, key),
+                         o.line, o.column);
+    st->sets = state_->sets;
+    return ConfigNode(st);
   }
   return std::nullopt;
 }
@@ -293,6 +346,7 @@ ConfigNode ConfigNode::at(size_t index) const {
   }
   auto s = make_state(state_->node[index], state_->source,
                       fmt::format("{}[{}]", state_->path, index), state_->line, state_->column);
+  s->sets = state_->sets;
   state_->seq_children.emplace(index, s);
   return ConfigNode(s);
 }
@@ -381,7 +435,7 @@ std::string ConfigNode::get_enum(const std::string& key, const std::vector<std::
   for (const auto& ch : choices) list += (list.empty() ? "" : ", ") + ch;
   std::string hint;
   if (auto near = nearest_name(v, choices)) hint = fmt::format("; did you mean '{}'?", *near);
-  c->fail(fmt::format("expected one of {}, got \"{}\"{}", list, v, hint));
+  c->fail(fmt::format("expected one of {}, got \"{}\"{}", list, echo_text(v), hint));
 }
 
 void ConfigNode::reject_unknown_keys() const {
@@ -394,12 +448,35 @@ void ConfigNode::reject_unknown_keys() const {
       if (auto near = nearest_name(key, known)) hint = fmt::format("; did you mean '{}'?", *near);
       const State::Origin o = origin_of(*state_, kv.first);
       std::string where_key = position(o.source, o.line, o.column);
+      if (const std::string* set = set_covering(*state_, join_path(o.parent_path, key))) {
+        where_key = "--set " + echo_text(*set, 80);
+      }
       std::string prefix = o.parent_path.empty() ? "" : o.parent_path + ": ";
-      throw ConfigError(fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, key, hint));
+      throw ConfigError(fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, echo_text(key),
+                                    hint));
     }
   }
   for (const auto& [k, s] : state_->map_children) ConfigNode(s).reject_unknown_keys();
   for (const auto& [i, s] : state_->seq_children) ConfigNode(s).reject_unknown_keys();
+}
+
+void ConfigNode::reject_unknown_keys_listing(const std::string& what) const {
+  if (!is_map()) return;
+  std::vector<std::string> known(state_->known_keys.begin(), state_->known_keys.end());
+  std::sort(known.begin(), known.end());
+  for (const auto& kv : state_->node) {
+    const std::string key = kv.first.Scalar();
+    if (state_->known_keys.count(key)) continue;
+    std::string hint;
+    if (auto near = nearest_name(key, known)) hint = fmt::format("; did you mean '{}'?", *near);
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    const State::Origin o = origin_of(*state_, kv.first);
+    std::string prefix = o.parent_path.empty() ? "" : o.parent_path + ": ";
+    throw ConfigError(fmt::format("{}: {}unknown key '{}'{} ({} accepts: {})",
+                                  position(o.source, o.line, o.column), prefix, key, hint, what,
+                                  list));
+  }
 }
 
 }  // namespace kvsim

@@ -34,6 +34,11 @@ class ConfigNode {
   // Wraps an already-parsed node (e.g. one patched by --set, or a merged section); `path` is the
   // key path its messages start from.
   static ConfigNode wrap(YAML::Node node, const std::string& source, const std::string& path = "");
+  // The same for a tree patched by `sets` (--set KEY=VALUE, in order): an error in a value a --set
+  // wrote names that --set and the key path instead of a line:col, which would be a place in the
+  // --set text labelled with the file's name.
+  static ConfigNode wrap_with_sets(YAML::Node node, const std::string& source,
+                                   const std::vector<std::string>& sets);
   // A map of the entries of `layers` (maps or nulls), a later layer's key replacing an earlier
   // one's (a policy's `engine:` over the scenario's). Nothing is copied: every entry keeps the
   // position and key path it was written at ("policies[1].engine.kv"), so its errors, unknown
@@ -114,6 +119,11 @@ class ConfigNode {
   // Throws for the first key of this map (and of every child reached through child()/at())
   // that no accessor asked for.
   void reject_unknown_keys() const;
+  // The same for this map's own keys only, the message ending with the keys it accepts (sorted):
+  // "...: unknown key 'modle'; did you mean 'model'? (a policy accepts: cluster, engine, ...)",
+  // `what` being "a policy". For a map whose accepted keys a user cannot guess from the docs
+  // at hand.
+  void reject_unknown_keys_listing(const std::string& what) const;
 
   // "file:line:col" of this node (1-based).
   std::string where() const;

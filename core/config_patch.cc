@@ -26,6 +26,12 @@ std::vector<std::string> split_path(const std::string& key) {
 }  // namespace
 
 YAML::Node apply_set(const YAML::Node& root, const std::string& assignment) {
+  YAML::Node out = YAML::Clone(root);
+  apply_set_in_place(out, assignment);
+  return out;
+}
+
+void apply_set_in_place(YAML::Node& root, const std::string& assignment) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw InputError(fmt::format("--set '{}': expected key=value", assignment));
@@ -37,8 +43,7 @@ YAML::Node apply_set(const YAML::Node& root, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw InputError(fmt::format("--set '{}': the value is not valid YAML: {}", assignment, e.msg));
   }
-  YAML::Node out = YAML::Clone(root);
-  YAML::Node cur = out;
+  YAML::Node cur = root;
   const auto parts = split_path(key);
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string& part = parts[i];
@@ -70,7 +75,6 @@ YAML::Node apply_set(const YAML::Node& root, const std::string& assignment) {
                                    cur.IsSequence() ? "list" : "scalar"));
     }
   }
-  return out;
 }
 
 }  // namespace kvsim

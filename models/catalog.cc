@@ -4,6 +4,7 @@
 
 #include "core/config_node.h"
 #include "core/data_path.h"
+#include "core/echo_text.h"
 #include "core/errors.h"
 #include "models/hf_config.h"
 
@@ -33,7 +34,7 @@ const Spec& lookup(const std::map<std::string, Spec>& entries, const std::string
   }
   std::string hint;
   if (auto near = nearest_name(name, names)) hint = fmt::format("; did you mean '{}'?", *near);
-  throw InputError(fmt::format("unknown {} '{}'{} (known: {})", what, name, hint, list));
+  throw InputError(fmt::format("unknown {} '{}'{} (known: {})", what, echo_text(name), hint, list));
 }
 
 }  // namespace
@@ -61,9 +62,26 @@ ModelSpec load_model(const std::string& name_or_file, const Catalog& catalog,
   if (catalog.models().count(name_or_file) != 0) return catalog.model(name_or_file);
   std::filesystem::path file(name_or_file);
   const std::string ext = file.extension().string();
-  if (ext != ".json" && ext != ".yaml" && ext != ".yml") return catalog.model(name_or_file);
   if (file.is_relative() && !base_dir.empty()) file = base_dir / file;
-  if (ext == ".json") {
+  const bool hf = ext == ".json", spec = ext == ".yaml" || ext == ".yml";
+  // A name that is neither in the catalog nor a model file's name, but names something on disk
+  // (a model's folder, /dev/zero): say what it is rather than "unknown model".
+  std::error_code ec;
+  if (!hf && !spec && !std::filesystem::exists(std::filesystem::symlink_status(file, ec))) {
+    return catalog.model(name_or_file);
+  }
+  const std::string what = hf     ? "a Hugging Face config.json"
+                           : spec ? "a kvsim model spec (YAML)"
+                                  : "a catalog name, a config.json or a kvsim model YAML";
+  if (const std::string why = model_file_problem(file, what); !why.empty()) {
+    throw InputError(fmt::format("{}: {}", echo_text(file.string(), 200), why));
+  }
+  if (!hf && !spec) {
+    throw InputError(fmt::format("{}: not a model file: expected {}", echo_text(file.string(), 200),
+                                 "a catalog name, a .json (Hugging Face config.json) or a .yaml "
+                                 "(kvsim model spec)"));
+  }
+  if (hf) {
     ModelSpec m = read_hf_config(file);
     m.name = name_or_file;  // as the user wrote it: outputs do not depend on the working folder
     return m;

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/echo_text.h"
 #include "core/errors.h"
 
 namespace kvsim {
@@ -52,6 +55,72 @@ std::string hf_line_col(const std::string& text, size_t at) {
   return fmt::format("{}:{}", line, at - line_start + 1);
 }
 
+// What a value is, for "got ..." in a message: a scalar as written (a string cut and escaped), a
+// list or an object by its kind and size. Never the value's dump: a key holding a 100,000-deep
+// list would make a 100 KB message, or overflow the stack while dumping it.
+std::string hf_describe(const HfJson& v) {
+  switch (v.type()) {
+    case HfJson::value_t::string: return fmt::format("\"{}\"", echo_text(v.get_ref<const std::string&>()));
+    case HfJson::value_t::array: return fmt::format("a list of {} element(s)", v.size());
+    case HfJson::value_t::object: return fmt::format("an object of {} key(s)", v.size());
+    case HfJson::value_t::null: return "null";
+    default: return v.dump();  // a number or a boolean: short
+  }
+}
+
+// nlohmann's message without its "[json.exception.<kind>.<id>] " prefix and "parse error at line
+// L, column C: " (kvsim says where itself), with the quoted input it echoes ("last read:
+// '...'", "number overflow parsing '...'") cut and escaped.
+std::string hf_json_detail(const std::string& what) {
+  std::string d = what;
+  if (d.rfind("[json.exception.", 0) == 0) {
+    if (const size_t end = d.find("] "); end != std::string::npos) d = d.substr(end + 2);
+  }
+  if (d.rfind("parse error", 0) == 0) {
+    if (const size_t colon = d.find(": "); colon != std::string::npos) d = d.substr(colon + 2);
+  }
+  const size_t open = d.find('\''), close = d.rfind('\'');
+  if (open == std::string::npos || close <= open) return echo_text(d, 200);
+  return echo_text(d.substr(0, open + 1), 200) + echo_text(d.substr(open + 1, close - open - 1)) +
+         echo_text(d.substr(close), 200);
+}
+
+// Builds the document as nlohmann's own DOM parser does, but keeps where the parse stopped and
+// why for every error the parser reports, not only syntax errors: a number too large for a
+// double ("1e400") is reported the same way, with its position.
+class HfDomBuilder : public nlohmann::json_sax<HfJson> {
+ public:
+  explicit HfDomBuilder(HfJson& root) : dom_(root, /*allow_exceptions=*/false) {}
+  bool null() override { return dom_.null(); }
+  bool boolean(bool v) override { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
+  bool string(string_t& v) override { return dom_.string(v); }
+  bool binary(binary_t& v) override { return dom_.binary(v); }
+  bool start_object(std::size_t n) override { return dom_.start_object(n); }
+  bool key(string_t& k) override { return dom_.key(k); }
+  bool end_object() override { return dom_.end_object(); }
+  bool start_array(std::size_t n) override { return dom_.start_array(n); }
+  bool end_array() override { return dom_.end_array(); }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    position_ = position;
+    what_ = e.what();
+    return false;
+  }
+  // Set when the parse failed: the 1-based offset of the last character read, and why.
+  std::optional<std::pair<std::size_t, std::string>> error() const {
+    if (what_.empty()) return std::nullopt;
+    return std::make_pair(position_, what_);
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<HfJson> dom_;
+  std::size_t position_ = 0;
+  std::string what_;
+};
+
 // Reads keys of one config.json, naming the file and the key's place in messages.
 class HfReader {
  public:
@@ -80,14 +149,16 @@ class HfReader {
     if (!has(key)) return fallback;
     const HfJson& v = j_.at(key);
     if (!v.is_boolean()) {
-      fail(key, fmt::format("'{}': expected true or false, got {}", key, v.dump()));
+      fail(key, fmt::format("'{}': expected true or false, got {}", key, hf_describe(v)));
     }
     return v.get<bool>();
   }
   std::string string(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     const HfJson& v = j_.at(key);
-    if (!v.is_string()) fail(key, fmt::format("'{}': expected a string, got {}", key, v.dump()));
+    if (!v.is_string()) {
+      fail(key, fmt::format("'{}': expected a string, got {}", key, hf_describe(v)));
+    }
     return v.get<std::string>();
   }
 
@@ -96,7 +167,7 @@ class HfReader {
     const HfJson& v = j_.at(key);
     if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
       fail(key, fmt::format("'{}': expected an integer in [{}, {}], got {}", key, min, max,
-                            v.dump()));
+                            hf_describe(v)));
     }
     return v.get<int64_t>();
   }
@@ -112,7 +183,8 @@ DType hf_dtype(const HfReader& r) {
   const std::string t = r.string(key, "float16");
   if (t == "bfloat16") return DType::kBf16;
   if (t == "float16" || t == "float32") return DType::kFp16;
-  r.fail(key, fmt::format("'{}': expected bfloat16, float16 or float32, got \"{}\"", key, t));
+  r.fail(key, fmt::format("'{}': expected bfloat16, float16 or float32, got \"{}\"", key,
+                          echo_text(t)));
 }
 
 // An integer list (e.g. mlp_only_layers), empty when absent or null.
@@ -228,7 +300,7 @@ void read_quantization(const HfJson& j, const HfReader& r, ModelSpec& m) {
       m.weight_dtype = DType::kNvfp4;
     } else {
       r.fail("quant_algo", fmt::format("modelopt quant_algo \"{}\" is not one kvsim models "
-                                       "(FP8, NVFP4)", algo));
+                                       "(FP8, NVFP4)", echo_text(algo)));
     }
   } else if (method == "awq" || method == "gptq") {
     const int64_t bits = integer(method == "awq" ? "bits" : "bits", 4);
@@ -242,52 +314,71 @@ void read_quantization(const HfJson& j, const HfReader& r, ModelSpec& m) {
     if (group == 0) r.fail("group_size", "'group_size': expected -1 or a positive integer");
   } else {
     r.fail(key, fmt::format("quant_method \"{}\" is not one kvsim models (fp8, mxfp4, "
-                            "modelopt FP8/NVFP4, awq, gptq)", method));
+                            "modelopt FP8/NVFP4, awq, gptq)", echo_text(method)));
   }
 }
 
-}  // namespace
-
-ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
+// The document, or an InputError naming where the parse stopped: a syntax error, or a number
+// out of range ("1e400"). nlohmann reports the 1-based offset of the last character it read
+// (the end of the offending token).
+HfJson hf_parse(const std::string& text, const std::string& source) {
   HfJson j;
-  try {
-    j = HfJson::parse(text);
-  } catch (const HfJson::parse_error& e) {
-    // e.byte is the 1-based offset of the last character the parser read (the end of the
-    // offending token). The message after "parse error at line L, column C: " says what it
-    // expected.
-    const size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    std::string what = e.what();
-    if (const size_t p = what.find("parse error"); p != std::string::npos) {
-      const size_t colon = what.find(": ", p);
-      what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
-    }
-    throw InputError(fmt::format("{}:{}: malformed JSON: {}", source, hf_line_col(text, at), what));
+  HfDomBuilder builder(j);
+  if (!HfJson::sax_parse(text, &builder) || builder.error()) {
+    const auto [offset, what] = builder.error().value_or(std::make_pair(size_t{0}, std::string()));
+    throw InputError(fmt::format("{}:{}: malformed JSON: {}", source,
+                                 hf_line_col(text, offset > 0 ? offset - 1 : 0),
+                                 what.empty() ? "unreadable" : hf_json_detail(what)));
   }
   if (!j.is_object()) {
     throw InputError(fmt::format("{}:1:1: expected a config.json object, got {}", source,
                                  j.type_name()));
   }
-  const HfReader r(j, text, source);
+  return j;
+}
+
+// The registered architecture `architectures[0]` names. A config.json says which model class
+// loads it as a list of class names; what is wrong with that list is named as such.
+const HfArchitecture& hf_architecture(const HfJson& j, const HfReader& r) {
   std::string supported;
   for (const HfArchitecture& a : hf_architectures()) {
     supported += (supported.empty() ? "" : ", ") + std::string(a.name);
   }
-  if (!j.contains("architectures") || !j["architectures"].is_array() ||
-      j["architectures"].empty() || !j["architectures"][0].is_string()) {
-    r.fail("architectures", fmt::format("config.json names no architecture ('architectures': "
-                                        "[\"...\"]); kvsim models {}", supported));
+  const std::string example = "the model class, e.g. [\"LlamaForCausalLM\"]";
+  if (!r.has("architectures")) {
+    r.fail("architectures", fmt::format("config.json has no 'architectures' (the list naming {}; "
+                                        "supported: {})", example, supported));
   }
-  const std::string arch_name = j["architectures"][0].get<std::string>();
-  const HfArchitecture* arch = nullptr;
+  const HfJson& list = j.at("architectures");
+  if (list.is_string()) {
+    const std::string name = echo_text(list.get_ref<const std::string&>());
+    r.fail("architectures", fmt::format("'architectures': expected a list, got the string "
+                                        "\"{}\"; write [\"{}\"]", name, name));
+  }
+  if (!list.is_array()) {
+    r.fail("architectures", fmt::format("'architectures': expected a list naming {}, got {}",
+                                        example, hf_describe(list)));
+  }
+  if (list.empty()) {
+    r.fail("architectures", fmt::format("'architectures' is an empty list; expected {} "
+                                        "(supported: {})", example, supported));
+  }
+  if (!list[0].is_string()) {
+    r.fail("architectures", fmt::format("'architectures'[0]: expected a model class name such as "
+                                        "\"LlamaForCausalLM\", got {}", hf_describe(list[0])));
+  }
+  const std::string& name = list[0].get_ref<const std::string&>();
   for (const HfArchitecture& a : hf_architectures()) {
-    if (arch_name == a.name) arch = &a;
+    if (name == a.name) return a;
   }
-  if (arch == nullptr) {
-    r.fail("architectures", fmt::format("architecture '{}' is not one kvsim can model "
-                                        "(supported: {})",
-                                        arch_name, supported));
-  }
+  r.fail("architectures", fmt::format("architecture '{}' is not one kvsim can model "
+                                      "(supported: {})", echo_text(name), supported));
+}
+
+ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::string& source) {
+  const HfReader r(j, text, source);
+  const HfArchitecture* arch = &hf_architecture(j, r);
+  const std::string arch_name = arch->name;
 
   ModelSpec m;
   m.name = source;
@@ -331,11 +422,47 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
   return m;
 }
 
-ModelSpec read_hf_config(const std::filesystem::path& file) {
+}  // namespace
+
+ModelSpec parse_hf_config(const std::string& text, const std::string& source) {
+  const HfJson j = hf_parse(text, source);
+  try {
+    return hf_model_spec(j, text, source);
+  } catch (const nlohmann::json::exception& e) {
+    // The reads above check each value's type first; should one slip through, it is still the
+    // one-line error bad input gets, never an uncaught exception.
+    throw InputError(fmt::format("{}:1:1: {}", source, hf_json_detail(e.what())));
+  }
+}
+
+std::string model_file_problem(const std::filesystem::path& file, const std::string& what) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) {
-    throw InputError(fmt::format("{}: no such model file (a Hugging Face config.json)",
-                                 file.string()));
+  const fs::file_status st = fs::status(file, ec);
+  if (ec && st.type() != fs::file_type::not_found) {
+    if (ec == std::errc::too_many_symbolic_link_levels) {
+      return fmt::format("is a symbolic link loop, not {}", what);
+    }
+    return fmt::format("cannot read the model file: {}", ec.message());
+  }
+  switch (st.type()) {
+    case fs::file_type::regular: return "";
+    case fs::file_type::not_found: return fmt::format("no such model file ({})", what);
+    case fs::file_type::directory:
+      return fs::is_regular_file(file / "config.json", ec)
+                 ? "is a folder; name the config.json inside it"
+                 : fmt::format("is a folder, not {}", what);
+    case fs::file_type::fifo: return fmt::format("is a FIFO (named pipe), not {}", what);
+    case fs::file_type::character:
+    case fs::file_type::block: return fmt::format("is a device, not {}", what);
+    case fs::file_type::socket: return fmt::format("is a socket, not {}", what);
+    default: return fmt::format("is not a regular file, not {}", what);
+  }
+}
+
+ModelSpec read_hf_config(const std::filesystem::path& file) {
+  if (const std::string why = model_file_problem(file, "a Hugging Face config.json"); !why.empty()) {
+    throw InputError(fmt::format("{}: {}", echo_text(file.string(), 200), why));
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot read the model config", file.string()));

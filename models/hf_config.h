@@ -17,6 +17,12 @@ namespace kvsim {
 ModelSpec read_hf_config(const std::filesystem::path& file);
 // The same from the file's text; `source` names it in messages and in ModelSpec::source.
 ModelSpec parse_hf_config(const std::string& text, const std::string& source);
+// Why `file` cannot be read as a model file ("" when it is a regular file): missing, a folder (and
+// whether a config.json is inside), a symbolic link loop, a FIFO, a device, a socket. Each is
+// named as what it is: "no such file" for a folder sends the user looking for the wrong thing,
+// and a FIFO or /dev/zero would block or never end. `what` names the file expected, e.g. "a
+// Hugging Face config.json".
+std::string model_file_problem(const std::filesystem::path& file, const std::string& what);
 
 // Keys an architecture reads beyond the common ones and its row's switches.
 enum class HfExtra {

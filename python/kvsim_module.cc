@@ -27,6 +27,7 @@
 #include "models/latency/latency_model.h"
 #include "models/latency/profile.h"
 #include "sim/config/scenario.h"
+#include "sim/run/arguments.h"
 #include "sim/run/scenario_runner.h"
 #include "sim/sweep/sweep_plan.h"
 #include "sim/sweep/sweep_runner.h"
@@ -73,20 +74,40 @@ struct RunArgs {
   bool check_invariants = false;
 };
 
+// Thrown from a run's poll when Ctrl-C (or any signal whose Python handler raises) arrived: the
+// Python error stays set on this thread, to be raised once the run has unwound.
+struct Interrupted {};
+
 // Runs the scenario into args.out_dir: the files `kvsim run -o DIR` writes.
 void run(const RunArgs& a) {
-  ConfigNode raw = parse_scenario(a.scenario, a.source, a.is_path);
-  if (a.policies) raw = select_policies(raw, *a.policies);
-  const Scenario s = load_scenario_with_sets(raw, a.sets, Catalog::builtin());
   RunOptions o;
+  o.arg_front = ArgFront::kPython;
   o.out_dir = a.out_dir;
   o.sample_interval_s = a.sample_interval_s;
   o.check_invariants = a.check_invariants;
   o.timeline_path = a.timeline;
   o.timeline_start_s = a.timeline_start_s;
   if (a.timeline_end_s) o.timeline_end_s = *a.timeline_end_s;
-  py::gil_scoped_release release;
-  run_scenario(s, o);
+  check_run_options(o, ArgFront::kPython);  // before the scenario: the arguments' own errors first
+  ConfigNode raw = parse_scenario(a.scenario, a.source, a.is_path);
+  if (a.policies) raw = select_policies(raw, *a.policies);
+  const Scenario s = load_scenario_with_sets(raw, a.sets, Catalog::builtin());
+  // Python runs its signal handlers only when asked: the engine asks every few thousand events,
+  // so KeyboardInterrupt stops a long run at once, as --max-wall-s does (but writing nothing).
+  o.interrupt_check = [] {
+    bool raised = false;
+    {
+      py::gil_scoped_acquire gil;
+      raised = PyErr_CheckSignals() != 0;
+    }
+    if (raised) throw Interrupted{};
+  };
+  try {
+    py::gil_scoped_release release;
+    run_scenario(s, o);
+  } catch (const Interrupted&) {
+    throw py::error_already_set();  // the KeyboardInterrupt PyErr_CheckSignals left set
+  }
 }
 
 // Runs a sweep's points into out_dir on `jobs` threads: the files `kvsim sweep -o DIR` writes.
@@ -95,13 +116,15 @@ void sweep(const std::string& scenario, const std::string& source, bool is_path,
   ConfigNode raw = parse_scenario(scenario, source, is_path);
   if (!sets.empty()) {  // as `kvsim sweep --set`
     YAML::Node patched = raw.yaml();
-    for (const auto& s : sets) patched = apply_set(patched, s);
-    raw = ConfigNode::wrap(patched, raw.source());
+    for (const auto& s : sets) apply_set_in_place(patched, s);
+    raw = ConfigNode::wrap_with_sets(patched, raw.source(), sets);
   }
+  check_arg(args::kJobs, jobs, ArgFront::kPython);
   const SweepPlan plan = expand_sweep(raw);
   SweepOptions o;
   o.out_dir = out_dir;
-  o.jobs = std::max(1, jobs);
+  o.jobs = jobs;
+  o.run.arg_front = ArgFront::kPython;
   py::gil_scoped_release release;
   run_sweep(plan, Catalog::builtin(), o);
 }
@@ -122,6 +145,10 @@ std::string gpus_json() {
 std::string kv_json(const std::string& model, const std::vector<int64_t>& seqs, int64_t batch,
                     const std::optional<std::string>& gpu, std::optional<double> capacity_gb,
                     std::optional<double> weights_gb) {
+  for (int64_t s : seqs) check_arg(args::kKvSeq, static_cast<double>(s), ArgFront::kPython);
+  check_arg(args::kKvBatch, static_cast<double>(batch), ArgFront::kPython);
+  if (capacity_gb) check_arg(args::kCapacityGb, *capacity_gb, ArgFront::kPython);
+  if (weights_gb) check_arg(args::kWeightsGb, *weights_gb, ArgFront::kPython);
   const Catalog& catalog = Catalog::builtin();
   KvQuery q;
   q.model = catalog.model(model);
@@ -138,6 +165,11 @@ std::string latency_json(const std::string& model, const std::string& gpu,
                          const std::vector<int64_t>& seqs, const std::vector<int64_t>& batches,
                          const std::string& attention, int block_size, int tp, int pp,
                          bool verbose) {
+  for (int64_t s : seqs) check_arg(args::kLatencySeq, static_cast<double>(s), ArgFront::kPython);
+  for (int64_t b : batches) check_arg(args::kLatencyBatch, static_cast<double>(b), ArgFront::kPython);
+  check_arg(args::kBlockSize, block_size, ArgFront::kPython);
+  check_arg(args::kTensorParallel, tp, ArgFront::kPython);
+  check_arg(args::kPipelineParallel, pp, ArgFront::kPython);
   const Catalog& catalog = Catalog::builtin();
   const GpuSpec& g = catalog.gpu(gpu);
   const LatencyModel lm(catalog.model(model), g, default_profile(g), parse_attention_kind(attention),

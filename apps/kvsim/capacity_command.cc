@@ -38,7 +38,7 @@ void capacity(CapacityArgs& a) {
   CapacityOptions& o = a.options;
   o.source = a.scenario;
   YAML::Node tree = ConfigNode::parse_file(a.scenario).yaml();
-  for (const auto& s : a.sets) tree = apply_set(tree, s);
+  for (const auto& s : a.sets) apply_set_in_place(tree, s);
   o.scenario = tree;
   o.criterion = parse_capacity_criterion(a.slo, a.min_availability);
   for (const auto& v : a.over) o.over.push_back(parse_capacity_axis(v));

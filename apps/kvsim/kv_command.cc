@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -20,6 +21,7 @@
 #include "core/data_path.h"
 #include "core/errors.h"
 #include "core/units.h"
+#include "sim/run/arguments.h"
 
 namespace kvsim::cli {
 
@@ -34,15 +36,43 @@ struct KvOptions {
   std::optional<double> weights_gb;
   std::optional<int> kv_heads;
   std::string kv_dtype;
+  int64_t block_size = 16;  // the paged store's block: what a sliding window holds beyond itself
   ParallelFlags par;
   JsonPlotOptions out;
 };
 
+// KV tokens a sequence of `seq_len` tokens holds under `m`'s sliding window in vLLM's paged
+// store: blocks wholly before the window are freed as it grows (SlidingWindowManager.
+// remove_skipped_blocks, docs/memory.md "Sliding-window attention"), so it holds at most the
+// window's blocks plus the one being filled: min(seq_len, (ceil(window / block) + 1) x block).
+// Without a window, seq_len.
+int64_t held_tokens(const ModelSpec& m, int64_t seq_len, int64_t block) {
+  if (!m.sliding_window) return seq_len;
+  const int64_t window_blocks = (*m.sliding_window + block - 1) / block;
+  return std::min(seq_len, (window_blocks + 1) * block);
+}
+
+// The KV bytes actually held under the window, per request and for the batch (the rows'
+// full-attention figures when the model has none). Checked like kv_table's: held <= full.
+struct HeldKv {
+  int64_t per_request = 0, total = 0;
+};
+HeldKv held_kv(const KvQuery& q, const KvRow& r, int64_t block) {
+  const int64_t tokens = held_tokens(q.model, r.seq_len, block);
+  // held / full = tokens / seq_len exactly, and held <= full, so no overflow.
+  const int64_t per = q.model.kv_bytes_per_token() * tokens;
+  return {per, per * r.batch};
+}
+
 std::string gb_gib(int64_t bytes) { return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes)); }
 
-void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptions& o) {
+// `whole`: the model before it is split over GPUs (its attention kind is the model's, whatever
+// one GPU's share of its KV heads is).
+void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptions& o,
+                 const ModelSpec& whole) {
   const ModelSpec& m = q.model;
-  if (!o.par.parallelism().single()) {
+  const bool per_gpu = !o.par.parallelism().single();
+  if (per_gpu) {
     fmt::print("per GPU at {}, the heaviest stage: {} query heads, weights {}\n",
                parallelism_text(o.par.parallelism()), m.heads, dtype_name(m.weight_dtype));
   }
@@ -53,9 +83,19 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
                m.name, m.layers, m.kv_lora_rank, m.qk_rope_head_dim, dtype_name(m.kv_dtype),
                with_commas(m.kv_bytes_per_token()));
   } else {
-    fmt::print("model {} ({}: {} layers x {} KV heads x head dim {}, KV {}): {} bytes of KV per token\n",
-               m.name, m.attention_kind(), m.layers, m.kv_heads, m.head_dim, dtype_name(m.kv_dtype),
-               with_commas(m.kv_bytes_per_token()));
+    const std::string heads = fmt::format("{} KV head{}{}", m.kv_heads, m.kv_heads == 1 ? "" : "s",
+                                          per_gpu ? " per GPU" : "");
+    fmt::print("model {} ({}: {} layers x {} x head dim {}, KV {}): {} bytes of KV per token\n",
+               m.name, whole.attention_kind(), m.layers, heads, m.head_dim,
+               dtype_name(m.kv_dtype), with_commas(m.kv_bytes_per_token()));
+  }
+  const bool window = m.sliding_window.has_value();
+  if (window) {
+    fmt::print("sliding window of {} tokens: a request holds at most the window plus one block "
+               "({} blocks of {} tokens: {} tokens); full attention would hold every token\n",
+               with_commas(*m.sliding_window),
+               (*m.sliding_window + o.block_size - 1) / o.block_size + 1, o.block_size,
+               with_commas(held_tokens(m, std::numeric_limits<int64_t>::max(), o.block_size)));
   }
   if (q.capacity_bytes) {
     fmt::print("capacity {} bytes ({:.2f} GB = {:.2f} GiB), weights {} bytes ({:.2f} GB = {:.2f} GiB)\n",
@@ -63,12 +103,22 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
                with_commas(q.weights_bytes), to_gb(q.weights_bytes), to_gib(q.weights_bytes));
   }
   fmt::print("GB = 1e9 bytes, GiB = 2^30 bytes; columns show GB / GiB\n\n");
-  TextTable t({"seq_len", "KV per request", fmt::format("KV for batch of {}", q.batch),
-               "left after weights+KV", "risk"});
+  std::vector<std::string> header = {"seq_len", "KV per request",
+                                     fmt::format("KV for batch of {}", q.batch)};
+  if (window) {
+    header = {"seq_len", "KV per request (full attention)", "held under the window",
+              fmt::format("KV for batch of {} (full)", q.batch), "held for the batch"};
+  }
+  header.insert(header.end(), {"left after weights+KV", "risk"});
+  TextTable t(header);
   for (const KvRow& r : rows) {
-    t.add_row({with_commas(r.seq_len), gb_gib(r.kv_bytes_per_request), gb_gib(r.kv_bytes_total),
-               r.remaining_bytes ? gb_gib(*r.remaining_bytes) : "-",
-               std::string(risk_name(r.risk))});
+    std::vector<std::string> row = {with_commas(r.seq_len), gb_gib(r.kv_bytes_per_request)};
+    if (window) row.push_back(gb_gib(held_kv(q, r, o.block_size).per_request));
+    row.push_back(gb_gib(r.kv_bytes_total));
+    if (window) row.push_back(gb_gib(held_kv(q, r, o.block_size).total));
+    row.push_back(r.remaining_bytes ? gb_gib(*r.remaining_bytes) : "-");
+    row.emplace_back(risk_name(r.risk));
+    t.add_row(row);
   }
   fmt::print("{}", t.render());
   if (q.capacity_bytes) {
@@ -144,6 +194,7 @@ void run_kv(const KvOptions& o) {
   }
   if (!o.kv_dtype.empty()) q.model.kv_dtype = parse_dtype(o.kv_dtype);
   // Per GPU: the heaviest stage's share (the whole model on one GPU).
+  const ModelSpec whole = q.model;
   const Parallelism par = o.par.parallelism();
   if (!par.single()) {
     check_parallelism(q.model, par);
@@ -156,9 +207,19 @@ void run_kv(const KvOptions& o) {
   q.weights_bytes = o.weights_gb ? gb_to_bytes(*o.weights_gb) : q.model.weights_bytes();
   const auto rows = kv_table(q);
   if (o.out.json) {
-    fmt::print("{}\n", to_json_array(rows).dump(2));
+    nlohmann::ordered_json arr = to_json_array(rows);
+    if (q.model.sliding_window) {  // only then, so other models' JSON keeps its bytes
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const HeldKv h = held_kv(q, rows[i], o.block_size);
+        arr[i]["sliding_window"] = *q.model.sliding_window;
+        arr[i]["block_size"] = o.block_size;
+        arr[i]["window_kv_bytes_per_request"] = h.per_request;
+        arr[i]["window_kv_bytes_total"] = h.total;
+      }
+    }
+    fmt::print("{}\n", arr.dump(2));
   } else {
-    print_human(q, rows, o);
+    print_human(q, rows, o, whole);
   }
   o.out.plot_if_asked("kv", [&] { return kv_plot_data(q, o); });
 }
@@ -171,19 +232,23 @@ void add_kv_command(CLI::App& app) {
   cmd->add_option("--model", o->model, "catalog model name (kvsim models), or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
   cmd->add_option("--seq", o->seqs, "sequence lengths, comma-separated")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000'000}))
+      ->check(CLI::Range(args::kKvSeq.min, args::kKvSeq.max))
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "concurrent requests")
-      ->check(CLI::Range(int64_t{1}, int64_t{100'000'000}))
+      ->check(CLI::Range(args::kKvBatch.min, args::kKvBatch.max))
       ->capture_default_str();
   auto* gpu = cmd->add_option("--gpu", o->gpu, "catalog GPU name: capacity from the catalog (kvsim gpus)");
   cmd->add_option("--capacity-gb", o->capacity_gb, "capacity in decimal GB (instead of --gpu)")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(CLI::Range(args::kCapacityGb.min, args::kCapacityGb.max))
       ->excludes(gpu);
   cmd->add_option("--weights-gb", o->weights_gb, "weights in decimal GB (default: the model's own)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(CLI::Range(args::kWeightsGb.min, args::kWeightsGb.max));
   cmd->add_option("--kv-heads", o->kv_heads, "override the model's KV heads (GQA/MQA what-if)")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--block-size", o->block_size,
+                  "paged KV block in tokens: a sliding-window model holds its window plus one block")
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
+      ->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV element type")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8"}));
   add_parallel_flags(*cmd, o->par, /*with_kv_dtype=*/false);

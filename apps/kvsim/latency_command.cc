@@ -17,6 +17,7 @@
 #include "core/text_table.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "sim/run/arguments.h"
 
 namespace kvsim::cli {
 
@@ -170,7 +171,7 @@ void add_latency_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seq", o->seqs, "prompt lengths, comma-separated")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 32))
+      ->check(CLI::Range(args::kLatencySeq.min, args::kLatencySeq.max))
       ->capture_default_str();
   cmd->add_option("--kv-heads", o->kv_heads, "override the model's KV heads (GQA/MQA what-if)")
       ->check(CLI::Range(1, 4096));
@@ -178,13 +179,13 @@ void add_latency_command(CLI::App& app) {
                   "identical requests processed together; a comma-separated list gives a row per "
                   "(seq_len, batch)")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->check(CLI::Range(args::kLatencyBatch.min, args::kLatencyBatch.max))
       ->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "paged KV block size in tokens (0: contiguous)")
-      ->check(CLI::Range(0, 1 << 20))
+      ->check(CLI::Range(args::kBlockSize.min, args::kBlockSize.max))
       ->capture_default_str();
   cmd->add_option("--tp", o->par.tp, "tensor parallel degree")
-      ->check(CLI::Range(1, 1024))
+      ->check(CLI::Range(args::kTensorParallel.min, args::kTensorParallel.max))
       ->capture_default_str();
   add_parallel_flags(*cmd, o->par, /*with_kv_dtype=*/true);
   cmd->add_option("--profile", o->profile, "latency profile YAML (default: built-in defaults)");

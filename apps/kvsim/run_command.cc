@@ -18,6 +18,7 @@
 #include "sim/metrics/summary_writer.h"
 #include "sim/run/scenario_runner.h"
 #include "sim/timeline/timeline_writer.h"
+#include "sim/run/arguments.h"
 
 namespace kvsim::cli {
 
@@ -100,7 +101,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--sample-interval", a->options.sample_interval_s, "timeseries period (s)")
-      ->check(CLI::Range(1e-6, 1e9))
+      ->check(CLI::Range(args::kSampleInterval.min, args::kSampleInterval.max))
       ->capture_default_str();
   cmd->callback([a] { run(*a); });
 }

@@ -24,6 +24,7 @@
 #include "core/data_path.h"
 #include "core/errors.h"
 #include "sim/sweep/sweep_runner.h"
+#include "sim/run/arguments.h"
 
 namespace kvsim::cli {
 
@@ -105,8 +106,8 @@ void sweep_mpi(SweepArgs& a, const SweepPlan& plan) {
 SweepPlan make_plan(const SweepArgs& a) {
   ConfigNode raw = ConfigNode::parse_file(a.scenario);
   YAML::Node patched = raw.yaml();
-  for (const auto& s : a.sets) patched = apply_set(patched, s);
-  return expand_sweep(a.sets.empty() ? raw : ConfigNode::wrap(patched, a.scenario));
+  for (const auto& s : a.sets) apply_set_in_place(patched, s);
+  return expand_sweep(a.sets.empty() ? raw : ConfigNode::wrap_with_sets(patched, a.scenario, a.sets));
 }
 
 void sweep(SweepArgs& a) {
@@ -152,7 +153,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("scenario", a->scenario, "scenario YAML file")->required();
   cmd->add_option("-o,--out", a->out_dir, "result folder (re-running into it resumes)")->required();
   cmd->add_option("-j,--jobs", a->jobs, "points run at once on threads (default: the cores)")
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(args::kJobs.min, args::kJobs.max));
   cmd->add_option("--set", a->sets,
                   "override a scenario key before expanding: path=value (repeatable)");
   cmd->add_option("--shard", a->shard,
@@ -169,7 +170,7 @@ void add_sweep_command(CLI::App& app) {
                   "stop a runaway point at this simulated time (s)")
       ->capture_default_str();
   cmd->add_option("--sample-interval", a->options.run.sample_interval_s, "timeseries period (s)")
-      ->check(CLI::Range(1e-6, 1e9))
+      ->check(CLI::Range(args::kSampleInterval.min, args::kSampleInterval.max))
       ->capture_default_str();
   cmd->callback([a] { sweep(*a); });
 }

@@ -100,6 +100,11 @@ class PagedBlocks {
   // is computed again (the last token's logits are needed). 0 without prefix caching. allocate()
   // shares exactly these blocks; the engine prefills only the tokens after them.
   virtual int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const = 0;
+  // Free blocks that allocate(request, tokens, ..., prefix) takes now: one per block of the
+  // `tokens` its prefix hits do not cover, and one per hit that sits cached on the free list
+  // (vLLM v1's SingleTypeKVCacheManager.get_num_blocks_to_allocate, evictable hits counted).
+  // The admission gate of vLLM's scheduler_reserve_full_isl asks it for a whole sequence.
+  virtual int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const = 0;
   // Free blocks that grow_to_at_least(request, tokens) needs now (0 when the request holds that
   // many tokens already): it fails, changing nothing, exactly when this exceeds free_blocks().
   // Requires: held, no deferral window open.

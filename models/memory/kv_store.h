@@ -73,6 +73,11 @@ struct PrefixHashes {
   std::span<const uint64_t> hashes;
   int64_t block_tokens = 0;
   int64_t prompt_tokens = 0;
+  // The request the sequence belongs to (-1: none). With it, its full blocks that the hashes do
+  // not cover (generated tokens, a prompt without hashes) are cached under keys of its own, so
+  // that it hits them again when it recomputes after a preemption: vLLM v1 hashes every full
+  // block of a request's tokens, generated ones included (Request.block_hashes).
+  int64_t owner = -1;
 };
 
 // Byte figures of a store. All bytes are exact.

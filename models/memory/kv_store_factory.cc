@@ -57,8 +57,11 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
           o.num_blocks, block_bytes, to_gib(room)));
     }
   } else {
-    o.num_blocks = kv_bytes_from_utilization(node, budget, "paged KV pool") / block_bytes;
-    if (o.num_blocks < 1) node.fail("the KV budget is smaller than one block");
+    // vLLM sizes num_gpu_blocks from the budget and keeps block 0 as its null block (BlockPool:
+    // never allocated), so a request can use one block fewer. `num_blocks` (above) is the
+    // usable pool; the null block's bytes stay free memory here.
+    o.num_blocks = kv_bytes_from_utilization(node, budget, "paged KV pool") / block_bytes - 1;
+    if (o.num_blocks < 1) node.fail("the KV budget is smaller than two blocks (one is vLLM's null block)");
     o.num_blocks = std::min<int64_t>(o.num_blocks, (1LL << 31) - 1);
   }
   return std::make_unique<PagedStore>(model.kv_bytes_per_token(), o);

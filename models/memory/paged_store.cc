@@ -113,7 +113,23 @@ int64_t PagedStore::keyable_blocks(const PrefixHashes& prefix, int64_t limit) co
   return covered / block_tokens_;
 }
 
+int64_t PagedStore::owner_of(const PrefixHashes& prefix) const {
+  // (Not with a sliding window: its blocks leave from the front before they would be keyed.)
+  return prefix_caching_ && sliding_window_ == 0 ? prefix.owner : -1;
+}
+
+int64_t PagedStore::lookup_blocks(const PrefixHashes& prefix, int64_t tokens) const {
+  return owner_of(prefix) >= 0 ? tokens / block_tokens_ : keyable_blocks(prefix, tokens);
+}
+
+uint64_t PagedStore::own_key(int64_t owner, int64_t i) {
+  // A 64-bit mix of the owner, apart from any prompt hash (a collision is a 2^-64 event).
+  return block_key(0xd6e8feb86659fd93ULL * static_cast<uint64_t>(owner + 1) ^ 0x632be59bd9b4e019ULL,
+                   i);
+}
+
 uint64_t PagedStore::key_of(const PrefixHashes& prefix, int64_t i) const {
+  if (i >= keyable_blocks(prefix, 0) && owner_of(prefix) >= 0) return own_key(prefix.owner, i);
   const int64_t last_token = (i + 1) * block_tokens_ - 1;
   return block_key(prefix.hashes[static_cast<size_t>(last_token / prefix.block_tokens)], i);
 }
@@ -121,22 +137,35 @@ uint64_t PagedStore::key_of(const PrefixHashes& prefix, int64_t i) const {
 int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const {
   // At most (tokens - 1) / block_tokens blocks: at least the last token is computed, and the
   // blocks stay whole (vLLM v1: max_cache_hit_length = num_tokens - 1, in whole blocks).
-  const int64_t most = std::min(keyable_blocks(prefix, tokens), (tokens - 1) / block_tokens_);
+  const int64_t most = std::min(lookup_blocks(prefix, tokens), (tokens - 1) / block_tokens_);
   int64_t n = 0;
   while (n < most && by_key_.count(key_of(prefix, n)) != 0) ++n;  // a prefix, not a set
   return n * block_tokens_;
 }
 
+int64_t PagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const {
+  int64_t need = ceil_div(tokens, block_tokens_);
+  if (!prefix_caching_) return need;
+  const int64_t hits = cached_prefix_tokens(prefix, tokens) / block_tokens_;
+  for (int64_t i = 0; i < hits; ++i) {
+    if (blk(by_key_.at(key_of(prefix, i))).ref > 0) --need;  // shared: no free block taken
+  }
+  return need;
+}
+
 void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
-  const auto full = static_cast<size_t>(
-      std::min(static_cast<int64_t>(t.keys.size()), r.tokens / block_tokens_));
+  const int64_t keyable = t.owner >= 0 ? r.tokens : static_cast<int64_t>(t.keys.size()) * block_tokens_;
+  const auto full = static_cast<size_t>(std::min(keyable, r.tokens) / block_tokens_);
   // Keying follows the tokens and skipping lags them, so no freed block is ever keyed here.
   KVSIM_CHECK(t.keyed >= full || static_cast<int64_t>(t.keyed) >= r.skipped,
               "keying block {} of a request that freed {}", t.keyed, r.skipped);
   for (; t.keyed < full; ++t.keyed) {
     const int32_t b = t.blocks[t.keyed - static_cast<size_t>(r.skipped)];
-    blk(b).key = t.keys[t.keyed];
-    by_key_[t.keys[t.keyed]] = b;
+    const uint64_t key = t.keyed < t.keys.size()
+                             ? t.keys[t.keyed]
+                             : own_key(t.owner, static_cast<int64_t>(t.keyed));
+    blk(b).key = key;
+    by_key_[key] = b;
   }
 }
 
@@ -195,6 +224,7 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
     }
     prefix_hits_ += static_cast<int64_t>(hits.size());
     t.keyed = hits.size();  // shared blocks already carry their keys
+    t.owner = owner_of(prefix);
     t.keys.clear();
     for (int64_t i = 0, n = keyable_blocks(prefix, prompt_tokens); i < n; ++i) {
       t.keys.push_back(key_of(prefix, i));
@@ -313,7 +343,7 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
   if (prefix_caching_) {
     // A chunk that completes the last block, or a chunked prefill's later chunk.
     BlockTable& t = table(r);
-    if (t.keyed < t.keys.size()) key_full_blocks(r, t);
+    if (t.keyed < t.keys.size() || t.owner >= 0) key_full_blocks(r, t);
   }
   add_slack(r, +1);
   return AllocResult::success();
@@ -359,6 +389,7 @@ void PagedStore::release(RequestId request) {
     t.blocks.clear();  // keeps its capacity for the slot's next request
     t.keys.clear();
     t.keyed = 0;
+    t.owner = -1;
   } else {
     // Its blocks hold its tokens but those of its freed leading blocks.
     live_tokens_ -= r.tokens - r.skipped * block_tokens_;
@@ -517,6 +548,9 @@ void PagedStore::settle(RequestId request, int64_t tokens) {
       left -= block_tokens_;
       t.blocks.push_back(b);
     }
+    // Blocks its generated tokens filled are cached now (none is looked up before: only the
+    // request itself knows their keys, and it settles before it releases them).
+    if (t.owner >= 0) key_full_blocks(*r, t);
   }
   deferred_tokens_ -= tokens;
 }
@@ -597,7 +631,8 @@ void PagedStore::check_block_records() const {
     const BlockTable& t = table(r);
     KVSIM_CHECK(static_cast<int64_t>(t.blocks.size()) == r.held,
                 "request {} lists {} blocks, holds {}", r.id, t.blocks.size(), r.held);
-    KVSIM_CHECK(t.keyed <= t.keys.size() && static_cast<int64_t>(t.keyed) <= r.skipped + r.held,
+    KVSIM_CHECK((t.keyed <= t.keys.size() || t.owner >= 0) &&
+                    static_cast<int64_t>(t.keyed) <= r.skipped + r.held,
                 "request {} keyed {} of {} keys, {} blocks", r.id, t.keyed, t.keys.size(),
                 r.held);
     for (int32_t b : t.blocks) ++owners[static_cast<size_t>(b)];

@@ -66,6 +66,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t prefix_hit_blocks() const override { return prefix_hits_; }
   bool prefix_caching() const override { return prefix_caching_; }
   int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
+  int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const override;
   int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
 
   // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
@@ -111,6 +112,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     std::vector<int32_t> blocks;
     std::vector<uint64_t> keys;
     size_t keyed = 0;
+    int64_t owner = -1;  // full blocks past `keys` are keyed as this request's own (-1: none)
   };
   // Token capacity up to the end of the request's last block, freed leading blocks included.
   int64_t span_tokens(const Req& r) const { return (r.skipped + r.held) * block_tokens_; }
@@ -130,7 +132,14 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Blocks of the prompt `prefix` describes that can be keyed: those that end inside the prompt
   // (at most `limit` tokens when prefix.prompt_tokens is unset) and inside the hashes.
   int64_t keyable_blocks(const PrefixHashes& prefix, int64_t limit) const;
-  // Key of the prompt's block `i` (< keyable_blocks).
+  // The request whose own blocks `prefix` keys (PrefixHashes::owner), or -1: none (no prefix
+  // caching, a sliding window, no owner).
+  int64_t owner_of(const PrefixHashes& prefix) const;
+  // Leading blocks of a `tokens`-token sequence that a lookup may find: keyable_blocks, or with
+  // an owner every full block.
+  int64_t lookup_blocks(const PrefixHashes& prefix, int64_t tokens) const;
+  static uint64_t own_key(int64_t owner, int64_t i);
+  // Key of block `i` (< lookup_blocks): from the hashes, or the owner's own past them.
   uint64_t key_of(const PrefixHashes& prefix, int64_t i) const;
   // Keys the request's full prompt blocks up to its tokens (prefix caching).
   void key_full_blocks(const Req& r, BlockTable& t);

@@ -15,6 +15,7 @@ documents the module.
 import csv
 import io
 import json
+import numbers
 import os
 import subprocess
 import sys
@@ -63,6 +64,38 @@ def _set_args(values):
             out.append("%s=%s" % (key, text))
         return out
     return [str(v) for v in values]
+
+
+def _integer(name, value):
+    """`value` as an int, or TypeError naming the argument: no bools, no floats (seed=1.5 used to
+    run seed 1), no strings. Ranges are the library's to check (sim/run/arguments.h)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("%s: expected an integer, got %r (%s)" % (name, value, type(value).__name__))
+    return int(value)
+
+
+def _number(name, value):
+    """`value` as a float, or TypeError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s: expected a number, got %r (%s)" % (name, value, type(value).__name__))
+    return float(value)
+
+
+def _text(name, value):
+    """`value` as a str, or TypeError naming the argument (not pybind11's signature dump)."""
+    if not isinstance(value, str):
+        raise TypeError("%s: expected a string, got %r (%s)" % (name, value, type(value).__name__))
+    return value
+
+
+def _integers(name, values):
+    """One integer or a list of them, each checked, as a list."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (numbers.Integral, list, tuple, range)):
+        raise TypeError("%s: expected an integer or a list of integers, got %r (%s)"
+                        % (name, values, type(values).__name__))
+    if isinstance(values, numbers.Integral):
+        return [_integer(name, values)]
+    return [_integer("%s[%d]" % (name, i), v) for i, v in enumerate(values)]
 
 
 def _cell(text):
@@ -172,14 +205,25 @@ def run(scenario, *, seed=None, set=None, policies=None, timeline=None, timeline
     text, source, is_path = _scenario_args(scenario)
     sets = _set_args(set)
     if seed is not None:
-        sets.append("seed=%d" % seed)
-    start, end = timeline_window if timeline_window is not None else (0.0, None)
+        sets.append("seed=%d" % _integer("seed", seed))
+    start, end = 0.0, None
+    if timeline_window is not None:
+        if isinstance(timeline_window, (str, bytes)) or not hasattr(timeline_window, "__len__") \
+                or len(timeline_window) != 2:
+            raise TypeError("timeline_window: expected (start, end) in simulated seconds, got %r"
+                            % (timeline_window,))
+        start = _number("timeline_window[0]", timeline_window[0])
+        if timeline_window[1] is not None:
+            end = _number("timeline_window[1]", timeline_window[1])
+    if policies is not None and (isinstance(policies, str) or
+                                 not all(isinstance(p, str) for p in policies)):
+        raise TypeError("policies: expected a list of policy names, got %r" % (policies,))
     with tempfile.TemporaryDirectory(prefix="kvsim-run-") as tmp:
         _kvsim.run(text, source, is_path, sets, list(policies) if policies is not None else None,
                    tmp, timeline=os.fspath(timeline) if timeline else "",
-                   timeline_start_s=float(start),
-                   timeline_end_s=None if end is None else float(end),
-                   sample_interval_s=float(sample_interval), check_invariants=check_invariants)
+                   timeline_start_s=start, timeline_end_s=end,
+                   sample_interval_s=_number("sample_interval", sample_interval),
+                   check_invariants=bool(check_invariants))
         files = {}
         for name in RUN_FILES:
             with open(os.path.join(tmp, name), "rb") as f:
@@ -219,26 +263,28 @@ def sweep(scenario, *, out=None, jobs=None, set=None):
     if out is None:
         keep = tempfile.TemporaryDirectory(prefix="kvsim-sweep-")
         out = keep.name
-    _kvsim.sweep(text, source, is_path, _set_args(set), os.fspath(out), int(jobs or os.cpu_count() or 1))
+    jobs = (os.cpu_count() or 1) if jobs is None else _integer("jobs", jobs)
+    _kvsim.sweep(text, source, is_path, _set_args(set), os.fspath(out), jobs)
     return SweepResult(os.fspath(out), keep)
-
-
-def _seqs(values):
-    return [int(values)] if isinstance(values, int) else [int(v) for v in values]
 
 
 def kv(model="seed-7b-mha", seq=(2048, 4096, 8192, 16384, 32768), *, batch=1, gpu=None,
        capacity_gb=None, weights_gb=None):
     """KV-cache bytes per request and per batch, and what is left: `kvsim kv --json`'s rows."""
-    return _records(json.loads(_kvsim.kv_json(model, _seqs(seq), int(batch), gpu, capacity_gb,
-                                              weights_gb)))
+    return _records(json.loads(_kvsim.kv_json(
+        _text("model", model), _integers("seq", seq), _integer("batch", batch),
+        None if gpu is None else _text("gpu", gpu),
+        None if capacity_gb is None else _number("capacity_gb", capacity_gb),
+        None if weights_gb is None else _number("weights_gb", weights_gb))))
 
 
 def latency(model="seed-7b-mha", gpu="a100-sxm4-80gb", seq=(4096, 16384, 32768), *, batch=1,
             attention="flash", block_size=0, tp=1, pp=1, verbose=False):
     """Prefill, TTFT and decode time with their bounds: `kvsim latency --json`'s rows."""
-    return _records(json.loads(_kvsim.latency_json(model, gpu, _seqs(seq), _seqs(batch), attention,
-                                                   int(block_size), int(tp), int(pp), verbose)))
+    return _records(json.loads(_kvsim.latency_json(
+        _text("model", model), _text("gpu", gpu), _integers("seq", seq),
+        _integers("batch", batch), _text("attention", attention),
+        _integer("block_size", block_size), _integer("tp", tp), _integer("pp", pp), bool(verbose))))
 
 
 def models():

@@ -12,7 +12,9 @@
 #include "core/config_node.h"
 #include "core/errors.h"
 #include "core/text_table.h"
+#include "sim/config/scenario.h"
 #include "sim/sweep/sweep_plan.h"
+#include "workloads/workload.h"
 
 namespace kvsim {
 
@@ -102,6 +104,28 @@ std::string value_text(double v, bool integer) {
   return integer ? fmt::format("{}", static_cast<int64_t>(std::llround(v))) : fmt::format("{:.6g}", v);
 }
 
+// How far a search strays from the scenario's value before it gives up: 2^20 times above it, or
+// 2^-10 below it (probes ever slower to simulate: a tenth of the rate is ten times the span).
+constexpr double kMaxGrowth = 1 << 20;
+constexpr double kMaxShrink = 1 << 10;
+
+// Why the scenario refuses `value` for the search key ("" when it takes it): a value the search
+// makes up (a doubled rate) may be outside the key's range. Loading the point and its workload
+// finds it without running it.
+std::string refuses(const YAML::Node& tree, const std::string& source, const std::string& key,
+                    const std::string& value, const Catalog& catalog) {
+  try {
+    YAML::Node t = YAML::Clone(tree);
+    t["sweep"]["grid"][key].push_back(YAML::Load(value));
+    const SweepPlan plan = expand_sweep(ConfigNode::wrap(t, source));
+    const Scenario sc = load_scenario(ConfigNode::wrap(plan.points[0].tree, source), catalog);
+    if (auto w = sc.root.optional_child("workload")) (void)make_workload(*w, sc.seed);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // One configuration's search (see the header).
 void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source,
             const fs::path& dir, const CapacityOptions& o, const Catalog& catalog,
@@ -124,6 +148,7 @@ void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source
   const int jobs = std::max(1, std::min(o.sweep.jobs, 16));
   double ok = 0, bad = 0;  // the bracket: largest value that met, smallest that failed (0: none)
   std::vector<double> tried;
+  std::string refused;  // why the scenario refused a value beyond the bracket ("" if none)
   for (int round = 0; round < o.max_rounds; ++round) {
     if (ok > 0 && bad > 0) {
       if (bad - ok <= (integer ? 1.0 : o.tolerance * bad)) break;
@@ -137,6 +162,16 @@ void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source
       else v = ok + (bad - ok) * (k + 1) / (jobs + 1);
       v = std::stod(value_text(v, integer));
       if (integer && v < 1) continue;
+      if (bad == 0 && v > v0 * kMaxGrowth * (1 + 1e-6)) continue;  // 6-digit rounding
+      if (ok == 0 && v < v0 / kMaxShrink * (1 - 1e-6)) continue;
+      if (v != v0 && bad * ok == 0) {  // beyond the bracket: a value the search made up
+        if (const std::string why = refuses(tree, source, o.search_key, value_text(v, integer),
+                                            catalog);
+            !why.empty()) {
+          refused = why;
+          continue;
+        }
+      }
       if (std::find(tried.begin(), tried.end(), v) != tried.end()) continue;
       if (std::find(cand.begin(), cand.end(), v) != cand.end()) continue;
       cand.push_back(v);
@@ -172,6 +207,20 @@ void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source
   c.max_load = ok;
   c.fail_load = bad;
   c.met = ok >= v0;
+  // A search with one side of the bracket only found no answer: say which, in terms of the load
+  // (never the scenario's range error for a value the search made up).
+  if (bad * ok == 0 && !c.probes.empty()) {
+    const std::string beyond = refused.empty() ? "" : fmt::format(" (beyond it: {})", refused);
+    if (bad > 0) {
+      const auto lowest = std::find_if(c.probes.begin(), c.probes.end(),
+                                       [&](const CapacityProbe& p) { return p.value == bad; });
+      c.why = fmt::format("no load meets the SLO: at the lowest {} tried, {}, {}{}", o.search_key,
+                          value_text(bad, integer), lowest->why, beyond);
+    } else {
+      c.why = fmt::format("every load tried meets the SLO, up to {} = {}{}", o.search_key,
+                          value_text(ok, integer), beyond);
+    }
+  }
 }
 
 }  // namespace
@@ -206,7 +255,9 @@ CapacityAxis parse_capacity_axis(const std::string& text) {
   return a;
 }
 
-CapacityReport run_capacity(const CapacityOptions& o, const Catalog& catalog) {
+namespace {
+
+CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalog) {
   if (o.scenario["sweep"]) {
     throw InputError(fmt::format("{}: capacity runs its own points; remove the `sweep:` block",
                                  o.source));
@@ -256,6 +307,8 @@ CapacityReport run_capacity(const CapacityOptions& o, const Catalog& catalog) {
     } else {
       search(c, cf.tree, o.source, cf.name.empty() ? out / "search" : out / "search" / cf.name, o,
              catalog, rep);
+      // One configuration: a search without an answer is the run's answer, one line.
+      if (o.over.empty() && !c.why.empty()) throw InputError(c.why);
     }
     if (c.figures.empty()) c.figures.assign(o.criterion.bounds.size(), std::nan(""));
     rep.configs.push_back(std::move(c));
@@ -285,6 +338,26 @@ CapacityReport run_capacity(const CapacityOptions& o, const Catalog& catalog) {
     }
   }
   return rep;
+}
+
+}  // namespace
+
+CapacityReport run_capacity(const CapacityOptions& o, const Catalog& catalog) {
+  const fs::path out = o.sweep.out_dir;
+  std::error_code ec;
+  const bool existed = fs::exists(out, ec);
+  try {
+    return run_capacity_into(o, catalog);
+  } catch (const InputError& e) {
+    // A folder this run made holds nothing worth keeping: remove it. One that was there (a resume)
+    // keeps its probes, finished ones included, and the message says so.
+    if (!existed) {
+      fs::remove_all(out, ec);
+      throw;
+    }
+    throw InputError(fmt::format("{} (the probes run so far stay in {}/ for a resume)", e.what(),
+                                 out.string()));
+  }
 }
 
 namespace {
@@ -337,7 +410,7 @@ std::string capacity_table(const CapacityReport& r) {
     const CapacityConfig& c = r.configs[i];
     std::vector<std::string> row = c.values;
     row.push_back(std::to_string(c.cost.gpus));
-    row.push_back(c.cost.gpu_hour_usd > 0 ? fmt::format("{:.2f}", c.cost.cost_per_hour_usd()) : "-");
+    row.push_back(c.cost.cost_per_hour_usd() > 0 ? fmt::format("{:.2f}", c.cost.cost_per_hour_usd()) : "-");
     if (s) {
       row.push_back(c.max_load > 0 ? num(c.max_load) : "none");
       row.push_back(c.fail_load > 0 ? num(c.fail_load) : "-");

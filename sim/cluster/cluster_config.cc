@@ -46,6 +46,7 @@ std::vector<ReplicaGroupConfig> parse_groups(const ConfigNode& groups) {
     group.count = g.get<int>("count", 1, {.min = 1, .max = kMaxReplicas});
     group.role = g.get_enum("role", {"mixed", "prefill", "decode"}, std::string("mixed"));
     group.gpu = g.optional_child("gpu");
+    group.model = g.optional_child("model");
     g.allow({"engine"});
     group.engine = g.peek("engine");
     if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");

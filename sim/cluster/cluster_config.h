@@ -15,7 +15,8 @@ struct ReplicaGroupConfig {
   std::string name;                   // labels its replicas "<name>-<index>"
   int count = 1;
   std::string role = "mixed";         // mixed, prefill or decode (docs/cluster.md)
-  std::optional<ConfigNode> gpu;      // a catalog name or inline spec; absent: the scenario's
+  std::optional<ConfigNode> gpu;      // a catalog name or inline spec; absent: the policy's
+  std::optional<ConfigNode> model;    // likewise (a catalog name, file or inline spec)
   std::optional<ConfigNode> engine;   // merged over the policy's engine (peeked, not read)
 };
 

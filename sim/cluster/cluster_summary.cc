@@ -47,8 +47,32 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
                                         .kv_pool_mean_occupancy = r.kv_pool_mean_occupancy,
                                         .ttft = r.ttft,
                                         .tpot = r.tpot,
-                                        .e2e = r.e2e});
+                                        .e2e = r.e2e,
+                                        .gpus = id.gpus,
+                                        .model = id.model,
+                                        .batch = r.batch});
   }
+  // Busy share and MFU: each replica's own over its duration, weighted by its GPU time
+  // (GPUs x duration_s), i.e. busy GPU-seconds (and FLOPs over peak) over measured GPU-seconds.
+  // FLOPs and the peak per GPU: means over the GPUs.
+  double gpu_s = 0, busy_gpu_s = 0, peak_gpu_s = 0, gpus = 0, flops = 0, peak = 0;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const BatchSummary& b = replicas[i].batch;
+    const double g = identities[i].gpus, d = replicas[i].duration_s;
+    gpu_s += g * d;
+    busy_gpu_s += g * b.busy_share * d;
+    peak_gpu_s += g * b.mfu * d;
+    gpus += g;
+    flops += g * b.flops;
+    peak += g * b.peak_flops_per_s;
+  }
+  BatchSummary& tb = totals.batch;
+  tb.busy_share = gpu_s > 0 ? busy_gpu_s / gpu_s : 0;
+  tb.mfu = gpu_s > 0 ? peak_gpu_s / gpu_s : 0;
+  tb.flops = gpus > 0 ? flops / gpus : 0;
+  tb.peak_flops_per_s = gpus > 0 ? peak / gpus : 0;
+  totals.gpus = 0;
+  for (const ReplicaIdentity& id : identities) totals.gpus += id.gpus;
   // Conservation: every outcome the totals hold is a replica's, except the requests routed to
   // nothing (failed_unavailable while every replica was down).
   const size_t unavailable = outcome_index(Outcome::kFailedUnavailable);

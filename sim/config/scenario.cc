@@ -12,6 +12,21 @@
 
 namespace kvsim {
 
+ModelSpec load_model_node(const ConfigNode& node, const Catalog& catalog) {
+  ModelSpec m = resolve_model(node, catalog);
+  // Byte arithmetic downstream (pools, guards, OOM reports) multiplies token counts up to
+  // max_position by the KV bytes per token in int64; bound the product here, at load time, with
+  // room for block rounding and sums (real models need under 1e11 bytes).
+  const auto longest_kv = checked_mul(m.kv_bytes_per_token(), m.max_position);
+  if (!longest_kv || *longest_kv > kMaxSequenceKvBytes) {
+    node.fail(fmt::format(
+        "model '{}': one max_position sequence ({} tokens x {} KV bytes/token) needs more than "
+        "1e18 bytes of KV; lower max_position or the model's size",
+        m.name, m.max_position, m.kv_bytes_per_token()));
+  }
+  return m;
+}
+
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
   if (!root.is_map()) root.fail_expected("a scenario (a YAML map)");
   // Declare every top-level key first, so a typo is reported as a typo ("did you mean
@@ -23,17 +38,7 @@ Scenario load_scenario(const ConfigNode& root, const Catalog& catalog) {
   s.name = root.get<std::string>("name");
   s.description = root.get<std::string>("description", "");
   s.seed = static_cast<uint64_t>(root.get<int64_t>("seed", 0, {.min = 0, .max = 9.0e15}));
-  s.model = resolve_model(root.child("model"), catalog);
-  // Byte arithmetic downstream (pools, guards, OOM reports) multiplies token counts up to
-  // max_position by the KV bytes per token in int64; bound the product here, at load time, with
-  // room for block rounding and sums (real models need under 1e11 bytes).
-  const auto longest_kv = checked_mul(s.model.kv_bytes_per_token(), s.model.max_position);
-  if (!longest_kv || *longest_kv > kMaxSequenceKvBytes) {
-    root.child("model").fail(fmt::format(
-        "model '{}': one max_position sequence ({} tokens x {} KV bytes/token) needs more than "
-        "1e18 bytes of KV; lower max_position or the model's size",
-        s.model.name, s.model.max_position, s.model.kv_bytes_per_token()));
-  }
+  s.model = load_model_node(root.child("model"), catalog);
   s.gpu = resolve_gpu(root.child("gpu"), catalog);
   s.catalog = &catalog;
   root.reject_unknown_keys();
@@ -47,9 +52,9 @@ Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& ca
 Scenario load_scenario_with_sets(const ConfigNode& raw, const std::vector<std::string>& sets,
                                  const Catalog& catalog) {
   if (sets.empty()) return load_scenario(raw, catalog);
-  YAML::Node patched = raw.yaml();
-  for (const auto& s : sets) patched = apply_set(patched, s);
-  return load_scenario(ConfigNode::wrap(patched, raw.source()), catalog);
+  YAML::Node patched = raw.yaml();  // raw's own tree: patched in place, keeping its positions
+  for (const auto& s : sets) apply_set_in_place(patched, s);
+  return load_scenario(ConfigNode::wrap_with_sets(patched, raw.source(), sets), catalog);
 }
 
 namespace {

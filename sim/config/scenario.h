@@ -38,11 +38,17 @@ inline const std::vector<std::string> kScenarioSections = {"engine", "workload",
 // byte figure the engine derives from token counts far inside int64.
 inline constexpr int64_t kMaxSequenceKvBytes = 1'000'000'000'000'000'000;
 
+// A `model:` node (a catalog name, a model file or an inline spec: the scenario's, a policy's or
+// a replica group's), with its KV bytes bounded (kMaxSequenceKvBytes). Throws ConfigError.
+ModelSpec load_model_node(const ConfigNode& node, const Catalog& catalog);
+
 // Reads and validates the scenario's top level. Throws ConfigError with file:line:col.
 Scenario load_scenario(const ConfigNode& root, const Catalog& catalog);
 Scenario load_scenario_file(const std::filesystem::path& path, const Catalog& catalog);
 // The scenario `raw` (a parsed file or text) with every `--set path=value` applied first, in
-// order (core/config_patch.h): what `kvsim run` and the Python module's kvsim.run() load.
+// order (core/config_patch.h): what `kvsim run` and the Python module's kvsim.run() load. The
+// sets patch raw's own tree (so every value keeps its file position); an error in a value a --set
+// wrote names the --set and the key.
 Scenario load_scenario_with_sets(const ConfigNode& raw, const std::vector<std::string>& sets,
                                  const Catalog& catalog);
 

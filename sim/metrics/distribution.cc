@@ -80,6 +80,13 @@ void CountDistribution::add_outside(int64_t value, int64_t count) {
   }
 }
 
+void CountDistribution::merge(const CountDistribution& other) {
+  for (size_t v = 0; v < other.dense_.size(); ++v) {
+    if (other.dense_[v] > 0) add(static_cast<int64_t>(v), other.dense_[v]);
+  }
+  for (const auto& [v, c] : other.sparse_) add(v, c);
+}
+
 LatencyStats CountDistribution::stats() const {
   return stats_of(runs(), n_, n_ ? sum_.value() / n_ : 0.0L);
 }
@@ -156,6 +163,14 @@ void LogDistribution::count_in(int64_t bucket, int64_t count) {
   const auto i = static_cast<size_t>(bucket + 1);
   if (i >= counts_.size()) counts_.resize(std::max<size_t>(i + 1, 2 * counts_.size()));
   counts_[i] += count;
+}
+
+void LogDistribution::merge(const LogDistribution& other) {
+  for (size_t i = 0; i < other.counts_.size(); ++i) {
+    if (other.counts_[i] > 0) count_in(static_cast<int64_t>(i) - 1, other.counts_[i]);
+  }
+  n_ += other.n_;
+  sum_ns_.add_sum(other.sum_ns_.exact());
 }
 
 double LogDistribution::middle_seconds(int64_t bucket) {

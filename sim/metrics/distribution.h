@@ -31,6 +31,7 @@ class ExactSum {
   void add(int64_t v, int64_t count) { sum_ += static_cast<Int128>(v) * count; }
   void add_sum(Int128 sum) { sum_ += sum; }  // values whose sum is known
   long double value() const { return static_cast<long double>(sum_); }
+  Int128 exact() const { return sum_; }
 
  private:
   Int128 sum_ = 0;
@@ -58,6 +59,9 @@ class CountDistribution {
     sum_.add(value, count);
   }
   int64_t count() const { return n_; }
+  // Adds every sample of `other` (a cluster's replicas into the cluster's distribution): the
+  // same as adding them one by one.
+  void merge(const CountDistribution& other);
   LatencyStats stats() const;
   // At most `max_bins` equal-width bins of whole numbers over [min, max + 1).
   Histogram histogram(int max_bins = 32) const;
@@ -111,6 +115,8 @@ class LogDistribution {
     sum_ns_.add_sum(sum);
   }
   int64_t count() const { return n_; }
+  // Adds every sample of `other`, bucket by bucket: the same as adding them one by one.
+  void merge(const LogDistribution& other);
   LatencyStats stats_seconds() const;       // in seconds
   Histogram histogram_seconds(int max_bins = 32) const;
 

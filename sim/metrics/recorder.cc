@@ -76,6 +76,22 @@ int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
   return pool.budget().device_bytes_for_torch();
 }
 
+void check_occupancy(const PolicySummary& s) {
+  // The mean and the peak are two divisions of exact integers by the pool; a mean equal to the
+  // peak (KV held at its peak all along) may land an ulp or two above it.
+  const auto check = [&](double peak, double mean, const std::string& replica) {
+    KVSIM_CHECK(mean >= 0 && mean <= peak * (1 + 1e-12) && peak <= 1,
+                "policy {}{}: KV pool occupancy mean {} and peak {} break 0 <= mean <= peak <= 1",
+                s.name, replica.empty() ? "" : ", replica " + replica, mean, peak);
+  };
+  check(s.kv_pool_peak_occupancy, s.kv_pool_mean_occupancy, "");
+  if (s.cluster) {
+    for (const ReplicaSummary& r : s.cluster->replicas) {
+      check(r.kv_pool_peak_occupancy, r.kv_pool_mean_occupancy, r.label);
+    }
+  }
+}
+
 void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
   if (cluster_ && !r.prefill_only) cluster_->on_outcome(r, replica_);
   KVSIM_CHECK(r.outcome != Outcome::kNone, "request {} recorded without an outcome", r.spec.id);
@@ -198,6 +214,7 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
   const int64_t held = s.kv_live_bytes + s.kv_waste_bytes;
   held_byte_ns_ += static_cast<Int128>(held_bytes_) * (t - held_since_);  // exact
   held_since_ = t;
+  note_held(t, held_bytes_, held);
   held_bytes_ = held;
   peak_held_bytes_ = std::max(peak_held_bytes_, held);
   summary_.peak_driver_used_bytes =
@@ -327,8 +344,12 @@ void Recorder::on_decode_run(const DecodeRun& run) {
       figure([](const MemorySnapshot& s) { return s.kv_live_bytes + s.kv_waste_bytes; });
   // The gap before the run at the last held figure, the run's starts over their steps (each end
   // lasts no time: the next start is at the same instant).
-  held_byte_ns_ += static_cast<Int128>(held_bytes_) * (run.t - held_since_) + integral(held);
+  const Int128 run_held_byte_ns = integral(held);
+  held_byte_ns_ += static_cast<Int128>(held_bytes_) * (run.t - held_since_) + run_held_byte_ns;
   held_since_ = t_end;
+  // A decode run holds its requests' KV at every step: only its end may release the last of it.
+  if (run_held_byte_ns > 0) note_held(run.t, 0, 1);
+  note_held(t_end, held_bytes_ > 0 || run_held_byte_ns > 0 ? 1 : 0, held.at_last(run) + held.fe);
   held_bytes_ = held.at_last(run) + held.fe;  // the last end
   peak_held_bytes_ = max_with_run(peak_held_bytes_, held, run);
   const RunFigure driver_used =
@@ -411,14 +432,26 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
   s.prefix_hit_rate = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) /
                                                       static_cast<double>(s.prefix_query_tokens)
                                                 : 0.0;
-  // Occupancy. KV is held only between an arrival and its outcome, so the integral up to `end`
-  // is the integral over [first arrival, last outcome]: the mean is over duration_s.
+  // Occupancy. The integral runs to `end`, but KV is held only from the first time it was held to
+  // the last time it fell to none (or `end`, when some is still held): the mean is over that
+  // interval, widened to [first arrival, last outcome] (duration_s). A replica's KV usually
+  // lives between an arrival and its outcome, so the two agree; a prefill replica holds KV after
+  // the outcome (its first token) until the transfer ends, and a mean over duration_s alone rose
+  // above the peak, and above 1.
   if (s.kv_pool_bytes > 0) {
     const auto held_byte_ns = static_cast<long double>(
         held_byte_ns_ + static_cast<Int128>(held_bytes_) * std::max<SimTime>(0, end - held_since_));
     const auto pool = static_cast<long double>(s.kv_pool_bytes);
+    SimTime from = s.requests_total > 0 ? first_arrival_ : held_from_.value_or(0);
+    SimTime to = s.requests_total > 0 ? last_outcome_ : 0;
+    if (held_from_) {
+      from = std::min(from, *held_from_);
+      to = std::max({to, held_to_, held_bytes_ > 0 ? end : 0});
+    }
+    const SimTime interval = std::max<SimTime>(0, to - from);
     s.kv_pool_peak_occupancy = static_cast<double>(peak_held_bytes_ / pool);
-    s.kv_pool_mean_occupancy = span > 0 ? static_cast<double>(held_byte_ns / (pool * span)) : 0;
+    s.kv_pool_mean_occupancy =
+        interval > 0 ? static_cast<double>(held_byte_ns / (pool * interval)) : 0;
   }
   if (s.slo) {
     s.slo_attainment = s.requests_total ? static_cast<double>(s.slo_met) /

@@ -66,6 +66,27 @@ struct GpuLayoutSummary {
   int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
 };
 
+// Batch and engine figures (docs/metrics.md "Batch and engine metrics"): one
+// sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
+// batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
+// duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
+// FLOPs of every iteration (per GPU: one GPU's shard) / (the GPU's dense FP16 peak x duration_s):
+// with TP x PP GPUs each doing its shard, the replica's FLOPs over its GPUs' peak is the same.
+// A cluster policy's block (sim/cluster/cluster_summary.h) covers every replica: iterations
+// summed, distributions merged, busy_s summed; busy_share and mfu the replicas' own, averaged
+// weighted by each one's GPU time (its GPUs x its duration_s); flops and peak per GPU averaged
+// over the GPUs.
+struct BatchSummary {
+  int64_t iterations = 0;
+  LatencyStats batch_size, batch_tokens, iteration_s;
+  Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
+  double busy_s = 0;
+  double busy_share = 0;
+  double flops = 0;            // per GPU, summed over iterations
+  double peak_flops_per_s = 0; // per GPU
+  double mfu = 0;
+};
+
 // One replica of a cluster (sim/cluster): its own figures, from its own recorder.
 struct ReplicaSummary {
   std::string label;  // "<group>-<index>", the requests.csv and timeseries.csv `replica` cell
@@ -79,6 +100,9 @@ struct ReplicaSummary {
   int64_t peak_in_use_bytes = 0, peak_driver_used_bytes = 0;
   double kv_pool_peak_occupancy = 0, kv_pool_mean_occupancy = 0;
   LatencyStats ttft, tpot, e2e;
+  int gpus = 1;        // tensor_parallel x pipeline_parallel of its engine
+  std::string model;   // its group's own `model:` ("" when it runs the policy's)
+  BatchSummary batch;  // its own iterations
 };
 
 // A policy run on a cluster: its router and replicas. The policy's own figures are the cluster
@@ -96,23 +120,6 @@ struct ClusterSummary {
   LatencyStats kv_transfer_wait;
 };
 
-// Batch and engine figures (docs/metrics.md "Batch and engine metrics"): one
-// sample per iteration (forward pass). Batch size: sequences in it (prefill chunks + decodes);
-// batch tokens: tokens it computes (prefill chunk tokens + one per decode); iteration time: its
-// duration. busy_share: time with an iteration in flight / duration_s. mfu: the latency model's
-// FLOPs of every iteration (per GPU: one GPU's shard) / (the GPU's dense FP16 peak x duration_s):
-// with TP x PP GPUs each doing its shard, the replica's FLOPs over its GPUs' peak is the same.
-struct BatchSummary {
-  int64_t iterations = 0;
-  LatencyStats batch_size, batch_tokens, iteration_s;
-  Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
-  double busy_s = 0;
-  double busy_share = 0;
-  double flops = 0;            // per GPU, summed over iterations
-  double peak_flops_per_s = 0; // per GPU
-  double mfu = 0;
-};
-
 // Means over served requests of their latency breakdown (sim/metrics/breakdown.h), seconds.
 struct BreakdownSummary {
   int64_t count = 0;
@@ -121,6 +128,9 @@ struct BreakdownSummary {
 
 struct PolicySummary {
   std::string name;
+  // The policy's own `model:` / `gpu:` (a what-if beside the scenario's); "" when it runs the
+  // scenario's (then summary.json has no such key, so other summaries keep their bytes).
+  std::string model, gpu;
   int64_t requests_total = 0;
   std::array<int64_t, 7> outcomes{};  // by outcome_index()
   double availability = 0;            // (completed + completed_truncated) / requests_total
@@ -146,7 +156,9 @@ struct PolicySummary {
   int64_t peak_in_use_bytes = 0;
   std::array<int64_t, kMemCategoryCount> category_peaks_bytes{};
   // KV pool occupancy: KV bytes held for requests (live + waste) over kv_pool_bytes
-  // (kv_pool_capacity_bytes()); the peak, and the time-weighted mean over duration_s.
+  // (kv_pool_capacity_bytes()); the peak, and the time-weighted mean over the interval KV may be
+  // held: duration_s, widened to every instant KV was held (a prefill replica's KV outlives its
+  // outcomes until the transfer ends; a stopped run's, the stop). 0 <= mean <= peak <= 1.
   int64_t kv_pool_bytes = 0;
   double kv_pool_peak_occupancy = 0;
   double kv_pool_mean_occupancy = 0;
@@ -166,6 +178,7 @@ struct PolicySummary {
   double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
+  int gpus = 1;  // every GPU the policy runs on: each replica's TP x PP, summed (manifest.json)
   std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
 
   // A latency metric past LatencySamples' exact limit: percentiles from the
@@ -183,6 +196,10 @@ struct PolicySummary {
 // bytes of its blocks or arena. The caching allocator has no pool: the bytes it may hand out
 // beyond the weights (capacity - context - weights - workspace), the most KV it could ever hold.
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool);
+
+// Checking mode (--check-invariants): 0 <= mean <= peak <= 1 for the KV pool occupancy of the
+// policy and of each of its replicas. Throws InvariantError naming the policy and replica.
+void check_occupancy(const PolicySummary& s);
 
 class Recorder {
  public:
@@ -244,6 +261,15 @@ class Recorder {
     busy_ns_ += duration;
     flops_ += flops;
   }
+  // A cluster's recorder takes its replicas' iterations before finish(): their batch-size,
+  // batch-token and iteration-time distributions merged and busy time summed (busy share and
+  // MFU are GPU-time-weighted means, made by fold_replicas from the replicas' own figures).
+  void merge_batches_of(const Recorder& replica) {
+    batch_size_.merge(replica.batch_size_);
+    batch_tokens_.merge(replica.batch_tokens_);
+    iteration_time_.merge(replica.iteration_time_);
+    busy_ns_ += replica.busy_ns_;
+  }
   void on_prefix_caching() { summary_.prefix_caching = true; }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;
@@ -297,6 +323,15 @@ class Recorder {
   // KV held for requests (live + waste) over time, for the occupancy mean.
   SimTime held_since_ = 0;
   int64_t held_bytes_ = 0;
+  // Where KV was first held and where it last fell to none: with the arrivals and outcomes, the
+  // interval the occupancy integral is taken over (a prefill replica holds a request's KV after
+  // its outcome, until the transfer ends).
+  std::optional<SimTime> held_from_;
+  SimTime held_to_ = 0;
+  void note_held(SimTime t, int64_t before, int64_t after) {
+    if (after > 0 && !held_from_) held_from_ = t;
+    if (before > 0 && after == 0) held_to_ = t;
+  }
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
   Int128 held_byte_ns_ = 0;  // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)

@@ -71,7 +71,7 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
   if (!any) return "";
   cli::TextTable t({"policy", "replica", "gpu", "requests", "completed", "lost_oom", "unavail",
                     "OOMs", "restarts", "TTFT p99 (s)", "E2E p99 (s)", "driver peak (GiB)",
-                    "KV peak"});
+                    "KV peak", "iterations", "busy", "MFU"});
   for (const PolicySummary& p : policies) {
     if (!p.cluster) continue;
     for (const ReplicaSummary& r : p.cluster->replicas) {
@@ -81,7 +81,9 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
                  std::to_string(r.oom_events), std::to_string(r.restarts),
                  fmt::format("{:.3f}", r.ttft.p99), fmt::format("{:.3f}", r.e2e.p99),
                  fmt::format("{:.2f}", static_cast<double>(r.peak_driver_used_bytes) / (1 << 30)),
-                 fmt::format("{:.1f}%", 100 * r.kv_pool_peak_occupancy)});
+                 fmt::format("{:.1f}%", 100 * r.kv_pool_peak_occupancy),
+                 std::to_string(r.batch.iterations), fmt::format("{:.1f}%", 100 * r.batch.busy_share),
+                 fmt::format("{:.1f}%", 100 * r.batch.mfu)});
     }
   }
   std::string out(1, '\n');  // (not "\n" + ...: a GCC 12 -Wrestrict false positive)
@@ -96,6 +98,8 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
   for (const PolicySummary& p : policies) {
     nlohmann::ordered_json o;
     o["name"] = p.name;
+    if (!p.model.empty()) o["model"] = p.model;
+    if (!p.gpu.empty()) o["gpu"] = p.gpu;
     o["requests_total"] = p.requests_total;
     nlohmann::ordered_json outcomes;
     for (Outcome oc : kFinalOutcomes) outcomes[std::string(outcome_name(oc))] = p.outcomes[outcome_index(oc)];
@@ -190,7 +194,10 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
                             {"kv_pool_mean_occupancy", r.kv_pool_mean_occupancy},
                             {"ttft_s", stats_json(r.ttft)},
                             {"tpot_s", stats_json(r.tpot)},
-                            {"e2e_s", stats_json(r.e2e)}});
+                            {"e2e_s", stats_json(r.e2e)},
+                            {"gpus", r.gpus},
+                            {"batch", batch_json(r.batch)}});
+        if (!r.model.empty()) replicas.back()["model"] = r.model;
       }
       o["replicas"] = replicas;
       if (p.cluster->kv_transfer.count > 0) {
@@ -214,12 +221,17 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
   out += ",usage_efficiency,internal_fraction,reservation_fraction,external_fraction";
   out += ",peak_in_use_bytes,kv_pool_peak_occupancy,kv_pool_mean_occupancy";
   out += ",slo_attainment,slo_goodput_requests_per_s,slo_goodput_tokens_per_s";
-  // Cluster runs: a last `replica` column, `all` on the policy's totals row, followed by a row
-  // per replica (its label) with the figures ReplicaSummary has and empty cells for the rest.
-  // Without a cluster, no such column: single-replica runs keep their bytes.
+  // Cluster runs: the batch figures (BatchSummary) and a last `replica` column, `all` on the
+  // policy's totals row, followed by a row per replica (its label) with the figures
+  // ReplicaSummary has and empty cells for the rest. Without a cluster, no such columns:
+  // single-replica runs keep their bytes.
   const bool replicas = std::any_of(policies.begin(), policies.end(),
                                     [](const PolicySummary& p) { return p.cluster.has_value(); });
-  out += replicas ? ",replica\n" : "\n";
+  out += replicas ? ",iterations,batch_size_mean,batch_tokens_mean,busy_share,mfu,replica\n" : "\n";
+  auto batch_cells = [](const BatchSummary& b) {
+    return fmt::format(",{},{:.6f},{:.6f},{:.6f},{:.6f}", b.iterations, b.batch_size.mean,
+                       b.batch_tokens.mean, b.busy_share, b.mfu);
+  };
   for (const PolicySummary& p : policies) {
     out += fmt::format("{},{}", p.name, p.requests_total);
     for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", p.outcomes[outcome_index(oc)]);
@@ -240,7 +252,7 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
       out += '\n';
       continue;
     }
-    out += ",all\n";
+    out += batch_cells(p.batch) + ",all\n";
     if (!p.cluster) continue;
     for (const ReplicaSummary& r : p.cluster->replicas) {
       out += fmt::format("{},{}", p.name, r.requests_total);
@@ -252,7 +264,7 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
       out += std::string(kMemCategoryCount + 4, ',');
       out += fmt::format(",{},{:.6f},{:.6f}", r.peak_in_use_bytes, r.kv_pool_peak_occupancy,
                          r.kv_pool_mean_occupancy);
-      out += fmt::format(",,,,{}\n", r.label);
+      out += fmt::format(",,,{},{}\n", batch_cells(r.batch), r.label);
     }
   }
   return out;

@@ -94,6 +94,7 @@ struct PreparedPolicy {
   std::unique_ptr<Router> router;         // cluster runs only
   KvTransfer kv_transfer;                 // cluster runs only: the prefill-to-decode link
   std::string router_type;
+  std::string model, gpu;  // the policy's own `model:` / `gpu:` names ("" when it has none)
   Workload workload;
   std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top
 };
@@ -105,20 +106,22 @@ PreparedScenario::~PreparedScenario() = default;
 
 namespace {
 
-// A replica of `policy` on `gpu`; `group_engine`: its cluster group's engine keys.
-PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy, const GpuSpec& gpu,
+// A replica of `policy` running `base_model` on `gpu`; `group_engine`: its cluster group's
+// engine keys.
+PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
+                                const ModelSpec& base_model, const GpuSpec& gpu,
                                 const std::optional<ConfigNode>& group_engine) {
   PreparedReplica r;
   PreparedReplica* p = &r;
   const ConfigNode engine_node = policy_engine(s.root, policy, group_engine);
   p->engine = parse_engine_config(engine_node);
-  resolve_model_limits(p->engine, engine_node, s.model);  // before the pool's profile run
+  resolve_model_limits(p->engine, engine_node, base_model);  // before the pool's profile run
   const EngineConfig& engine = p->engine;
   const ConfigNode kv_node = engine_node.optional_child("kv").value_or(
       ConfigNode::parse_string("{type: paged}", "default kv"));
   // The engine's weights_dtype / kv_cache_dtype replace the catalog model's; the pool holds one
   // GPU's share of it (tensor_parallel x pipeline_parallel GPUs).
-  ModelSpec model = s.model;
+  ModelSpec model = base_model;
   if (engine.weights_dtype) model.weight_dtype = *engine.weights_dtype;
   if (engine.kv_cache_dtype) model.kv_dtype = *engine.kv_cache_dtype;
   const Parallelism parallelism{engine.tensor_parallel, engine.pipeline_parallel,
@@ -175,23 +178,44 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy, con
   return r;
 }
 
+// Every key a policy accepts (the unknown-key error lists them).
+const std::vector<std::string> kPolicyKeys = {"name", "engine", "guards", "slo", "cluster", "model", "gpu"};
+
 std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNode& policy) {
   auto p = std::make_unique<PreparedPolicy>();
+  if (!policy.is_map()) policy.fail_expected("a policy like {name: paged, guards: []}");
+  policy.allow(kPolicyKeys);
+  policy.reject_unknown_keys_listing("a policy");
   p->name = policy.get<std::string>("name");
+  // The policy's own model and GPU (a what-if beside the scenario's), else the scenario's; a
+  // cluster group's own go on top of those.
+  const Catalog& catalog = s.catalog ? *s.catalog : Catalog::builtin();
+  ModelSpec model = s.model;
+  GpuSpec gpu = s.gpu;
+  if (auto m = policy.optional_child("model")) {
+    model = load_model_node(*m, catalog);
+    p->model = model.name;
+  }
+  if (auto g = policy.optional_child("gpu")) {
+    gpu = resolve_gpu(*g, catalog);
+    p->gpu = gpu.name;
+  }
   const std::optional<ClusterConfig> cluster = cluster_config(s.root, policy);
   if (!cluster) {
-    p->replicas.push_back(prepare_replica(s, policy, s.gpu, std::nullopt));
+    p->replicas.push_back(prepare_replica(s, policy, model, gpu, std::nullopt));
   } else {
-    const Catalog& catalog = s.catalog ? *s.catalog : Catalog::builtin();
     for (const ReplicaGroupConfig& g : cluster->groups) {
-      const GpuSpec gpu = g.gpu ? resolve_gpu(*g.gpu, catalog) : s.gpu;
+      const GpuSpec group_gpu = g.gpu ? resolve_gpu(*g.gpu, catalog) : gpu;
+      const ModelSpec group_model = g.model ? load_model_node(*g.model, catalog) : model;
       for (int i = 0; i < g.count; ++i) {
-        PreparedReplica r = prepare_replica(s, policy, gpu, g.engine);
+        PreparedReplica r = prepare_replica(s, policy, group_model, group_gpu, g.engine);
         r.id = ReplicaIdentity{.label = fmt::format("{}-{}", g.name, i),
                                .group = g.name,
-                               .gpu = gpu.name,
+                               .gpu = group_gpu.name,
                                .role = g.role,
-                               .index = i};
+                               .index = i,
+                               .gpus = r.engine.tensor_parallel * r.engine.pipeline_parallel,
+                               .model = g.model ? group_model.name : ""};
         p->replicas.push_back(std::move(r));
       }
     }
@@ -272,8 +296,9 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
   // function of the scenario, bar the partial marks of a stopped run).
   const auto policy_started = std::chrono::steady_clock::now();
   auto next_progress = policy_started + std::chrono::seconds(1);
-  if (o.max_wall_s > 0 || o.progress) {
+  if (o.max_wall_s > 0 || o.progress || o.interrupt_check) {
     events.set_poll([&] {
+      if (o.interrupt_check) o.interrupt_check();
       const auto now = std::chrono::steady_clock::now();
       if (o.progress && now >= next_progress) {
         next_progress = now + std::chrono::seconds(1);
@@ -313,6 +338,7 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
     drive(events, replica, p.workload, o);
     summary = recorder.finish(events.now(), events.stopped());
     summary.gpu_layout = r.gpu_layout;
+    summary.gpus = r.engine.tensor_parallel * r.engine.pipeline_parallel;
   } else {
     // Each replica's recorder keeps its figures and timeseries rows; the cluster's (`recorder`)
     // gets every arrival and outcome: the totals and the requests.csv rows.
@@ -339,6 +365,7 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
     cluster.set_check_invariants(o.check_invariants);
     cluster.set_kv_transfer(p.kv_transfer);
     drive(events, cluster, p.workload, o);
+    for (const auto& rec : recorders) recorder.merge_batches_of(*rec);
     summary = recorder.finish(events.now(), events.stopped());
     std::vector<PolicySummary> parts;
     for (size_t i = 0; i < recorders.size(); ++i) {
@@ -349,6 +376,9 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
     summary.cluster->kv_transfer = recorder.kv_transfer_stats();
     summary.cluster->kv_transfer_wait = recorder.kv_transfer_wait_stats();
   }
+  if (o.check_invariants) check_occupancy(summary);
+  summary.model = p.model;
+  summary.gpu = p.gpu;
   if (p.workload.trace_counters && !trace) trace = *p.workload.trace_counters;
   if (o.progress) fmt::print(stderr, "\r\x1b[K");  // clears the progress line
   return summary;
@@ -405,6 +435,7 @@ std::string progress_line(const std::string& policy, double sim_s, int64_t done,
 }
 
 RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
+  check_run_options(o, o.arg_front);
   const auto started = std::chrono::steady_clock::now();
   const Scenario& s = prepared.scenario();
   RunResult result;
@@ -458,15 +489,17 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   if (o.marks.is_object()) {
     for (const auto& [key, value] : o.marks.items()) manifest[key] = value;
   }
-  // Multi-GPU policies: only then, so single-GPU manifests keep their bytes.
+  // Policies on more than one GPU (a replica's TP x PP, summed over a cluster's replicas): only
+  // then, so single-GPU manifests keep their bytes. Memory figures are per GPU when a replica
+  // spans GPUs.
   nlohmann::ordered_json gpus;
+  bool per_gpu = false;
   for (const PolicySummary& p : result.policies) {
-    if (p.gpu_layout && p.gpu_layout->gpus > 1) gpus[p.name] = p.gpu_layout->gpus;
+    if (p.gpus > 1) gpus[p.name] = p.gpus;
+    per_gpu = per_gpu || (p.gpu_layout && p.gpu_layout->gpus > 1);
   }
-  if (!gpus.empty()) {
-    manifest["memory_figures"] = "per GPU";
-    manifest["gpus_per_policy"] = gpus;
-  }
+  if (per_gpu) manifest["memory_figures"] = "per GPU";
+  if (!gpus.empty()) manifest["gpus_per_policy"] = gpus;
   requests_file->commit();
   timeseries_file->commit();
   for (const auto& [name, file] : o.extra_files) file->commit();

@@ -18,6 +18,7 @@
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/config/scenario.h"
 #include "sim/metrics/recorder.h"
+#include "sim/run/arguments.h"
 #include "sim/serving/iteration_clock.h"
 #include "workloads/traces/trace_reader.h"
 
@@ -64,6 +65,11 @@ struct RunOptions {
   // manifest's files.
   nlohmann::ordered_json marks;
   std::vector<std::pair<std::string, AtomicFile*>> extra_files;
+  // Called about every 4,096 events (with the wall-clock checks); it may throw to abandon the run,
+  // which then writes nothing (the Python module raises KeyboardInterrupt from it on Ctrl-C).
+  std::function<void()> interrupt_check;
+  // Whose spelling the options take in messages when a range is broken (sim/run/arguments.h).
+  ArgFront arg_front = ArgFront::kCli;
 };
 
 struct RunResult {

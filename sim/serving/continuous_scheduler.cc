@@ -1,7 +1,9 @@
-// The continuous (iteration-level) scheduler of Orca and vLLM: every iteration, swapped requests
-// come back first, every decoding request grows by one token (preempting the newest on a
-// shortage), and the token budget left goes to unfinished prefills, then to waiting requests
-// (whole prompts, or chunks of them with chunked prefill).
+// The continuous (iteration-level) scheduler of Orca and vLLM V1 (Scheduler.schedule, step for
+// step: docs/vllm-conformance.md): every iteration, swapped requests come back first, every
+// decoding request grows by one token and unfinished prefills take their next chunk (a running
+// request that gets no blocks preempts the policy's victim), and, in an iteration that preempted
+// nothing, the token budget left goes to waiting requests (whole prompts, or chunks of them with
+// chunked prefill; with scheduler_reserve_full_isl each only when its whole sequence fits).
 #include "sim/serving/scheduler.h"
 
 namespace kvsim {

@@ -21,6 +21,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
+  c.scheduler_reserve_full_isl = e.get<bool>("scheduler_reserve_full_isl", true);
   c.fast_forward = e.get<bool>("fast_forward", true);
   c.max_model_len = e.get<int64_t>("max_model_len", 0, {.min = 1, .max = 1e12});
   c.allow_long_max_model_len = e.get<bool>("allow_long_max_model_len", false);
@@ -72,6 +73,9 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
     std::filesystem::path p = *profile;
     if (p.is_relative()) p = std::filesystem::path(e.source()).parent_path() / p;
     c.profile_path = p.string();
+  }
+  if (auto st = e.optional_child("step_time"); st && !st->is_null()) {
+    c.step_time = parse_fixed_step_time(*st);
   }
   e.allow({"kv"});  // read by the memory pool
   return c;

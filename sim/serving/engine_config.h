@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/dtype.h"
+#include "models/latency/fixed_step_time.h"
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
@@ -35,6 +36,10 @@ struct EngineConfig {
   // nullopt = forever.
   std::optional<SimTime> max_queue_time;
   bool chunked_prefill = false;
+  // vLLM V1's SchedulerConfig.scheduler_reserve_full_isl (default on at the pinned commit,
+  // docs/vllm-conformance.md): admit a waiting request only when its whole sequence fits the
+  // free blocks (BatchLimits::reserve_full_sequence).
+  bool scheduler_reserve_full_isl = true;
   int64_t batch_size = 8;  // static scheduler: requests per fixed batch
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
   Preemption preemption = Preemption::kRecompute;  // paged stores only
@@ -58,6 +63,9 @@ struct EngineConfig {
   // Flash prefill kernel generation for the built-in profile (`attention_kernel: auto|fa2|fa3`);
   // unset ("auto") = vLLM's choice for the GPU (FA3 on Hopper, FA2 elsewhere). docs/latency.md.
   std::optional<FlashKernel> attention_kernel;
+  // A declared step time (`step_time: {fixed_s, per_token_s, per_seq_s}`) in place of the
+  // latency model's seconds (models/latency/fixed_step_time.h); unset: the latency model.
+  std::optional<FixedStepTime> step_time;
   // Decode-only stretches advance in closed form, several iterations per event (Replica's
   // fast-forward, docs/architecture.md); false steps one iteration per event. Outputs are
   // byte-identical either way: a switch for checking and benchmarking, not a model choice.

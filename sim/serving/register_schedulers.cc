@@ -7,7 +7,8 @@ namespace kvsim {
 void register_schedulers(Registry<SchedulerFactory>& registry) {
   registry.add({.name = "continuous",
                 .description = "iteration-level batching; chunked_prefill splits prompts",
-                .keys = {"max_num_seqs", "max_num_batched_tokens", "chunked_prefill"},
+                .keys = {"max_num_seqs", "max_num_batched_tokens", "chunked_prefill",
+                         "scheduler_reserve_full_isl"},
                 .make = make_continuous_scheduler});
   registry.add({.name = "static",
                 .description = "fixed batches of batch_size requests, run until all finish",

@@ -51,7 +51,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
       limits_{.max_num_seqs = config_.max_num_seqs,
               .max_num_batched_tokens = config_.max_num_batched_tokens,
               .chunked_prefill = config_.chunked_prefill,
-              .batch_size = config_.batch_size},
+              .batch_size = config_.batch_size,
+              .reserve_full_sequence = config_.scheduler_reserve_full_isl},
       scheduler_(std::move(scheduler)),
       recorder_(recorder),
       ledger_(pool),
@@ -87,7 +88,10 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   fast_forward_ok_ = config_.fast_forward &&
                      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
-                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr;
+                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
+                     // Under priority a walk may end before some decodes (RunQueues::
+                     // grow_decodes): the aggregate's members would not all grow.
+                     config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority;
   update_lazy();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
@@ -271,7 +275,7 @@ void Replica::start_iteration() {
   if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
     // stretches also use (replica_fast_forward.cc).
-    const DecodeStepFixed f = latency_.decode_step_fixed(shape.decode_seqs, shape.block_tokens);
+    const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
     duration = f.duration_ns(decode_context);
     flops = f.flops_fixed(decode_context);
   } else {
@@ -279,6 +283,12 @@ void Replica::start_iteration() {
     // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
     const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
     duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));
+    if (config_.step_time && clock_ == nullptr) {
+      int64_t tokens = shape.decode_seqs;
+      for (const int64_t c : it.prefill_chunks) tokens += c;
+      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs;
+      duration = config_.step_time->duration(tokens, seqs) + seconds_to_sim(it.extra_seconds);
+    }
     flops = flops_to_fixed(cost.flops);
   }
   int64_t prefill_tokens = 0;
@@ -289,6 +299,11 @@ void Replica::start_iteration() {
   iteration_start_ = events_.now();
   std::swap(in_flight_, planning_);
   events_.schedule(duration, [this] { end_iteration(); });
+}
+
+DecodeStepFixed Replica::decode_step_fixed(int64_t n, int block_tokens) const {
+  const DecodeStepFixed modeled = latency_.decode_step_fixed(n, block_tokens);
+  return config_.step_time ? config_.step_time->decode_step(modeled, n) : modeled;
 }
 
 double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,

@@ -143,6 +143,10 @@ class Replica {
   void hand_off(RequestState& r, Outcome outcome);
   // The clock's duration of the planned iteration `it` (clock_ set): its sequences as ClockSeqs.
   double clock_seconds(const IterationPlan& it, const BatchShape& shape, const IterationCost& cost);
+  // The latency model's decode-only step of n sequences, or the engine's declared step time
+  // (engine.step_time) with the model's FLOPs: stepping and the fast-forward both time
+  // decode-only steps by it.
+  DecodeStepFixed decode_step_fixed(int64_t n, int block_tokens) const;
   void check() const;
   // The observer's view now (called only when there is one).
   ReplicaState observed_state() const;

@@ -60,7 +60,7 @@ bool Replica::fast_forward_stretch() {
   if (!stretch_admits_nothing(n)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
 
-  const DecodeStepFixed step = latency_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
+  const DecodeStepFixed step = decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
   const bool windowed = pool_.model().sliding_window.has_value();  // growth may free blocks
   std::vector<RequestState*>& due = ff_due_members_;
   SimTime t = t0;

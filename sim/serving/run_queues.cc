@@ -111,11 +111,13 @@ void RunQueues::enqueue_swapped(int64_t id) {
 RequestState* RunQueues::preemption_victim() const {
   KVSIM_CHECK(!running_.empty(), "no running request to preempt");
   if (policy_ != EngineConfig::SchedulingPolicy::kPriority) return running_.back();
-  // The largest (priority, arrival, id): the lowest priority, the latest arrival among equals.
+  // The largest (priority, arrival): the lowest priority, the latest arrival among equals, and
+  // the first in running order among exact ties (vLLM V1: max(self.running, key=lambda r:
+  // (r.priority, r.arrival_time)); max_element also keeps the first of equal maxima).
   return *std::max_element(running_.begin(), running_.end(),
                            [](const RequestState* a, const RequestState* b) {
-                             return std::tuple(a->spec.priority, a->spec.arrival, a->spec.id) <
-                                    std::tuple(b->spec.priority, b->spec.arrival, b->spec.id);
+                             return std::tuple(a->spec.priority, a->spec.arrival) <
+                                    std::tuple(b->spec.priority, b->spec.arrival);
                            });
 }
 
@@ -190,6 +192,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
   // their phase tells them apart. Only an OOM removes requests, and it ends the walk.
   const std::vector<RequestState*>* order = &running_;
   int64_t prefilling = 0;
+  bool stopped = false;
   for (size_t i = 0; i < order->size(); ++i) {
     RequestState* rp = (*order)[i];
     RequestState& r = *rp;
@@ -224,7 +227,17 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
       }
       RequestState* victim = preemption_victim();
       preempt(*victim, it);
-      if (victim == rp) break;
+      if (victim == rp) {
+        // vLLM ends its walk over the running requests at one that preempted itself. Under
+        // fcfs it is the last one anyway; under priority the ones after it wait this step out
+        // (the decode aggregate is off under priority: its members all grow every step).
+        stopped = policy_ == EngineConfig::SchedulingPolicy::kPriority;
+        break;
+      }
+    }
+    if (stopped) {
+      it.running_walk_ended = true;
+      break;
     }
   }
   it.running_prefills = prefilling;
@@ -305,6 +318,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
   // With the aggregate, prefilling_ holds exactly the running requests this walk visits, in the
   // same order.
   const std::vector<RequestState*>& walk = lazy_on_ ? prefilling_ : running_;
+  if (it.running_walk_ended) prefills_left = 0;
   for (size_t i = 0; i < walk.size() && prefills_left > 0 && budget > 0; ++i) {
     RequestState& r = *walk[i];
     const int64_t id = r.spec.id;
@@ -313,19 +327,49 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     if (r.prefilled >= r.prefill_target) continue;
     if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-    // A stalled prefill (a memory-bound server's usual state) costs no failed allocation, whose
-    // error would describe the pool for nobody.
-    if (stalled(r, budget)) break;
-    if (AllocResult a = ledger_.ensure(r, r.prefilled + chunk); !a) {
-      if (preallocated_) break;
-      hooks_.oom(id, a);
-      return false;
+    // A prefill whose next chunk finds no blocks is treated as any running request is (vLLM V1's
+    // running loop in Scheduler.schedule): the scheduling policy's victim is preempted until the
+    // chunk fits, or until the victim is the prefill itself (the newest running request under
+    // fcfs, so usually itself); then the walk ends. Without preemption it stalls and keeps its
+    // blocks. A stalled prefill costs no failed allocation, whose error would describe the pool
+    // for nobody.
+    bool stop = false;  // it stalled, or preempted itself: the walk ends
+    const int64_t chunk_budget = budget;  // the chunk is fixed before any preemption
+    while (true) {
+      AllocResult a = AllocResult::success();
+      if (!stalled(r, chunk_budget)) {
+        a = ledger_.ensure(r, r.prefilled + chunk);
+        if (a) break;
+        if (!preallocated_) {
+          hooks_.oom(id, a);
+          return false;
+        }
+      }
+      if (!can_preempt()) {
+        stop = true;
+        break;
+      }
+      RequestState* victim = preemption_victim();
+      const int64_t decoding = it.decode_seqs;
+      preempt(*victim, it);
+      // A decode preempted after its growth gives its token back to the budget, as vLLM's
+      // token_budget += num_scheduled_tokens.pop(...).
+      it.decode_seqs = lazy_on_ ? lazy_.size() : static_cast<int64_t>(it.decode.size());
+      if (lazy_on_) it.decode_context = lazy_.attended_sum();
+      budget += decoding - it.decode_seqs;
+      if (victim == &r) {
+        stop = true;
+        break;
+      }
     }
+    if (stop) break;
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);
     budget -= chunk;
   }
-  while (!waiting_.empty() && budget > 0 &&
+  // vLLM V1 visits the waiting queue only in a step that preempted nothing (Scheduler.schedule:
+  // `if not preempted_reqs`).
+  while (it.preempted == 0 && !waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < limits.max_num_seqs) {
     const int64_t id = waiting_.front();
     RequestState& r = requests_.at(id);
@@ -335,7 +379,8 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     // after preemption looks the cache up again.
     const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
                               .block_tokens = r.spec.hash_block_tokens,
-                              .prompt_tokens = r.prompt_tokens};
+                              .prompt_tokens = r.prompt_tokens,
+                            .owner = r.spec.id};
     const PagedBlocks* paged = pool_.kv().paged();
     const bool lookup = paged != nullptr && paged->prefix_caching();
     const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;
@@ -353,12 +398,24 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       }
       if (fit == AllocFit::kLater) break;  // FCFS: it blocks the ones behind it, as vLLM's
     }
+    const bool nothing_else =
+        running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
+        handing_off_ == 0;
+    // vLLM V1's scheduler_reserve_full_isl: the free blocks must hold the whole sequence (less
+    // its prefix hits), though only the chunk is allocated now. With nothing else holding
+    // blocks, a sequence the whole pool cannot hold never runs.
+    if (paged != nullptr && limits.reserve_full_sequence &&
+        full_sequence_blocks(prefix, target, limits) > paged->free_blocks()) {
+      if (nothing_else) {
+        hooks_.finish(id, Outcome::kRejectedTooLong);
+        continue;
+      }
+      break;
+    }
     // A head that waits for blocks (a saturated server's usual state) is seen without a failed
     // allocation and its pool description: counted blocks, ceil(chunk / block) of them.
     const bool waits_for_blocks =
-        paged != nullptr && !lookup && new_blocks(0, chunk) > paged->free_blocks() &&
-        !(running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
-          handing_off_ == 0);
+        paged != nullptr && !lookup && new_blocks(0, chunk) > paged->free_blocks() && !nothing_else;
     if (waits_for_blocks) break;
     AllocResult a =
         pool_.allocate_kv(id, cached + chunk, std::max(r.max_total_tokens(), target), prefix);
@@ -368,8 +425,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
         return false;
       }
       // (KV held for transfers frees up when they end: not empty.)
-      if (running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
-          handing_off_ == 0) {
+      if (nothing_else) {
         hooks_.finish(id, Outcome::kRejectedTooLong);  // an empty pool cannot hold it
         continue;
       }
@@ -398,6 +454,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
 
 void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t id = r.spec.id;
+  ++it.preempted;
   if (lazy_on_) {
     lazy_.leave(r, ledger_);  // its figures, as the walk would have them now
     if (!r.decoding()) erase_from(prefilling_, &r);
@@ -462,6 +519,20 @@ bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_fre
   return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks() + extra_free;
 }
 
+int64_t RunQueues::full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
+                                        const BatchLimits& limits) const {
+  const PagedBlocks& paged = *pool_.kv().paged();
+  int64_t need = paged.blocks_to_allocate(prefix, target);
+  // A sliding window holds at most a window and a chunk: vLLM caps the reservation there
+  // (SlidingWindowSpec.max_admission_blocks_per_request).
+  if (const int64_t w = pool_.model().sliding_window.value_or(0); w > 0) {
+    const int64_t bt = paged.block_tokens();
+    const int64_t window_tokens = w - 1 + limits.max_num_batched_tokens;
+    need = std::min(need, (window_tokens + bt - 1) / bt + 1);
+  }
+  return need;
+}
+
 int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {
   const int64_t bt = pool_.kv().paged()->block_tokens();
   return (cached + chunk + bt - 1) / bt - cached / bt;
@@ -472,8 +543,10 @@ bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_
   const int64_t budget = limits.max_num_batched_tokens - decoding;
   if (budget <= 0) return true;
   // Only the first running prefill is ever tried (admit_prefills stops at its failed growth); its
-  // chunk stays the same while `decoding` does.
-  if (const RequestState* p = first_prefilling(); p != nullptr && !stalled(*p, budget, extra_free)) {
+  // chunk stays the same while `decoding` does. A stalled one is preempted where preemption is
+  // possible: not a quiet step.
+  if (const RequestState* p = first_prefilling();
+      p != nullptr && (can_preempt() || !stalled(*p, budget, extra_free))) {
     return false;
   }
   if (waiting_.empty()) return true;
@@ -485,13 +558,18 @@ bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_
   const int64_t target = r.context_tokens();
   const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
                             .block_tokens = r.spec.hash_block_tokens,
-                            .prompt_tokens = r.prompt_tokens};
+                            .prompt_tokens = r.prompt_tokens,
+                            .owner = r.spec.id};
   const int64_t cached = paged->prefix_caching() ? paged->cached_prefix_tokens(prefix, target) : 0;
   const int64_t todo = target - cached;
   const int64_t chunk = limits.chunked_prefill ? std::min(todo, budget) : todo;
   // At least the blocks its prefix hits do not cover come off the free list. Evicting cached
   // blocks only shrinks the hits, which never lowers this count (see the fast-forward's notes).
-  return new_blocks(cached, chunk) > paged->free_blocks() + extra_free;
+  // With the full-sequence gate, those of its whole sequence.
+  // (A sliding window caps the gate: then the chunk's, a lower bound.)
+  const bool full = limits.reserve_full_sequence && !pool_.model().sliding_window.value_or(0);
+  const int64_t need = new_blocks(cached, full ? todo : chunk);
+  return need > paged->free_blocks() + extra_free;
 }
 
 void RunQueues::check() const {

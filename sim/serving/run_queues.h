@@ -172,6 +172,10 @@ class RunQueues final : public PlanSteps {
   // Whether the running prefill `r`'s next chunk within `budget` needs more blocks than are free
   // (a paged store; asked without a call that changes anything).
   bool stalled(const RequestState& r, int64_t budget, int64_t extra_free = 0) const;
+  // Free paged blocks the admission gate of vLLM's scheduler_reserve_full_isl asks for a waiting
+  // request whose whole sequence is `target` tokens described by `prefix`.
+  int64_t full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
+                               const BatchLimits& limits) const;
   // Paged blocks a sequence holding `cached` tokens (whole blocks) takes for `chunk` more.
   int64_t new_blocks(int64_t cached, int64_t chunk) const;
   // Puts r at the end of the running batch (its next run_seq).

@@ -25,6 +25,11 @@ struct BatchLimits {
   int64_t max_num_batched_tokens = 16384;  // tokens per iteration (one longer whole prompt runs alone)
   bool chunked_prefill = false;            // split prompts to fill the token budget
   int64_t batch_size = 8;                  // static batching: requests per fixed batch
+  // vLLM V1's scheduler_reserve_full_isl: a waiting request (new or preempted) is admitted only
+  // when the free blocks hold its whole sequence (prompt + tokens generated so far, less its
+  // prefix hits), though only its first chunk is allocated (KVCacheManager.allocate_slots,
+  // full_sequence_must_fit).
+  bool reserve_full_sequence = true;
 
   bool operator==(const BatchLimits&) const = default;
 };
@@ -47,6 +52,12 @@ struct IterationPlan {
   // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running.
   int64_t running_prefills = -1;
   double extra_seconds = 0;  // swap traffic over PCIe
+  // Requests preempted while planning this step: vLLM V1's schedule() visits the waiting queue
+  // only when there are none.
+  int64_t preempted = 0;
+  // The walk over the running requests ended early (one preempted itself under the priority
+  // policy): the running requests it did not reach, prefills included, wait this step out.
+  bool running_walk_ended = false;
 
   bool empty() const { return prefill_ids.empty() && decode_seqs == 0; }
   // Empties the plan, keeping the vectors' capacity (no allocation per iteration).
@@ -58,6 +69,8 @@ struct IterationPlan {
     decode_context = 0;
     running_prefills = -1;
     extra_seconds = 0;
+    preempted = 0;
+    running_walk_ended = false;
   }
 };
 

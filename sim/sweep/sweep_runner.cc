@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -263,25 +264,53 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
   const auto shard_count = static_cast<size_t>(o.shard_count);
   report.points_total = total;
   report.points_mine = total > shard_index ? (total - shard_index - 1) / shard_count + 1 : 0;
-  // Every point's top level is checked before anything runs: a bad value fails in seconds, not
-  // after hours of the points before it. The same pass writes the index.
-  {
-    SweepIndexWriter index(o.out_dir / "sweep.json", plan);
-    for (size_t i = 0; i < total; ++i) {
-      try {
-        const SweepPoint p = plan.points[i];
-        load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
-        index.add(p, scenario_hash(p.tree));
-      } catch (...) {
-        rethrow_with_point(std::current_exception(), point_label(plan, i));
-      }
-    }
-    index.commit();
-  }
+  // Every point's top level is checked, and the index (sweep.json) written, on a thread of its
+  // own while the points run: a worker starts a point once the check has passed it, so a
+  // million-point sweep runs its first points within seconds instead of after the whole pass
+  // (minutes), and a resume does not wait for it either. A bad value still stops the sweep as soon
+  // as the check reaches it; the points run before it are complete folders a resume keeps.
   fs::create_directories(o.out_dir / "points");
+  std::atomic<bool> failed{false};
+  std::mutex check_mu;
+  std::condition_variable check_cv;
+  size_t checked = 0;  // points [0, checked) passed the check
+  bool check_over = false;
+  std::exception_ptr check_error;
+  std::thread checker([&] {
+    try {
+      SweepIndexWriter index(o.out_dir / "sweep.json", plan);
+      for (size_t i = 0; i < total && !failed; ++i) {
+        try {
+          const SweepPoint p = plan.points[i];
+          load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
+          index.add(p, scenario_hash(p.tree));
+        } catch (...) {
+          rethrow_with_point(std::current_exception(), point_label(plan, i));
+        }
+        if (i % 64 == 63 || i + 1 == total) {
+          std::lock_guard lock(check_mu);
+          checked = i + 1;
+          check_cv.notify_all();
+        }
+      }
+      if (!failed) index.commit();
+    } catch (...) {
+      std::lock_guard lock(check_mu);
+      check_error = std::current_exception();
+      failed = true;
+    }
+    std::lock_guard lock(check_mu);
+    check_over = true;
+    check_cv.notify_all();
+  });
+  // Whether point `index` may run: once checked; false when the check failed or the sweep did.
+  const auto wait_checked = [&](size_t index) {
+    std::unique_lock lock(check_mu);
+    check_cv.wait(lock, [&] { return index < checked || check_over || failed; });
+    return index < checked && !failed;
+  };
 
   std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
   std::atomic<size_t> ran{0}, skipped{0};
   std::mutex error_mu;
   size_t error_index = SIZE_MAX;
@@ -292,6 +321,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       const size_t k = next++;
       if (k >= report.points_mine) return;
       const size_t index = shard_index + k * shard_count;
+      if (!wait_checked(index)) return;
       try {
         const SweepPoint p = plan.points[index];
         const fs::path dir = o.out_dir / "points" / p.name;
@@ -311,6 +341,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
           error_index = index;
           error = std::current_exception();
         }
+        check_cv.notify_all();
         return;
       }
       progress.done_one();
@@ -326,6 +357,8 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
     for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
     for (auto& t : threads) t.join();
   }
+  checker.join();
+  if (check_error) std::rethrow_exception(check_error);  // a bad point: the input's error first
   if (error) rethrow_with_point(error, point_label(plan, error_index));
   report.points_run = ran;
   report.points_skipped = skipped;

@@ -1,7 +1,9 @@
 #include "sim/timeline/timeline_writer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -59,7 +61,12 @@ TimelineWindow parse_timeline_window(const std::string& text) {
   return w;
 }
 
-// One replica's track: turns what the replica reports into trace events.
+// One replica's track: turns what the replica reports into trace events, written in time order.
+// A forward pass is reported when it ends, but its slice starts when it started, before the
+// instants (a queue deadline, a refusal) reported while it ran. So a track holds its events until
+// an iteration ends at `e`: nothing reported later can be earlier than `e` (the clock only moves
+// on, and the next pass starts at `e` or later), so every held event up to `e` is written,
+// sorted by time (stably: equal times keep the order they were reported in).
 class TimelineWriter::Track final : public ReplicaObserver {
  public:
   Track(TimelineWriter& w, int pid, int tid) : w_(w), pid_(pid), tid_(tid) {}
@@ -67,7 +74,7 @@ class TimelineWriter::Track final : public ReplicaObserver {
   void on_iteration(const IterationShape& s, const ReplicaState& after) override {
     if (w_.in_window(s.start)) {
       const char* name = s.prefill_seqs == 0 ? "decode" : s.decode_seqs == 0 ? "prefill" : "prefill+decode";
-      w_.emit(fmt::format(
+      hold(s.start, fmt::format(
           R"({{"name":"{}","cat":"iteration","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},)"
           R"("args":{{"prefill_tokens":{},"prefill_seqs":{},"decode_tokens":{},"batch_size":{},"duration_ms":{:.6f}}}}})",
           name, micros(s.start), micros(s.end - s.start), pid_, tid_, s.prefill_tokens,
@@ -75,6 +82,16 @@ class TimelineWriter::Track final : public ReplicaObserver {
           sim_to_seconds(s.end - s.start) * 1e3));
     }
     counters(after);
+    flush(after.t);
+  }
+
+  // Writes the held events up to `t` (every one: the end of the run), in time order.
+  void flush(SimTime t = std::numeric_limits<SimTime>::max()) {
+    std::stable_sort(held_.begin(), held_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    size_t n = 0;
+    for (; n < held_.size() && held_[n].first <= t; ++n) w_.emit(held_[n].second);
+    held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
   void on_event(ReplicaEvent kind, int64_t id, Outcome outcome, const ReplicaState& now) override {
@@ -88,8 +105,8 @@ class TimelineWriter::Track final : public ReplicaObserver {
     }
     if (name == nullptr || !w_.in_window(now.t)) return;
     const std::string args = id >= 0 ? fmt::format(R"({{"request":{}}})", id) : "{}";
-    w_.emit(fmt::format(R"({{"name":"{}","cat":"event","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
-                        name, micros(now.t), pid_, tid_, args));
+    hold(now.t, fmt::format(R"({{"name":"{}","cat":"event","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
+                            name, micros(now.t), pid_, tid_, args));
     if (kind == ReplicaEvent::kOomCrash || kind == ReplicaEvent::kRestarted) counters(now);
   }
 
@@ -97,17 +114,19 @@ class TimelineWriter::Track final : public ReplicaObserver {
   void counters(const ReplicaState& s) {
     if (!w_.in_window(s.t)) return;
     const std::string head = fmt::format(R"("ph":"C","ts":{},"pid":{},"tid":{})", micros(s.t), pid_, tid_);
-    w_.emit(fmt::format(R"({{"name":"KV cache bytes",{},"args":{{"used":{},"free":{}}}}})", head,
-                        s.kv_used_bytes, s.kv_free_bytes));
-    w_.emit(fmt::format(R"({{"name":"driver free bytes",{},"args":{{"free":{}}}}})", head,
-                        s.driver_free_bytes));
-    w_.emit(fmt::format(R"({{"name":"queues",{},"args":{{"guard_queue":{},"waiting":{},"running":{}}}}})",
-                        head, s.guard_queue, s.waiting, s.running));
+    hold(s.t, fmt::format(R"({{"name":"KV cache bytes",{},"args":{{"used":{},"free":{}}}}})", head,
+                          s.kv_used_bytes, s.kv_free_bytes));
+    hold(s.t, fmt::format(R"({{"name":"driver free bytes",{},"args":{{"free":{}}}}})", head,
+                          s.driver_free_bytes));
+    hold(s.t, fmt::format(R"({{"name":"queues",{},"args":{{"guard_queue":{},"waiting":{},"running":{}}}}})",
+                          head, s.guard_queue, s.waiting, s.running));
   }
+  void hold(SimTime t, std::string event) { held_.emplace_back(t, std::move(event)); }
 
   TimelineWriter& w_;
   int pid_;
   int tid_;
+  std::vector<std::pair<SimTime, std::string>> held_;  // (timestamp, event), not yet written
 };
 
 TimelineWriter::TimelineWriter(const std::filesystem::path& path, TimelineWindow window)
@@ -141,6 +160,7 @@ void TimelineWriter::emit(const std::string& event) {
 }
 
 void TimelineWriter::commit() {
+  for (auto& t : tracks_) t->flush();
   file_.append("\n]}\n");
   file_.commit();
 }

@@ -42,6 +42,49 @@ TEST_CASE("kvsim kv human table labels GB and GiB", "[cli]") {
   CHECK_THAT(r.out, Contains("524,288 bytes of KV per token"));
 }
 
+// Mistral-7B-v0.1: 32 layers x 8 KV heads x head dim 128 x 2 (K, V) x 2 bytes = 131,072 bytes a
+// token. At 32,768 tokens full attention holds 32,768 x 131,072 = 4,294,967,296 bytes (4.29 GB);
+// under its 4,096-token window vLLM's paged store holds at most the window's 256 blocks of 16
+// plus the one being filled: 4,112 tokens x 131,072 = 538,968,064 bytes (0.54 GB). At 2,048
+// tokens (inside the window) both are 2,048 x 131,072 = 268,435,456. With 32-token blocks:
+// (128 + 1) x 32 = 4,128 tokens, 541,065,216 bytes.
+TEST_CASE("kvsim kv shows the KV a sliding window holds beside full attention", "[cli]") {
+  auto r = run_cli("kv --model mistral-7b --seq 2048,32768 --batch 2 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 2);
+  CHECK(j[1]["kv_bytes_per_request"] == 4294967296LL);
+  CHECK(j[1]["sliding_window"] == 4096);
+  CHECK(j[1]["block_size"] == 16);
+  CHECK(j[1]["window_kv_bytes_per_request"] == 538968064LL);
+  CHECK(j[1]["window_kv_bytes_total"] == 2 * 538968064LL);
+  CHECK(j[0]["window_kv_bytes_per_request"] == 268435456LL);
+  CHECK(j[0]["kv_bytes_per_request"] == 268435456LL);
+  auto b32 = run_cli("kv --model mistral-7b --seq 32768 --block-size 32 --json");
+  REQUIRE(b32.exit_code == 0);
+  CHECK(nlohmann::json::parse(b32.out)[0]["window_kv_bytes_per_request"] == 541065216LL);
+  auto human = run_cli("kv --model mistral-7b --seq 32768");
+  REQUIRE(human.exit_code == 0);
+  CHECK_THAT(human.out, Contains("sliding window of 4,096 tokens"));
+  CHECK_THAT(human.out, Contains("held under the window"));
+  CHECK_THAT(human.out, Contains("4.29 / 4.00"));  // full attention, GB / GiB
+  CHECK_THAT(human.out, Contains("0.54 / 0.50"));  // held: 538,968,064 B
+  // A full-attention model has neither the columns nor the JSON keys.
+  auto full = run_cli("kv --model llama-3-8b --seq 32768 --json");
+  CHECK_FALSE(nlohmann::json::parse(full.out)[0].contains("window_kv_bytes_per_request"));
+}
+
+// Qwen2.5-7B is GQA (28 query heads, 4 KV heads). At TP 4 each GPU holds 1 KV head (and 7 query
+// heads): still GQA, labelled with its per-GPU head count, not "MQA". Per GPU: 28 layers x 1 x
+// 128 x 2 x 2 bytes (bf16) = 14,336 bytes a token.
+TEST_CASE("kvsim kv per GPU keeps the model's attention kind", "[cli]") {
+  auto r = run_cli("kv --model qwen2.5-7b --seq 1024 --tp 4");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("(GQA: 28 layers x 1 KV head per GPU x head dim 128"));
+  CHECK_THAT(r.out, Contains("14,336 bytes of KV per token"));
+  CHECK_THAT(r.out, !Contains("MQA"));
+}
+
 TEST_CASE("kvsim kv rejects an unknown model with a suggestion and exit code 2", "[cli]") {
   auto r = run_cli("kv --model llama-3-8 --seq 10");
   CHECK(r.exit_code == 2);

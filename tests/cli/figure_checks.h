@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/test_skip.h"
+
 namespace kvsim::test {
 
 struct PngSize {
@@ -44,8 +46,9 @@ inline bool have_matplotlib() {
 
 }  // namespace kvsim::test
 
-#define REQUIRE_MATPLOTLIB()                                                                  \
-  if (!kvsim::test::have_matplotlib()) {                                                      \
-    WARN("skipped: /usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
-    return;                                                                                   \
+// Skips the test (shown as Skipped by ctest, tests/test_skip.h) without matplotlib.
+#define REQUIRE_MATPLOTLIB()                                                                 \
+  if (!kvsim::test::have_matplotlib()) {                                                     \
+    KVSIM_TEST_SKIP("plot",                                                                  \
+                    "/usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
   }

@@ -1,6 +1,9 @@
 // End-to-end: `--model` and a scenario's `model:` take a Hugging Face config.json.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/run_cli.h"
@@ -45,4 +48,26 @@ TEST_CASE("a scenario whose config.json names an unsupported architecture fails 
   CHECK_THAT(r.err, Contains("hf-config-bad.yaml:3:8: model: "));
   CHECK_THAT(r.err, Contains("bad-architecture.json:2:3: architecture 'MambaForCausalLM' is not "
                              "one kvsim can model"));
+}
+
+TEST_CASE("every bad config.json fails kvsim kv and kvsim latency with one line, exit 2",
+          "[cli][hf][bad-input]") {
+  // A 100,000-deep list crashed both (exit 139); a number that overflows a double exited 4 with
+  // nlohmann's text and no file.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "hf-config";
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    INFO(e.path().filename());
+    const std::string expected = kvsim::test::trim(kvsim::test::read_text(e.path().string() + ".expected"));
+    for (const char* cmd : {"kv --seq 2048 --model '", "latency --gpu a100-sxm4-80gb --model '"}) {
+      auto r = run_cli(std::string(cmd) + e.path().string() + "'");
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Contains(expected));
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    ++checked;
+  }
+  CHECK(checked >= 7);
 }

@@ -2,7 +2,7 @@
 // tests/data/plot/tiny-run.yaml) and from hand-made sweep and kvsim-validate folders, checked to be
 // a valid image of the expected size that is not blank, byte-identical on a second render, and
 // captioned with the data's scenario hash. Needs Debian's python3-matplotlib (CI installs it via
-// scripts/setup.sh); without it these tests pass with a warning saying they were skipped.
+// scripts/setup.sh); without it these tests show as Skipped in ctest (tests/test_skip.h).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -260,7 +260,7 @@ TEST_CASE("report writes one self-contained HTML page with every figure, identic
   CHECK(count(html, "src=\"data:image/png;base64,") == 5);  // memory, outcomes, latency_cdf, batch, breakdown
   CHECK(html.find("http://") == std::string::npos);  // nothing fetched: readable offline
   CHECK(html.find("https://") == std::string::npos);
-  CHECK(html.find("<script") == std::string::npos);
+  CHECK(count(html, "<script") == 1);  // the table sorter, inline; nothing else runs
   CHECK(html.find("name: plot-tiny") != std::string::npos);  // the resolved scenario
   CHECK(html.find("rendered by kvsim 0.") != std::string::npos);
   CHECK(html.find(manifest_hash(tiny_run())) != std::string::npos);
@@ -268,6 +268,34 @@ TEST_CASE("report writes one self-contained HTML page with every figure, identic
   // summary.json's KV pool occupancy and SLO figures, per policy (tiny-run.yaml's `slo:`).
   CHECK(html.find("<h2>KV pool and SLO</h2>") != std::string::npos);
   CHECK(html.find("<td>ttft_s &lt;= 30, tpot_s &lt;= 0.2</td>") != std::string::npos);
+  // It leads with the answer: one verdict line per policy before any table, in the policies'
+  // order, each saying what happened (the no-guard policy crashed, tests/data/plot/tiny-run.yaml).
+  const size_t verdict = html.find("<h2>Verdict</h2><ul class=\"verdict\"><li>no-guard: ");
+  REQUIRE(verdict != std::string::npos);
+  CHECK(verdict < html.find("<table"));
+  CHECK(html.find("OOM crash", verdict) < html.find("<li>reject: ", verdict));
+  CHECK(html.find("<li>truncate: ", verdict) != std::string::npos);
+  CHECK(html.find("; SLO met by ", verdict) != std::string::npos);
+  CHECK(count(html, "<table class=\"sortable\">") >= 3);
+  fs::remove_all(tmp);
+}
+
+// A run without `slo:` anywhere has no SLO columns and no SLO clause in its verdicts.
+TEST_CASE("report of a run without an SLO shows no SLO columns") {
+  REQUIRE_MATPLOTLIB();
+  const std::string tmp = make_temp_dir("kvsim-report-no-slo");
+  const auto run = run_cli("run '" + std::string(KVSIM_SOURCE_DIR) +
+                           "/scenarios/native-vs-flash.yaml' -o '" + tmp + "/run'");
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
+  const auto r = run_cli("report '" + tmp + "/run' -o '" + tmp + "/report.html'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string html = read_text(tmp + "/report.html");
+  CHECK(html.find("<h2>Verdict</h2>") != std::string::npos);
+  CHECK(html.find("<h2>KV pool</h2>") != std::string::npos);
+  CHECK(html.find("<th>SLO attainment</th>") == std::string::npos);
+  CHECK(html.find("SLO met by") == std::string::npos);
   fs::remove_all(tmp);
 }
 
@@ -297,6 +325,12 @@ TEST_CASE("report of a sweep folder: header with the data's kvsim version and sc
   CHECK(html.find("kvsim ?") == std::string::npos);
   CHECK(html.find("scenario_hash none") == std::string::npos);
   CHECK(html.find("against the zipped keys (seed, workload.clients.count") != std::string::npos);
+  // It leads with the best point for each metric, before any table.
+  const size_t best = html.find("<h2>Best points</h2><ul class=\"verdict\"><li>highest availability: ");
+  REQUIRE(best != std::string::npos);
+  CHECK(best < html.find("<table"));
+  CHECK(html.find("(seed=", best) != std::string::npos);
+  CHECK(html.find("<li>lowest TTFT p99: ", best) != std::string::npos);
   fs::remove_all(tmp);
 }
 
@@ -305,9 +339,8 @@ TEST_CASE("report of a sweep folder: header with the data's kvsim version and sc
 TEST_CASE("report loads in headless Chromium with every figure and no console message") {
   REQUIRE_MATPLOTLIB();
   if (!fs::exists("/usr/bin/chromium")) {
-    WARN("skipped the headless Chromium check: /usr/bin/chromium is not installed "
-         "(scripts/test.sh installs it; or apt-get install chromium)");
-    return;
+    KVSIM_TEST_SKIP("browser", "/usr/bin/chromium is not installed "
+                               "(scripts/test.sh installs it; or apt-get install chromium)");
   }
   const std::string tmp = make_temp_dir("kvsim-report-chromium");
   const auto r = run_cli("report '" + tiny_run() + "' -o '" + tmp + "/report.html'");
@@ -330,6 +363,34 @@ TEST_CASE("report loads in headless Chromium with every figure and no console me
   REQUIRE(c.status == 0);  // loaded within the timeout and exited cleanly
   CHECK(c.dom.find("</html>") != std::string::npos);
   CHECK(console_lines(c.log).empty());
+  CHECK(c.dom.find("<ul class=\"verdict\"><li>no-guard: ") != std::string::npos);
+
+  // The report's table sorter, run by Chromium on a small table: a click on a header sorts by
+  // that column as numbers ("9.5%" < "10" < "1,200"), a second click reverses it.
+  {
+    const std::string report = read_text(tmp + "/report.html");
+    const size_t open = report.find("<script>"), close = report.find("</script>");
+    REQUIRE(open != std::string::npos);
+    REQUIRE(close != std::string::npos);
+    const std::string sorter = report.substr(open, close + 9 - open);
+    const std::string page = tmp + "/sorted.html";
+    std::ofstream(page)
+        << "<html><body><table class=\"sortable\"><thead><tr><th>name</th><th>n</th></tr></thead>"
+           "<tbody><tr><td>b</td><td>10</td></tr><tr><td>a</td><td>9.5%</td></tr>"
+           "<tr><td>c</td><td>1,200</td></tr></tbody></table>"
+        << sorter
+        << "<script>function order(id) { document.body.insertAdjacentHTML('beforeend', '<p id=' + "
+           "id + '>' + Array.from(document.querySelectorAll('tbody tr')).map(function (r) { "
+           "return r.cells[0].textContent; }).join('') + '</p>'); }"
+           "var th = document.querySelectorAll('th')[1]; th.click(); order('up'); th.click(); "
+           "order('down');</script></body></html>";
+    const ChromiumRun s = chromium_dump("file://" + page, tmp);
+    INFO(s.log);
+    REQUIRE(s.status == 0);
+    CHECK(s.dom.find("<p id=\"up\">abc</p>") != std::string::npos);
+    CHECK(s.dom.find("<p id=\"down\">cba</p>") != std::string::npos);
+    CHECK(console_lines(s.log).empty());
+  }
   // Every figure is an <img> whose data: URI decodes to the 700-px-wide PNG it was rendered as.
   CHECK(count(c.dom, "<img") == 5);
   const std::string key = "src=\"data:image/png;base64,";

@@ -2,7 +2,7 @@
 // FILE as JSON and scripts/kvsim_plot/ draws FILE from them; each figure is checked to be a PNG
 // of the one-column size that is not blank, byte-identical on a second render, and drawn from
 // the exact numbers the command printed. Needs Debian's python3-matplotlib; without it these
-// tests pass with a warning saying they were skipped.
+// tests show as Skipped in ctest (tests/test_skip.h).
 #include <catch2/catch.hpp>
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/cli/run_cli.h"
+#include "tests/test_skip.h"
 
 namespace kvsim::test {
 namespace {
@@ -129,12 +130,10 @@ namespace {
 TEST_CASE("kvsim sweep under mpirun -n 2: rank 0 writes the single-process summary.csv",
           "[cli][sweep][mpi]") {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
-    WARN("skipped: mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
-    return;
+    KVSIM_TEST_SKIP("mpi", "mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
   }
   if (run_cli("sweep --help").out.find("MPI") == std::string::npos) {
-    WARN("skipped: this kvsim was built without MPI (KVSIM_WITH_MPI off or MPI not found)");
-    return;
+    KVSIM_TEST_SKIP("mpi", "this kvsim was built without MPI (KVSIM_WITH_MPI off or MPI not found)");
   }
   const std::string single = make_temp_dir("sweep-single"), dir = make_temp_dir("sweep-mpi");
   const std::string set = "--set workload.trace.max_requests=100";

@@ -235,3 +235,113 @@ policies: [{{name: none, guards: []}}, {{name: queue, guards: [{{type: reserve}}
   CHECK(waited > 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("a cluster's batch block: every replica's iterations, GPU-time-weighted busy share and MFU",
+          "[metrics][engine][cluster]") {
+  const fs::path dir = test::fresh_dir("cluster-batch");
+  const fs::path trace = dir / "three.csv";
+  // Round robin over replica a-0 (TP 1, one GPU) and b-0 (TP 2, two GPUs): request 0 (t = 0,
+  // 100 + 3) to a-0, request 1 (t = 0, 100 + 2) to b-0, request 2 (t = 10 s, 50 + 1) to a-0.
+  std::ofstream(trace) << "arrival_s,prompt_tokens,output_tokens\n0,100,3\n0,100,2\n10,50,1\n";
+  const std::string yaml = fmt::format(R"(
+name: two-replicas
+model: llama-3-8b
+gpu: a100-sxm4-80gb
+engine: {{kv: {{type: paged, block_size: 16}}}}
+cluster:
+  router: {{type: round_robin}}
+  replicas:
+    - {{name: a, count: 1}}
+    - {{name: b, count: 1, engine: {{tensor_parallel: 2}}}}
+workload: {{trace: {{path: {}}}}}
+policies: [{{name: p, guards: []}}]
+)",
+                                       trace.string());
+  const RunResult r = run_to(yaml, dir / "out");
+  const PolicySummary& p = r.policies.at(0);
+  REQUIRE(p.cluster);
+  REQUIRE(p.cluster->replicas.size() == 2);
+  const BatchSummary& a = p.cluster->replicas[0].batch;
+  const BatchSummary& b = p.cluster->replicas[1].batch;
+  // a-0: prefill 100 (its first token), decodes at contexts 101 and 102; at 10 s prefill 50
+  // (its only token): 4 iterations of 1 sequence, tokens 100, 1, 1, 50.
+  // b-0: prefill 100, one decode at context 101: 2 iterations, tokens 100, 1.
+  CHECK(a.iterations == 4);
+  CHECK(b.iterations == 2);
+  CHECK(p.cluster->replicas[0].gpus == 1);
+  CHECK(p.cluster->replicas[1].gpus == 2);
+  // The cluster: 6 iterations, all of 1 sequence; tokens 1, 1, 1, 50, 100, 100: mean 253 / 6,
+  // p50 at position 2.5: 1 + (50 - 1) x 0.5 = 25.5.
+  const BatchSummary& c = p.batch;
+  CHECK(c.iterations == 6);
+  CHECK(p.iterations == 6);
+  CHECK(c.batch_size.mean == 1.0);
+  CHECK(c.batch_tokens.mean == Approx(253.0 / 6).epsilon(1e-12));
+  CHECK(c.batch_tokens.p50 == 25.5);
+  CHECK(c.batch_size_hist.counts == std::vector<int64_t>{6});
+
+  // The iterations' times and FLOPs per GPU from the latency model, TP 1 and TP 2.
+  const Catalog& cat = Catalog::builtin();
+  const GpuSpec& gpu = cat.gpu("a100-sxm4-80gb");
+  const LatencyModel la(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
+  const LatencyModel lb(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash, 2, 1);
+  auto prefill = [](int64_t tokens) {
+    BatchShape s;
+    s.block_tokens = 16;
+    s.prefill = {{.tokens = tokens, .context_tokens = 0, .emits_token = true}};
+    return s;
+  };
+  auto decode = [](int64_t context) {
+    BatchShape s;
+    s.block_tokens = 16;
+    s.decode_seqs = 1, s.decode_context_tokens = context;
+    return s;
+  };
+  SimTime busy_a = 0, busy_b = 0;
+  double flops_a = 0, flops_b = 0;
+  SimTime last_a = 0;
+  for (const BatchShape& s : {prefill(100), decode(101), decode(102)}) {
+    busy_a += test::iteration_ns(la, s);
+    flops_a += la.iteration(s).flops;
+  }
+  last_a = test::iteration_ns(la, prefill(50));
+  busy_a += last_a;
+  flops_a += la.iteration(prefill(50)).flops;
+  for (const BatchShape& s : {prefill(100), decode(101)}) {
+    busy_b += test::iteration_ns(lb, s);
+    flops_b += lb.iteration(s).flops;
+  }
+  // a-0 runs from 0 to 10 s + its last prefill (idle in between); b-0 back to back.
+  const double da = 10.0 + sim_to_seconds(last_a), db = sim_to_seconds(busy_b);
+  CHECK(p.cluster->replicas[0].batch.busy_s == sim_to_seconds(busy_a));
+  CHECK(a.busy_share == Approx(sim_to_seconds(busy_a) / da).epsilon(1e-12));
+  CHECK(b.busy_share == 1.0);
+  CHECK(c.busy_s == Approx(sim_to_seconds(busy_a + busy_b)).epsilon(1e-12));
+  // Busy share: busy GPU-seconds over GPU-seconds, 1 x busy_a + 2 x busy_b over 1 x da + 2 x db.
+  const double gpu_s = 1 * da + 2 * db;
+  CHECK(c.busy_share == Approx((sim_to_seconds(busy_a) + 2 * db) / gpu_s).epsilon(1e-9));
+  // MFU: each GPU's FLOPs over its peak, over the same GPU-seconds.
+  const double peak = gpu.fp16_flops;
+  CHECK(a.mfu == Approx(flops_a / (peak * da)).epsilon(1e-9));
+  CHECK(b.mfu == Approx(flops_b / (peak * db)).epsilon(1e-9));
+  CHECK(c.mfu == Approx((1 * flops_a + 2 * flops_b) / peak / gpu_s).epsilon(1e-9));
+  CHECK(c.flops == Approx((1 * flops_a + 2 * flops_b) / 3).epsilon(1e-9));
+  CHECK(c.peak_flops_per_s == peak);
+
+  // summary.csv: batch cells on the totals row and on each replica's.
+  const auto rows = csv_rows(dir / "out" / "summary.csv");
+  REQUIRE(rows.size() == 4);
+  const auto& h = rows[0];
+  REQUIRE(h.size() >= 6);
+  const size_t n = h.size();
+  CHECK(h[n - 6] == "iterations");
+  CHECK(h[n - 2] == "mfu");
+  CHECK(h[n - 1] == "replica");
+  CHECK(rows[1][n - 6] == "6");
+  CHECK(rows[1][n - 1] == "all");
+  CHECK(rows[2][n - 6] == "4");
+  CHECK(rows[2][n - 1] == "a-0");
+  CHECK(rows[3][n - 6] == "2");
+  CHECK(std::stod(rows[3][n - 3]) == 1.0);  // b-0's busy share
+  fs::remove_all(dir);
+}

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "models/catalog.h"
 #include "sim/cluster/router.h"
@@ -270,4 +271,43 @@ policies: [{name: p, guards: []}, {name: q, guards: [], cluster: {router: {type:
   CHECK(runs[0] == runs[1]);
   CHECK(requests.substr(0, requests.find('\n')).ends_with(",tokens_dropped,guard_queue_s,engine_wait_s,prefill_s,decode_s,preempted_s,replica"));
   CHECK(series.substr(0, series.find('\n')).ends_with(",running,replica"));
+}
+
+// manifest.json's gpus_per_policy counts every GPU of the cluster: policy `tp` runs 2 replicas
+// at the group's TP 2, 2 x 2 = 4 GPUs; policy `disagg` brings its own 1 prefill + 1 decode
+// replica at the scenario's TP 1, 2 GPUs; summary.json's per-replica entries carry their GPUs.
+TEST_CASE("manifest gpus_per_policy sums every replica group's TP x PP", "[engine][cluster]") {
+  const std::filesystem::path dir = test::fresh_dir("cluster-gpus");
+  const Scenario s = load_scenario(ConfigNode::parse_string(R"(
+name: gpus
+model: llama-2-7b
+gpu: a100-sxm4-80gb
+cluster:
+  replicas: [{name: g, count: 2, engine: {tensor_parallel: 2}}]
+workload:
+  arrivals: {type: fixed, rate: 10}
+  max_requests: 8
+  prompt_tokens: 200
+  output_tokens: 4
+policies:
+  - {name: tp, guards: []}
+  - name: disagg
+    guards: []
+    cluster: {replicas: [{name: pre, role: prefill}, {name: dec, role: decode}]}
+)",
+                                                            "gpus.yaml"),
+                                   Catalog::builtin());
+  RunOptions o;
+  o.out_dir = (dir / "out").string();
+  const RunResult r = run_scenario(s, o);
+  CHECK(r.policies.at(0).gpus == 4);
+  CHECK(r.policies.at(1).gpus == 2);
+  const auto manifest = nlohmann::json::parse(test::file_text(dir / "out" / "manifest.json"));
+  CHECK(manifest["gpus_per_policy"]["tp"] == 4);
+  CHECK(manifest["gpus_per_policy"]["disagg"] == 2);
+  CHECK(manifest["memory_figures"] == "per GPU");  // a `tp` replica spans 2 GPUs
+  const auto summary = nlohmann::json::parse(test::file_text(dir / "out" / "summary.json"));
+  CHECK(summary["policies"][0]["replicas"][1]["gpus"] == 2);
+  CHECK(summary["policies"][1]["replicas"][0]["gpus"] == 1);
+  std::filesystem::remove_all(dir);
 }

@@ -184,19 +184,35 @@ TEST_CASE("fast-forward and stepping write identical result files", "[property][
   const RunResult step = run_scenario(s, o);
   CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
   CHECK(step.policies.at(0).fast_forward_iterations == 0);
-  static int64_t fast_forwarded = 0;  // over the seeds so far: the stretches do happen,
-  static int64_t quiet = 0;           // and their quiet runs (recorded at once)
-  fast_forwarded += ff.policies.at(0).fast_forward_iterations;
-  quiet += ff.policies.at(0).quiet_iterations;
-  if (seed == 199) {
-    CHECK(fast_forwarded > 1000);
-    CHECK(quiet > 1000);
-  }
   const std::string a = files(base / "ff"), b = files(base / "step");
   CHECK(a.size() > 500);
   CHECK(a == b);
   fs::remove_all(base);
   fs::remove(random_trace_path(1000 + seed));
+}
+
+// The identity above means something only if the stretches happen on those scenarios: a fixed
+// sample of them (the first 20 seeds, whichever seeds the test above runs), fast-forward only,
+// must run many iterations in closed form, and many in quiet runs (recorded at once). Measured
+// on this sample: 13,356 closed-form and 11,512 quiet iterations; the bounds (1,000 each, as the
+// 200-seed total used to be held to) are well below, so a scheduler change that moves a few
+// does not fail it, while stretches that never happen do.
+TEST_CASE("fast-forward stretches and quiet runs happen on the random scenarios",
+          "[property][engine][fast_forward]") {
+  int64_t fast_forwarded = 0, quiet = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    const std::string yaml = random_scenario(1000 + seed, /*wide=*/true);
+    const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+    RunOptions o;
+    o.sample_interval_s = 0.37;
+    const RunResult ff = run_scenario(s, o);
+    fast_forwarded += ff.policies.at(0).fast_forward_iterations;
+    quiet += ff.policies.at(0).quiet_iterations;
+    std::filesystem::remove(random_trace_path(1000 + seed));
+  }
+  INFO("closed form " << fast_forwarded << ", quiet " << quiet);
+  CHECK(fast_forwarded > 1000);
+  CHECK(quiet > 1000);
 }
 
 TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", "[engine][determinism]") {

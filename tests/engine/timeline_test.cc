@@ -97,6 +97,18 @@ void check_schema(const json& trace) {
       for (const auto& [k, v] : e["args"].items()) CHECK(v.is_number());
     }
   }
+  // Within each track (pid, tid), events are written in time order.
+  std::map<std::pair<int, int>, double> last;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    const std::pair<int, int> track{e["pid"].get<int>(), e["tid"].get<int>()};
+    const double ts = e["ts"].get<double>();
+    if (auto it = last.find(track); it != last.end()) {
+      INFO(e.dump() << " after an event at " << it->second);
+      CHECK(ts >= it->second);
+    }
+    last[track] = ts;
+  }
 }
 
 std::vector<json> events(const json& trace, const std::string& ph, const std::string& name = "") {
@@ -295,4 +307,45 @@ policies: [{name: p, guards: []}]
     names[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
   }
   CHECK(names == std::map<int, std::string>{{1, "a-0"}, {2, "a-1"}});
+}
+
+TEST_CASE("timeline: a queue deadline that passes during an iteration is written after its slice",
+          "[engine][timeline]") {
+  // One sequence at a time (max_num_seqs 1), a request every 1 ms from 1 ms: request 0 (512 + 64
+  // tokens) runs from 0.001 s; request 1 arrives at 0.002 s with a 0.05 s deadline and waits, so
+  // it times out at 0.052 s, while one of request 0's iterations runs (each a few ms: one starts
+  // before 0.052 s and ends after). That iteration is reported when it ends, after the timeout:
+  // the track must still list the slice (which starts before 0.052 s) before the timed_out
+  // instant.
+  const Traced t = run_traced(R"(name: deadline
+model: seed-7b-mha
+gpu: a100-sxm4-80gb
+engine: {kv: {type: paged}, max_num_seqs: 1}
+workload:
+  arrivals: {type: fixed, rate: 1000}
+  max_requests: 2
+  prompt_tokens: 512
+  output_tokens: 64
+  max_queue_time_s: 0.05
+policies: [{name: p, guards: []}]
+)");
+  check_schema(t.trace);  // every track in time order
+  const auto timed_out = events(t.trace, "i", "timed_out");
+  REQUIRE(timed_out.size() == 1);
+  const double at = timed_out[0]["ts"].get<double>();
+  CHECK(at == Approx(2'000 + 50'000));  // arrival 2 ms + 50 ms, in µs
+  // The slice in flight at the deadline: it starts before it, ends after it, and comes first.
+  size_t slice_pos = 0, instant_pos = 0, i = 0;
+  bool straddles = false;
+  for (const json& e : t.trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["ts"].get<double>() < at &&
+        e["ts"].get<double>() + e["dur"].get<double>() > at) {
+      straddles = true;
+      slice_pos = i;
+    }
+    if (e["ph"] == "i" && e["name"] == "timed_out") instant_pos = i;
+    ++i;
+  }
+  REQUIRE(straddles);
+  CHECK(slice_pos < instant_pos);
 }

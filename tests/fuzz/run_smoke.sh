@@ -15,9 +15,10 @@ seeds=()
 for d in "$@"; do [[ -d "$d" ]] && seeds+=("$d"); done
 # -timeout: one input taking over 5 s is a hang (bad input must be answered within a second).
 # -rss_limit_mb: a runaway allocation is a finding, not a dead machine. -max_len: libFuzzer would
-# otherwise size inputs from the largest seed (the shipped traces are megabytes).
+# otherwise size inputs from the largest seed (the shipped traces are megabytes); a target whose
+# seeds must stay whole sets KVSIM_FUZZ_MAX_LEN.
 "$bin" "$work/corpus/$name" "${seeds[@]}" -max_total_time="$seconds" -timeout=5 \
-  -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+  -rss_limit_mb=2048 -max_len="${KVSIM_FUZZ_MAX_LEN:-65536}" -print_final_stats=1 \
   -artifact_prefix="$work/crashes/$name-" >"$log" 2>&1
 rc=$?
 execs="$(grep -m1 'stat::number_of_executed_units' "$log" | awk '{print $2}')"

@@ -29,17 +29,19 @@ KvBudget budget() {
 }  // namespace
 
 TEST_CASE("paged store is sized vLLM-style from gpu_memory_utilization", "[memory][config]") {
-  // 80 GiB x 0.9 = 72 GiB; minus 20 GiB of non-KV = 52 GiB; 2 MiB blocks -> 26,624.
+  // 80 GiB x 0.9 = 72 GiB; minus 20 GiB of non-KV = 52 GiB; 2 MiB blocks -> 26,624, of which
+  // vLLM keeps one as its null block: 26,623 usable.
   auto s = build("{type: paged}", budget());
   CHECK(s->type() == "paged");
   REQUIRE(s->paged() != nullptr);
   CHECK(s->paged()->block_tokens() == 16);
-  CHECK(s->paged()->total_blocks() == 26'624);
+  CHECK(s->paged()->total_blocks() == 26'623);
   CHECK(s->preallocated());
   CHECK(s->deferred_growth() != nullptr);
   CHECK(s->caching_allocator() == nullptr);
   auto half = build("{type: paged, gpu_memory_utilization: 0.5, block_size: 32}", budget());
-  CHECK(half->paged()->total_blocks() == (40 - 20) * 1024 / 4);
+  CHECK(half->paged()->total_blocks() == (40 - 20) * 1024 / 4 - 1);
+  // An explicit num_blocks is the usable pool.
   auto fixed = build("{type: paged, num_blocks: 100}", budget());
   CHECK(fixed->paged()->total_blocks() == 100);
 }

@@ -134,6 +134,48 @@ TEST_CASE("paged prefix blocks are keyed as a chunked prefill fills them", "[mem
   s.check_invariants();
 }
 
+// A request's own blocks (PrefixHashes::owner): full blocks past its hashes (generated tokens,
+// the block that straddles the prompt's end) are cached under keys of its own, so that it hits
+// them again after a preemption (vLLM hashes every full block); no other request can.
+//   request 5: 40-token prompt, hashes cover 32 (two blocks keyed by the hashes). grow to 48:
+//   block 2 (tokens 32..47: 8 prompt + 8 generated) is full, keyed as its own; grow to 50, then
+//   14 tokens through a deferral window (the engine's decode fast path): block 3 fills, keyed
+//   when the window is settled; grow to 70: block 4 (64..69) is partial, never keyed. Released
+//   (preempted), it looks its 70 tokens up: at most (70 - 1) / 16 = 4 blocks -> 64 tokens.
+//   Request 6, with the same hashes but its own id, hits only the two hashed blocks: 32.
+TEST_CASE("paged own blocks: a request re-hits its generated blocks, no one else does",
+          "[memory][paged]") {
+  PagedStore s = make(100, true);
+  const std::vector<uint64_t> h = {41};  // one 32-token hash chunk
+  PrefixHashes p5{h, 32, 40};
+  p5.owner = 5;
+  REQUIRE(s.allocate(5, 40, 80, p5));
+  REQUIRE(s.grow(5, 48));
+  CHECK(s.cached_prefix_tokens(p5, 49) == 48);
+  REQUIRE(s.grow(5, 50));
+  DeferredGrowth& d = *s.deferred_growth();
+  REQUIRE(d.open(5) == 14);
+  d.add(14);
+  CHECK(s.cached_prefix_tokens(p5, 65) == 48);  // not settled yet
+  d.settle(5, 14);
+  CHECK(s.cached_prefix_tokens(p5, 65) == 64);
+  REQUIRE(s.grow(5, 70));
+  CHECK(s.tokens(5) == 70);
+  s.check_invariants();
+  s.release(5);
+  CHECK(s.cached_prefix_tokens(p5, 70) == 64);
+  PrefixHashes p6{h, 32, 40};
+  p6.owner = 6;
+  CHECK(s.cached_prefix_tokens(p6, 70) == 32);
+  // The resumed request shares those 4 blocks and allocates 1 for the rest.
+  const int64_t free_before = s.free_blocks();
+  CHECK(s.blocks_to_allocate(p5, 70) == 5);  // 5 blocks; the 4 hits sit on the free list
+  REQUIRE(s.allocate(5, 70, 80, p5));
+  CHECK(s.prefix_hit_blocks() == 4);
+  CHECK(s.free_blocks() == free_before - 5);
+  s.check_invariants();
+}
+
 TEST_CASE("paged misuse is an invariant error, not silent corruption", "[memory][paged]") {
   PagedStore s = make(10);
   REQUIRE(s.allocate(1, 10, 20));

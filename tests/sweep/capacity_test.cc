@@ -152,3 +152,80 @@ policies: [{name: a, engine: {tensor_parallel: 4}}, {name: b}]
   const ConfigCost b = config_cost(t, "t.yaml", "b", Catalog::builtin());
   CHECK(b.gpus == 2 * 2 * 4);
 }
+
+TEST_CASE("capacity cost: each replica group counts with its own engine and GPU", "[capacity]") {
+  // Two replicas of Llama-3-70B on H100 (catalog 2.99 $/h), the group's own engine TP 4, swept
+  // over the count as `--over cluster.replicas.0.count=1,2` would: 1 x 4 = 4 GPUs, $11.96/h;
+  // 2 x 4 = 8 GPUs, $23.92/h (not 1 and 2 GPUs: the group's TP counts).
+  for (int count : {1, 2}) {
+    const YAML::Node t = YAML::Load(fmt::format(R"(
+gpu: h100-sxm
+cluster: {{replicas: [{{name: big, count: {}, engine: {{tensor_parallel: 4}}}}]}}
+policies: [{{name: p}}]
+)",
+                                                count));
+    const ConfigCost c = config_cost(t, "t.yaml", "p", Catalog::builtin());
+    CHECK(c.gpus == 4 * count);
+    CHECK(c.replicas == count);
+    CHECK(c.tensor_parallel == 4);
+    CHECK(c.cost_per_hour_usd() == Approx(2.99 * 4 * count));
+  }
+}
+
+TEST_CASE("capacity cost: a policy's own cluster is the one priced", "[capacity]") {
+  // The scenario runs one mixed replica; policy `disagg` brings 1 prefill + 1 decode replica.
+  // With engine.tensor_parallel 1 and 2: 2 x 1 = 2 and 2 x 2 = 4 GPUs at 2.99 $/h (5.98, 11.96);
+  // policy `colo` keeps the scenario's single replica: 1 and 2 GPUs.
+  for (int tp : {1, 2}) {
+    const YAML::Node t = YAML::Load(fmt::format(R"(
+gpu: h100-sxm
+engine: {{tensor_parallel: {}}}
+cluster: {{replicas: [{{name: mixed, count: 1}}]}}
+policies:
+  - {{name: colo}}
+  - name: disagg
+    cluster: {{replicas: [{{name: pre, role: prefill}}, {{name: dec, role: decode}}]}}
+)",
+                                                tp));
+    const ConfigCost d = config_cost(t, "t.yaml", "disagg", Catalog::builtin());
+    CHECK(d.gpus == 2 * tp);
+    CHECK(d.replicas == 2);
+    CHECK(d.cost_per_hour_usd() == Approx(2.99 * 2 * tp));
+    const ConfigCost c = config_cost(t, "t.yaml", "colo", Catalog::builtin());
+    CHECK(c.gpus == tp);
+  }
+}
+
+TEST_CASE("capacity cost: groups on different GPUs are priced on each one's GPU", "[capacity]") {
+  // Group a: 2 A100-80GB at TP 1 (the cost block's 1.50 $/h); group b: 1 H100 at TP 2 (the
+  // catalog's 2.99). GPUs 2 x 1 + 1 x 2 = 4; cost 2 x 1.50 + 2 x 2.99 = 8.98 $/h.
+  const YAML::Node t = YAML::Load(R"(
+gpu: a100-sxm4-80gb
+cost: {gpu_hour_usd: {a100-sxm4-80gb: 1.5}}
+cluster:
+  replicas:
+    - {name: a, count: 2}
+    - {name: b, count: 1, gpu: h100-sxm, engine: {tensor_parallel: 2}}
+policies: [{name: p}]
+)");
+  const ConfigCost c = config_cost(t, "t.yaml", "p", Catalog::builtin());
+  REQUIRE(c.groups.size() == 2);
+  CHECK(c.groups[0].gpus == 2);
+  CHECK(c.groups[0].gpu_hour_usd == 1.5);
+  CHECK(c.groups[0].price_source == "scenario cost: block");
+  CHECK(c.groups[1].gpus == 2);
+  CHECK(c.groups[1].gpu == "h100-sxm");
+  CHECK(c.groups[1].gpu_hour_usd == 2.99);
+  CHECK(c.gpus == 4);
+  CHECK(c.gpu == "a100-sxm4-80gb+h100-sxm");
+  CHECK(c.gpu_hour_usd == 0);        // no single price: the groups' differ
+  CHECK(c.tensor_parallel == 0);     // nor a single TP
+  CHECK(c.cost_per_hour_usd() == Approx(8.98));
+  // A GPU with no known price leaves the whole cost unknown (0), not a partial sum.
+  const YAML::Node u = YAML::Load(R"(
+gpu: a100-sxm4-80gb
+cluster: {replicas: [{name: a}, {name: cpu, gpu: cpu-host}]}
+policies: [{name: p}]
+)");
+  CHECK(config_cost(u, "u.yaml", "p", Catalog::builtin()).cost_per_hour_usd() == 0);
+}
