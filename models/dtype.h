@@ -6,10 +6,12 @@
 
 namespace kvsim {
 
-// kInt4 is a weight-only type (packed two to a byte, with per-group scales: models/weight_bytes.h).
-enum class DType { kFp32, kFp16, kBf16, kFp8, kInt8, kInt4 };
+// kInt4, kMxfp4 and kNvfp4 are weight-only 4-bit types, packed two to a byte, with scales per
+// group of inputs (docs/memory.md "Quantized weights"): INT4 as AWQ/GPTQ store it, FP4 (E2M1)
+// with an E8M0 scale per 32 (OCP MX) or an FP8 scale per 16 and a tensor scale (NVFP4).
+enum class DType { kFp32, kFp16, kBf16, kFp8, kInt8, kInt4, kMxfp4, kNvfp4 };
 
-// Whole bytes per element. Requires: not kInt4 (half a byte; use dtype_bits).
+// Whole bytes per element. Requires: not a 4-bit type (half a byte; use dtype_bits).
 int dtype_bytes(DType t);
 int dtype_bits(DType t);
 // Weights below 16 bits are quantized: GEMMs read them at their width but embeddings, LM head,

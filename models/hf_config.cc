@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <utility>
@@ -18,7 +19,7 @@ namespace kvsim {
 // max_position_embeddings, head_dim, tie_word_embeddings, torch_dtype) are read for each.
 const std::vector<HfArchitecture>& hf_architectures() {
   static const std::vector<HfArchitecture> table = {
-      // name                  family     gqa    bias   gated  moe    switch window
+      // name                  family     gqa    bias   gated  moe    switch window qk_norm
       {"LlamaForCausalLM", "Llama", true, false, true, false, false, false},
       {"MistralForCausalLM", "Mistral", true, false, true, false, false, true},
       {"MixtralForCausalLM", "Mixtral", true, false, true, true, false, true},
@@ -27,6 +28,12 @@ const std::vector<HfArchitecture>& hf_architectures() {
       {"Phi3ForCausalLM", "Phi-3", true, false, true, false, false, true},
       {"PhiForCausalLM", "Phi-2", true, false, false, false, false, false},
       {"GPTNeoXForCausalLM", "GPT-NeoX (Pythia)", false, false, false, false, false, false},
+      {"Qwen2MoeForCausalLM", "Qwen2-MoE", true, true, true, false, true, true, false, HfExtra::kQwenMoe},
+      {"Qwen3MoeForCausalLM", "Qwen3-MoE", true, false, true, false, true, true, true, HfExtra::kQwenMoe},
+      {"DeepseekV2ForCausalLM", "DeepSeek-V2", false, false, true, false, false, false,
+       false, HfExtra::kDeepseekMla},
+      {"DeepseekV3ForCausalLM", "DeepSeek-V3", false, false, true, false, false, false,
+       false, HfExtra::kDeepseekMla},
   };
   return table;
 }
@@ -181,6 +188,137 @@ DType hf_dtype(const HfReader& r) {
                           echo_text(t)));
 }
 
+// An integer list (e.g. mlp_only_layers), empty when absent or null.
+std::vector<int64_t> hf_int_list(const HfJson& j, const HfReader& r, const std::string& key,
+                                 int64_t max) {
+  std::vector<int64_t> out;
+  if (!r.has(key)) return out;
+  const HfJson& v = j.at(key);
+  if (!v.is_array()) r.fail(key, fmt::format("'{}': expected a list of integers", key));
+  for (const HfJson& e : v) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > max) {
+      r.fail(key, fmt::format("'{}': expected integers in [0, {}], got {}", key, max, e.dump()));
+    }
+    out.push_back(e.get<int64_t>());
+  }
+  return out;
+}
+
+// Qwen2-MoE and Qwen3-MoE (vLLM qwen2_moe.py / qwen3_moe.py, the decoder layer's choice of MLP):
+// layer i holds the experts unless it is in mlp_only_layers, when num_experts > 0 and
+// (i + 1) % decoder_sparse_step == 0; else a dense MLP of intermediate_size. Qwen2-MoE adds one
+// shared expert of shared_expert_intermediate_size.
+void read_qwen_moe(const HfJson& j, const HfReader& r, ModelSpec& m) {
+  const int experts = static_cast<int>(r.integer("num_experts", 0, 0, 4096));
+  if (experts <= 1) return;  // a dense model in MoE clothing
+  m.num_experts = experts;
+  m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, experts));
+  m.expert_ffn = static_cast<int>(r.integer("moe_intermediate_size", 1, 1 << 22));
+  m.shared_expert_ffn =
+      static_cast<int>(r.integer("shared_expert_intermediate_size", 0, 0, 1 << 22));
+  const int64_t step = r.integer("decoder_sparse_step", 1, 1, m.layers);
+  const std::vector<int64_t> only = hf_int_list(j, r, "mlp_only_layers", m.layers - 1);
+  for (int i = 0; i < m.layers; ++i) {
+    const bool dense = std::find(only.begin(), only.end(), i) != only.end() || (i + 1) % step != 0;
+    if (dense) m.dense_layers.push_back(i);
+  }
+}
+
+// DeepSeek-V2/V3 and Kimi-K2 (vLLM deepseek_v2.py: DeepseekV2DecoderLayer, DeepseekV2MoE,
+// DeepseekV2MLAAttention). MLA: the query/key head is qk_nope_head_dim + qk_rope_head_dim, one
+// latent KV "head". MoE: layer i holds the experts when n_routed_experts is set,
+// i >= first_k_dense_replace and i % moe_layer_freq == 0; its shared experts are one MLP of
+// n_shared_experts x moe_intermediate_size.
+void read_deepseek(const HfJson& j, const HfReader& r, ModelSpec& m) {
+  (void)j;
+  m.kv_lora_rank = static_cast<int>(r.integer("kv_lora_rank", 1, 1 << 16));
+  m.q_lora_rank = static_cast<int>(r.integer("q_lora_rank", 0, 0, 1 << 16));
+  m.qk_rope_head_dim = static_cast<int>(r.integer("qk_rope_head_dim", 0, 4096));
+  const int nope = static_cast<int>(r.integer("qk_nope_head_dim", 1, 4096));
+  m.head_dim = nope + m.qk_rope_head_dim;
+  m.v_head_dim = static_cast<int>(r.integer("v_head_dim", 1, 4096));
+  m.kv_heads = 1;
+  m.mtp_layers = static_cast<int>(r.integer("num_nextn_predict_layers", 0, 0, 16));
+  const int experts = static_cast<int>(r.integer("n_routed_experts", 0, 0, 4096));
+  if (experts <= 1) return;
+  m.num_experts = experts;
+  m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, experts));
+  m.expert_ffn = static_cast<int>(r.integer("moe_intermediate_size", 1, 1 << 22));
+  m.shared_expert_ffn =
+      static_cast<int>(r.integer("n_shared_experts", 0, 0, 64)) * m.expert_ffn;
+  const int64_t first_dense = r.integer("first_k_dense_replace", 0, 0, m.layers);
+  const int64_t freq = r.integer("moe_layer_freq", 1, 1, m.layers);
+  for (int i = 0; i < m.layers; ++i) {
+    if (i < first_dense || i % freq != 0) m.dense_layers.push_back(i);
+  }
+}
+
+// quantization_config, as vLLM picks a quantization method from its quant_method
+// (vllm/model_executor/layers/quantization/: Fp8Config.from_config reads weight_block_size,
+// Mxfp4Config, ModelOptNvFp4Config's quant_algo, AWQConfig and GPTQConfig's bits and
+// group_size). A method kvsim cannot model is an error naming it.
+void read_quantization(const HfJson& j, const HfReader& r, ModelSpec& m) {
+  if (!r.has("quantization_config")) return;
+  const HfJson& q = j.at("quantization_config");
+  const std::string key = "quant_method";
+  if (!q.is_object() || !q.contains(key) || !q.at(key).is_string()) {
+    r.fail("quantization_config", "'quantization_config': expected an object with a quant_method");
+  }
+  std::string method = q.at(key).get<std::string>();
+  std::transform(method.begin(), method.end(), method.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto integer = [&](const char* k, int64_t fallback) -> int64_t {
+    if (!q.contains(k) || q.at(k).is_null()) return fallback;
+    if (!q.at(k).is_number_integer()) {
+      r.fail(k, fmt::format("'{}': expected an integer, got {}", k, q.at(k).dump()));
+    }
+    return q.at(k).get<int64_t>();
+  };
+  if (method == "fp8") {
+    m.weight_dtype = DType::kFp8;
+    if (q.contains("weight_block_size") && !q.at("weight_block_size").is_null()) {
+      const HfJson& b = q.at("weight_block_size");
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || b[0] != b[1] ||
+          b[0].get<int64_t>() < 1 || b[0].get<int64_t>() > 4096) {
+        r.fail("weight_block_size", fmt::format("'weight_block_size': expected a square block "
+                                                "[b, b] with 1 <= b <= 4096, got {}", b.dump()));
+      }
+      m.weight_group = static_cast<int>(b[0].get<int64_t>());
+    }
+  } else if (method == "mxfp4") {
+    // gpt-oss: only the experts are MXFP4 (modules_to_not_convert lists attention, router,
+    // embedding and LM head); a dense model's linear layers all.
+    if (m.moe()) {
+      m.expert_weight_dtype = DType::kMxfp4;
+    } else {
+      m.weight_dtype = DType::kMxfp4;
+    }
+  } else if (method == "modelopt") {
+    const std::string algo = q.value("quant_algo", "");
+    if (algo == "FP8") {
+      m.weight_dtype = DType::kFp8;
+    } else if (algo == "NVFP4") {
+      m.weight_dtype = DType::kNvfp4;
+    } else {
+      r.fail("quant_algo", fmt::format("modelopt quant_algo \"{}\" is not one kvsim models "
+                                       "(FP8, NVFP4)", echo_text(algo)));
+    }
+  } else if (method == "awq" || method == "gptq") {
+    const int64_t bits = integer(method == "awq" ? "bits" : "bits", 4);
+    if (bits != 4) {
+      r.fail("bits", fmt::format("{} with {} bits is not modelled (4-bit only)", method, bits));
+    }
+    m.weight_dtype = DType::kInt4;
+    const int64_t group = integer("group_size", 128);
+    // -1: one group per column (a scale per output channel).
+    m.weight_group = group < 0 ? 1 << 30 : static_cast<int>(std::min<int64_t>(group, 1 << 30));
+    if (group == 0) r.fail("group_size", "'group_size': expected -1 or a positive integer");
+  } else {
+    r.fail(key, fmt::format("quant_method \"{}\" is not one kvsim models (fp8, mxfp4, "
+                            "modelopt FP8/NVFP4, awq, gptq)", echo_text(method)));
+  }
+}
+
 // The document, or an InputError naming where the parse stopped: a syntax error, or a number
 // out of range ("1e400"). nlohmann reports the 1-based offset of the last character it read
 // (the end of the offending token).
@@ -280,6 +418,9 @@ ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::str
     m.sliding_window = static_cast<int>(r.integer("sliding_window", 1, 1 << 30));
   }
   m.weight_dtype = m.kv_dtype = hf_dtype(r);
+  if (arch->extra == HfExtra::kQwenMoe) read_qwen_moe(j, r, m);
+  if (arch->extra == HfExtra::kDeepseekMla) read_deepseek(j, r, m);
+  read_quantization(j, r, m);
   return m;
 }
 

@@ -24,6 +24,16 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& source);
 // Hugging Face config.json".
 std::string model_file_problem(const std::filesystem::path& file, const std::string& what);
 
+// Keys an architecture reads beyond the common ones and its row's switches.
+enum class HfExtra {
+  kNone,
+  kQwenMoe,      // num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers,
+                 // shared_expert_intermediate_size (Qwen2-MoE, Qwen3-MoE)
+  kDeepseekMla,  // MLA (kv_lora_rank, q_lora_rank, qk_*_head_dim, v_head_dim) and DeepSeekMoE
+                 // (n_routed_experts, n_shared_experts, moe_intermediate_size,
+                 // first_k_dense_replace, moe_layer_freq, num_nextn_predict_layers)
+};
+
 // One supported `architectures` entry and what kvsim makes of it.
 struct HfArchitecture {
   const char* name;         // e.g. "LlamaForCausalLM"
@@ -35,6 +45,7 @@ struct HfArchitecture {
   bool window_switch;       // sliding_window counts only when use_sliding_window is true (Qwen2)
   bool window;              // reads sliding_window at all
   bool qk_norm = false;     // per-head RMSNorm on Q and K (Qwen3)
+  HfExtra extra = HfExtra::kNone;
 };
 const std::vector<HfArchitecture>& hf_architectures();
 

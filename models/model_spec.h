@@ -1,6 +1,7 @@
 // What an LLM is, as far as memory and latency are concerned: its shape and its dtypes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -21,11 +22,32 @@ struct ModelSpec {
   int kv_heads = 0;  // H_kv: = H for MHA, H/G for GQA, 1 for MQA
   int head_dim = 0;  // D
   int hidden = 0;
-  int ffn = 0;  // intermediate size of one expert's MLP
+  int ffn = 0;  // intermediate size of a dense layer's MLP (and of each expert unless expert_ffn)
   int vocab = 0;
   int64_t max_position = 0;
   int num_experts = 1;         // >1 for mixture-of-experts
   int experts_per_token = 1;   // top-k routing
+  // Mixture of experts beyond Mixtral's (docs/models.md "Mixture of experts"): each routed
+  // expert's MLP width (0: ffn, as Mixtral), the always-on shared experts' width in total
+  // (DeepSeek's n_shared_experts x moe_intermediate_size, Qwen2-MoE's
+  // shared_expert_intermediate_size; 0: none), and the layers (0-based, ascending) whose MLP is a
+  // dense one of `ffn` in a MoE model (DeepSeek's first_k_dense_replace, Qwen's mlp_only_layers
+  // and decoder_sparse_step, Llama 4's interleave_moe_layer_step).
+  int expert_ffn = 0;
+  int shared_expert_ffn = 0;
+  std::vector<int> dense_layers;
+  // Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; docs/models.md "MLA"): each token keeps
+  // one latent of kv_lora_rank plus a shared rotary key of qk_rope_head_dim per layer, not K and
+  // V per head. Unset (0): ordinary attention. Then head_dim is the query/key head size
+  // (qk_nope_head_dim + qk_rope_head_dim), v_head_dim the value head size, q_lora_rank the
+  // queries' low-rank width (0: a full q_proj) and kv_heads 1 (vLLM's one latent "head").
+  int kv_lora_rank = 0;
+  int q_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  // DeepSeek-V3's multi-token-prediction modules in the checkpoint (num_nextn_predict_layers):
+  // counted by mtp_param_count, not loaded by a server that does not speculate with them.
+  int mtp_layers = 0;
   bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
   // Per-head RMSNorm on Q and K before rotary (Qwen3: q_norm and k_norm, one head_dim weight
   // each per layer, vLLM's Qwen3Attention in vllm/model_executor/models/qwen3.py).
@@ -40,15 +62,46 @@ struct ModelSpec {
   // the window (docs/memory.md "Sliding-window attention"). Unset: full attention.
   std::optional<int> sliding_window;
   DType weight_dtype = DType::kFp16;  // of the linear layers (GEMMs); may be quantized
+  // The quantization's group (docs/memory.md "Quantized weights"): FP8's square block side (0:
+  // one scale per tensor; 128: DeepSeek's 128 x 128 blocks, quantization_config
+  // weight_block_size), INT4's group of inputs (0: 128, AWQ's default). MXFP4 and NVFP4 have
+  // fixed groups (32, 16).
+  int weight_group = 0;
+  // The routed experts' own weight type where only they are quantized (gpt-oss: MXFP4 experts
+  // beside BF16 attention); unset: weight_dtype.
+  std::optional<DType> expert_weight_dtype;
+  DType routed_weight_dtype() const { return expert_weight_dtype.value_or(weight_dtype); }
   DType kv_dtype = DType::kFp16;
   std::optional<int64_t> weights_bytes_override;  // e.g. the seeds' flat "16 GB of weights"
 
-  // 2 (K and V) x L x H_kv x D x bytes(kv_dtype).
+  // 2 (K and V) x L x H_kv x D x bytes(kv_dtype); MLA: L x (kv_lora_rank + qk_rope_head_dim)
+  // x bytes(kv_dtype).
   int64_t kv_bytes_per_token() const;
-  // Parameter count from the shape (embeddings, attention, MLP/experts, norms).
+  // KV elements one token keeps per layer on a GPU holding `kv_heads_per_gpu` KV heads: the
+  // latent and rotary key under MLA (not split by heads), else 2 x heads x D.
+  int64_t kv_elements_per_layer(int kv_heads_per_gpu) const {
+    return mla() ? int64_t{kv_lora_rank} + qk_rope_head_dim
+                 : int64_t{2} * kv_heads_per_gpu * head_dim;
+  }
+  // Parameter count from the shape (embeddings, attention, MLP/experts, norms) of the main model
+  // (without MTP modules).
   int64_t param_count() const;
-  // Parameters touched per token (MoE: only the routed experts).
+  // Parameters touched per token (MoE: only the routed experts, plus the shared ones).
   int64_t active_param_count() const;
+  // Parameters of the MTP modules: each one MoE decoder layer, two input norms, the 2h x h
+  // projection, a final norm, and its own embedding and LM head as the checkpoint stores them.
+  int64_t mtp_param_count() const;
+  bool moe() const { return num_experts > 1; }
+  bool mla() const { return kv_lora_rank > 0; }
+  // Layer i's MLP holds the routed experts (else a dense MLP of ffn).
+  bool is_moe_layer(int i) const {
+    return moe() && !std::binary_search(dense_layers.begin(), dense_layers.end(), i);
+  }
+  // MoE layers among layers [begin, end).
+  int moe_layers_in(int begin, int end) const;
+  int routed_ffn() const { return expert_ffn > 0 ? expert_ffn : ffn; }
+  // The value head size (head_dim but under MLA).
+  int value_head_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   // Weight bytes held on one GPU: the override if given, else params x bytes(weight_dtype) for
   // 16/32-bit weights, or quantized linear layers with their scales (weights_bytes_on_gpu).
   int64_t weights_bytes() const;
@@ -60,7 +113,7 @@ struct ModelSpec {
   int64_t attended_tokens(int64_t context) const {
     return sliding_window && context > *sliding_window ? int64_t{*sliding_window} : context;
   }
-  // "MHA", "GQA" or "MQA".
+  // "MHA", "GQA", "MQA" or "MLA".
   std::string attention_kind() const;
 };
 

@@ -12,21 +12,32 @@ namespace {
 int64_t round_up_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Bytes of one GPU's shard of a linear layer with `in` inputs and `out` outputs (already the
-// shard's sizes), weights of type `w` and the scales its quantization scheme stores:
+// shard's sizes), weights of type `w` and the scales its quantization scheme stores (`group`:
+// ModelSpec::weight_group):
 //   16/32-bit  none
-//   fp8        one FP32 scale per weight matrix (vLLM Fp8LinearMethod, per-tensor)
+//   fp8        one FP32 scale per weight matrix (vLLM Fp8LinearMethod, per-tensor), or with
+//              group b one FP32 scale per b x b block (weight_scale_inv, block-wise as DeepSeek
+//              ships it: ceil(out / b) x ceil(in / b))
 //   int8       one FP32 scale per output channel (compressed-tensors W8A8, channelwise)
-//   int4       per group of 128 input rows and per column: an FP16 scale and a 4-bit zero
-//              packed 8 to an int32 (vLLM AWQLinearMethod: qweight, scales, qzeros)
-int64_t linear_bytes(int64_t in, int64_t out, DType w) {
+//   int4       per group of g input rows (g = group, else 128) and per column: an FP16 scale
+//              and a 4-bit zero packed 8 to an int32 (vLLM AWQLinearMethod: qweight, scales,
+//              qzeros; GPTQ stores the same)
+//   mxfp4      one E8M0 byte per 32 inputs of a column (OCP MX; vLLM Mxfp4MoEMethod's scales)
+//   nvfp4      one FP8 byte per 16 inputs of a column, an FP32 tensor scale and an FP32 input
+//              scale (vLLM ModelOptNvFp4LinearMethod: weight_scale, weight_scale_2, input_scale)
+int64_t linear_bytes(int64_t in, int64_t out, DType w, int group) {
   const int64_t weights = round_up_div(in * out * dtype_bits(w), 8);
   switch (w) {
-    case DType::kFp8: return weights + 4;
+    case DType::kFp8:
+      return group > 0 ? weights + round_up_div(in, group) * round_up_div(out, group) * 4
+                       : weights + 4;
     case DType::kInt8: return weights + out * 4;
     case DType::kInt4: {
-      const int64_t groups = round_up_div(in, kInt4GroupSize);
+      const int64_t groups = round_up_div(in, group > 0 ? group : kInt4GroupSize);
       return weights + groups * out * 2 + groups * round_up_div(out, 8) * 4;
     }
+    case DType::kMxfp4: return weights + round_up_div(in, kMxfp4Group) * out;
+    case DType::kNvfp4: return weights + round_up_div(in, kNvfp4Group) * out + 8;
     default: return weights;
   }
 }
@@ -44,7 +55,26 @@ void check_parallelism(const ModelSpec& m, Parallelism par) {
     refuse(fmt::format("{} KV heads neither split {} ways nor divide {} (for replicas)", m.kv_heads,
                        t, t));
   }
-  if (m.ffn % t != 0) refuse(fmt::format("MLP width {} does not split {} ways", m.ffn, t));
+  if (par.data < 1) refuse("degrees must be >= 1");
+  const bool dense_mlp = !m.moe() || m.moe_layers_in(0, m.layers) < m.layers;
+  if (dense_mlp && m.ffn % t != 0) {
+    refuse(fmt::format("MLP width {} does not split {} ways", m.ffn, t));
+  }
+  if (m.moe()) {
+    const int g = par.expert_group();
+    if (par.expert && g > m.num_experts) {
+      refuse(fmt::format("{} experts cannot fill {} expert-parallel GPUs", m.num_experts, g));
+    }
+    if (!par.expert && m.routed_ffn() % g != 0) {
+      refuse(fmt::format("expert MLP width {} does not split {} ways", m.routed_ffn(), g));
+    }
+    if (m.shared_expert_ffn % t != 0) {
+      refuse(fmt::format("shared-expert MLP width {} does not split {} ways", m.shared_expert_ffn,
+                         t));
+    }
+  } else if (par.expert) {
+    refuse("expert parallelism needs a mixture-of-experts model");
+  }
   if (par.pipeline > m.layers) {
     refuse(fmt::format("{} layers cannot fill {} pipeline stages", m.layers, par.pipeline));
   }
@@ -68,6 +98,55 @@ std::vector<int> stage_layers(int layers, int pipeline) {
   return out;
 }
 
+int local_experts(const ModelSpec& m, Parallelism par) {
+  if (!m.moe() || !par.expert) return m.num_experts;
+  return static_cast<int>(round_up_div(m.num_experts, par.expert_group()));
+}
+
+int64_t routed_ffn_per_gpu(const ModelSpec& m, Parallelism par) {
+  return par.expert ? m.routed_ffn() : m.routed_ffn() / par.expert_group();
+}
+
+namespace {
+
+// Bytes of one gated (or up/down) MLP of width f (already the shard's).
+int64_t mlp_bytes(const ModelSpec& m, int64_t f, DType w) {
+  if (f == 0) return 0;
+  const int64_t h = m.hidden;
+  const int g = m.weight_group;
+  return (m.gated_mlp ? 2 : 1) * linear_bytes(h, f, w, g) + linear_bytes(f, h, w, g);
+}
+
+// Bytes of one layer's attention on a GPU of t (norms aside). Column-parallel Q, K, V split
+// their outputs, row-parallel O its inputs. MLA (vLLM DeepseekV2MLAAttention): the down
+// projections q_a and kv_a_proj_with_mqa and the two latent norms are replicated, q_b (or
+// q_proj), kv_b and o split by heads.
+int64_t attention_bytes(const ModelSpec& m, int t) {
+  const DType w = m.weight_dtype;
+  const int64_t mb = unquantized_bytes(w);
+  const int64_t h = m.hidden;
+  const int64_t heads = int64_t{m.heads} / t;
+  const auto linear_bytes = [&](int64_t in, int64_t out, DType d) {
+    return kvsim::linear_bytes(in, out, d, m.weight_group);
+  };
+  if (m.mla()) {
+    const int64_t ql = m.q_lora_rank, kl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
+    const int64_t qk = m.head_dim, nope = qk - rope, v = m.value_head_dim();
+    int64_t b = ql > 0 ? linear_bytes(h, ql, w) + ql * mb + linear_bytes(ql, heads * qk, w)
+                       : linear_bytes(h, heads * qk, w);
+    b += linear_bytes(h, kl + rope, w) + kl * mb;
+    b += linear_bytes(kl, heads * (nope + v), w) + linear_bytes(heads * v, h, w);
+    return b;
+  }
+  const int64_t q_out = heads * m.head_dim;
+  const int64_t kv_out = int64_t{kv_heads_per_gpu(m, t)} * m.head_dim;
+  int64_t b = linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
+  if (m.qkv_bias) b += (q_out + 2 * kv_out) * mb;
+  return b;
+}
+
+}  // namespace
+
 int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   KVSIM_CHECK(stage >= 0 && stage < par.pipeline, "stage {} of {}", stage, par.pipeline);
   if (m.weights_bytes_override) return round_up_div(*m.weights_bytes_override, par.gpus());
@@ -75,20 +154,25 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   const DType w = m.weight_dtype;
   const int64_t mb = unquantized_bytes(w);
   const int64_t h = m.hidden;
-  const int64_t q_out = int64_t{m.heads} / t * m.head_dim;
-  const int64_t kv_out = int64_t{kv_heads_per_gpu(m, t)} * m.head_dim;
-  const int64_t f = int64_t{m.ffn} / t;
-  // Column-parallel Q, K, V, gate and up split their outputs; row-parallel O and down split
-  // their inputs; norms and the router are replicated (vLLM ReplicatedLinear for the gate).
-  int64_t layer = 2 * h * mb;
-  if (m.qk_norm) layer += 2 * int64_t{m.head_dim} * mb;  // q_norm, k_norm: replicated
-  layer += linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
-  if (m.qkv_bias) layer += (q_out + 2 * kv_out) * mb;
-  if (m.num_experts > 1) layer += h * m.num_experts * mb;
-  layer += int64_t{m.num_experts} *
-           ((m.gated_mlp ? 2 : 1) * linear_bytes(h, f, w) + linear_bytes(f, h, w));
+  // Every layer: two norms (replicated) and its attention. Dense layers: the MLP split t ways.
+  // MoE layers: the router (replicated, vLLM ReplicatedLinear for the gate), the shared experts
+  // split t ways (an MLP on the attention's TP group) and the routed experts this GPU holds.
+  // Qwen3's q_norm and k_norm are replicated too.
+  const int64_t layer = 2 * h * mb + (m.qk_norm ? 2 * int64_t{m.head_dim} * mb : 0) +
+                        attention_bytes(m, t);
+  const int64_t dense = mlp_bytes(m, m.ffn / t, w);
+  int64_t moe = 0;
+  if (m.moe()) {
+    moe = h * m.num_experts * mb + mlp_bytes(m, m.shared_expert_ffn / t, w) +
+          int64_t{local_experts(m, par)} *
+              mlp_bytes(m, routed_ffn_per_gpu(m, par), m.routed_weight_dtype());
+  }
   const std::vector<int> layers = stage_layers(m.layers, par.pipeline);
-  int64_t bytes = layers[static_cast<size_t>(stage)] * layer;
+  int begin = 0;
+  for (int s = 0; s < stage; ++s) begin += layers[static_cast<size_t>(s)];
+  const int n = layers[static_cast<size_t>(stage)];
+  const int moe_layers = m.moe_layers_in(begin, begin + n);
+  int64_t bytes = n * layer + (n - moe_layers) * dense + moe_layers * moe;
   const int64_t embed = vocab_per_gpu(m, t) * h * mb;
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
@@ -102,8 +186,8 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
 
 int64_t kv_bytes_per_token_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   const std::vector<int> layers = stage_layers(m.layers, par.pipeline);
-  return int64_t{2} * layers[static_cast<size_t>(stage)] * kv_heads_per_gpu(m, par.tensor) *
-         m.head_dim * dtype_bytes(m.kv_dtype);
+  return int64_t{layers[static_cast<size_t>(stage)]} *
+         m.kv_elements_per_layer(kv_heads_per_gpu(m, par.tensor)) * dtype_bytes(m.kv_dtype);
 }
 
 ModelSpec gpu_share(const ModelSpec& model, Parallelism par, int stage) {
@@ -115,13 +199,35 @@ ModelSpec gpu_share(const ModelSpec& model, Parallelism par, int stage) {
   m.kv_heads = kv_heads_per_gpu(model, par.tensor);
   m.ffn = model.ffn / par.tensor;
   m.vocab = static_cast<int>(vocab_per_gpu(model, par.tensor));
-  m.layers = stage_layers(model.layers, par.pipeline)[static_cast<size_t>(stage)];
+  const std::vector<int> layers = stage_layers(model.layers, par.pipeline);
+  int begin = 0;
+  for (int s = 0; s < stage; ++s) begin += layers[static_cast<size_t>(s)];
+  m.layers = layers[static_cast<size_t>(stage)];
+  if (model.moe()) {
+    m.num_experts = local_experts(model, par);
+    m.experts_per_token = std::min(model.experts_per_token, m.num_experts);
+    m.expert_ffn = static_cast<int>(routed_ffn_per_gpu(model, par));
+    m.shared_expert_ffn = model.shared_expert_ffn / par.tensor;
+    // The stage's dense layers, renumbered from 0.
+    m.dense_layers.clear();
+    for (int i : model.dense_layers) {
+      if (i >= begin && i < begin + m.layers) m.dense_layers.push_back(i - begin);
+    }
+    // A stage of dense layers only is no longer a MoE model's share: keep one expert slot so that
+    // moe() stays true only where the stage has MoE layers.
+    if (m.moe_layers_in(0, m.layers) == 0) m.num_experts = m.experts_per_token = 1;
+  }
   return m;
 }
 
 std::string parallelism_text(Parallelism par) {
-  return fmt::format("TP {} x PP {} ({} GPU{})", par.tensor, par.pipeline, par.gpus(),
-                     par.gpus() == 1 ? "" : "s");
+  if (par.data == 1 && !par.expert) {
+    return fmt::format("TP {} x PP {} ({} GPU{})", par.tensor, par.pipeline, par.gpus(),
+                       par.gpus() == 1 ? "" : "s");
+  }
+  const int all = par.gpus() * par.data;
+  return fmt::format("DP {} x TP {} x PP {}{} ({} GPU{})", par.data, par.tensor, par.pipeline,
+                     par.expert ? " with EP" : "", all, all == 1 ? "" : "s");
 }
 
 }  // namespace kvsim

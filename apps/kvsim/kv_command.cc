@@ -76,11 +76,19 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
     fmt::print("per GPU at {}, the heaviest stage: {} query heads, weights {}\n",
                parallelism_text(o.par.parallelism()), m.heads, dtype_name(m.weight_dtype));
   }
-  const std::string heads = fmt::format("{} KV head{}{}", m.kv_heads, m.kv_heads == 1 ? "" : "s",
-                                        per_gpu ? " per GPU" : "");
-  fmt::print("model {} ({}: {} layers x {} x head dim {}, KV {}): {} bytes of KV per token\n",
-             m.name, whole.attention_kind(), m.layers, heads, m.head_dim, dtype_name(m.kv_dtype),
-             with_commas(m.kv_bytes_per_token()));
+  if (m.mla()) {
+    // One latent and one rotary key per token and layer, the same on every TP rank.
+    fmt::print("model {} (MLA: {} layers x (latent {} + rotary {}), KV {}): {} bytes of KV per "
+               "token\n",
+               m.name, m.layers, m.kv_lora_rank, m.qk_rope_head_dim, dtype_name(m.kv_dtype),
+               with_commas(m.kv_bytes_per_token()));
+  } else {
+    const std::string heads = fmt::format("{} KV head{}{}", m.kv_heads, m.kv_heads == 1 ? "" : "s",
+                                          per_gpu ? " per GPU" : "");
+    fmt::print("model {} ({}: {} layers x {} x head dim {}, KV {}): {} bytes of KV per token\n",
+               m.name, whole.attention_kind(), m.layers, heads, m.head_dim,
+               dtype_name(m.kv_dtype), with_commas(m.kv_bytes_per_token()));
+  }
   const bool window = m.sliding_window.has_value();
   if (window) {
     fmt::print("sliding window of {} tokens: a request holds at most the window plus one block "

@@ -19,7 +19,7 @@ void add_parallel_flags(CLI::App& cmd, ParallelFlags& f, bool with_kv_dtype) {
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   cmd.add_option("--weights-dtype", f.weights_dtype, "weight type of the linear layers")
-      ->check(CLI::IsMember({"fp16", "bf16", "fp8", "int8", "int4"}));
+      ->check(CLI::IsMember({"fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"}));
   if (with_kv_dtype) {
     cmd.add_option("--kv-dtype", f.kv_dtype, "KV cache element type")
         ->check(CLI::IsMember({"fp16", "bf16", "fp8"}));

@@ -20,7 +20,18 @@ namespace kvsim {
 // them once (shape_).
 struct LatencyShape {
   double layers, hidden, head_dim, q_heads, kv_heads, ffn, vocab, experts, topk;
+  // Mixture of experts (docs/latency.md "Mixture of experts"): layers with routed experts and
+  // with a dense MLP of `ffn`; the routed experts' width, the experts this GPU holds and the
+  // shared experts' width (per GPU); the tokens entering one MoE layer per token of this
+  // replica's batch (d: the data-parallel replicas' batches meet there); the expert-parallel
+  // group whose GPUs exchange tokens by all-to-all (0: no expert parallelism).
+  double moe_layers, dense_layers, expert_ffn, local_experts, shared_ffn, moe_token_scale, ep_group;
+  // MLA (0 kv_lora: none): the latent and rotary key widths, the query's low rank, the value head.
+  double kv_lora, rope_dim, q_lora, v_head_dim;
+  double kv_elems;  // KV elements one token writes per layer on this GPU
   double wb, kvb;  // bytes per linear-layer weight (with its quantization scales) / KV element
+  double xwb;       // bytes per routed-expert weight (wb unless the experts have their own type)
+  double expert_flops_scale;  // gemm_flops_scale of the routed experts' GEMMs
   double ewb;      // bytes per unquantized weight: embedding, LM head, router (16-bit)
   double gemm_flops_scale;  // peak of the linear layers' GEMMs / the FP16 peak
   double window;            // sliding-window attention: keys a query sees at most; 0: no window
@@ -38,14 +49,34 @@ using Shape = LatencyShape;
 constexpr double kActBytes = 2.0;
 
 // Bytes per weight of a linear layer, scales included: AWQ INT4 adds an FP16 scale and a 4-bit
-// zero per group of 128 (2.5 / 128 bytes per weight); the per-tensor (FP8) and per-channel
-// (INT8) scales are under a thousandth of a byte per weight and left out of the reads.
-double linear_weight_bytes(DType w) {
-  if (w == DType::kInt4) return 0.5 + 2.5 / static_cast<double>(kInt4GroupSize);
+// zero per group of g (2.5 / g bytes per weight), MXFP4 a byte per 32, NVFP4 a byte per 16,
+// block-wise FP8 four bytes per b x b block; the per-tensor (FP8) and per-channel (INT8) scales
+// are under a thousandth of a byte per weight and left out of the reads.
+double linear_weight_bytes(DType w, int group) {
+  if (w == DType::kInt4) {
+    return 0.5 + 2.5 / static_cast<double>(group > 0 ? group : kInt4GroupSize);
+  }
+  if (w == DType::kMxfp4) return 0.5 + 1.0 / static_cast<double>(kMxfp4Group);
+  if (w == DType::kNvfp4) return 0.5 + 1.0 / static_cast<double>(kNvfp4Group);
+  if (w == DType::kFp8 && group > 0) return 1.0 + 4.0 / (static_cast<double>(group) * group);
   return dtype_bits(w) / 8.0;
 }
 
-Shape shape_of(const ModelSpec& m, const GpuSpec& g, int tp, int pp) {
+// The peak of GEMMs whose weights are `w`, over the FP16 peak: FP8 weights run at the FP8
+// tensor peak where the GPU has one (vLLM's W8A8 FP8 path), MXFP4 and NVFP4 weights at the FP4
+// peak where it has one (Blackwell: vLLM's FlashInfer/CUTLASS FP4 MoE and NVFP4 GEMMs); else
+// weights are dequantised into 16-bit GEMMs (weight-only: AWQ/Marlin, Marlin's MXFP4 and NVFP4
+// on Hopper and older) at the FP16 peak.
+double gemm_peak_scale(DType w, const GpuSpec& g) {
+  if (w == DType::kFp8 && g.fp8_flops > 0) return g.fp8_flops / g.fp16_flops;
+  if ((w == DType::kMxfp4 || w == DType::kNvfp4) && g.fp4_flops > 0) {
+    return g.fp4_flops / g.fp16_flops;
+  }
+  return 1.0;
+}
+
+Shape shape_of(const ModelSpec& m, const GpuSpec& g, Parallelism par) {
+  const int tp = par.tensor, pp = par.pipeline;
   Shape s{};
   s.layers = m.layers;
   s.hidden = m.hidden;
@@ -57,11 +88,24 @@ Shape shape_of(const ModelSpec& m, const GpuSpec& g, int tp, int pp) {
   s.vocab = static_cast<double>(vocab_per_gpu(m, tp));
   s.experts = m.num_experts;
   s.topk = m.experts_per_token;
-  s.wb = linear_weight_bytes(m.weight_dtype);
+  s.moe_layers = m.moe_layers_in(0, m.layers);
+  s.dense_layers = s.layers - s.moe_layers;
+  s.expert_ffn = m.moe() ? static_cast<double>(routed_ffn_per_gpu(m, par)) : s.ffn;
+  s.local_experts = local_experts(m, par);
+  s.shared_ffn = static_cast<double>(m.shared_expert_ffn) / tp;
+  s.moe_token_scale = par.data;
+  s.ep_group = par.expert ? par.expert_group() : 0;
+  s.kv_lora = m.kv_lora_rank;
+  s.rope_dim = m.qk_rope_head_dim;
+  s.q_lora = m.q_lora_rank;
+  s.v_head_dim = m.value_head_dim();
+  s.kv_elems = static_cast<double>(m.kv_elements_per_layer(kv_heads_per_gpu(m, tp)));
+  s.wb = linear_weight_bytes(m.weight_dtype, m.weight_group);
+  s.xwb = linear_weight_bytes(m.routed_weight_dtype(), m.weight_group);
+  s.expert_flops_scale = gemm_peak_scale(m.routed_weight_dtype(), g);
   s.ewb = unquantized_bytes(m.weight_dtype);
   s.kvb = dtype_bytes(m.kv_dtype);
-  s.gemm_flops_scale =
-      m.weight_dtype == DType::kFp8 && g.fp8_flops > 0 ? g.fp8_flops / g.fp16_flops : 1.0;
+  s.gemm_flops_scale = gemm_peak_scale(m.weight_dtype, g);
   s.window = m.sliding_window.value_or(0);
   s.qk_norm = m.qk_norm;
   s.tp = tp;
@@ -98,6 +142,7 @@ struct DecodeTerms {
   double floor_tokens;     // the latency floor, in tokens of KV
   double slope;            // seconds per context token per layer (the per-token roofline)
   double fixed;            // seconds per layer that do not grow with t (per-sequence reads)
+  double flops_fixed;      // per layer: FLOPs that do not grow with t (MLA's absorption)
 };
 
 // Decode attention's totals at total context t (the profile's, not the lower bound's): what an
@@ -109,7 +154,7 @@ struct DecodeAttentionTotals {
 DecodeAttentionTotals decode_attention_totals(const DecodeTerms& d, double n, double t,
                                               double layers) {
   DecodeAttentionTotals a;
-  a.flops = d.flops_per_token * t * layers;
+  a.flops = (d.flops_per_token * t + d.flops_fixed) * layers;
   a.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
   const double overhead = (n > 0 ? d.r.launch_s : 0.0) * layers;
   // Affine in t: the per-token roofline, plus per-sequence costs that do not grow with t.
@@ -141,6 +186,10 @@ OpCost decode_attention_at(const DecodeTerms& d, double n, double t, double laye
   o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
   return o;
 }
+
+// Which weights a GEMM reads: a decoder linear layer's (weight_dtype), the routed experts'
+// (their own type when they have one) or 16-bit ones (router, LM head).
+enum class Weights { kLinear, kExperts, kUnquantized };
 
 class Costing {
  public:
@@ -202,11 +251,13 @@ class Costing {
   // `memo_id`: which of LatencyModel's per-shape memos holds this GEMM (-1: none; the shape
   // must be the same at every call with that id, which the model's fixed dimensions ensure).
   OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
-              double reps, int memo_id, bool quantized = true) const {
+              double reps, int memo_id, Weights kind = Weights::kLinear) const {
     const double flops = 2.0 * m * k * n;
-    const double wb = quantized ? s_.wb : s_.ewb;
+    const double wb = kind == Weights::kLinear ? s_.wb : kind == Weights::kExperts ? s_.xwb : s_.ewb;
     const double bytes = weight_elems * wb + m * k * kActBytes + m * n * kActBytes;
-    const double scale = quantized ? s_.gemm_flops_scale : 1.0;
+    const double scale = kind == Weights::kLinear    ? s_.gemm_flops_scale
+                         : kind == Weights::kExperts ? s_.expert_flops_scale
+                                                     : 1.0;
     const Rates r = rates(OpClass::kGemm, m, 1.0, 1.0, scale);
     OpCost o = op(name, OpClass::kGemm, flops, bytes, 1, reps, r);
     if (ideal_ || g_.sm_count <= 0 || p_.table(OpClass::kGemm, TableMetric::kComputeEfficiency)) {
@@ -327,19 +378,34 @@ class Costing {
       // Q read + O written, K and V of every key read once.
       double bytes = 2.0 * q * s_.q_heads * s_.head_dim * kActBytes +
                      2.0 * keys * s_.kv_heads * s_.head_dim * s_.kvb;
+      // FLOPs per query-key pair and head: QK^T and PV, 2 FLOPs per MAC.
+      double pair_flops = 4.0 * s_.head_dim;
+      double expand_flops = 0;
+      if (s_.kv_lora > 0) {
+        // MLA prefill (vLLM MLACommonImpl, forward_prefill): kv_b_proj expands every key's
+        // latent into per-head K (qk_nope) and V, which are written and read back; attention is
+        // then multi-head with head sizes qk (Q, K) and v (V, O).
+        const double expanded = s_.q_heads * (s_.head_dim - s_.rope_dim + s_.v_head_dim);
+        bytes = q * s_.q_heads * (s_.head_dim + s_.v_head_dim) * kActBytes +
+                keys * s_.kv_elems * s_.kvb + s_.kv_lora * expanded * s_.wb +
+                2.0 * keys * expanded * kActBytes;
+        pair_flops = 2.0 * (s_.head_dim + s_.v_head_dim);
+        expand_flops = 2.0 * keys * s_.kv_lora * expanded;
+      }
       double flops = 0;
       double curve = 1.0;
       if (impl == AttentionKind::kFlash) {
         // Causal: query i of the chunk sees ctx + i + 1 keys (at most the window); masked tiles
         // are skipped.
         const double pairs = causal_pairs(q, ctx);
-        flops = 4.0 * s_.head_dim * s_.q_heads * pairs;  // QK^T and PV, 2 FLOPs per MAC
+        flops = s_.kv_lora > 0 ? pair_flops * s_.q_heads * pairs + expand_flops
+                               : 4.0 * s_.head_dim * s_.q_heads * pairs;
         if (!ideal_) curve = keys / (keys + p_.flash_seq_half_tokens) * head_dim_curve;
       } else {
         // Eager attention computes the whole q x keys rectangle, then masks it, and moves the
         // score matrix through HBM native_score_passes times.
         const double scores = s_.q_heads * q * keys;
-        flops = 4.0 * s_.head_dim * scores;
+        flops = s_.kv_lora > 0 ? pair_flops * scores + expand_flops : 4.0 * s_.head_dim * scores;
         bytes += p_.native_score_passes * p_.native_score_bytes * scores;
       }
       const OpCost one = op("", c, flops, bytes, 0, s_.layers, rates(c, class_tables, keys, curve));
@@ -377,9 +443,28 @@ class Costing {
     }
     d.flops_per_token = 4.0 * s_.head_dim * s_.q_heads;
     d.qo_bytes = n * 2.0 * s_.q_heads * s_.head_dim * kActBytes;
+    d.flops_fixed = 0;
+    if (s_.kv_lora > 0) {
+      // MLA decode with the up-projections absorbed (vLLM MLACommonImpl, forward_decode): every
+      // head's query is taken into the latent (q_nope x W_UK), attends over the one latent plus
+      // rotary key as multi-query attention (QK over kv_lora + rope, PV over kv_lora), and its
+      // latent output leaves through W_UV. Per context token: the latent once for all heads.
+      // Per sequence: the two absorptions and their weights (kv_b_proj, read once a step).
+      const double latent = s_.kv_lora + s_.rope_dim;
+      const double nope = s_.head_dim - s_.rope_dim;
+      d.kv_per_token = s_.kv_elems * s_.kvb;
+      if (impl == AttentionKind::kNative) {
+        d.kv_per_token += p_.native_score_passes * p_.native_score_bytes * s_.q_heads;
+      }
+      d.flops_per_token = 2.0 * s_.q_heads * (latent + s_.kv_lora);
+      d.qo_bytes = n * s_.q_heads * (latent + s_.kv_lora) * kActBytes +
+                   (n > 0 ? s_.kv_lora * s_.q_heads * (nope + s_.v_head_dim) * s_.wb : 0.0);
+      d.flops_fixed = 2.0 * n * s_.q_heads * s_.kv_lora * (nope + s_.v_head_dim);
+    }
     d.floor_tokens = ideal_ ? 0.0 : n * p_.decode_context_half_tokens;
     d.slope = std::max(d.flops_per_token / d.r.flops_per_s, d.kv_per_token / d.r.bytes_per_s);
     d.fixed = (d.kv_per_token * d.floor_tokens + d.qo_bytes) / d.r.bytes_per_s;
+    if (d.flops_fixed > 0) d.fixed += d.flops_fixed / d.r.flops_per_s;
     return d;
   }
 
@@ -404,6 +489,19 @@ class Costing {
     const double latency = ideal_ ? 0.0 : p_.allreduce_latency_s;
     r.launch_s += latency;
     return op("allreduce", OpClass::kAllReduce, 0.0, traffic, 1, 2 * s_.layers, r);
+  }
+
+  // Expert parallelism across data-parallel replicas: each MoE layer sends this GPU's share
+  // of its rows (m / t tokens x top-k, 16-bit) to the experts' GPUs and gets the results back
+  // (dispatch and combine), over the node's link one way; the (g - 1) / g of them whose expert
+  // lives on another GPU cross it. Two collectives per MoE layer, each with the all-reduce's
+  // fixed latency.
+  OpCost all_to_all(double m) const {
+    const double g = s_.ep_group;
+    const double payload = m / s_.tp * s_.topk * s_.hidden * kActBytes * (g - 1) / g;
+    Rates r = rates(OpClass::kAllReduce, m);
+    r.launch_s += ideal_ ? 0.0 : p_.allreduce_latency_s;
+    return op("all_to_all", OpClass::kAllReduce, 0.0, 2 * payload, 2, s_.moe_layers, r);
   }
 
   // Pipeline parallelism: the batch's m x hidden activations go from each stage to the next,
@@ -452,6 +550,21 @@ class Costing {
   Memo* memo_;
 };
 
+// Two operations reported as one named `name` (e.g. a MoE layer's shared experts: their gate/up
+// and down GEMMs): FLOPs, bytes and times add.
+OpCost merged(std::string_view name, const OpCost& a, const OpCost& b) {
+  OpCost o = a;
+  o.name = name;
+  o.flops += b.flops;
+  o.bytes += b.bytes;
+  o.compute_s += b.compute_s;
+  o.memory_s += b.memory_s;
+  o.overhead_s += b.overhead_s;
+  o.seconds += b.seconds;
+  o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
+  return o;
+}
+
 void add(IterationCost& it, bool keep_ops, const OpCost& o) {
   if (o.flops == 0 && o.bytes == 0) return;
   it.ops_seconds += o.seconds;
@@ -465,8 +578,8 @@ constexpr size_t kDecodeMemoMaxSeqs = size_t{1} << 14;
 
 // Decode attention's terms as a decode-step memo keeps them.
 DecodeTerms memo_terms(const DecodeStepMemo& m) {
-  const std::array<double, 9>& a = m.attention;
-  return {{a[0], a[1], a[2]}, a[3], a[4], a[5], a[6], a[7], a[8]};
+  const std::array<double, 10>& a = m.attention;
+  return {{a[0], a[1], a[2]}, a[3], a[4], a[5], a[6], a[7], a[8], a[9]};
 }
 
 // Expected number of distinct experts that m tokens route to (uniform top-k routing).
@@ -481,13 +594,19 @@ std::string_view bound_name(Bound b) { return b == Bound::kCompute ? "compute" :
 
 LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
                            int tensor_parallel, int pipeline_parallel)
+    : LatencyModel(std::move(model), std::move(gpu), std::move(profile), attention,
+                   Parallelism{tensor_parallel, pipeline_parallel}) {}
+
+LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
+                           Parallelism parallelism)
     : model_(std::move(model)),
       gpu_(std::move(gpu)),
       profile_(std::move(profile)),
       ideal_(ideal_profile()),
       attention_(attention),
-      tp_(tensor_parallel),
-      pp_(pipeline_parallel) {
+      tp_(parallelism.tensor),
+      pp_(parallelism.pipeline),
+      par_(parallelism) {
   if (tp_ < 1) throw InputError(fmt::format("tensor parallel degree {}: expected >= 1", tp_));
   if (pp_ < 1) throw InputError(fmt::format("pipeline parallel degree {}: expected >= 1", pp_));
   if (model_.heads % tp_ != 0 || (model_.kv_heads >= tp_ && model_.kv_heads % tp_ != 0)) {
@@ -501,8 +620,8 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
     throw InputError(
         fmt::format("model {}: layers, hidden, heads and head_dim must be >= 1", model_.name));
   }
-  check_parallelism(model_, Parallelism{tp_, pp_});
-  shape_ = std::make_shared<const LatencyShape>(shape_of(model_, gpu_, tp_, pp_));
+  check_parallelism(model_, par_);
+  shape_ = std::make_shared<const LatencyShape>(shape_of(model_, gpu_, par_));
 }
 
 namespace {
@@ -560,36 +679,85 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
   add(it, keep_ops, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
-  add(it, keep_ops, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
-  if (s.qk_norm) {
-    // Qwen3's q_norm and k_norm: two RMSNorm kernels over the Q and K heads (read + write).
-    add(it, keep_ops, k.elementwise("qk_norm", {2 * m * q_out * kActBytes, 2 * m * kv_out * kActBytes},
-                                    5 * m * (q_out + kv_out), L, m));
+  if (s.kv_lora > 0) {
+    // MLA's projections (vLLM DeepseekV2MLAAttention): q_a then q_b (or one q_proj), and
+    // kv_a_proj_with_mqa to the latent and rotary key, as one op.
+    const double latent = s.kv_lora + s.rope_dim;
+    OpCost q = s.q_lora > 0
+                   ? merged("", k.gemm("", m, s.hidden, s.q_lora, s.hidden * s.q_lora, L, -1),
+                            k.gemm("", m, s.q_lora, q_out, s.q_lora * q_out, L, -1))
+                   : k.gemm("", m, s.hidden, q_out, s.hidden * q_out, L, -1);
+    add(it, keep_ops, merged("qkv_proj", q, k.gemm("", m, s.hidden, latent, s.hidden * latent, L, -1)));
+    add(it, keep_ops, k.elementwise("kv_cache_write", {m * s.kv_elems * (kActBytes + s.kvb)}, 0.0, L, m));
+  } else {
+    add(it, keep_ops, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
+    if (s.qk_norm) {
+      // Qwen3's q_norm and k_norm: two RMSNorm kernels over the Q and K heads (read + write).
+      add(it, keep_ops, k.elementwise("qk_norm", {2 * m * q_out * kActBytes, 2 * m * kv_out * kActBytes},
+                                      5 * m * (q_out + kv_out), L, m));
+    }
+    add(it, keep_ops, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   }
-  add(it, keep_ops, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   if (!batch.prefill.empty()) add(it, keep_ops, k.prefill_attention(batch.prefill, attention_));
   if (n > 0) {
     add(it, keep_ops, k.decode_attention(n, t, batch.block_tokens, attention_, !batch.prefill.empty()));
   }
-  add(it, keep_ops, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
+  if (s.kv_lora > 0) {
+    const double v_out = s.q_heads * s.v_head_dim;
+    add(it, keep_ops, k.gemm("o_proj", m, v_out, s.hidden, v_out * s.hidden, L, 1));
+  } else {
+    add(it, keep_ops, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
+  }
   if (s.tp > 1) add(it, keep_ops, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
 
-  // MLP (SwiGLU): gate and up in one GEMM, then down; MoE routes each row to top-k experts and
-  // reads the weights of every expert some row routed to.
-  const double touched = experts_touched(s.experts, s.topk, m);
-  const double rows = m * s.topk;
+  // MLP (SwiGLU): gate and up in one GEMM, then down. A dense model's every layer; a MoE
+  // model's dense layers as one op (dense_mlp). MoE layers route each row to top-k experts and
+  // read the weights of every expert some row routed to; their shared experts see every row.
+  const double moe_L = s.moe_layers;
+  double rows = m * s.topk;  // rows through one layer's routed experts on this GPU
   if (s.experts > 1) {
-    add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, L, 4, false));
+    add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, moe_L, 4, Weights::kUnquantized));
+    // The tokens entering the layer (d replicas' batches) route uniformly: this GPU's experts
+    // (all of them without expert parallelism) take their share of the rows.
+    const double tokens = m * s.moe_token_scale;
+    const double share = s.local_experts / s.experts;
+    rows = share == 1.0 ? tokens * s.topk : std::ceil(tokens * s.topk * share);
+    const double touched = experts_touched(s.experts, s.topk, tokens) * share;
+    const double f = s.expert_ffn;
+    add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f, moe_L, -1,
+                             Weights::kExperts));
+    add(it, keep_ops, k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1,
+                             Weights::kExperts));
+    if (s.shared_ffn > 0) {
+      const double sf = s.shared_ffn;
+      add(it, keep_ops, merged("shared_experts",
+                               k.gemm("", m, s.hidden, 2 * sf, s.hidden * 2 * sf, moe_L, -1),
+                               k.gemm("", m, sf, s.hidden, sf * s.hidden, moe_L, -1)));
+    }
+    if (s.dense_layers > 0) {
+      add(it, keep_ops, merged("dense_mlp",
+                               k.gemm("", m, s.hidden, 2 * s.ffn, s.hidden * 2 * s.ffn, s.dense_layers, -1),
+                               k.gemm("", m, s.ffn, s.hidden, s.ffn * s.hidden, s.dense_layers, -1)));
+    }
+    if (s.ep_group > 1 && s.moe_token_scale > 1) add(it, keep_ops, k.all_to_all(m));
+  } else {
+    add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, s.hidden * 2 * s.ffn, L, 2));
+    add(it, keep_ops, k.gemm("mlp_down", rows, s.ffn, s.hidden, s.ffn * s.hidden, L, 3));
   }
-  add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, touched * s.hidden * 2 * s.ffn, L,
-                s.experts > 1 ? -1 : 2));
-  add(it, keep_ops, k.gemm("mlp_down", rows, s.ffn, s.hidden, touched * s.ffn * s.hidden, L, s.experts > 1 ? -1 : 3));
 
   // Two RMSNorms (read+write), two residual adds (2 reads, 1 write), SiLU x up (2 reads,
   // 1 write of the ffn rows), rotary on Q and K (read+write).
   const double norm_elems = m * s.hidden;
-  const double act_elems = rows * s.ffn;
-  const double rope_elems = m * (q_out + kv_out);
+  // Activation elements per layer: the routed rows (and shared experts) of MoE layers, the
+  // dense MLP's elsewhere, averaged over the layers.
+  double act_elems = rows * s.ffn;
+  if (s.experts > 1) {
+    const double moe_act = rows * s.expert_ffn + m * s.shared_ffn;
+    act_elems = s.dense_layers == 0 ? moe_act
+                                    : (moe_L * moe_act + s.dense_layers * m * s.ffn) / L;
+  }
+  const double rope_elems =
+      s.kv_lora > 0 ? m * (s.q_heads + 1) * s.rope_dim : m * (q_out + kv_out);
   const double norm_b = 2 * norm_elems * kActBytes;
   const double add_b = 3 * norm_elems * kActBytes;
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
@@ -598,7 +766,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                          2 * rope_elems * kActBytes},
                         ew_flops, L, m));
   if (emit > 0) {
-    add(it, keep_ops, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, false));
+    add(it, keep_ops, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, Weights::kUnquantized));
   }
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.
@@ -631,7 +799,7 @@ IterationCost LatencyModel::iteration(const BatchShape& batch, OpDetail detail) 
 namespace {
 // Row memo sizes: how many operations follow attention at most (o_proj, allreduce, router,
 // mlp_gate_up, mlp_down, norm_act_residual, pp_send), and the row counts kept (as the GEMM memo).
-constexpr int kRowMaxPostOps = 7;
+constexpr int kRowMaxPostOps = 10;
 constexpr int64_t kRowMemoMaxRows = static_cast<int64_t>(kGemmMemoMaxRows);
 
 // add()'s sums for one operation's (seconds, flops, bytes), in add()'s rule: no work, no add.
@@ -794,8 +962,9 @@ const DecodeStepMemo* LatencyModel::decode_step_memo(int64_t n, int block_tokens
     m.layers = s.layers;
     const Costing k(s, gpu_, profile_, false);
     const DecodeTerms d = k.decode_terms(static_cast<double>(n), block_tokens, attention_);
-    m.attention = {d.r.flops_per_s, d.r.bytes_per_s,  d.r.launch_s, d.kv_per_token,
-                   d.flops_per_token, d.qo_bytes, d.floor_tokens, d.slope, d.fixed};
+    m.attention = {d.r.flops_per_s, d.r.bytes_per_s, d.r.launch_s,   d.kv_per_token,
+                   d.flops_per_token, d.qo_bytes,    d.floor_tokens, d.slope,
+                   d.fixed,           d.flops_fixed};
   }
   return &m;
 }

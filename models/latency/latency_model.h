@@ -20,6 +20,7 @@
 #include "models/gpu_spec.h"
 #include "models/latency/profile.h"
 #include "models/model_spec.h"
+#include "models/parallelism.h"
 
 namespace kvsim {
 
@@ -161,10 +162,10 @@ struct DecodeStepMemo {
   int block_tokens = -1;  // the block size it was built for; -1: not built yet
   double pre_seconds = 0, pre_flops = 0, pre_bytes = 0;
   int post_count = 0;
-  std::array<double, 8> post_seconds{}, post_flops{}, post_bytes{};
+  std::array<double, 12> post_seconds{}, post_flops{}, post_bytes{};
   // Decode attention's terms (latency_model.cc, DecodeTerms), in its field order, and the
   // layer count it is summed over.
-  std::array<double, 9> attention{};
+  std::array<double, 10> attention{};
   double layers = 0;
   // decode_step_fixed() of this size and block size, once computed.
   bool has_fixed = false;
@@ -183,6 +184,11 @@ class LatencyModel {
   // Pipeline stages run one batch in sequence (docs/latency.md "Pipeline parallelism").
   LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
                int tensor_parallel = 1, int pipeline_parallel = 1);
+  // The same with data and expert parallelism (Parallelism): the batch is one data-parallel
+  // replica's, and the other replicas are taken to carry the same load, so an MoE layer sees d
+  // times its tokens (docs/latency.md "Mixture of experts").
+  LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, AttentionKind attention,
+               Parallelism parallelism);
 
   // Cost of one iteration with the profile's efficiencies and overheads. With kTotals, `ops` is
   // left empty; every other figure has the same bits as with kFull.
@@ -216,6 +222,7 @@ class LatencyModel {
   AttentionKind attention() const { return attention_; }
   int tensor_parallel() const { return tp_; }
   int pipeline_parallel() const { return pp_; }
+  Parallelism parallelism() const { return par_; }
 
  private:
   IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal, bool keep_ops) const;
@@ -266,6 +273,7 @@ class LatencyModel {
   AttentionKind attention_;
   int tp_;
   int pp_;
+  Parallelism par_;
   // The per-GPU dimensions of model_ on gpu_ split tp_ x pp_, computed once (immutable: copies
   // share it).
   std::shared_ptr<const LatencyShape> shape_;

@@ -188,6 +188,12 @@ constexpr DerivedFit kDerived[] = {
     {"h200", &kH100, "same GH100 die, 132 SMs, as the H100; only HBM3e (4.8 TB/s) differs"},
     {"l40s", &kA100, "assumption: Ada AD102 (142 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
     {"a40", &kA100, "assumption: Ampere GA102 (84 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
+    {"h20", &kH100, "assumption: a cut-down GH100 unmeasured; takes the H100's efficiencies (GEMMs by the roofline: no published SM count)"},
+    {"b200", &kH100, "assumption: Blackwell unmeasured; takes the H100's efficiencies and FA2's (FA3 is Hopper-only)"},
+    {"gb200", &kH100, "assumption: Blackwell unmeasured; takes the H100's efficiencies and FA2's (FA3 is Hopper-only)"},
+    {"mi300x", &kA100, "assumption: CDNA 3 unmeasured; takes the A100's efficiencies"},
+    {"mi325x", &kA100, "assumption: CDNA 3 unmeasured; takes the A100's efficiencies"},
+    {"l4", &kA100, "assumption: Ada AD104 (58 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
 };
 
 }  // namespace

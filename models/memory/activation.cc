@@ -57,7 +57,14 @@ int64_t activation_peak_bytes(const ModelSpec& model, std::span<const BatchChunk
   const int64_t b = add(static_cast<int64_t>(chunks.size()), decode_seqs);
   int64_t bytes = mul({4, t, model.hidden, elem});
   bytes = add(bytes, mul({t, model.heads + 2 * int64_t{model.kv_heads}, model.head_dim, elem}));
-  bytes = add(bytes, mul({3, t, model.ffn, std::max(1, model.experts_per_token), elem}));
+  // The MLP's intermediate rows: a dense MLP's, or a MoE layer's top-k routed rows plus its
+  // shared experts', whichever is larger.
+  int64_t mlp_width = model.ffn;
+  if (model.moe()) {
+    mlp_width = std::max<int64_t>(
+        mlp_width, int64_t{model.routed_ffn()} * model.experts_per_token + model.shared_expert_ffn);
+  }
+  bytes = add(bytes, mul({3, t, mlp_width, elem}));
   if (attention == AttentionKind::kNative) {
     // Decode steps have one query token each: H x 1 x context x elem, summed.
     const int64_t decode_scores = mul({model.heads, decode_context_tokens, elem});

@@ -124,12 +124,14 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   ModelSpec model = base_model;
   if (engine.weights_dtype) model.weight_dtype = *engine.weights_dtype;
   if (engine.kv_cache_dtype) model.kv_dtype = *engine.kv_cache_dtype;
-  const Parallelism parallelism{engine.tensor_parallel, engine.pipeline_parallel};
+  const Parallelism parallelism{engine.tensor_parallel, engine.pipeline_parallel,
+                                engine.data_parallel, engine.expert_parallel};
   try {
     check_parallelism(model, parallelism);
   } catch (const InputError& e) {
     // Point at the degree that does not fit (tensor_parallel when both are written).
-    for (const char* key : {"tensor_parallel", "pipeline_parallel"}) {
+    for (const char* key :
+         {"tensor_parallel", "pipeline_parallel", "data_parallel", "expert_parallel"}) {
       if (auto n = engine_node.optional_child(key)) n->fail(e.what());
     }
     throw;
@@ -169,8 +171,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   } else {
     profile = load_profile(engine.profile_path);
   }
-  p->latency = std::make_unique<LatencyModel>(model, gpu, profile, engine.attention,
-                                              engine.tensor_parallel, engine.pipeline_parallel);
+  p->latency = std::make_unique<LatencyModel>(model, gpu, profile, engine.attention, parallelism);
   p->guards = make_guards(
       policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), model,
       kv_node.get<std::string>("type"));

@@ -56,9 +56,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   }
   c.tensor_parallel = e.get<int>("tensor_parallel", 1, {.min = 1, .max = 64});
   c.pipeline_parallel = e.get<int>("pipeline_parallel", 1, {.min = 1, .max = 64});
+  c.data_parallel = e.get<int>("data_parallel", 1, {.min = 1, .max = 1024});
+  c.expert_parallel = e.get<bool>("expert_parallel", false);
   // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.
   if (e.optional_child("weights_dtype")) {
-    const std::string w = e.get_enum("weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4"});
+    const std::string w = e.get_enum("weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4",
+                                                       "mxfp4", "nvfp4"});
     if (w != "auto") c.weights_dtype = parse_dtype(w);
   }
   if (e.optional_child("kv_cache_dtype")) {

@@ -51,6 +51,11 @@ struct EngineConfig {
   // Parallelism and quantization (vLLM engine args --pipeline-parallel-size, --quantization,
   // --kv-cache-dtype); unset dtypes keep the catalog model's. See docs/memory.md.
   int pipeline_parallel = 1;
+  // Data and expert parallelism (vLLM --data-parallel-size, --enable-expert-parallel): this
+  // replica is one of `data_parallel` ranks whose MoE layers share their experts, the others
+  // taken to carry the same load (docs/models.md "Expert parallelism").
+  int data_parallel = 1;
+  bool expert_parallel = false;
   std::optional<DType> weights_dtype;
   std::optional<DType> kv_cache_dtype;
   int64_t workspace_bytes = 512 * (int64_t{1} << 20);

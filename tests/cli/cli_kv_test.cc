@@ -106,9 +106,9 @@ TEST_CASE("kvsim models and gpus list the catalogs", "[cli]") {
   auto g = run_cli("gpus --json");
   REQUIRE(g.exit_code == 0);
   auto gj = nlohmann::json::parse(g.out);
-  // a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm, h200, l40s, a40, rtx-pro-6000, rtx-4090, and
-  // cpu-host (the CPU replay's)
-  CHECK(gj.size() == 9);
+  // a100-sxm4-80gb, a100-sxm4-40gb, h100-sxm, h200, l40s, a40, rtx-pro-6000, rtx-4090, b200,
+  // gb200, h20, mi300x, mi325x, l4 and cpu-host (the CPU replay's)
+  CHECK(gj.size() == 15);
   auto human = run_cli("gpus");
   CHECK_THAT(human.out, Contains("h200"));
 }

@@ -56,7 +56,8 @@ BatchShape full_batch() {
 }  // namespace
 
 TEST_CASE("every catalog GPU's shipped profile holds its built-in profile", "[latency][profile]") {
-  for (const char* gpu : {"a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h200", "l40s", "a40"}) {
+  for (const char* gpu : {"a100-sxm4-80gb", "a100-sxm4-40gb", "h100-sxm", "h200", "l40s", "a40",
+                          "b200", "gb200", "h20", "mi300x", "mi325x", "l4"}) {
     INFO(gpu);
     const Profile file =
         load_profile(data_file(std::string("models/catalog/profiles/") + gpu + ".yaml"));

@@ -154,7 +154,9 @@ TEST_CASE("a config.json of an architecture kvsim cannot model is one line namin
     CHECK_THAT(msg, Contains("bad-architecture.json:2:3: architecture 'MambaForCausalLM' is not "
                              "one kvsim can model (supported: LlamaForCausalLM, "
                              "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-                             "Qwen3ForCausalLM, Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM)"));
+                             "Qwen3ForCausalLM, Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
+                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, "
+                             "DeepseekV3ForCausalLM)"));
     CHECK(msg.find('\n') == std::string::npos);
   }
 }
