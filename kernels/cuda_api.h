@@ -106,6 +106,23 @@ void flash_attention(int version, const AttentionShape& s, Precision p, const vo
 // groups with private online softmax states merged at the end.
 void paged_decode(int version, const PagedDecodeShape& s, Precision p, const void* q,
                   const void* k_cache, const void* v_cache, const int32_t* block_table, void* o);
+// The same kernel over sequences of different lengths (vLLM's paged_attention with seq_lens):
+// sequence b has contexts[b] tokens (a device array, each at least 1), its block table at
+// block_tables + b * table_stride, its query heads at q + b * q_stride and its output heads at
+// o + b * o_stride (in elements; strides multiples of 8, for the kernel's 16-byte loads).
+struct PagedDecodeVarlenShape {
+  int64_t batch = 1;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;
+  int64_t head_dim = 128;
+  int64_t block_size = 16;
+  int64_t table_stride = 1;  // block-table entries between two sequences
+  int64_t q_stride = 0;      // elements between two sequences' query rows (>= heads * head_dim)
+  int64_t o_stride = 0;      // elements between two sequences' output rows (>= heads * head_dim)
+};
+void paged_decode_varlen(int version, const PagedDecodeVarlenShape& s, Precision p, const void* q,
+                         const void* k_cache, const void* v_cache, const int32_t* block_tables,
+                         const int32_t* contexts, void* o);
 // membw.cu: v1 grid-stride 16-byte copy / read. `bytes` must be a multiple of 16. The read
 // kernel adds every 64-bit word (wrapping) into *sink (caller zeroes it), the checksum
 // membw_read_cpu computes.
@@ -134,6 +151,14 @@ std::vector<float> run_paged_decode(int version, const PagedDecodeShape& s, Prec
                                     const std::vector<float>& q, const std::vector<float>& k_cache,
                                     const std::vector<float>& v_cache,
                                     const std::vector<int32_t>& block_table);
+// Q, the caches and the tables as paged_decode_varlen reads them (q: batch * q_stride elements);
+// returns batch * o_stride elements, zero where no head was written.
+std::vector<float> run_paged_decode_varlen(int version, const PagedDecodeVarlenShape& s,
+                                           Precision p, const std::vector<float>& q,
+                                           const std::vector<float>& k_cache,
+                                           const std::vector<float>& v_cache,
+                                           const std::vector<int32_t>& block_tables,
+                                           const std::vector<int32_t>& contexts);
 std::vector<float> run_gemm(int version, const GemmShape& s, Precision p,
                             const std::vector<float>& x, const std::vector<float>& w);
 // Copies `words` through membw_copy and reads it through membw_read; returns true when the copy

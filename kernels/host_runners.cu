@@ -56,6 +56,26 @@ std::vector<float> run_paged_decode(int version, const PagedDecodeShape& s, Prec
   return download_as(p, o, out_elements);
 }
 
+std::vector<float> run_paged_decode_varlen(int version, const PagedDecodeVarlenShape& s,
+                                           Precision p, const std::vector<float>& q,
+                                           const std::vector<float>& k_cache,
+                                           const std::vector<float>& v_cache,
+                                           const std::vector<int32_t>& block_tables,
+                                           const std::vector<int32_t>& contexts) {
+  DeviceBuffer dq = upload_as(p, q), dk = upload_as(p, k_cache), dv = upload_as(p, v_cache);
+  DeviceBuffer tables(static_cast<int64_t>(block_tables.size() * sizeof(int32_t)));
+  tables.upload(block_tables.data(), tables.bytes());
+  DeviceBuffer ctx(static_cast<int64_t>(contexts.size() * sizeof(int32_t)));
+  ctx.upload(contexts.data(), ctx.bytes());
+  const int64_t out_elements = s.batch * s.o_stride;
+  DeviceBuffer o(out_elements * precision_bytes(p));
+  o.fill_zero();  // the padding between rows stays zero: the caller can check it was not written
+  paged_decode_varlen(version, s, p, dq.get(), dk.get(), dv.get(),
+                      static_cast<const int32_t*>(tables.get()),
+                      static_cast<const int32_t*>(ctx.get()), o.get());
+  return download_as(p, o, out_elements);
+}
+
 std::vector<float> run_gemm(int version, const GemmShape& s, Precision p,
                             const std::vector<float>& x, const std::vector<float>& w) {
   DeviceBuffer dx = upload_as(p, x), dw = upload_as(p, w);

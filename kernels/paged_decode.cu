@@ -2,6 +2,10 @@
 // blocks of block_size tokens scattered over the cache through a block table (vLLM's layout,
 // kernels/cpu_ref/shapes.h). GQA/MQA through h / (H / Hkv). Any block size from 1 to 256 works;
 // the grid measures 8..64 so the effect of the block size is measured, not assumed.
+// Two entry points share the kernel: paged_decode (every sequence `context` tokens, Q, O and the
+// block tables packed) and paged_decode_varlen (vLLM's paged_attention with seq_lens: each
+// sequence its own context, and Q, O and the tables read with strides, as the CUDA forward pass
+// of validate/replay/ calls it on its token rows).
 // Versions:
 //   v1  one thread block (4 warps) per (sequence, query head). A group of D/8 threads holds one
 //       token (16 bytes = 8 elements per thread), so a warp reads 32/(D/8) tokens per step; each
@@ -10,6 +14,7 @@
 //       repeats).
 #include <cfloat>
 
+#include "core/errors.h"
 #include "kernels/cuda_common.cuh"
 
 namespace kvsim::kernels::cuda {
@@ -19,8 +24,11 @@ namespace {
 constexpr int kThreads = 128;
 constexpr float kLog2e = 1.4426950408889634f;
 
+// contexts == nullptr: every sequence has `context` tokens; otherwise sequence b has contexts[b].
 struct Dims {
-  int heads, kv_heads, context, block_size, blocks_per_seq;
+  int heads, kv_heads, context, block_size, table_stride;
+  int64_t q_stride, o_stride;
+  const int32_t* contexts;
   float scale_log2;
 };
 
@@ -42,6 +50,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float red_acc[kGroups][D];
 
   const int h = blockIdx.x, b = blockIdx.y;
+  const int context = d.contexts != nullptr ? d.contexts[b] : d.context;
   const int kvh = h / (d.heads / d.kv_heads);
   const int warp = threadIdx.x / 32;
   const int group = threadIdx.x / kTpt;       // token slot within the block step
@@ -49,16 +58,17 @@ __global__ void __launch_bounds__(kThreads)
   const int in_warp = (threadIdx.x % 32) / kTpt;
 
   float qv[8];
-  unpack8<T>(reinterpret_cast<const uint4*>(q + (static_cast<int64_t>(b) * d.heads + h) * D)[sub], qv);
+  const T* qh = q + b * d.q_stride + static_cast<int64_t>(h) * D;
+  unpack8<T>(reinterpret_cast<const uint4*>(qh)[sub], qv);
 #pragma unroll
   for (int i = 0; i < 8; ++i) qv[i] *= d.scale_log2;
-  const int32_t* bt = table + static_cast<int64_t>(b) * d.blocks_per_seq;
+  const int32_t* bt = table + static_cast<int64_t>(b) * d.table_stride;
 
   float m = -INFINITY, l = 0.0f, acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   // The loop bound is uniform across the warp so that every lane takes part in the shuffles.
-  for (int t0 = warp * kPerWarp; t0 < d.context; t0 += kGroups) {
+  for (int t0 = warp * kPerWarp; t0 < context; t0 += kGroups) {
     const int t = t0 + in_warp;
-    const bool valid = t < d.context;
+    const bool valid = t < context;
     float dot = 0.0f;
     int64_t base = 0;
     if (valid) {
@@ -97,7 +107,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int g = 0; g < kGroups; ++g) {
     if (red_m[g] != -INFINITY) total += red_l[g] * exp2f(red_m[g] - big);
   }
-  T* out = o + (static_cast<int64_t>(b) * d.heads + h) * D;
+  T* out = o + b * d.o_stride + static_cast<int64_t>(h) * D;
   for (int c = threadIdx.x; c < D; c += kThreads) {
     float sum = 0.0f;
     for (int g = 0; g < kGroups; ++g) {
@@ -108,38 +118,64 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, int D>
-void launch_v1(const PagedDecodeShape& s, const void* q, const void* kc, const void* vc,
+void launch_v1(int64_t batch, const Dims& d, const void* q, const void* kc, const void* vc,
                const int32_t* table, void* o) {
-  const Dims d{static_cast<int>(s.heads), static_cast<int>(s.kv_heads), static_cast<int>(s.context),
-               static_cast<int>(s.block_size), static_cast<int>(s.blocks_per_seq()),
-               kLog2e / sqrtf(static_cast<float>(D))};
-  const dim3 grid(static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
+  const dim3 grid(static_cast<unsigned>(d.heads), static_cast<unsigned>(batch));
   paged_v1<T, D><<<grid, kThreads>>>(static_cast<const T*>(q), static_cast<const T*>(kc),
                                      static_cast<const T*>(vc), table, static_cast<T*>(o), d);
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
-void dispatch(int version, const PagedDecodeShape& s, const void* q, const void* kc,
-              const void* vc, const int32_t* table, void* o) {
+void dispatch(int version, int64_t batch, int64_t head_dim, const Dims& d, const void* q,
+              const void* kc, const void* vc, const int32_t* table, void* o) {
   switch (version) {
     case 1:
-      return s.head_dim == 64 ? launch_v1<T, 64>(s, q, kc, vc, table, o)
-                              : launch_v1<T, 128>(s, q, kc, vc, table, o);
+      return head_dim == 64 ? launch_v1<T, 64>(batch, d, q, kc, vc, table, o)
+                            : launch_v1<T, 128>(batch, d, q, kc, vc, table, o);
     default: throw_bad_version("paged_decode", version);
   }
 }
+
+void run(int version, Precision p, int64_t batch, int64_t head_dim, const Dims& d, const void* q,
+         const void* kc, const void* vc, const int32_t* table, void* o) {
+  if (p == Precision::kFp16) {
+    dispatch<__half>(version, batch, head_dim, d, q, kc, vc, table, o);
+  } else {
+    dispatch<__nv_bfloat16>(version, batch, head_dim, d, q, kc, vc, table, o);
+  }
+}
+
+float scale_log2(int64_t head_dim) { return kLog2e / sqrtf(static_cast<float>(head_dim)); }
 
 }  // namespace
 
 void paged_decode(int version, const PagedDecodeShape& s, Precision p, const void* q,
                   const void* k_cache, const void* v_cache, const int32_t* block_table, void* o) {
   s.validate();
-  if (p == Precision::kFp16) {
-    dispatch<__half>(version, s, q, k_cache, v_cache, block_table, o);
-  } else {
-    dispatch<__nv_bfloat16>(version, s, q, k_cache, v_cache, block_table, o);
+  const Dims d{static_cast<int>(s.heads), static_cast<int>(s.kv_heads), static_cast<int>(s.context),
+               static_cast<int>(s.block_size), static_cast<int>(s.blocks_per_seq()),
+               s.heads * s.head_dim, s.heads * s.head_dim, nullptr, scale_log2(s.head_dim)};
+  run(version, p, s.batch, s.head_dim, d, q, k_cache, v_cache, block_table, o);
+}
+
+void paged_decode_varlen(int version, const PagedDecodeVarlenShape& s, Precision p, const void* q,
+                         const void* k_cache, const void* v_cache, const int32_t* block_tables,
+                         const int32_t* contexts, void* o) {
+  // The checks paged_decode makes on the heads, head_dim and block size, then the strides.
+  PagedDecodeShape{s.batch, s.heads, s.kv_heads, s.head_dim, 1, s.block_size}.validate();
+  const int64_t row = s.heads * s.head_dim;
+  if (s.table_stride < 1 || s.q_stride < row || s.o_stride < row || s.q_stride % 8 != 0 ||
+      s.o_stride % 8 != 0) {
+    throw InputError("paged_decode_varlen: bad strides (table " + std::to_string(s.table_stride) +
+                     ", q " + std::to_string(s.q_stride) + ", o " + std::to_string(s.o_stride) +
+                     ") for " + std::to_string(s.heads) + " heads of " +
+                     std::to_string(s.head_dim));
   }
+  const Dims d{static_cast<int>(s.heads), static_cast<int>(s.kv_heads), 0,
+               static_cast<int>(s.block_size), static_cast<int>(s.table_stride),
+               s.q_stride, s.o_stride, contexts, scale_log2(s.head_dim)};
+  run(version, p, s.batch, s.head_dim, d, q, k_cache, v_cache, block_tables, o);
 }
 
 }  // namespace kvsim::kernels::cuda

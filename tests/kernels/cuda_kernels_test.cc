@@ -90,6 +90,63 @@ TEST_CASE("CUDA paged decode matches the reference for block sizes 8..64", "[gpu
 #endif
 }
 
+// The varlen entry point (the replay's decode attention): three sequences of 1, 77 and 301
+// tokens in one launch, their tables packed at the longest's stride, Q and O rows padded (as the
+// replay reads Q from its qkv rows). Each sequence is checked against the reference on its own:
+// its blocks copied out of the shared cache into a compact one, its table 0, 1, ...; the padding
+// of O must stay zero.
+TEST_CASE("CUDA paged decode over sequences of different lengths matches the reference",
+          "[gpu][kernels]") {
+  if (!kvsim::test::gpu_available_or_skip()) return;
+#ifdef KVSIM_HAVE_CUDA
+  const std::vector<int32_t> contexts = {1, 77, 301};
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    for (int64_t d : {64, 128}) {
+      const PagedDecodeShape whole{.batch = 3, .heads = 8, .kv_heads = 2, .head_dim = d,
+                                   .context = 301, .block_size = 16};
+      cuda::PagedDecodeVarlenShape s;
+      s.batch = 3;
+      s.heads = 8;
+      s.kv_heads = 2;
+      s.head_dim = d;
+      s.block_size = 16;
+      s.table_stride = whole.blocks_per_seq();
+      s.q_stride = 8 * d + 8;
+      s.o_stride = 8 * d + 16;
+      InputRng rng(static_cast<uint64_t>(7000 + d));
+      const auto q = random_values(rng, s.batch * s.q_stride, p);
+      const auto kc = random_values(rng, whole.cache_elements(), p);
+      const auto vc = random_values(rng, whole.cache_elements(), p);
+      const auto table = shuffled_block_table(whole, rng);
+      const std::vector<float> got =
+          cuda::run_paged_decode_varlen(1, s, p, q, kc, vc, table, contexts);
+      const int64_t block_elements = s.kv_heads * s.block_size * d;
+      for (int64_t b = 0; b < s.batch; ++b) {
+        const PagedDecodeShape one{.batch = 1, .heads = 8, .kv_heads = 2, .head_dim = d,
+                                   .context = contexts[static_cast<size_t>(b)], .block_size = 16};
+        std::vector<float> k1, v1;
+        std::vector<int32_t> t1;
+        for (int64_t j = 0; j < one.blocks_per_seq(); ++j) {
+          const int64_t from = table[static_cast<size_t>(b * s.table_stride + j)] * block_elements;
+          k1.insert(k1.end(), kc.begin() + from, kc.begin() + from + block_elements);
+          v1.insert(v1.end(), vc.begin() + from, vc.begin() + from + block_elements);
+          t1.push_back(static_cast<int32_t>(j));
+        }
+        const std::vector<float> q1(q.begin() + b * s.q_stride, q.begin() + b * s.q_stride + 8 * d);
+        std::vector<float> ref(q1.size());
+        paged_decode_reference(one, q1, k1, v1, t1, ref);
+        const auto row = got.begin() + b * s.o_stride;
+        const std::vector<float> o1(row, row + 8 * d);
+        const CheckReport r = check_close(ref, o1, tolerance_for(p));
+        INFO(r.summary("paged varlen v1 seq " + std::to_string(b), one.describe()));
+        CHECK(r.passed);
+        for (int64_t e = 8 * d; e < s.o_stride; ++e) CHECK(row[e] == 0.0f);
+      }
+    }
+  }
+#endif
+}
+
 TEST_CASE("CUDA GEMMs match the reference", "[gpu][kernels]") {
   if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA

@@ -3,9 +3,10 @@
 //   embedding; per layer: RMSNorm, QKV GEMM, RoPE, K/V scattered into the paged pool through
 //   the block tables, attention (prefill chunks: the sequence's K/V gathered from the pool into a
 //   contiguous copy and kernels/flash_attention.cu v2, causal bottom-right aligned; decode steps:
-//   a paged decode over each sequence's own context, cuda_forward_kernels.cuh), O projection,
-//   residual add + RMSNorm, gate_up GEMM, SiLU-and-mul, down GEMM, residual add; then the final
-//   norm and LM head for the emitting rows only (vLLM computes logits for the sampled rows only).
+//   kernels/paged_decode.cu's paged_decode_varlen, over each sequence's own context), O
+//   projection, residual add + RMSNorm, gate_up GEMM, SiLU-and-mul, down GEMM, residual add; then
+//   the final norm and LM head for the emitting rows only (vLLM computes logits for the sampled
+//   rows only).
 // The GEMMs are kernels/gemm.cu v1 (cublasGemmEx; the bundle build loads cuBLAS at run time,
 // kernels/cublas_dlopen.cc).
 //
@@ -431,26 +432,20 @@ class CudaForwardPass final : public CudaForward {
       CUDA_CHECK_LAUNCH();
     }
     if (p.decode_seqs == 0) return;
-    const cudafwd::DecodeDims dims{m_.heads,
-                                   m_.kv_heads,
-                                   s_.block_tokens,
-                                   p.decode_table_stride,
-                                   qkv_width_,
-                                   int64_t{m_.heads} * d,
-                                   static_cast<float>(1.4426950408889634 / std::sqrt(double(d)))};
-    const dim3 grid(static_cast<unsigned>(m_.heads), static_cast<unsigned>(p.decode_seqs));
-    const __half* q = as_half(qkv_) + p.decode_row0 * qkv_width_;
-    __half* o = as_half(attn_) + p.decode_row0 * m_.heads * d;
-    const auto* tables = static_cast<const int32_t*>(d_decode_tables_.get());
-    const auto* contexts = static_cast<const int32_t*>(d_decode_contexts_.get());
-    if (d == 64) {
-      cudafwd::paged_decode_varlen<64><<<grid, cudafwd::kDecodeThreads>>>(q, kp, vp, tables,
-                                                                          contexts, o, dims);
-    } else {
-      cudafwd::paged_decode_varlen<128><<<grid, cudafwd::kDecodeThreads>>>(q, kp, vp, tables,
-                                                                           contexts, o, dims);
-    }
-    CUDA_CHECK_LAUNCH();
+    cu::PagedDecodeVarlenShape ds;
+    ds.batch = p.decode_seqs;
+    ds.heads = m_.heads;
+    ds.kv_heads = m_.kv_heads;
+    ds.head_dim = d;
+    ds.block_size = s_.block_tokens;
+    ds.table_stride = p.decode_table_stride;
+    ds.q_stride = qkv_width_;
+    ds.o_stride = int64_t{m_.heads} * d;
+    cu::paged_decode_varlen(1, ds, kernels::Precision::kFp16,
+                            as_half(qkv_) + p.decode_row0 * qkv_width_, kp, vp,
+                            static_cast<const int32_t*>(d_decode_tables_.get()),
+                            static_cast<const int32_t*>(d_decode_contexts_.get()),
+                            as_half(attn_) + p.decode_row0 * m_.heads * d);
   }
 
   // One untimed pass over a 64-token prefill and a decode step on scratch blocks, so the first

@@ -1,10 +1,11 @@
 // The small kernels of the CUDA forward pass (cuda_forward.cu): weight init, embedding, RMSNorm
 // (plain and fused with the residual add, as vLLM's fused_add_rms_norm), RoPE, the KV scatter
 // into the paged pool (vLLM's reshape_and_cache), the gathers around the prefill flash attention,
-// a paged decode over sequences of different lengths, and SiLU-and-mul. The GEMMs and the prefill
-// attention are the project's (kernels/gemm.cu, kernels/flash_attention.cu). All fp16 storage,
-// float arithmetic, one rounding at each store (what the host reference in
-// tests/replay_cuda/cuda_forward_test.cc repeats).
+// and SiLU-and-mul. The GEMMs, the prefill attention and the paged decode over sequences of
+// different lengths are the project's (kernels/gemm.cu, kernels/flash_attention.cu,
+// kernels/paged_decode.cu's paged_decode_varlen). All fp16 storage, float arithmetic, one
+// rounding at each store (what the host reference in tests/replay_cuda/cuda_forward_test.cc
+// repeats).
 //
 // Layouts: activations are token-major rows [T, width]; the qkv row of a token is
 // [Q heads | K heads | V heads], each head_dim wide; one layer's K (or V) pool is
@@ -191,99 +192,6 @@ __global__ void gather_rows(const __half* x, const int32_t* rows, __half* out, i
   const int64_t r = blockIdx.x;
   for (int c = threadIdx.x; c < width; c += blockDim.x) {
     out[r * width + c] = x[int64_t{rows[r]} * width + c];
-  }
-}
-
-// Paged decode over sequences of different lengths (vLLM's paged_attention with seq_lens): the
-// algorithm of kernels/paged_decode.cu v1 (one block of 128 threads per (sequence, query head),
-// D/8 threads per token, per-group online softmax merged at the end), with each sequence's own
-// context and block table, and Q and O read from / written to token rows with a stride.
-constexpr int kDecodeThreads = 128;
-
-struct DecodeDims {
-  int heads, kv_heads, block_tokens, table_stride;
-  int64_t q_stride, o_stride;
-  float scale_log2;
-};
-
-template <int D>
-__global__ void __launch_bounds__(kDecodeThreads)
-    paged_decode_varlen(const __half* __restrict__ q, const __half* __restrict__ kc,
-                        const __half* __restrict__ vc, const int32_t* __restrict__ tables,
-                        const int32_t* __restrict__ contexts, __half* __restrict__ o,
-                        DecodeDims d) {
-  constexpr int kTpt = D / 8;
-  constexpr int kPerWarp = 32 / kTpt;
-  constexpr int kGroups = kDecodeThreads / kTpt;
-  __shared__ float red_m[kGroups], red_l[kGroups];
-  __shared__ float red_acc[kGroups][D];
-
-  const int h = blockIdx.x, b = blockIdx.y;
-  const int context = contexts[b];
-  const int kvh = h / (d.heads / d.kv_heads);
-  const int warp = threadIdx.x / 32;
-  const int group = threadIdx.x / kTpt;
-  const int sub = threadIdx.x % kTpt;
-  const int in_warp = (threadIdx.x % 32) / kTpt;
-
-  float qv[8];
-  {
-    const uint4 raw = reinterpret_cast<const uint4*>(q + b * d.q_stride + int64_t{h} * D)[sub];
-    const __half* e = reinterpret_cast<const __half*>(&raw);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) qv[i] = __half2float(e[i]) * d.scale_log2;
-  }
-  const int32_t* bt = tables + int64_t{b} * d.table_stride;
-
-  float m = -INFINITY, l = 0.0f, acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int t0 = warp * kPerWarp; t0 < context; t0 += kGroups) {
-    const int t = t0 + in_warp;
-    const bool valid = t < context;
-    float dot = 0.0f;
-    int64_t base = 0;
-    if (valid) {
-      base = ((int64_t{bt[t / d.block_tokens]} * d.kv_heads + kvh) * d.block_tokens +
-              t % d.block_tokens) * D;
-      const uint4 raw = reinterpret_cast<const uint4*>(kc + base)[sub];
-      const __half* e = reinterpret_cast<const __half*>(&raw);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) dot += qv[i] * __half2float(e[i]);
-    }
-#pragma unroll
-    for (int off = kTpt / 2; off > 0; off >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-    if (valid) {
-      const float m_new = fmaxf(m, dot);
-      const float alpha = exp2f(m - m_new);
-      const float p = exp2f(dot - m_new);
-      const uint4 raw = reinterpret_cast<const uint4*>(vc + base)[sub];
-      const __half* e = reinterpret_cast<const __half*>(&raw);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] = acc[i] * alpha + p * __half2float(e[i]);
-      l = l * alpha + p;
-      m = m_new;
-    }
-  }
-
-  if (sub == 0) {
-    red_m[group] = m;
-    red_l[group] = l;
-  }
-#pragma unroll
-  for (int i = 0; i < 8; ++i) red_acc[group][sub * 8 + i] = acc[i];
-  __syncthreads();
-  float big = -INFINITY;
-  for (int g = 0; g < kGroups; ++g) big = fmaxf(big, red_m[g]);
-  float total = 0.0f;
-  for (int g = 0; g < kGroups; ++g) {
-    if (red_m[g] != -INFINITY) total += red_l[g] * exp2f(red_m[g] - big);
-  }
-  __half* out = o + b * d.o_stride + int64_t{h} * D;
-  for (int c = threadIdx.x; c < D; c += kDecodeThreads) {
-    float sum = 0.0f;
-    for (int g = 0; g < kGroups; ++g) {
-      if (red_m[g] != -INFINITY) sum += red_acc[g][c] * exp2f(red_m[g] - big);
-    }
-    out[c] = __float2half_rn(sum / total);
   }
 }
 
