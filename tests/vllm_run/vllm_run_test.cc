@@ -190,3 +190,90 @@ TEST_CASE("vllm-run on a bench serve file: kvsim's run files, e2e.json and the m
         "arrival_s,prompt_tokens,output_tokens\n0.000000000,100,3\n0.500000000,60,2\n");
   std::filesystem::remove_all(out);
 }
+
+namespace {
+// vllm-run on a copy of tests/data/vllm-runs/moe-dp-ep whose engine_kwargs take `changes`;
+// the run's summary.json.
+nlohmann::json moe_run(const nlohmann::json& changes, const std::string& model = "") {
+  const auto run = temp_dir("kvsim-vllm-moe-run");
+  const auto out = temp_dir("kvsim-vllm-moe-out");
+  std::filesystem::create_directories(run);
+  std::filesystem::copy_file(kRuns / "moe-dp-ep" / "requests.jsonl", run / "requests.jsonl");
+  nlohmann::json meta = nlohmann::json::parse(slurp(kRuns / "moe-dp-ep" / "meta.json"));
+  for (const auto& [k, v] : changes.items()) meta["engine_kwargs"][k] = v;
+  std::ofstream(run / "meta.json") << meta.dump(2);
+  VllmRunOptions o;
+  o.run = run;
+  o.gpu = "rtx-pro-6000";
+  o.model = model;
+  o.out_dir = out;
+  o.quiet = true;
+  o.plot = false;
+  CHECK(std::isfinite(run_vllm_run(o)));
+  nlohmann::json s = nlohmann::json::parse(slurp(out / "summary.json"));
+  s["scenario_yaml"] = slurp(out / "scenario.yaml");
+  std::filesystem::remove_all(run);
+  std::filesystem::remove_all(out);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a Qwen3-MoE run with DP and EP: each replica holds its share of the experts",
+          "[vllm_run][moe]") {
+  // Qwen3-30B-A3B BF16 on one RTX PRO 6000 per rank, TP 1. Parameters per layer: Q, O 2 x 2048
+  // x 4096 = 16,777,216; K, V 2 x 2048 x 512 = 2,097,152; norms 4,096 and per-head q/k norms
+  // 256; router 2048 x 128 = 262,144; one expert 3 x 2048 x 768 = 4,718,592. Outside the
+  // layers: embedding and LM head 2 x 151,936 x 2048 = 622,329,856; final norm 2,048.
+  // DP 1 (EP has no effect on one GPU): 128 experts, 623,120,640 a layer x 48 = 29,909,790,720;
+  // + 622,331,904 = 30,532,122,624 parameters = 61,064,245,248 bytes.
+  // DP 2 + EP: 64 whole experts a GPU (determine_expert_map), 321,130,752 a layer x 48 =
+  // 15,414,276,096; + 622,331,904 = 16,036,608,000 parameters = 32,073,216,000 bytes.
+  // DP 2 without EP: every GPU holds half of each of the 128 experts (flatten_tp_across_dp):
+  // 128 x 3 x 2048 x 384 = 64 x 4,718,592, the same bytes as with EP.
+  // KV per token: 48 x 2 x 4 x 128 x 2 = 98,304 bytes, all 4 KV heads on each rank.
+  // Pool: the same rule on each (same GPU, utilisation, batch limits, so the same profile-run
+  // activation and non-torch memory); DP 2 frees 61,064,245,248 - 32,073,216,000 =
+  // 28,991,029,248 bytes = 294,912 tokens (18,432 blocks of 16) more than DP 1.
+  const nlohmann::json dp1 = moe_run({{"data_parallel_size", 1}});
+  const nlohmann::json ep = moe_run({}, std::string(KVSIM_TEST_DATA) +
+                                            "/hf-configs/qwen3-30b-a3b-instruct-2507.json");
+  const nlohmann::json no_ep = moe_run({{"enable_expert_parallel", false}});
+  const auto layout = [](const nlohmann::json& s) { return s["policies"][0]["gpu_layout"]; };
+  CHECK(layout(dp1)["weights_bytes_per_gpu"] == 61'064'245'248);
+  CHECK(layout(ep)["weights_bytes_per_gpu"] == 32'073'216'000);
+  CHECK(layout(no_ep)["weights_bytes_per_gpu"] == 32'073'216'000);
+  CHECK(layout(ep)["kv_bytes_per_token_per_gpu"] == 98'304);
+  const int64_t pool1 = layout(dp1)["kv_pool_tokens_per_gpu"].get<int64_t>();
+  CHECK(pool1 % 16 == 0);
+  CHECK(layout(ep)["kv_pool_tokens_per_gpu"] == pool1 + 294'912);
+  CHECK(layout(no_ep)["kv_pool_tokens_per_gpu"] == pool1 + 294'912);
+  // Two replicas, each a data-parallel rank with its share of the experts; every request served.
+  CHECK(ep["policies"][0]["replicas"].size() == 2);
+  CHECK(ep["policies"][0]["requests_total"] == 3);
+  CHECK_THAT(ep["scenario_yaml"].get<std::string>(),
+             Contains("engine: {data_parallel: 2, expert_parallel: true}"));
+  CHECK_THAT(no_ep["scenario_yaml"].get<std::string>(),
+             Contains("engine: {data_parallel: 2, expert_parallel: false}"));
+  CHECK_THAT(dp1["scenario_yaml"].get<std::string>(), !Contains("expert_parallel"));
+}
+
+TEST_CASE("EP on a dense model or a lone GPU changes nothing, as in vLLM", "[vllm_run][moe]") {
+  // vLLM turns EP on only for FusedMoE layers and a DP x TP group of more than one GPU; a dense
+  // model's DP replicas are independent engines.
+  const Catalog& c = Catalog::builtin();
+  VllmScenarioInputs in;
+  in.engine = read_measured_run(kRuns / "tiny").engine;
+  in.engine.expert_parallel = true;
+  in.model = "llama-3.1-8b";
+  in.gpu = "rtx-pro-6000";
+  in.trace = "/tmp/trace.csv";
+  CHECK_THAT(vllm_scenario_yaml(in, c.gpu("rtx-pro-6000")), !Contains("expert_parallel"));
+  in.engine.data_parallel = 2;
+  const std::string dense_dp = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
+  CHECK_THAT(dense_dp, Contains("count: 2\n") && !Contains("data_parallel"));
+  in.model = "qwen3-30b-a3b";
+  in.moe = true;
+  in.engine.data_parallel = 1;
+  in.engine.tensor_parallel = 2;  // EP over the TP group of one engine
+  CHECK_THAT(vllm_scenario_yaml(in, c.gpu("rtx-pro-6000")), Contains("  expert_parallel: true\n"));
+}

@@ -15,7 +15,7 @@
 //                  the profile's per-sequence overhead and its constant (a least-squares line)
 //   skew.csv       decode batches of unequal contexts: held out, predicted from the context sum
 //                  as kvsim does (kvsim's decode cost depends on the sum only)
-//   moe.csv        copied to DIR/moe.csv; fitted only for a model with routed experts
+//   moe.csv        copied to DIR/moe.csv, not fitted (the profile has no routed-expert term)
 #pragma once
 
 #include <cstdint>

@@ -98,6 +98,13 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   // Unset: the model's max_position_embeddings, as vLLM's ModelConfig derives max_model_len.
   if (e.max_model_len) y += fmt::format("  max_model_len: {}\n", *e.max_model_len);
   y += fmt::format("  tensor_parallel: {}\n", e.tensor_parallel);
+  // Expert parallelism: vLLM turns it on only for a MoE model whose flattened DP x TP group has
+  // more than one GPU (FusedMoEParallelConfig.make, vllm/model_executor/layers/fused_moe/config.py:
+  // use_ep = dp_size * tp_size > 1 and enable_expert_parallel); a dense model has no FusedMoE
+  // layer, so the flag changes nothing there.
+  const bool ep = in.moe && e.expert_parallel && e.data_parallel * e.tensor_parallel > 1;
+  // One engine (d = 1): EP over its TP group.
+  if (e.data_parallel == 1 && ep) y += "  expert_parallel: true\n";
   y += fmt::format("  weights_dtype: {}\n  kv_cache_dtype: {}\n", weights_dtype(e.dtype),
                    kv_dtype(e.kv_cache_dtype));
   if (!in.profile.empty()) y += fmt::format("  profile: {}\n", quoted(in.profile.string()));
@@ -120,6 +127,15 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
     // the front end sends a request to the engine with the least load (waiting and running
     // requests: vllm/v1/engine/core_client.py, DPLBAsyncMPClient.get_core_engine_for_request).
     y += fmt::format("cluster:\n  replicas:\n    - name: dp\n      count: {}\n", e.data_parallel);
+    if (in.moe) {
+      // A MoE model's replicas share their routed experts over the flattened DP x TP group:
+      // with EP each GPU holds E / (d x t) whole experts and tokens reach them by all-to-all;
+      // without it each GPU holds a 1 / (d x t) slice of every expert (flatten_tp_across_dp).
+      // Attention and the dense layers stay on each replica's TP group (docs/models.md,
+      // "Expert parallelism"). A dense model's replicas are independent engines.
+      y += fmt::format("      engine: {{data_parallel: {}, expert_parallel: {}}}\n",
+                       e.data_parallel, ep ? "true" : "false");
+    }
     y += "  router: {type: least_outstanding}\n";
   }
   y += "policies:\n  - name: vllm\n    guards: []\n";

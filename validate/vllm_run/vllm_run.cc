@@ -113,6 +113,7 @@ double run_vllm_run(const VllmRunOptions& o) {
   in.gpu = gpu.name;
   in.trace = out / "trace.csv";
   if (!o.profile.empty()) in.profile = std::filesystem::absolute(o.profile);
+  in.moe = load_model(model, catalog).moe();
   const ServingMetrics m = serving_metrics(measured);
 
   // Runs kvsim on the run into `dir` with `in`'s profile; the completed requests.
