@@ -12,7 +12,7 @@ using kvsim::test::make_temp_dir;
 using kvsim::test::run_cli;
 using Catch::Matchers::Contains;
 
-TEST_CASE("--set errors name the --set and the key; file errors keep their place",
+TEST_CASE("errors from --set name the --set and the key; file errors keep their place",
           "[cli][bad-input][set]") {
   const std::string d = make_temp_dir("set-errors");
   const std::string f = d + "/bad-rate.yaml";

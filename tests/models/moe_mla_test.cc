@@ -130,13 +130,13 @@ TEST_CASE("Qwen3-30B-A3B from its config.json: 30.5B, every layer 128 experts of
   CHECK(m.routed_ffn() == 768);
   CHECK(m.moe_layers_in(0, m.layers) == 48);
   // Per layer: Q, O 2 x 2048 x 4096 = 16,777,216; K, V 2 x 2048 x 512 = 2,097,152; router
-  // 2048 x 128 = 262,144; experts 128 x 3 x 2048 x 768 = 603,979,776; norms 4,096:
-  // 623,120,384 x 48 = 29,909,778,432; embedding and LM head 2 x 151,936 x 2048 = 622,329,856;
-  // final norm 2,048: 30,532,110,336 (the card: 30.5B; the per-head q/k norms, 256 a layer,
-  // are left out). Active: 8 experts, 37,748,736 per layer in place of 603,979,776:
-  // 30,532,110,336 - 48 x 566,231,040 = 3,353,020,416 (the card: 3.3B).
-  CHECK(m.param_count() == 30'532'110'336);
-  CHECK(m.active_param_count() == 3'353'020'416);
+  // 2048 x 128 = 262,144; experts 128 x 3 x 2048 x 768 = 603,979,776; norms 4,096 plus the
+  // per-head q/k norms 2 x 128 = 256: 623,120,640 x 48 = 29,909,790,720; embedding and LM head
+  // 2 x 151,936 x 2048 = 622,329,856; final norm 2,048: 30,532,122,624 (the card: 30.5B).
+  // Active: 8 experts, 37,748,736 per layer in place of 603,979,776:
+  // 30,532,122,624 - 48 x 566,231,040 = 3,353,032,704 (the card: 3.3B).
+  CHECK(m.param_count() == 30'532'122'624);
+  CHECK(m.active_param_count() == 3'353'032'704);
   // KV: 48 x 2 x 4 x 128 x 2 = 98,304 bytes per token.
   CHECK(m.kv_bytes_per_token() == 98'304);
   const ModelSpec& c = moe_model("qwen3-30b-a3b");
@@ -147,15 +147,16 @@ TEST_CASE("Qwen3-30B-A3B from its config.json: 30.5B, every layer 128 experts of
 
 TEST_CASE("Qwen3-30B-A3B BF16 weights per GPU at TP 2 and at DP 2 with EP", "[models][moe][parallel]") {
   // TP 2, per layer: Q, O 2 x 2048 x 2048 x 2 = 16,777,216; K, V (2 KV heads) 2 x 2048 x 256
-  // x 2 = 2,097,152; norms 8,192; router 2048 x 128 x 2 = 524,288; experts 128 x 3 x 2048 x
-  // 384 x 2 = 603,979,776: 623,386,624 x 48 = 29,922,557,952; embedding and LM head 2 x 75,968
-  // x 2048 x 2 = 622,329,856; final norm 4,096: 30,544,891,904.
-  CHECK(moe_weights("qwen3-30b-a3b", Parallelism{2, 1}) == 30'544'891'904);
-  // DP 2 + EP: attention whole (t = 1): Q, O 33,554,432; K, V 4,194,304; norms 8,192; router
-  // 524,288; 64 whole experts 64 x 3 x 2048 x 768 x 2 = 603,979,776: 642,260,992 x 48 =
-  // 30,828,527,616; embedding and LM head 2 x 151,936 x 2048 x 2 = 1,244,659,712; final norm
-  // 4,096: 32,073,191,424.
-  CHECK(moe_weights("qwen3-30b-a3b", Parallelism{1, 1, 2, true}) == 32'073'191'424);
+  // x 2 = 2,097,152; norms 8,192 and the q/k norms (replicated) 2 x 128 x 2 = 512; router
+  // 2048 x 128 x 2 = 524,288; experts 128 x 3 x 2048 x 384 x 2 = 603,979,776: 623,387,136 x 48
+  // = 29,922,582,528; embedding and LM head 2 x 75,968 x 2048 x 2 = 622,329,856; final norm
+  // 4,096: 30,544,916,480.
+  CHECK(moe_weights("qwen3-30b-a3b", Parallelism{2, 1}) == 30'544'916'480);
+  // DP 2 + EP: attention whole (t = 1): Q, O 33,554,432; K, V 4,194,304; norms 8,192 and q/k
+  // norms 512; router 524,288; 64 whole experts 64 x 3 x 2048 x 768 x 2 = 603,979,776:
+  // 642,261,504 x 48 = 30,828,552,192; embedding and LM head 2 x 151,936 x 2048 x 2 =
+  // 1,244,659,712; final norm 4,096: 32,073,216,000.
+  CHECK(moe_weights("qwen3-30b-a3b", Parallelism{1, 1, 2, true}) == 32'073'216'000);
   // KV per GPU: TP 2 holds 2 of the 4 KV heads (49,152); a DP rank all 4 (98,304).
   CHECK(kv_bytes_per_token_on_gpu(moe_model("qwen3-30b-a3b"), Parallelism{2, 1}, 0) == 49'152);
   CHECK(kv_bytes_per_token_on_gpu(moe_model("qwen3-30b-a3b"), Parallelism{1, 1, 2, true}, 0) ==
