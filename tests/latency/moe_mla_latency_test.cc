@@ -95,7 +95,8 @@ TEST_CASE("MLA prefill expands the latent of every key and attends with 192/128 
   // 1000 x 576 x 2 = 1,152,000; kv_b 512 x 4096 x 1 = 2,097,152; the expanded K and V written
   // and read 2 x 1000 x 4096 x 2 = 16,384,000.
   const auto lm = moe_latency_model("deepseek-v3", Parallelism{8, 1});
-  const OpCost& a = find_op(lm.iteration(prefill_batch(1000)), "attention_prefill");
+  const auto c = lm.iteration(prefill_batch(1000));  // kept alive: find_op returns a reference into it
+  const OpCost& a = find_op(c, "attention_prefill");
   CHECK(a.flops == Approx(61 * (640.0 * 16 * 500'500 + 2.0 * 1000 * 512 * 4096)));
   CHECK(a.bytes == Approx(61 * (10'240'000.0 + 1'152'000 + 2'097'152 + 16'384'000)));
 }
