@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "workloads/request_spec.h"
 
 namespace kvsim::test {
@@ -23,9 +25,12 @@ inline std::string source_path(const std::string& rel) {
   return std::string(KVSIM_SOURCE_DIR) + "/" + rel;
 }
 
-// A file under the temp folder holding `body` exactly; returns its path.
+// A file under this process's temp folder holding `body` exactly; returns its path. ctest runs
+// each test case as its own process, in parallel: a folder shared between processes lets one
+// case read the file another case has just rewritten under the same name.
 inline std::string temp_file(const std::string& name, const std::string& body) {
-  auto dir = std::filesystem::temp_directory_path() / "kvsim_workloads_tests";
+  auto dir = std::filesystem::temp_directory_path() /
+             ("kvsim_workloads_tests-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto p = dir / name;
   std::ofstream(p, std::ios::binary) << body;

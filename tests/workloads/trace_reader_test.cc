@@ -3,6 +3,7 @@
 #include "workloads/traces/trace_reader.h"
 
 #include <catch2/catch.hpp>
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -180,7 +181,8 @@ TEST_CASE("Mooncake JSONL: a huge input_length reserves no more hash ids than th
           "[trace]") {
   // The fuzzer's find: input_length 10^15 asked the hash list for 10^15 / 512 ids up front (16
   // TB) before reading the two the line has. The reservation is bounded by the line now.
-  const std::string path = std::filesystem::temp_directory_path() / "kvsim-huge-input-length.jsonl";
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("kvsim-huge-input-length-" + std::to_string(::getpid()) + ".jsonl");
   {
     std::ofstream f(path);
     f << R"({"timestamp": 0, "input_length": 1000000000000000, "output_length": 5, "hash_ids": [0, 1]})"
