@@ -20,8 +20,8 @@
 #include "bench/process_usage.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
+#include "sim/request/outcome.h"
 #include "sim/run/scenario_runner.h"
-#include "sim/serving/outcome.h"
 
 int main(int argc, char** argv) {
   long long requests = 1'000'000;

@@ -25,11 +25,11 @@
 
 #include "bench/bench_flags.h"
 #include "bench/process_usage.h"
+#include "core/data_path.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
-#include "core/data_path.h"
+#include "sim/request/outcome.h"
 #include "sim/run/scenario_runner.h"
-#include "sim/serving/outcome.h"
 
 namespace {
 

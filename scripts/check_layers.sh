@@ -9,6 +9,9 @@
 #   validate/vllm_run/         also sim/: a measured vLLM run replayed through kvsim's engine
 #   apps/                      anything (nothing includes apps/ but apps/)
 #   python/                    core/ models/ workloads/ sim/ python/ (a peer of apps/, not above it)
+# Inside sim/, its sub-folders have an order of their own (sim_order below, lowest first): a
+# sub-folder includes only itself and the ones before it, and every sub-folder of sim/ must be in
+# the order (a new one is placed there on purpose, not by accident).
 # Prints one line per violation (file:line: folder may not include target) and exits 1 if any.
 set -euo pipefail
 root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
@@ -26,6 +29,16 @@ declare -A allowed=(
   [python]="core models workloads sim python"
 )
 layers=(core models workloads kernels sim validate validate/replay validate/vllm_run apps python)
+
+# sim/'s sub-folders, lowest first: events; the scenario file; one request's state and outcome;
+# the guards and the metrics that read it; the timeline that watches a replica; the replica
+# itself; replicas behind a router; runs, sweeps of runs, and the capacity search over sweeps.
+sim_order=(engine config request guards metrics timeline serving cluster run sweep capacity)
+sim_rank() {  # the rank of sim sub-folder $1 in sim_order, or nothing
+  local i
+  for i in "${!sim_order[@]}"; do [[ "${sim_order[$i]}" == "$1" ]] && { echo "$i"; return; }; done
+  return 0
+}
 
 bad=0
 for layer in "${layers[@]}"; do
@@ -45,4 +58,34 @@ for layer in "${layers[@]}"; do
   done < <(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' --include='*.cuh' \
              '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$root/$layer" || true)
 done
+
+# sim/'s sub-folders among themselves.
+if [[ -d "$root/sim" ]]; then
+  for dir in "$root"/sim/*/; do
+    sub="$(basename "$dir")"
+    if [[ -z "$(sim_rank "$sub")" ]]; then
+      echo "sim/$sub/: not in check_layers.sh's order of sim/'s sub-folders (${sim_order[*]})"
+      bad=1
+    fi
+  done
+  while IFS=: read -r file line text; do
+    rel="${file#"$root"/sim/}"
+    [[ "$rel" == */* ]] || continue  # a file of sim/ itself
+    sub="${rel%%/*}"
+    target="${text#*\"sim/}"
+    [[ "$target" == */* ]] || continue
+    target="${target%%/*}"
+    from="$(sim_rank "$sub")"
+    to="$(sim_rank "$target")"
+    [[ -n "$from" ]] || continue  # reported above
+    if [[ -z "$to" ]]; then
+      echo "${file#"$root"/}:$line: sim/$sub/ includes sim/$target/, which is not in the order of sim/'s sub-folders"
+      bad=1
+    elif (( to > from )); then
+      echo "${file#"$root"/}:$line: sim/$sub/ may not include sim/$target/ (sim/'s order: ${sim_order[*]})"
+      bad=1
+    fi
+  done < <(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' --include='*.cuh' \
+             '^[[:space:]]*#[[:space:]]*include[[:space:]]+"sim/' "$root/sim" || true)
+fi
 exit "$bad"

@@ -18,7 +18,7 @@
 #include "models/memory/memory_snapshot.h"
 #include "models/model_spec.h"
 #include "core/sim_time.h"
-#include "sim/serving/request_state.h"
+#include "sim/request/request_state.h"
 
 namespace kvsim {
 

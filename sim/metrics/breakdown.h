@@ -12,7 +12,7 @@
 #pragma once
 
 #include "core/sim_time.h"
-#include "sim/serving/request_state.h"
+#include "sim/request/request_state.h"
 
 namespace kvsim {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "core/sim_time.h"
-#include "sim/serving/outcome.h"
+#include "sim/request/outcome.h"
 
 namespace kvsim {
 

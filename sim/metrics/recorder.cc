@@ -1,75 +1,17 @@
+// The Recorder's statistics: outcomes and latencies, memory peaks and the time-weighted KV
+// figures, a decode run's at once, and the policy summary. Its rows are recorder_rows.cc's; a
+// decode run's peaks, decode_run_peaks.h's.
 #include "sim/metrics/recorder.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
 #include "core/check.h"
 #include "models/latency/latency_model.h"
 #include "sim/metrics/breakdown.h"
-#include "sim/metrics/row_format.h"
-#include "sim/metrics/sort_doubles.h"
+#include "sim/metrics/decode_run_peaks.h"
 
 namespace kvsim {
-
-LatencyStats latency_stats(std::vector<double> v) {
-  LatencyStats s;
-  s.count = static_cast<int64_t>(v.size());
-  if (v.empty()) return s;
-  sort_doubles(v);
-  auto pct = [&](double p) {
-    const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<size_t>(std::floor(pos));
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-  };
-  s.p50 = pct(50);
-  s.p90 = pct(90);
-  s.p99 = pct(99);
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean = sum / static_cast<double>(v.size());
-  return s;
-}
-
-void LatencySamples::add_to_sketch(double seconds) {
-  sketch_.add(std::llround(seconds * 1e9));  // latencies are whole ns but TPOT (a quotient)
-  sum_s_ += seconds;
-}
-
-void LatencySamples::add(double seconds) {
-  if (sketched_) return add_to_sketch(seconds);
-  if (exact_.size() < exact_limit_) return exact_.push_back(seconds);
-  sketched_ = true;
-  for (double x : exact_) add_to_sketch(x);
-  exact_ = {};  // frees the samples
-  add_to_sketch(seconds);
-}
-
-LatencyStats LatencySamples::stats() const {
-  if (!sketched_) return latency_stats(exact_);
-  LatencyStats s = sketch_.stats_seconds();
-  s.mean = static_cast<double>(sum_s_ / static_cast<long double>(s.count));
-  return s;
-}
-
-std::string Recorder::request_header(bool replica) {
-  return std::string(
-             "policy,id,arrival_s,prompt_tokens,prompt_tokens_served,output_tokens,generated,"
-             "outcome,ttft_s,tpot_s,e2e_s,preemptions,tokens_dropped,"
-             "guard_queue_s,engine_wait_s,prefill_s,decode_s,preempted_s") +
-         (replica ? ",replica\n" : "\n");
-}
-
-std::string Recorder::timeseries_header(bool replica) {
-  std::string h = "policy,t_s";
-  for (int c = 0; c < kMemCategoryCount; ++c) {
-    h += fmt::format(",{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
-  }
-  return h + ",torch_allocated_bytes,torch_reserved_bytes,driver_free_bytes,guard_queue,waiting,"
-             "running" + (replica ? ",replica\n" : "\n");
-}
 
 int64_t kv_pool_capacity_bytes(const GpuMemoryPool& pool) {
   if (pool.kv().preallocated()) return pool.kv().usage().capacity_bytes;
@@ -106,57 +48,7 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
       slo_tokens_ += r.generated;
     }
   }
-  if (!request_file_) return;
-  // One row written straight into line_ (digits into a reused buffer, seconds from integer ns
-  // where that gives fmt's bytes: a row per request is a visible share of a long run's CPU).
-  // ttft, tpot and e2e are empty for requests not served. Room first: every cell fits in
-  // kMaxCellChars, the names in their own length.
-  const std::string_view outcome = outcome_name(r.outcome);
-  const size_t room = policy_.size() + outcome.size() + replica.size() + 24 * kMaxCellChars;
-  if (line_.size() < room) line_.resize(room);
-  char* const start = line_.data();
-  char* p = write_text(start, policy_);
-  *p++ = ',';
-  p = write_int(p, r.spec.id);
-  *p++ = ',';
-  p = write_seconds_6(p, r.spec.arrival);
-  for (const int64_t v : {r.spec.prompt_tokens, r.prompt_tokens, r.spec.output_tokens, r.generated}) {
-    *p++ = ',';
-    p = write_int(p, v);
-  }
-  *p++ = ',';
-  p = write_text(p, outcome);
-  *p++ = ',';
-  if (served) {
-    p = write_seconds_6(p, r.first_token_at - r.spec.arrival);  // t1
-    *p++ = ',';
-    if (per) p = write_fixed_6(p, *per);
-    *p++ = ',';
-    p = write_seconds_6(p, r.finished_at - r.spec.arrival);  // tend
-    *p++ = ',';
-  } else {
-    p = write_text(p, ",,,");
-  }
-  p = write_int(p, r.preemptions);
-  *p++ = ',';
-  p = write_int(p, r.tokens_dropped);
-  *p++ = ',';
-  if (served) {
-    // The breakdown in exact ns (9 decimals), so its cells sum to E2E to the nanosecond.
-    for (size_t i = 0; i < ns.size(); ++i) {
-      if (i > 0) *p++ = ',';
-      p = write_seconds_9(p, ns[i]);
-    }
-  } else {
-    p = write_text(p, ",,,,");  // the breakdown: served requests only
-  }
-  if (!replica.empty()) {
-    *p++ = ',';
-    p = write_text(p, replica);
-  }
-  *p++ = '\n';
-  rows_.put(r.spec.id, std::string_view(start, static_cast<size_t>(p - start)),
-            [this](std::string_view row) { request_file_->append(row); });
+  if (request_file_) write_request_row(r, served, per, ns, replica);
 }
 
 void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
@@ -216,76 +108,6 @@ void Recorder::on_activations_released(SimTime t, const MemorySnapshot& start) {
   held_since_ = t;
   kv_.hold(t, KvSample::from(start));
 }
-
-namespace {
-
-// A linear figure of a memory state (a category, a sum of some), over a DecodeRun's steps:
-// f(start(j)) = f0 + j·fs + crossed(j)·fc + swapped(j)·fw and f(end(j)) = f(start(j)) + fe.
-struct RunFigure {
-  int64_t f0, fs, fc, fw, fe;
-  int64_t at(int64_t j, int64_t crossed, int64_t swapped) const {
-    return f0 + j * fs + crossed * fc + swapped * fw;
-  }
-  int64_t at_last(const DecodeRun& run) const {
-    return at(run.steps - 1, run.crossed_total, run.swapped_total);
-  }
-};
-
-// The largest f(start(j)) over the run and the first j with it. j, crossed(j) and swapped(j)
-// never decrease, so with fs, fc and fw all <= 0 it is at the start, and with all >= 0 and
-// fs > 0 at the end. Else, as the crossings repeat every period of p steps, the figure moves by
-// the same D each period (f(j + p) = f(j) + D), so its first largest is among the first p steps
-// (D <= 0: each later step is a step of the first period moved by D or more times) or the last
-// p (D > 0: each earlier step is below the step a period on): a pass over p steps, not the run.
-std::pair<int64_t, int64_t> start_max(const RunFigure& f, const DecodeRun& run) {
-  if (f.fs <= 0 && f.fc <= 0 && f.fw <= 0) {
-    return {f.at(0, run.crossed_in_period[0], run.swapped_in_period[0]), 0};
-  }
-  if (f.fs > 0 && f.fc >= 0 && f.fw >= 0) return {f.at_last(run), run.steps - 1};
-  const int64_t p = run.period();
-  const int64_t x_period = run.crossed_in_period.back(), w_period = run.swapped_in_period.back();
-  const int64_t per_period = f.at(p, x_period, w_period) - f.f0;
-  const int64_t from = per_period > 0 ? std::max<int64_t>(0, run.steps - p) : 0;
-  const int64_t to = per_period > 0 ? run.steps : std::min(p, run.steps);
-  // From step `from` on: a period's entries and what the periods before it added.
-  auto r = static_cast<size_t>(from % p);
-  int64_t x_before = (from / p) * x_period, w_before = (from / p) * w_period;
-  std::pair<int64_t, int64_t> best{0, -1};
-  for (int64_t j = from; j < to; ++j) {
-    const int64_t v = f.at(j, x_before + run.crossed_in_period[r], w_before + run.swapped_in_period[r]);
-    if (best.second < 0 || v > best.first) best = {v, j};
-    if (++r == run.crossed_in_period.size()) {
-      r = 0;
-      x_before += x_period;
-      w_before += w_period;
-    }
-  }
-  return best;
-}
-
-// start_max's figure alone: with fs, fc and fw all >= 0 it is the last start's, however long
-// the figure stays there.
-int64_t start_top(const RunFigure& f, const DecodeRun& run) {
-  if (f.fs >= 0 && f.fc >= 0 && f.fw >= 0) return f.at_last(run);
-  return start_max(f, run).first;
-}
-
-// The largest figure among the run's starts and ends.
-int64_t run_max(const RunFigure& f, const DecodeRun& run) {
-  return start_top(f, run) + std::max<int64_t>(0, f.fe);
-}
-
-// max(peak, run_max(f)): without start_max's pass over a figure that moves both ways (the KV
-// waste: filled a token a step, a block's slack at a crossing) when even its bound, every rise
-// and no fall, stays at or below the peak so far (as it does once a run's waste has been seen).
-int64_t max_with_run(int64_t peak, const RunFigure& f, const DecodeRun& run) {
-  const int64_t bound = f.f0 + std::max<int64_t>(0, f.fs) * (run.steps - 1) +
-                        std::max<int64_t>(0, f.fc) * run.crossed_total +
-                        std::max<int64_t>(0, f.fw) * run.swapped_total + std::max<int64_t>(0, f.fe);
-  return bound <= peak ? peak : std::max(peak, run_max(f, run));
-}
-
-}  // namespace
 
 void Recorder::on_decode_run(const DecodeRun& run) {
   const int64_t k = run.steps;
@@ -365,33 +187,6 @@ void Recorder::on_decode_run(const DecodeRun& run) {
   summary_.iterations += k;
   summary_.fast_forward_iterations += k;
   summary_.quiet_iterations += k;
-}
-
-void Recorder::on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
-                         int64_t running) {
-  if (!timeseries_file_) return;
-  // As a requests.csv row: straight into line_.
-  const size_t room = policy_.size() + replica_.size() + 20 * kMaxCellChars;
-  if (line_.size() < room) line_.resize(room);
-  char* const start = line_.data();
-  char* p = write_text(start, policy_);
-  *p++ = ',';
-  p = write_seconds_3(p, t);
-  for (const int64_t b : s.categories()) {
-    *p++ = ',';
-    p = write_int(p, b);
-  }
-  for (const int64_t v : {s.torch_allocated_bytes, s.torch_reserved_bytes, s.driver_free_bytes,
-                          guard_queue, waiting, running}) {
-    *p++ = ',';
-    p = write_int(p, v);
-  }
-  if (cluster_) {
-    *p++ = ',';
-    p = write_text(p, replica_);
-  }
-  *p++ = '\n';
-  timeseries_file_->append(std::string_view(start, static_cast<size_t>(p - start)));
 }
 
 PolicySummary Recorder::finish(SimTime end, bool stopped) {

@@ -17,40 +17,11 @@
 #include "sim/metrics/decode_run.h"
 #include "sim/metrics/distribution.h"
 #include "sim/metrics/in_order_rows.h"
+#include "sim/metrics/latency_stats.h"
 #include "sim/metrics/slo.h"
-#include "sim/serving/request_state.h"
+#include "sim/request/request_state.h"
 
 namespace kvsim {
-
-struct LatencyStats {
-  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
-  int64_t count = 0;
-};
-// Percentiles with linear interpolation between order statistics (NumPy's default).
-LatencyStats latency_stats(std::vector<double> values);
-
-// One latency metric's samples (10^8 requests in bounded memory). Exact, as
-// latency_stats, up to `exact_limit` samples (every scenario, golden and test stays exact and
-// byte-identical); the sample past it moves them all into a LogDistribution (geometric buckets,
-// ratio 1.01: percentiles within kSketchRelError of the exact ones, relative; mean from a
-// running sum), whose memory is one entry per bucket used (~2,300 buckets span 1 ns to 10^6 s).
-class LatencySamples {
- public:
-  static constexpr size_t kDefaultExactLimit = 1'000'000;
-  static constexpr double kSketchRelError = 0.005;  // sqrt(1.01) - 1 < 0.5%
-  explicit LatencySamples(size_t exact_limit = kDefaultExactLimit) : exact_limit_(exact_limit) {}
-  void add(double seconds);
-  bool sketched() const { return sketched_; }
-  LatencyStats stats() const;
-
- private:
-  size_t exact_limit_;
-  bool sketched_ = false;
-  std::vector<double> exact_;
-  LogDistribution sketch_;    // in ns, once sketched
-  long double sum_s_ = 0;     // the mean's running sum, once sketched
-  void add_to_sketch(double seconds);
-};
 
 // How a policy spreads the model over GPUs and what one GPU holds: written to
 // summary.json only for policies with more than one GPU or an engine dtype override, so
@@ -342,6 +313,11 @@ class Recorder {
   Int128 flops_ = 0;  // fixed point (DecodeStepFixed::kFlopsShift)
   std::array<SimTime, 5> breakdown_ns_{};  // guard_queue, engine_wait, prefill, decode, preempted
   void finish_batch_and_breakdown(PolicySummary& s) const;
+  // on_outcome's requests.csv row (recorder_rows.cc): `served` with its TPOT `per` (none for a
+  // one-token answer) and its latency breakdown `ns` (guard_queue, engine_wait, prefill, decode,
+  // preempted).
+  void write_request_row(const RequestState& r, bool served, std::optional<double> per,
+                         const std::array<SimTime, 5>& ns, std::string_view replica);
 };
 
 }  // namespace kvsim

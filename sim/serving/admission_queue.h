@@ -26,8 +26,8 @@
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
-#include "sim/serving/outcome.h"
-#include "sim/serving/request_state.h"
+#include "sim/request/outcome.h"
+#include "sim/request/request_state.h"
 
 namespace kvsim {
 

@@ -15,8 +15,8 @@
 
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/request/request_state.h"
 #include "sim/serving/iteration_clock.h"
-#include "sim/serving/request_state.h"
 
 namespace kvsim {
 

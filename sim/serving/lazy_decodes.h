@@ -42,8 +42,8 @@
 #include <limits>
 #include <vector>
 
+#include "sim/request/request_state.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/serving/request_state.h"
 
 namespace kvsim {
 

@@ -26,7 +26,7 @@
 #include "sim/serving/engine_config.h"
 #include "sim/serving/iteration_clock.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/serving/request_state.h"
+#include "sim/request/request_state.h"
 #include "sim/serving/run_queues.h"
 #include "sim/serving/scheduler.h"
 

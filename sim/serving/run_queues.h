@@ -30,7 +30,7 @@
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
 #include "sim/serving/lazy_decodes.h"
-#include "sim/serving/outcome.h"
+#include "sim/request/outcome.h"
 #include "sim/serving/scheduler.h"
 
 namespace kvsim {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/registry.h"
-#include "sim/serving/request_state.h"
+#include "sim/request/request_state.h"
 
 namespace kvsim {
 

@@ -18,8 +18,8 @@
 #include "models/latency/latency_model.h"
 #include "sim/config/scenario.h"
 #include "sim/metrics/recorder.h"
+#include "sim/request/outcome.h"
 #include "sim/run/scenario_runner.h"
-#include "sim/serving/outcome.h"
 
 namespace kvsim::test {
 

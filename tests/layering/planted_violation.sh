@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Plants models/x.cc including "sim/serving/replica.h" (and core/y.h including "models/z.h") in a
-# temporary tree: check_layers.sh must exit 1 and name both lines; a clean tree must pass.
+# temporary tree: check_layers.sh must exit 1 and name both lines; a clean tree must pass. Then,
+# inside sim/, sim/metrics/m.h including "sim/serving/s.h" (metrics sits below serving in sim's
+# order) and a sub-folder sim/newfolder/ that the order does not place: both must be named.
 set -euo pipefail
 check="$1"
 tree="$(mktemp -d)"
 trap 'rm -rf "$tree"' EXIT
-mkdir -p "$tree/models" "$tree/core" "$tree/sim"
+mkdir -p "$tree/models" "$tree/core" "$tree/sim/serving" "$tree/sim/metrics" "$tree/sim/request"
 printf '#include "core/errors.h"\n#include "sim/serving/replica.h"\n' >"$tree/models/x.cc"
 printf '#include <vector>\n#include "models/z.h"\n' >"$tree/core/y.h"
 printf '#include "models/z.h"\n#include "core/errors.h"\n' >"$tree/sim/ok.cc"
+# Allowed inside sim/: serving over metrics and request, metrics over request, a folder itself.
+printf '#include "sim/metrics/m.h"\n#include "sim/request/r.h"\n#include "sim/serving/t.h"\n' >"$tree/sim/serving/s.h"
+printf '#include "sim/request/r.h"\n' >"$tree/sim/metrics/ok.h"
 if out="$(bash "$check" "$tree")"; then
   echo "FAIL: the planted violations passed"; exit 1
 fi
@@ -17,4 +22,16 @@ grep -q '^core/y.h:2: core/ may not include models/' <<<"$out" || { echo "FAIL: 
 [[ "$(wc -l <<<"$out")" -eq 2 ]] || { echo "FAIL: expected 2 lines: $out"; exit 1; }
 rm "$tree/models/x.cc" "$tree/core/y.h"
 bash "$check" "$tree" || { echo "FAIL: a clean tree failed"; exit 1; }
-echo "ok: both planted violations found, the clean tree passes"
+
+printf '#include <vector>\n#include "sim/request/r.h"\n#include "sim/serving/s.h"\n' >"$tree/sim/metrics/m.h"
+mkdir -p "$tree/sim/newfolder"
+printf '#include "sim/request/r.h"\n' >"$tree/sim/newfolder/n.h"
+if out="$(bash "$check" "$tree")"; then
+  echo "FAIL: the planted violations inside sim/ passed"; exit 1
+fi
+grep -q '^sim/metrics/m.h:3: sim/metrics/ may not include sim/serving/' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+grep -q '^sim/newfolder/: not in' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+[[ "$(wc -l <<<"$out")" -eq 2 ]] || { echo "FAIL: expected 2 lines: $out"; exit 1; }
+rm -r "$tree/sim/metrics/m.h" "$tree/sim/newfolder"
+bash "$check" "$tree" || { echo "FAIL: a clean tree failed"; exit 1; }
+echo "ok: the planted violations found (between layers and inside sim/), the clean trees pass"

@@ -6,7 +6,7 @@
 
 #include "core/sim_time.h"
 #include "sim/engine/event_queue.h"
-#include "sim/serving/outcome.h"
+#include "sim/request/outcome.h"
 #include "workloads/request_spec.h"
 
 namespace kvsim {
