@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Points of fifty million requests: minutes each, so a signal always finds one running.
-const char* kLongSweep =
+const char* kStopLongSweep =
     "name: long\nseed: 1\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\n"
     "workload:\n  arrivals: {type: fixed, rate: 100}\n  max_requests: 50000000\n"
     "  prompt_tokens: 512\n  output_tokens: 8\n"
@@ -33,7 +33,7 @@ const char* kLongSweep =
 
 // Starts kvsim with `args`; SIGINT and SIGTERM as a terminal would deliver them (a child of a
 // background job inherits SIGINT ignored, and kvsim keeps an ignored signal ignored).
-pid_t spawn(const std::vector<std::string>& args) {
+pid_t spawn_for_signal(const std::vector<std::string>& args) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::signal(SIGINT, SIG_DFL);
@@ -53,7 +53,7 @@ pid_t spawn(const std::vector<std::string>& args) {
 }
 
 // The temporaries under `dir` ("<name>.tmp.<pid>"), of `pid` only when it is not 0.
-std::vector<std::string> temporaries(const fs::path& dir, pid_t pid = 0) {
+std::vector<std::string> temporaries_under(const fs::path& dir, pid_t pid = 0) {
   std::vector<std::string> out;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -69,14 +69,14 @@ std::vector<std::string> temporaries(const fs::path& dir, pid_t pid = 0) {
 bool wait_for_temporaries(const fs::path& dir, pid_t pid, size_t count) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < until) {
-    if (temporaries(dir, pid).size() >= count) return true;
+    if (temporaries_under(dir, pid).size() >= count) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return false;
 }
 
 // The exit code of `pid` (-signal if a signal ended it), waiting at most a minute.
-int wait_exit(pid_t pid) {
+int wait_kvsim_exit(pid_t pid) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   int status = 0;
   while (std::chrono::steady_clock::now() < until) {
@@ -90,9 +90,9 @@ int wait_exit(pid_t pid) {
   return -1000;
 }
 
-std::string long_sweep(const std::string& dir) {
+std::string write_long_sweep(const std::string& dir) {
   const std::string f = dir + "/long.yaml";
-  std::ofstream(f) << kLongSweep;
+  std::ofstream(f) << kStopLongSweep;
   return f;
 }
 
@@ -101,48 +101,48 @@ TEST_CASE("a sweep stopped by SIGTERM or SIGINT removes its temporaries and exit
   for (const int sig : {SIGTERM, SIGINT}) {
     const std::string d = make_temp_dir("stop-sweep");
     const std::string out = d + "/out";
-    const pid_t pid = spawn({"sweep", long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
+    const pid_t pid = spawn_for_signal({"sweep", write_long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
     // Two points running: requests.csv and timeseries.csv each.
     REQUIRE(wait_for_temporaries(out, pid, 4));
     ::kill(pid, sig);
-    CHECK(wait_exit(pid) == 128 + sig);
-    CHECK(temporaries(out).empty());
+    CHECK(wait_kvsim_exit(pid) == 128 + sig);
+    CHECK(temporaries_under(out).empty());
     fs::remove_all(d);
   }
 }
 
 TEST_CASE("a run writing a timeline stopped by SIGTERM removes its temporaries", "[cli][signals]") {
   const std::string d = make_temp_dir("stop-timeline");
-  const std::string f = long_sweep(d);
+  const std::string f = write_long_sweep(d);
   {
     std::string text = read_text(f);
     std::ofstream(f) << text.substr(0, text.find("sweep:"));
   }
-  const pid_t pid = spawn({"run", f, "-o", d + "/out", "--timeline", d + "/t.json"});
+  const pid_t pid = spawn_for_signal({"run", f, "-o", d + "/out", "--timeline", d + "/t.json"});
   REQUIRE(wait_for_temporaries(d, pid, 3));  // requests.csv, timeseries.csv, t.json
   ::kill(pid, SIGTERM);
-  CHECK(wait_exit(pid) == 143);
-  CHECK(temporaries(d).empty());
+  CHECK(wait_kvsim_exit(pid) == 143);
+  CHECK(temporaries_under(d).empty());
   fs::remove_all(d);
 }
 
 TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left", "[cli][sweep][signals]") {
   const std::string d = make_temp_dir("stale-sweep");
   const std::string out = d + "/out";
-  const std::string f = long_sweep(d);
-  const pid_t killed = spawn({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
+  const std::string f = write_long_sweep(d);
+  const pid_t killed = spawn_for_signal({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
   REQUIRE(wait_for_temporaries(out, killed, 2));
   ::kill(killed, SIGKILL);
-  CHECK(wait_exit(killed) == -SIGKILL);
-  const std::vector<std::string> stale = temporaries(out, killed);
+  CHECK(wait_kvsim_exit(killed) == -SIGKILL);
+  const std::vector<std::string> stale = temporaries_under(out, killed);
   REQUIRE(stale.size() >= 2);  // no handler runs on SIGKILL
   // The resume runs point 0 again: its files' stale temporaries go as it opens its own.
-  const pid_t resumed = spawn({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
+  const pid_t resumed = spawn_for_signal({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
   REQUIRE(wait_for_temporaries(out, resumed, 2));
-  CHECK(temporaries(out, killed).empty());
+  CHECK(temporaries_under(out, killed).empty());
   ::kill(resumed, SIGTERM);
-  CHECK(wait_exit(resumed) == 143);
-  CHECK(temporaries(out).empty());
+  CHECK(wait_kvsim_exit(resumed) == 143);
+  CHECK(temporaries_under(out).empty());
   fs::remove_all(d);
 }
 

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
 // max_requests is on line 8, its value at column 17; the sweep's 0 on line 16, column 32.
-const char* kSweep =
+const char* kSetErrorsSweep =
     "name: t\n"
     "seed: 3\n"
     "model: seed-7b-mha\n"
@@ -36,9 +36,9 @@ const char* kSweep =
     "  grid:\n"
     "    engine.kv.block_size: [16, BLOCK]\n";
 
-std::string write_scenario(const std::string& dir, const std::string& max_requests,
+std::string write_set_errors_scenario(const std::string& dir, const std::string& max_requests,
                            const std::string& block) {
-  std::string text = kSweep;
+  std::string text = kSetErrorsSweep;
   text.replace(text.find("MAX"), 3, max_requests);
   text.replace(text.find("BLOCK"), 5, block);
   const std::string path = dir + "/s.yaml";
@@ -49,7 +49,7 @@ std::string write_scenario(const std::string& dir, const std::string& max_reques
 TEST_CASE("sweep points: errors name the --set, the sweep value or the file's line:col",
           "[cli][sweep][bad-input][set]") {
   const std::string d = make_temp_dir("sweep-set-errors");
-  std::string f = write_scenario(d, "4", "32");
+  std::string f = write_set_errors_scenario(d, "4", "32");
   auto r = run_cli(fmt::format("sweep '{}' -o '{}/a' --no-progress --set workload.arrivals.rate=abc", f, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--set workload.arrivals.rate=abc: workload.arrivals.rate: expected a number"));
@@ -58,12 +58,12 @@ TEST_CASE("sweep points: errors name the --set, the sweep value or the file's li
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--set engine.max_num_seqz=3: engine: unknown key 'max_num_seqz'"));
 
-  f = write_scenario(d, "-4", "32");  // a file error, with a --set beside it
+  f = write_set_errors_scenario(d, "-4", "32");  // a file error, with a --set beside it
   r = run_cli(fmt::format("sweep '{}' -o '{}/c' --no-progress --set seed=4", f, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("s.yaml:8:17: workload.max_requests: expected an integer >= 1"));
 
-  f = write_scenario(d, "4", "0");  // a bad value of the sweep's own list
+  f = write_set_errors_scenario(d, "4", "0");  // a bad value of the sweep's own list
   r = run_cli(fmt::format("sweep '{}' -o '{}/e' --no-progress", f, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("sweep point 1 (engine.kv.block_size=0): " + f +
@@ -74,7 +74,7 @@ TEST_CASE("sweep points: errors name the --set, the sweep value or the file's li
 TEST_CASE("capacity probes: errors name the --set, the --over or the file's line:col",
           "[cli][capacity][bad-input][set]") {
   const std::string d = make_temp_dir("capacity-set-errors");
-  std::string f = write_scenario(d, "4", "32");
+  std::string f = write_set_errors_scenario(d, "4", "32");
   // capacity refuses a `sweep:` block: take it off with the scenario's own lines kept.
   {
     std::string text = kvsim::test::read_text(f);
