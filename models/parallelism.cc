@@ -210,6 +210,22 @@ ModelSpec gpu_share(const ModelSpec& model, Parallelism par, int stage) {
   int begin = 0;
   for (int s = 0; s < stage; ++s) begin += layers[static_cast<size_t>(s)];
   m.layers = layers[static_cast<size_t>(stage)];
+  if (model.local_attention) {
+    // The stage's local layers, renumbered from 0; a stage of one kind only is no longer hybrid
+    // (all sliding: the uniform window).
+    std::vector<int> local;
+    for (int i : model.local_attention->layers) {
+      if (i >= begin && i < begin + m.layers) local.push_back(i - begin);
+    }
+    m.local_attention.reset();
+    if (!local.empty() && static_cast<int>(local.size()) == m.layers &&
+        model.local_attention->kind == ModelSpec::LocalKind::kSlidingWindow) {
+      m.sliding_window = model.local_attention->size;
+    } else if (!local.empty()) {
+      m.local_attention = ModelSpec::LocalAttention{model.local_attention->kind,
+                                                    model.local_attention->size, local};
+    }
+  }
   if (model.moe()) {
     m.num_experts = local_experts(model, par);
     m.experts_per_token = std::min(model.experts_per_token, m.num_experts);
