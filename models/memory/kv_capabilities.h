@@ -116,6 +116,10 @@ class PagedBlocks {
   // free list as they leave its sliding window (0 without one). Asked without a call that
   // changes anything; its deferral window may be open.
   virtual int64_t window_frees(RequestId request, int64_t target) const = 0;
+  // Blocks `request` holds now (shared ones included; with a sliding window, not those freed from
+  // its front), for a request's trace (ReplicaObserver::on_request). Requires: held, no deferral
+  // window open.
+  virtual int64_t held_blocks(RequestId request) const = 0;
 
  protected:
   ~PagedBlocks() = default;
