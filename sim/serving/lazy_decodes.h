@@ -81,8 +81,8 @@ class LazyDecodes {
     const int64_t behind = step_ - r.lazy_sync;
     // The plan in progress's token, as leave() counts it: in end_walk's sum, or deferred by a
     // walk that passed it (a member grown in the plan holds it in its figures already).
-    const bool planned_token =
-        !r.lazy_planned && (walk_pos_ == kWalkDone || (walk_pos_ != kNoWalk && r.run_seq < walk_pos_));
+    const bool passed = walk_pos_ == kWalkDone || (walk_pos_ != kNoWalk && r.run_seq < walk_pos_);
+    const bool planned_token = !r.lazy_planned && passed;
     return {.generated = behind, .kv_tokens = behind + (planned_token ? 1 : 0)};
   }
 

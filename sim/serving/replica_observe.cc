@@ -15,11 +15,16 @@ namespace {
 
 std::string_view guard_action_name(Decision::Action a) {
   switch (a) {
-    case Decision::Action::kAdmit: return "admit";
-    case Decision::Action::kReject: return "reject";
-    case Decision::Action::kRejectTooLong: return "reject (too long)";
-    case Decision::Action::kTruncate: return "truncate";
-    case Decision::Action::kQueue: return "queue";
+    case Decision::Action::kAdmit:
+      return "admit";
+    case Decision::Action::kReject:
+      return "reject";
+    case Decision::Action::kRejectTooLong:
+      return "reject (too long)";
+    case Decision::Action::kTruncate:
+      return "truncate";
+    case Decision::Action::kQueue:
+      return "queue";
   }
   return "?";
 }
@@ -71,7 +76,8 @@ RequestEvent Replica::request_event(RequestEventKind kind, const RequestState& r
 
 void Replica::observe_guard(const RequestState& r, std::string_view guard, const Decision& d) {
   if (observer_ == nullptr) return;
-  const std::string detail = fmt::format("{}: {} ({})", guard, guard_action_name(d.action), d.reason);
+  const std::string detail =
+      fmt::format("{}: {} ({})", guard, guard_action_name(d.action), d.reason);
   observe_request(RequestEventKind::kGuard, r, detail, 0);
 }
 

@@ -47,7 +47,9 @@ std::string RequestTrace::text() const {
 namespace {
 
 // Simulated time in seconds, exact to the nanosecond (SimTime is integer ns).
-std::string trace_seconds(SimTime t) { return fmt::format("{}.{:09d} s", t / 1'000'000'000, t % 1'000'000'000); }
+std::string trace_seconds(SimTime t) {
+  return fmt::format("{}.{:09d} s", t / 1'000'000'000, t % 1'000'000'000);
+}
 
 std::string trace_kv(const RequestEvent& e) {
   std::string s = fmt::format("KV {} tokens", e.kv_tokens);
@@ -63,8 +65,10 @@ std::string trace_what(const RequestEvent& e) {
       return fmt::format("arrived{}: {} prompt tokens, {} output tokens",
                          e.detail.empty() ? "" : fmt::format(" ({})", e.detail), e.prompt_tokens,
                          e.output_tokens);
-    case K::kQueuedBehind: return "queued behind the guard queue";
-    case K::kGuard: return fmt::format("guard {}", e.detail);
+    case K::kQueuedBehind:
+      return "queued behind the guard queue";
+    case K::kGuard:
+      return fmt::format("guard {}", e.detail);
     case K::kAdmitted:
       return fmt::format("admitted past the guards ({} prompt tokens): waits for its prefill",
                          e.prompt_tokens);
@@ -80,7 +84,8 @@ std::string trace_what(const RequestEvent& e) {
                  : fmt::format("recompute done: token {}; {}", e.generated, trace_kv(e));
     case K::kPreempted:
       return fmt::format("preempted ({}), {} tokens generated; {}",
-                         e.swapped_tokens > 0 ? "swapped out" : "to recompute", e.generated, trace_kv(e));
+                         e.swapped_tokens > 0 ? "swapped out" : "to recompute", e.generated,
+                         trace_kv(e));
     case K::kSwappedIn:
       return fmt::format("swapped in, decodes again; {}", trace_kv(e));
     case K::kFinished:
@@ -92,6 +97,8 @@ std::string trace_what(const RequestEvent& e) {
 
 }  // namespace
 
-std::string request_event_line(const RequestEvent& e) { return trace_seconds(e.t) + "  " + trace_what(e); }
+std::string request_event_line(const RequestEvent& e) {
+  return trace_seconds(e.t) + "  " + trace_what(e);
+}
 
 }  // namespace kvsim

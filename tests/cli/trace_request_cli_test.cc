@@ -2,14 +2,13 @@
 // request's life, the same with the fast-forward on and off, as tests/data/trace-request/ expects
 // (its figures checked by hand in its README.md).
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "tests/cli/run_cli.h"
 
+using Catch::Matchers::Contains;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -44,7 +43,8 @@ TEST_CASE("kvsim run --trace-request: a request not in the traffic, bad flags",
   const std::string run = "run '" + kDir + "/scenario.yaml' --no-output";
   const auto none = run_cli(run + " --trace-request 99 --policy swap");
   REQUIRE(none.exit_code == 0);
-  CHECK_THAT(none.out, Contains("request 99, policy swap:\n  (no such request in this policy's traffic)\n"));
+  CHECK_THAT(none.out,
+             Contains("request 99, policy swap:\n  (no such request in this policy's traffic)\n"));
   // A policy the scenario does not have: one line, exit 2, before any run.
   const auto bad = run_cli(run + " --trace-request 2 --policy nope");
   CHECK(bad.exit_code == 2);

@@ -3,16 +3,15 @@
 // when stepping; and a request's true figures (Replica::request_view: RequestState::generated_at
 // and kv_tokens_held over the decode aggregate's lag) are the same in both modes at any instant,
 // while its stored figures lag in the aggregate.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "models/latency/latency_model.h"
 #include "sim/engine/event_queue.h"
@@ -31,10 +30,10 @@ class AllRequests final : public ReplicaObserver {
  public:
   bool needs_every_iteration() const override { return false; }
   void on_request(const RequestEvent& e) override {
-    text += fmt::format("{} {} prefilled {}/{} generated {} kv {}/{} host {} preemptions {} {}\n",
-                        e.id, request_event_line(e), e.prefilled, e.prefill_target, e.generated,
-                        e.kv_tokens, e.kv_blocks, e.swapped_tokens, e.preemptions,
-                        outcome_name(e.outcome));
+    text +=
+        fmt::format("{} {} prefilled {}/{} generated {} kv {}/{} host {} preemptions {} {}\n", e.id,
+                    request_event_line(e), e.prefilled, e.prefill_target, e.generated, e.kv_tokens,
+                    e.kv_blocks, e.swapped_tokens, e.preemptions, outcome_name(e.outcome));
     ++events;
     if (e.kind == RequestEventKind::kArrived) ++arrived;
     if (e.kind == RequestEventKind::kFinished) ++finished;
@@ -85,7 +84,8 @@ TEST_CASE("a request observer keeps the fast-forward on", "[engine][fast_forward
   int64_t fast_forwarded = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) {
     const std::string yaml = test::random_scenario(1000 + seed, /*wide=*/true);
-    const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+    const Scenario s =
+        load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
     fast_forwarded += run_observed(s, true).summary.fast_forward_iterations;
     std::filesystem::remove(test::random_trace_path(1000 + seed));
   }
@@ -114,8 +114,8 @@ Probed probe(bool fast_forward, int n, int64_t probe_ms) {
                             .attention = config.attention,
                             .profile_batched_tokens = config.max_num_batched_tokens,
                             .profile_num_seqs = config.max_num_seqs};
-  GpuMemoryPool pool(model, gpu, ConfigNode::parse_string("{type: paged, block_size: 16}", "kv.yaml"),
-                     options);
+  GpuMemoryPool pool(model, gpu,
+                     ConfigNode::parse_string("{type: paged, block_size: 16}", "kv.yaml"), options);
   const LatencyModel latency(model, gpu, default_profile(gpu), config.attention);
   EventQueue events;
   Recorder recorder("p");
