@@ -46,7 +46,7 @@ bool AdmissionQueue::arrive(RequestState& r) {
     queue_.push_back(r.spec.id);
     if (const SimTime t = queue_behind_timeout(); t >= 0) r.guard_expires_at = r.queued_at + t;
     arm_timeout(r);
-    if (hooks_.queued_behind) hooks_.queued_behind(r);
+    if (hooks_.observe) hooks_.observe(r, RequestEventKind::kQueuedBehind);
     return false;
   }
   return try_admit(r);
@@ -99,6 +99,7 @@ bool AdmissionQueue::try_admit(RequestState& r) {
   }
   if (auto it = std::find(queue_.begin(), queue_.end(), id); it != queue_.end()) queue_.erase(it);
   r.admitted_at = events_.now();
+  if (hooks_.observe) hooks_.observe(r, RequestEventKind::kAdmitted);
   hooks_.admitted(r);
   arm_timeout(r);  // the guard's timeout no longer applies; a deadline still may
   return true;

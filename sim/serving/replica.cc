@@ -82,11 +82,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                    },
                .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); }}),
       admission_(events, pool, std::move(guards), requests_,
-                 {.admitted =
-                      [this](RequestState& r) {
-                        observe(RequestEventKind::kAdmitted, r);
-                        queues_.admit(r);
-                      },
+                 {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
                   .timed_out =
                       [this] {
@@ -94,8 +90,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                         kick();
                       },
                   .inflight = [this] { return inflight(); },
-                  .queued_behind =
-                      [this](const RequestState& r) { observe(RequestEventKind::kQueuedBehind, r); },
+                  .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); },
                   .guard_decided =
                       [this](const RequestState& r, std::string_view guard, const Decision& d) {
                         observe_guard(r, guard, d);
@@ -377,7 +372,6 @@ void Replica::end_iteration() {
     if (r.first_token_at < 0) r.first_token_at = now;
     const bool finished = r.generated >= r.spec.output_tokens;
     if (finished) done.push_back(r.spec.id);
-    observe(RequestEventKind::kPrefillDone, r);
     queues_.prefilled(r, finished);
   }
   if (queues_.lazy()) {

@@ -58,6 +58,7 @@ const RequestState* RunQueues::last_decoding() const {
 }
 
 void RunQueues::prefilled(RequestState& r, bool done) {
+  if (hooks_.observe) hooks_.observe(r, RequestEventKind::kPrefillDone);
   if (!lazy_on_) return;
   erase_from(prefilling_, &r);
   if (!done) lazy_.join(r);
