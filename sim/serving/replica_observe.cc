@@ -1,6 +1,7 @@
 // Replica: a request's events for its observer (ReplicaObserver::on_request), with the request's
-// true figures at the event. The replica's step functions call Replica::observe at each point
-// where a request's state changes (one line each); with the fast-forward on, a request's
+// true figures at the event. Replica::observe is called at each point where a request's state
+// changes (one line each: in the replica's step functions, and through the observe hooks of
+// AdmissionQueue and RunQueues); with the fast-forward on, a request's
 // figures may lag while it decodes in the aggregate, and RunQueues::lag says by how much, so the
 // figures told here are those stepping has at the same instant. The fast-forward itself makes no
 // request event of its own: inside a stretch a member's only event is its completion, which goes
