@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <unistd.h>
 #include <filesystem>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,8 @@
 #include "core/data_path.h"
 #include "sim/metrics/summary_writer.h"
 #include "sim/run/scenario_runner.h"
+#include "core/errors.h"
+#include "sim/timeline/request_trace.h"
 #include "sim/timeline/timeline_writer.h"
 #include "sim/run/arguments.h"
 
@@ -32,7 +36,23 @@ struct RunArgs {
   bool no_output = false;
   bool plot = false;
   std::string timeline_window;  // --timeline-window START:END
+  std::optional<int64_t> trace_request;  // --trace-request ID
+  std::string trace_policy;              // --policy NAME (with --trace-request)
 };
+
+// --policy NAME must name one of the scenario's policies (checked before the run).
+void check_trace_policy(const Scenario& s, const std::string& policy) {
+  if (policy.empty()) return;
+  const ConfigNode policies = s.root.child("policies");
+  std::string names;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const std::string name = policies.at(i).get<std::string>("name");
+    if (name == policy) return;
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  throw InputError(fmt::format("--policy '{}': scenario {} has no such policy (its policies: {})",
+                               policy, s.name, names));
+}
 
 void run(RunArgs& a) {
   const std::string file =
@@ -45,6 +65,14 @@ void run(RunArgs& a) {
   }
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
   a.options.progress = isatty(fileno(stderr)) != 0;  // never in pipes, tests or CI
+  std::unique_ptr<RequestTrace> trace;
+  if (a.trace_request) {
+    check_trace_policy(s, a.trace_policy);
+    trace = std::make_unique<RequestTrace>(*a.trace_request, a.trace_policy);
+    a.options.observe = [&trace](const std::string& policy, const std::string& label) {
+      return trace->track(policy, label);
+    };
+  }
   const RunResult r = run_scenario(s, a.options);
   for (const PolicySummary& p : r.policies) {
     if (p.in_flight_at_stop) {
@@ -64,6 +92,7 @@ void run(RunArgs& a) {
   if (!a.options.timeline_path.empty()) {
     fmt::print("timeline: {} (open in ui.perfetto.dev or chrome://tracing)\n", a.options.timeline_path);
   }
+  if (trace) fmt::print("\n{}", trace->text());
   if (a.plot && !a.options.out_dir.empty()) {
     std::fflush(stdout);
     run_data_script(kPlotScript, {a.options.out_dir});
@@ -87,6 +116,12 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--timeline-window", a->timeline_window,
                   "START:END in simulated seconds: only this part goes to the timeline")
       ->needs(timeline);
+  auto* trace = cmd->add_option("--trace-request", a->trace_request,
+                                "print request ID's life: arrival, guard and queue decisions, "
+                                "prefill chunks, KV held, preemptions, first token, outcome")
+                    ->excludes(timeline);
+  cmd->add_option("--policy", a->trace_policy, "with --trace-request: only under this policy")
+      ->needs(trace);
   cmd->add_flag("--check-invariants", a->options.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");
   cmd->add_flag_function("--no-fast-forward", [a](int64_t) { a->options.fast_forward = false; },

@@ -94,6 +94,10 @@ class PagedBlocks {
   virtual int64_t block_tokens() const = 0;
   virtual int64_t prefix_hit_blocks() const = 0;  // blocks shared through the prefix cache so far
   virtual bool prefix_caching() const = 0;        // enable_prefix_caching
+  // Blocks `request` holds now (shared ones included; with a sliding window, not those freed from
+  // its front), for a request's trace (ReplicaObserver::on_request). Requires: held, no deferral
+  // window open.
+  virtual int64_t held_blocks(RequestId request) const = 0;
   // Prefix-cache lookup (vLLM v1's KVCacheManager.get_computed_blocks): how many leading tokens of
   // a `tokens`-token sequence described by `prefix` have their KV in cached full blocks. A
   // multiple of block_tokens(), and below `tokens`: when the whole sequence hits, its last block

@@ -88,7 +88,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a request holds now (shared ones included); with a sliding window, not those freed
   // from its front. Requires: holds(request).
-  int64_t held_blocks(RequestId request) const { return held(request, "held_blocks").held; }
+  int64_t held_blocks(RequestId request) const override { return held(request, "held_blocks").held; }
   // Their ids, in order. Kept only with prefix caching (see the top of this file).
   // Requires: holds(request), prefix_caching().
   const std::vector<int32_t>& block_table(RequestId request) const;

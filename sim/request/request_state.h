@@ -25,6 +25,14 @@ enum class Phase {
   kDone,
 };
 
+// How far a decode-aggregate member's stored figures lag its true ones now (LazyDecodes::lag,
+// through RunQueues::lag): tokens generated, and KV tokens gained by deferral, since its figures
+// were last written out. Zero for a request outside the aggregate (always so when stepping).
+struct AggregateLag {
+  int64_t generated = 0;
+  int64_t kv_tokens = 0;
+};
+
 struct RequestState {
   RequestSpec spec;
   int64_t prompt_tokens = 0;      // after any truncation
@@ -85,7 +93,13 @@ struct RequestState {
   // Tokens whose KV must exist for the next step: the whole prompt plus what was generated.
   int64_t context_tokens() const { return prompt_tokens + generated; }
   int64_t max_total_tokens() const { return prompt_tokens + spec.output_tokens; }
-  // Running with its (re)prefill done: each iteration adds one token.
+  // Its true figures at any instant, in both modes: `lag` is the aggregate's (RunQueues::lag),
+  // `store_tokens` the KV store's tokens for it (KvStore::tokens; 0 when it holds none), asked
+  // only when no deferral window is open (the window's count is then the one that holds).
+  int64_t generated_at(AggregateLag lag) const { return generated + lag.generated; }
+  int64_t kv_tokens_held(int64_t store_tokens, AggregateLag lag) const {
+    return (kv_tokens > 0 ? kv_tokens : store_tokens) + lag.kv_tokens;
+  }
   // A preempted request re-enters the running batch at `now`: close its preempted interval.
   void end_preemption(SimTime now) {
     if (preempted_at < 0) return;
@@ -93,6 +107,7 @@ struct RequestState {
         now - preempted_at;
     preempted_at = -1;
   }
+  // Running with its (re)prefill done: each iteration adds one token.
   bool decoding() const { return phase == Phase::kRunning && prefilled >= prefill_target; }
 };
 

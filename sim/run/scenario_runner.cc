@@ -231,6 +231,10 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
       observe = [&timeline, i, &name = policy->name](int replica, const std::string& label) {
         return timeline->track(static_cast<int>(i), name, replica, label);
       };
+    } else if (o.observe) {
+      observe = [&o, &name = policy->name](int, const std::string& label) {
+        return o.observe(name, label);
+      };
     }
     result.policies.push_back(
         run_policy(*policy, static_cast<int>(i), o, requests_file.get(), timeseries_file.get(), result.trace, observe, started));

@@ -17,6 +17,7 @@
 #include "core/atomic_file.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/config/scenario.h"
+#include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
 #include "sim/run/arguments.h"
 #include "sim/serving/iteration_clock.h"
@@ -56,6 +57,10 @@ struct RunOptions {
   std::string timeline_path;
   double timeline_start_s = 0;
   double timeline_end_s = std::numeric_limits<double>::infinity();
+  // A watcher of each replica (`kvsim run --trace-request`, sim/timeline/request_trace.h):
+  // given the policy's name and the replica's label ("" without a cluster), it returns the
+  // replica's observer (borrowed; nullptr: none). Not with a timeline (one observer a replica).
+  std::function<ReplicaObserver*(const std::string& policy, const std::string& label)> observe;
   // `kvsim-validate replay`: each replica's iteration clock, made before it runs and
   // kept until its policy ends (empty: the latency model times every iteration, as `kvsim run`).
   ClockMaker make_clock;

@@ -46,6 +46,7 @@ bool AdmissionQueue::arrive(RequestState& r) {
     queue_.push_back(r.spec.id);
     if (const SimTime t = queue_behind_timeout(); t >= 0) r.guard_expires_at = r.queued_at + t;
     arm_timeout(r);
+    if (hooks_.observe) hooks_.observe(r, RequestEventKind::kQueuedBehind);
     return false;
   }
   return try_admit(r);
@@ -74,6 +75,7 @@ bool AdmissionQueue::try_admit(RequestState& r) {
         r.tokens_dropped += r.prompt_tokens - d.new_prompt_tokens;
         r.prompt_tokens = d.new_prompt_tokens;
         r.truncated = true;
+        if (hooks_.guard_decided) hooks_.guard_decided(r, guards_[i]->type(), d);
         continue;
       }
       if (d.action == A::kQueue) {
@@ -83,18 +85,21 @@ bool AdmissionQueue::try_admit(RequestState& r) {
             std::find(queue_.begin(), queue_.end(), id) == queue_.end()) {
           r.phase = Phase::kGuardQueue;
           queue_.push_back(id);
+          if (hooks_.guard_decided) hooks_.guard_decided(r, guards_[i]->type(), d);
         }
         // Queued on arrival, or behind others with no timeout: this guard's timeout applies.
         if (d.timeout >= 0 && r.guard_expires_at < 0) r.guard_expires_at = r.queued_at + d.timeout;
         arm_timeout(r);
         return false;
       }
+      if (hooks_.guard_decided) hooks_.guard_decided(r, guards_[i]->type(), d);
       hooks_.finish(id, d.action == A::kReject ? Outcome::kRejected : Outcome::kRejectedTooLong);
       return false;
     }
   }
   if (auto it = std::find(queue_.begin(), queue_.end(), id); it != queue_.end()) queue_.erase(it);
   r.admitted_at = events_.now();
+  if (hooks_.observe) hooks_.observe(r, RequestEventKind::kAdmitted);
   hooks_.admitted(r);
   arm_timeout(r);  // the guard's timeout no longer applies; a deadline still may
   return true;

@@ -20,12 +20,14 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/event_queue.h"
 #include "sim/guards/guard.h"
+#include "sim/metrics/observer.h"
 #include "sim/request/outcome.h"
 #include "sim/request/request_state.h"
 
@@ -38,6 +40,12 @@ class AdmissionQueue {
     std::function<void(int64_t id, Outcome outcome)> finish;  // rejected, or timed out
     std::function<void()> timed_out;  // after a timeout ended a request: the queue may move
     std::function<int64_t()> inflight;  // admitted and not finished (for the guards)
+    // For the replica's observer (may be empty): `r` arrived behind the queue (kQueuedBehind) or
+    // passed every guard (kAdmitted); a guard decided other than admit (a queue decision only
+    // when it first queues `r`).
+    std::function<void(const RequestState& r, RequestEventKind kind)> observe;
+    std::function<void(const RequestState& r, std::string_view guard, const Decision& d)>
+        guard_decided;
   };
   // Collaborators are borrowed; they must outlive the queue. `requests` holds every request in
   // flight (timeouts look their request up there).

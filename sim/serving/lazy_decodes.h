@@ -74,6 +74,17 @@ class LazyDecodes {
   // Writes `r`'s figures out, as the walk would have left them now, and takes it out. A no-op
   // for a non-member.
   void leave(RequestState& r, KvLedger& ledger);
+  // How far `r`'s stored figures lag what leave() would write out now (zero for a non-member):
+  // its true figures, read without touching it (RequestState::generated_at, kv_tokens_held).
+  AggregateLag lag(const RequestState& r) const {
+    if (!member(r)) return {};
+    const int64_t behind = step_ - r.lazy_sync;
+    // The plan in progress's token, as leave() counts it: in end_walk's sum, or deferred by a
+    // walk that passed it (a member grown in the plan holds it in its figures already).
+    const bool passed = walk_pos_ == kWalkDone || (walk_pos_ != kNoWalk && r.run_seq < walk_pos_);
+    const bool planned_token = !r.lazy_planned && passed;
+    return {.generated = behind, .kv_tokens = behind + (planned_token ? 1 : 0)};
+  }
 
   // The plan of step step() + 1: the members due in it, in run order (popped), then the walk
   // over them (walk_at() before each one's growth; skip those no longer members), then end_walk

@@ -63,7 +63,11 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                    [this](const RequestState& r, int64_t tokens) {
                      return admission_.check_allocation(r, tokens);
                    },
-               .scheduled = [this](RequestState& r) { admission_.on_scheduled(r); },
+               .scheduled =
+                   [this](RequestState& r) {
+                     admission_.on_scheduled(r);
+                     observe(RequestEventKind::kScheduled, r);
+                   },
                .preempted =
                    [this](const RequestState& r) { notify(ReplicaEvent::kPreempted, r.spec.id); },
                .now = [this] { return events_.now(); },
@@ -75,7 +79,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                .abandoned =
                    [this](const RequestState& r) {
                      if (transfer_hooks_.abandoned) transfer_hooks_.abandoned(r.spec.id);
-                   }}),
+                   },
+               .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); }}),
       admission_(events, pool, std::move(guards), requests_,
                  {.admitted = [this](RequestState& r) { queues_.admit(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
@@ -84,7 +89,12 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                         run_admission();
                         kick();
                       },
-                  .inflight = [this] { return inflight(); }}) {
+                  .inflight = [this] { return inflight(); },
+                  .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); },
+                  .guard_decided =
+                      [this](const RequestState& r, std::string_view guard, const Decision& d) {
+                        observe_guard(r, guard, d);
+                      }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   fast_forward_ok_ = config_.fast_forward &&
                      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
@@ -101,6 +111,7 @@ void Replica::arrive(const RequestSpec& spec) {
   RequestState& r = requests_[spec.id];
   r.spec = spec;
   r.prompt_tokens = spec.prompt_tokens;
+  observe(RequestEventKind::kArrived, r);
   if (down_) {
     finish_request(spec.id, Outcome::kFailedUnavailable);
     return;
@@ -139,6 +150,7 @@ void Replica::arrive_transferred(const RequestState& from) {
   r.preempted_before_first_token = from.preempted_before_first_token;
   r.scheduled = true;
   r.kv_transferred = true;
+  observe(RequestEventKind::kArrived, r, "transferred");
   if (down_) {
     finish_request(r.spec.id, Outcome::kFailedUnavailable);
     return;
@@ -180,6 +192,7 @@ void Replica::hand_off(RequestState& r, Outcome outcome) {
   r.finished_at = events_.now();
   recorder_.on_outcome(r);
   notify(ReplicaEvent::kFinished, r.spec.id, outcome);
+  observe(RequestEventKind::kFinished, r);
   const RequestState copy = r;
   if (on_finished_) on_finished_(copy);
 }
@@ -353,6 +366,7 @@ void Replica::end_iteration() {
     if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
     RequestState& r = f->second;
     r.prefilled += it.prefill_chunks[i];
+    observe(RequestEventKind::kPrefillChunk, r, {}, it.prefill_chunks[i]);
     if (r.prefilled < r.prefill_target) continue;
     ++r.generated;  // the prefill's token; decoding() from now on
     if (r.first_token_at < 0) r.first_token_at = now;
@@ -444,6 +458,7 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   r.finished_at = events_.now();
   recorder_.on_outcome(r);
   notify(ReplicaEvent::kFinished, id, outcome);
+  observe(RequestEventKind::kFinished, r);
   if (!on_finished_) {
     requests_.erase(f);
     return;

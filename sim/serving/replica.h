@@ -11,6 +11,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -72,7 +74,8 @@ class Replica {
     check_ = on;
     update_lazy();
   }
-  // Watcher of iterations and events (the timeline); borrowed, nullptr for none (the default).
+  // Watcher of iterations and events (the timeline), or of requests (--trace-request: it keeps
+  // the fast-forward on, ReplicaObserver::needs_every_iteration); borrowed, nullptr for none.
   void set_observer(ReplicaObserver* observer) {
     observer_ = observer;
     update_lazy();
@@ -96,6 +99,10 @@ class Replica {
   // Ends the run: whatever is still in flight when the clock stops is not counted twice; callers
   // run the event queue dry first, so this only checks that nothing is left.
   void finish();
+
+  // Request `id`'s true figures now (generated, prefill, KV held: a RequestEvent's, its kind
+  // unused), the same with the fast-forward on and off; nullopt when it is not in flight here.
+  std::optional<RequestEvent> request_view(int64_t id) const;
 
   int64_t inflight() const { return queues_.size(); }
   bool idle() const { return requests_.empty(); }
@@ -131,8 +138,12 @@ class Replica {
   // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
   void sample_at(SimTime t, const MemorySnapshot& s);
   // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
-  // mode, an observer or a clock reads every request at every step. Set before any request.
-  void update_lazy() { queues_.set_lazy(fast_forward_ok_ && !check_ && observer_ == nullptr); }
+  // mode, an observer of every iteration or a clock reads every request at every step. Set
+  // before any request.
+  void update_lazy() {
+    queues_.set_lazy(fast_forward_ok_ && !check_ &&
+                     (observer_ == nullptr || !observer_->needs_every_iteration()));
+  }
   void run_admission();  // the guard queue moves, unless the replica is down
 
   void oom(int64_t culprit, const AllocResult& why);
@@ -153,6 +164,18 @@ class Replica {
   void notify(ReplicaEvent kind, int64_t request_id, Outcome outcome = Outcome::kNone) {
     if (observer_) observer_->on_event(kind, request_id, outcome, observed_state());
   }
+  // A request's event for the observer, with its true figures (replica_observe.cc); nothing
+  // without one. `chunk`: a prefill chunk's tokens.
+  void observe(RequestEventKind kind, const RequestState& r, std::string_view detail = {},
+               int64_t chunk = 0) {
+    if (observer_) observe_request(kind, r, detail, chunk);
+  }
+  void observe_request(RequestEventKind kind, const RequestState& r, std::string_view detail,
+                       int64_t chunk);
+  RequestEvent request_event(RequestEventKind kind, const RequestState& r, std::string_view detail,
+                             int64_t chunk) const;
+  // A guard's decision other than admit (the queue action only when it first queues `r`).
+  void observe_guard(const RequestState& r, std::string_view guard, const Decision& d);
 
   EventQueue& events_;
   GpuMemoryPool& pool_;

@@ -48,7 +48,9 @@ void Replica::fast_forward() {
 
 bool Replica::fast_forward_stretch() {
   // The aggregate is on exactly when fast-forward may run: not in checking mode, without an
-  // observer (a timeline wants every step as its own slice) or a clock.
+  // observer of every iteration (a timeline wants every step as its own slice) or a clock. (A
+  // request observer keeps it: a member's only event in a stretch, its completion, goes through
+  // finish_request as when stepping.)
   if (!queues_.lazy() || busy_ || down_ || kick_pending_) return false;
   const SimTime t0 = events_.now();
   SimTime horizon = events_.next_time();  // moves on when a quiet run takes samples in line

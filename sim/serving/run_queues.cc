@@ -58,6 +58,7 @@ const RequestState* RunQueues::last_decoding() const {
 }
 
 void RunQueues::prefilled(RequestState& r, bool done) {
+  if (hooks_.observe) hooks_.observe(r, RequestEventKind::kPrefillDone);
   if (!lazy_on_) return;
   erase_from(prefilling_, &r);
   if (!done) lazy_.join(r);
@@ -479,10 +480,11 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
     r.phase = Phase::kSwapped;
     enqueue_swapped(id);
     it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
-    return;
+  } else {
+    r.phase = Phase::kWaiting;  // recompute: prefill again over prompt + generated
+    enqueue_waiting(id, true);
   }
-  r.phase = Phase::kWaiting;  // recompute: prefill again over prompt + generated
-  enqueue_waiting(id, true);
+  if (hooks_.observe) hooks_.observe(r, RequestEventKind::kPreempted);
 }
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
@@ -509,6 +511,7 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     r.end_preemption(hooks_.now());
     enter_running(r);
     if (lazy_on_) lazy_.join(r);  // decoding at once
+    if (hooks_.observe) hooks_.observe(r, RequestEventKind::kSwappedIn);
   }
 }
 

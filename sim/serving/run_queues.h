@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "models/memory/gpu_memory_pool.h"
+#include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
 #include "sim/guards/guard.h"
 #include "sim/serving/engine_config.h"
@@ -51,6 +52,9 @@ class RunQueues final : public PlanSteps {
     // replica's copy is not needed any more).
     std::function<void(const RequestState& r)> pulled;
     std::function<void(const RequestState& r)> abandoned;
+    // A request's event for the replica's observer (kPreempted, kSwappedIn, kPrefillDone; may be
+    // empty).
+    std::function<void(const RequestState& r, RequestEventKind kind)> observe;
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
@@ -78,8 +82,10 @@ class RunQueues final : public PlanSteps {
   void leave_lazy(RequestState& r) {
     if (lazy_on_) lazy_.leave(r, ledger_);
   }
-  // With the aggregate: r's (re)prefill just ended (its first token came); `done`: it has all
-  // its tokens (it will finish), else it joins the aggregate.
+  // How far r's stored figures lag its true ones (the aggregate's; zero when stepping).
+  AggregateLag lag(const RequestState& r) const { return lazy_on_ ? lazy_.lag(r) : AggregateLag{}; }
+  // r's (re)prefill just ended (its first token came; the observer hears it); with the
+  // aggregate, `done`: it has all its tokens (it will finish), else it joins the aggregate.
   void prefilled(RequestState& r, bool done);
   // With the aggregate: the step ran (end_iteration): the grown members get their token and the
   // completed ones (in run order) are appended to `done`.
