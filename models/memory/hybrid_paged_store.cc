@@ -134,6 +134,12 @@ int64_t HybridPagedStore::held_blocks(RequestId request, size_t g) const {
   return held_req(request, "held_blocks").held[g];
 }
 
+int64_t HybridPagedStore::held_blocks(RequestId request) const {
+  int64_t n = 0;
+  for (int64_t b : held_req(request, "held_blocks").held) n += b;
+  return n;
+}
+
 int64_t HybridPagedStore::tokens_until_growth_allocates(RequestId request) const {
   // Every table has the same length: the slack of the last block.
   const Req& r = held_req(request, "tokens_until_growth_allocates");

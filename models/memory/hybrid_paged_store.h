@@ -60,6 +60,8 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   int64_t group_held_blocks(size_t g) const { return group_held_[g]; }
   // Blocks `request` holds in group g. Requires: holds(request).
   int64_t held_blocks(RequestId request, size_t g) const;
+  // Blocks `request` holds over every group (each group's blocks are pages of the one pool).
+  int64_t held_blocks(RequestId request) const override;
 
  private:
   struct Req {
