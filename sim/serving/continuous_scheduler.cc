@@ -19,6 +19,7 @@ class ContinuousScheduler final : public Scheduler {
   }
   // Decode-only with nothing admissible: swap_in is skipped, admit_prefills adds nothing.
   DecodeStretches decode_stretches() const override { return DecodeStretches::kDecodesFirst; }
+  bool plans_ahead() const override { return true; }
 };
 
 }  // namespace

@@ -66,7 +66,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      if (transfer_hooks_.abandoned) transfer_hooks_.abandoned(r.spec.id);
                    }}),
       admission_(events, pool, std::move(guards), requests_,
-                 {.admitted = [this](RequestState& r) { queues_.admit(r); },
+                 {.admitted = [this](RequestState& r) { admitted(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
                   .timed_out =
                       [this] {
@@ -75,6 +75,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
+  async_ = config_.async_scheduling && scheduler_->plans_ahead();
   fast_forward_ok_ = config_.fast_forward &&
                      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
@@ -202,6 +203,8 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   for (const auto& [id, r] : requests_) lost.push_back(id);
   std::sort(lost.begin(), lost.end());
   for (int64_t id : lost) finish_request(id, Outcome::kLostOom);
+  finishing_.clear();
+  plan_after_end_ = false;
   admission_.on_restart();
   pool_.restart();
   if (clock_ != nullptr) clock_->release_all();

@@ -24,12 +24,16 @@ IterationShape iteration_shape(const IterationPlan& it, SimTime start, SimTime e
 
 }  // namespace
 
-bool Replica::plan() {
+bool Replica::plan(bool* nothing) {
   IterationPlan& it = planning_;
   it.clear();
   while (true) {
     if (!scheduler_->plan(it, limits_, queues_)) return false;  // an OOM ended the plan
     if (!it.empty()) return true;
+    if (nothing != nullptr) {
+      *nothing = true;
+      return false;
+    }
     if (!queues_.has_running() && !queues_.has_swapped()) return false;  // idle, or waiting
     // Nothing can run although requests hold memory: they wait on each other. Swapped requests
     // come back as recomputes; otherwise the scheduling policy's victim (the newest running
@@ -51,7 +55,7 @@ bool Replica::plan() {
 
 void Replica::start_iteration() {
   run_admission();
-  if (!plan()) return;
+  if (!(async_ ? plan_ahead() : plan())) return;
   const IterationPlan& it = planning_;
   BatchShape& shape = shape_scratch_;
   shape.prefill.clear();
@@ -198,8 +202,13 @@ void Replica::end_iteration() {
     }
   }
   for (int64_t id : done) {
-    finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+    if (async_) {
+      hold_finishing(id);
+    } else {
+      finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+    }
   }
+  plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
   if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
   fast_forward();

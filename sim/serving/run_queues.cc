@@ -125,6 +125,19 @@ void RunQueues::admit(RequestState& r) {
   enqueue_waiting(r.spec.id, false);
 }
 
+void RunQueues::hold(RequestState& r, SimTime at) {
+  r.phase = Phase::kWaiting;
+  held_.emplace_back(at, r.spec.id);
+}
+
+void RunQueues::release_held(SimTime cutoff) {
+  while (!held_.empty() && held_.front().first <= cutoff) {
+    const int64_t id = held_.front().second;
+    held_.pop_front();
+    enqueue_waiting(id, false);
+  }
+}
+
 void RunQueues::admit_transferred(RequestState& r) {
   r.phase = Phase::kSwapped;
   r.swapped_tokens = r.context_tokens();  // the prompt and the first token
@@ -149,7 +162,15 @@ void RunQueues::hand_off(RequestState& r) {
 
 void RunQueues::remove(RequestState& r) {
   switch (r.phase) {
-    case Phase::kWaiting: erase_from(waiting_, r.spec.id); break;
+    case Phase::kWaiting:
+      if (auto h = std::find_if(held_.begin(), held_.end(),
+                                [&](const auto& e) { return e.second == r.spec.id; });
+          h != held_.end()) {
+        held_.erase(h);
+      } else {
+        erase_from(waiting_, r.spec.id);
+      }
+      break;
     case Phase::kRunning:
       erase_from(running_, &r);
       if (lazy_on_ && !r.decoding()) erase_from(prefilling_, &r);
@@ -200,6 +221,10 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
       ++prefilling;
       continue;
     }
+    // Async scheduling: its last token is in flight (it finishes when that step's output comes;
+    // vLLM's schedule() skips a request whose placeholders reach max_tokens). Never the case when
+    // plans wait for the step before.
+    if (r.generated >= r.spec.output_tokens) continue;
     const int64_t target = r.prompt_tokens + r.generated;
     // The usual step stays inside the last block: no store call (deferred growth), and the
     // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).

@@ -131,12 +131,20 @@ class RunQueues final : public PlanSteps {
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
-  int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size() + held_.size()); }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
   int64_t size() const {
-    return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size()) +
+    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() + swapped_.size()) +
            receiving_ + handing_off_;
   }
+
+  // Async scheduling: a request admitted at `at` while the step it cannot join any more runs. It
+  // waits outside the waiting queue (phase kWaiting) until the plan whose schedule() comes at or
+  // after `at` (release_held), as vLLM's engine adds a request only before a schedule() call.
+  void hold(RequestState& r, SimTime at);
+  // Moves the held requests admitted at or before `cutoff` into the waiting queue, in order.
+  void release_held(SimTime cutoff);
+  bool has_held() const { return !held_.empty(); }
   // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
   // Requires: running requests settled (no window open).
   void check() const;
@@ -163,6 +171,7 @@ class RunQueues final : public PlanSteps {
   Hooks hooks_;
 
   std::deque<int64_t> waiting_;
+  std::deque<std::pair<SimTime, int64_t>> held_;  // (admitted at, id), in admission order
   std::vector<RequestState*> running_;
   std::deque<int64_t> swapped_;
   int64_t swap_used_bytes_ = 0;

@@ -108,6 +108,10 @@ class Scheduler {
     kPromptsFirst,  // whole prompts first in the whole budget, decodes only if none (vllm_v0)
     kBatchToEnd,    // a running batch decodes to its end and admits nothing before (static)
   };
+  // Whether it can plan a step while the one before runs (vLLM V1's AsyncScheduler, the
+  // engine's async_scheduling): only a plan that reads a running request's in-flight token as
+  // done (V1's output placeholders) can.
+  virtual bool plans_ahead() const { return false; }
   virtual DecodeStretches decode_stretches() const { return DecodeStretches::kNone; }
 };
 
