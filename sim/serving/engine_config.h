@@ -45,6 +45,9 @@ struct EngineConfig {
   // runs, so N's finished requests free their blocks one plan later and an arrival joins one step
   // later. Only the continuous scheduler has it; the parser turns it off for the others.
   bool async_scheduling = false;
+  // vLLM's long_prefill_token_threshold (0: none): at most this many prefill tokens per request
+  // and step (BatchLimits::long_prefill_token_threshold). Needs chunked_prefill.
+  int64_t long_prefill_token_threshold = 0;
   int64_t batch_size = 8;  // static scheduler: requests per fixed batch
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
   Preemption preemption = Preemption::kRecompute;  // paged stores only

@@ -41,7 +41,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
               .max_num_batched_tokens = config_.max_num_batched_tokens,
               .chunked_prefill = config_.chunked_prefill,
               .batch_size = config_.batch_size,
-              .reserve_full_sequence = config_.scheduler_reserve_full_isl},
+              .reserve_full_sequence = config_.scheduler_reserve_full_isl,
+              .long_prefill_token_threshold = config_.long_prefill_token_threshold},
       scheduler_(std::move(scheduler)),
       recorder_(recorder),
       ledger_(pool),
@@ -76,12 +77,15 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                   .inflight = [this] { return inflight(); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
+  queues_.set_async(async_);
   fast_forward_ok_ = config_.fast_forward &&
                      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.
-                     config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority;
+                     config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority &&
+                     // Prefills among the decodes: the walk in running order has no aggregate.
+                     config_.long_prefill_token_threshold == 0;
   update_lazy();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }

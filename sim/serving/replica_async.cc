@@ -43,6 +43,8 @@ void Replica::release_finishing() {
   }
   finishing_.clear();
   recorder_.on_state(events_.now(), pool_.snapshot());
+  // Guards that waited for them may admit now (held until the plan that may see them).
+  run_admission();
 }
 
 bool Replica::plan_ahead() {

@@ -345,6 +345,7 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
     // (With the aggregate, the count and the sum are taken at the end of the walk.)
     it.decode_context -= pool_.model().attended_tokens(r.context_tokens());
   }
+  if (async_ && r.decoding()) uncache_in_flight(r);
   const int64_t tokens = ledger_.release(r);
   const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();
   r.prefilled = 0;
@@ -360,6 +361,20 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   }
   r.phase = Phase::kWaiting;  // recompute: prefill again over prompt + generated
   enqueue_waiting(id, true);
+}
+
+void RunQueues::uncache_in_flight(RequestState& r) {
+  // Under async scheduling vLLM hashes a token's block only once the token's id is known (its
+  // step's output), so a decode's cached blocks stop one token short of the KV it was given
+  // (scheduler.py caches through num_tokens at allocate_slots, AsyncScheduler through
+  // num_computed_tokens - num_output_placeholders at the output): the block its newest KV token
+  // filled is not cached when it is preempted. Not so while its KV ends at its prefill, whose
+  // tokens were all known (the recompute's last chunk).
+  PagedBlocks* paged = pool_.kv().paged_blocks();
+  if (paged == nullptr || !paged->prefix_caching()) return;
+  ledger_.settle(r);
+  const int64_t tokens = pool_.kv().tokens(r.spec.id);
+  if (tokens > r.prefill_target) paged->uncache_past(r.spec.id, tokens - 1);
 }
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {

@@ -64,6 +64,7 @@ class RunQueues final : public PlanSteps {
   void swap_in(IterationPlan& it, const BatchLimits& limits) override;
   bool grow_decodes(IterationPlan& it) override;
   bool admit_prefills(IterationPlan& it, const BatchLimits& limits) override;
+  bool walk_running(IterationPlan& it, const BatchLimits& limits) override;  // run_queues_walk.cc
 
   // The decode aggregate (lazy_decodes.h): decoding requests are members, grown through the
   // ledger only at their own events; grow_decodes then walks only those. Set before any request
@@ -145,6 +146,8 @@ class RunQueues final : public PlanSteps {
   // Moves the held requests admitted at or before `cutoff` into the waiting queue, in order.
   void release_held(SimTime cutoff);
   bool has_held() const { return !held_.empty(); }
+  // Async scheduling: a preempted decode's newest full block is not cached (preempt()).
+  void set_async(bool on) { async_ = on; }
   // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
   // Requires: running requests settled (no window open).
   void check() const;
@@ -185,6 +188,8 @@ class RunQueues final : public PlanSteps {
   // request whose whole sequence is `target` tokens described by `prefix`.
   int64_t full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
                                const BatchLimits& limits) const;
+  // Async scheduling: uncaches what vLLM had not cached yet of the decode `r` being preempted.
+  void uncache_in_flight(RequestState& r);
   // Paged blocks a sequence holding `cached` tokens (whole blocks) takes for `chunk` more.
   int64_t new_blocks(int64_t cached, int64_t chunk) const;
   // Puts r at the end of the running batch (its next run_seq).
@@ -194,6 +199,7 @@ class RunQueues final : public PlanSteps {
   }
   int64_t next_run_seq_ = 0;
   bool lazy_on_ = false;
+  bool async_ = false;
   LazyDecodes lazy_;
   // With the aggregate: the running requests still prefilling, in running order (admit_prefills
   // walks these instead of running_), and grow_decodes' due members (reused).

@@ -12,6 +12,10 @@ namespace kvsim {
 
 bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
   int64_t budget = limits.max_num_batched_tokens - it.decode_seqs;
+  for (const int64_t c : it.prefill_chunks) budget -= c;  // walk_running's chunks
+  // long_prefill_token_threshold caps every prefill's chunk (vLLM: both loops of schedule()).
+  const int64_t cap = limits.long_prefill_token_threshold > 0 ? limits.long_prefill_token_threshold
+                                                              : std::numeric_limits<int64_t>::max();
   const bool chunked = limits.chunked_prefill;
   // Unfinished chunked prefills of running requests go first.
   // Only prefilling running requests matter here: the walk stops after the last of the
@@ -92,7 +96,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     const int64_t todo = target - cached;
     // Without chunking a prompt runs whole; one longer than the budget runs alone.
     if (!chunked && todo > budget && !it.prefill_ids.empty()) break;
-    const int64_t chunk = chunked ? std::min(todo, budget) : todo;
+    const int64_t chunk = chunked ? std::min({todo, cap, budget}) : todo;
     // vLLM's can_allocate (the watermark): after this step's allocations so far. Cached blocks
     // are shared, not allocated: only the computed tokens need new blocks.
     if (hooks_.check_allocation) {

@@ -198,7 +198,10 @@ TEST_CASE("engine.step_time alone gives vLLM's steps and end time, fast-forward 
         CHECK(std::llround(p.duration_s * 1e9) == end_ns);
         // (Under priority a step's walk may stop before some decodes: no decode aggregate.)
         const auto policy = root.child("engine").optional_child("scheduling_policy");
-        if (ff && !(policy && policy->as<std::string>() == "priority")) {
+        // (Nor with long_prefill_token_threshold: prefills among the decodes, in running order.)
+        const auto threshold = root.child("engine").optional_child("long_prefill_token_threshold");
+        if (ff && !(policy && policy->as<std::string>() == "priority") &&
+            !(threshold && threshold->as<int64_t>() > 0)) {
           CHECK(p.fast_forward_iterations > 0);
         }
       }

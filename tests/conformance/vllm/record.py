@@ -152,6 +152,16 @@ def make_cases():
     cases["bursts-async"] = (_engine(500, 1024, seqs=48, async_scheduling=True), cases["bursts"][1])
     cases["priority-async"] = (_engine(160, 1024, scheduling_policy="priority",
                                        async_scheduling=True), cases["priority"][1])
+    cases["big300-pc-async"] = (_engine(1000, 2048, seqs=64, prefix=True, async_scheduling=True), big)
+    cases["prefix-eviction-async"] = (_engine(450, 2048, seqs=32, prefix=True,
+                                              async_scheduling=True), cases["prefix-eviction"][1])
+    # long_prefill_token_threshold: long prompts among chat, each prefill capped at 256 tokens a
+    # step, so several partial prefills run among the decodes, in running order.
+    cases["long-prefill-threshold"] = (_engine(1200, 1024, seqs=64, long_prefill_token_threshold=256),
+                                       cases["long-among-chat"][1])
+    cases["long-prefill-threshold-async"] = (
+        _engine(1200, 1024, seqs=64, long_prefill_token_threshold=256, async_scheduling=True),
+        cases["long-among-chat"][1])
     return cases
 
 
