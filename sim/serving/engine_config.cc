@@ -34,7 +34,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   // (static, vllm_v0) plan after each step ends and refuse it.
   const std::optional<bool> async = e.get_optional<bool>("async_scheduling");
   if (c.scheduler == "continuous") {
-    c.async_scheduling = async.value_or(false);
+    c.async_scheduling = async.value_or(true);
   } else {
     if (async && *async) {
       e.peek("async_scheduling")->fail(fmt::format(

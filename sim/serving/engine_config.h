@@ -44,7 +44,7 @@ struct EngineConfig {
   // option to on: docs/vllm-conformance.md, "Async scheduling"): step N+1 is planned while step N
   // runs, so N's finished requests free their blocks one plan later and an arrival joins one step
   // later. Only the continuous scheduler has it; the parser turns it off for the others.
-  bool async_scheduling = false;
+  bool async_scheduling = true;
   // vLLM's long_prefill_token_threshold (0: none): at most this many prefill tokens per request
   // and step (BatchLimits::long_prefill_token_threshold). Needs chunked_prefill.
   int64_t long_prefill_token_threshold = 0;
