@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -39,7 +40,48 @@ void remove_stale_temporaries(const fs::path& path) {
     }
   }
 }
+// The open temporaries, for remove_open_temporaries() in a signal handler: fixed storage (no
+// allocation there) and a state per slot (0 free, 1 being filled, 2 in use) that the handler reads
+// without a lock. A sweep holds a few files per running point, far below the slot count.
+constexpr int kSlots = 256;
+constexpr size_t kPathBytes = 1024;
+struct OpenSlot {
+  std::atomic<int> state{0};
+  char tmp[kPathBytes];
+  char dir[kPathBytes];  // the folder the file made ("" if none)
+};
+OpenSlot g_open[kSlots];
+
+int claim_slot(const fs::path& tmp, const fs::path& dir) {
+  const std::string& t = tmp.native();
+  const std::string& d = dir.native();
+  if (t.size() >= kPathBytes || d.size() >= kPathBytes) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = 0;
+    if (!g_open[i].state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(g_open[i].tmp, t.c_str(), t.size() + 1);
+    std::memcpy(g_open[i].dir, d.c_str(), d.size() + 1);
+    g_open[i].state.store(2, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void release_slot(int& slot) {
+  if (slot >= 0) g_open[slot].state.store(0, std::memory_order_release);
+  slot = -1;
+}
+
 }  // namespace
+
+void remove_open_temporaries() noexcept {
+  for (OpenSlot& s : g_open) {
+    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.tmp);
+  }
+  for (OpenSlot& s : g_open) {
+    if (s.state.load(std::memory_order_acquire) == 2 && s.dir[0] != '\0') ::rmdir(s.dir);
+  }
+}
 
 AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
   std::error_code ec;
@@ -54,8 +96,10 @@ AtomicFile::AtomicFile(fs::path path) : path_(std::move(path)) {
   remove_stale_temporaries(path_);
   tmp_ = path_;
   tmp_ += fmt::format(".tmp.{}", ::getpid());
+  slot_ = claim_slot(tmp_, created_dir_);  // before the file exists: a signal then finds it
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
+    release_slot(slot_);
     throw InputError(
         fmt::format("{}: cannot write output: {}", path_.string(), std::strerror(errno)));
   }
@@ -65,6 +109,7 @@ AtomicFile::~AtomicFile() {
   if (committed_) return;
   if (fd_ >= 0) ::close(fd_);
   ::unlink(tmp_.c_str());
+  release_slot(slot_);  // after the unlink: a signal in between only unlinks it again
   std::error_code ec;
   if (!created_dir_.empty() && fs::is_empty(created_dir_, ec)) fs::remove(created_dir_, ec);
 }
@@ -81,6 +126,7 @@ void AtomicFile::fail(const char* what, int err) {
   ::close(fd_);
   fd_ = -1;
   ::unlink(tmp_.c_str());
+  release_slot(slot_);
   throw InputError(fmt::format("{}: {}: {}", path_.string(), what, std::strerror(err)));
 }
 
@@ -103,9 +149,11 @@ void AtomicFile::commit() {
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp_.c_str());
+    release_slot(slot_);
     throw InputError(fmt::format("{}: cannot rename output into place: {}", path_.string(),
                                  std::strerror(err)));
   }
+  release_slot(slot_);  // after the rename: a signal in between finds no temporary to unlink
   committed_ = true;
 }
 

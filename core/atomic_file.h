@@ -35,10 +35,18 @@ class AtomicFile {
   std::filesystem::path path_;
   std::filesystem::path tmp_;
   std::filesystem::path created_dir_;  // empty unless the constructor made the folder
+  int slot_ = -1;                      // in the table remove_open_temporaries() reads
   int fd_ = -1;
   bool committed_ = false;
   std::string buffer_;
 };
+
+// Removes the temporary file of every AtomicFile not yet committed or destroyed, and the folders
+// they made when left empty. Async-signal-safe (unlink, rmdir and atomic loads only): what a
+// SIGINT or SIGTERM handler calls before _exit, which skips every destructor (apps/kvsim's
+// stop_signals.h). A file whose path is too long for the table is left to the next run's removal
+// of stale temporaries.
+void remove_open_temporaries() noexcept;
 
 // Writes `content` to `path` atomically (write temp, flush, fsync, rename). Creates parent
 // folders. Throws InputError naming the path if the folder is not writable.

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -34,8 +35,21 @@ struct ConfigNode::State {
     int column = 0;
   };
   std::map<std::string, Origin> key_origins;
-  // The --set assignments patched into the tree: (the key path, as ConfigNode writes paths, and
-  // the assignment's text). Shared by every node of the tree.
+  // What patched values into the tree (--set assignments, a copy's `written`): (the key path, as
+  // ConfigNode writes paths, and what messages name instead of a position, e.g.
+  // "--set seed=3"). Shared by every node of the tree.
+  std::shared_ptr<const std::vector<std::pair<std::string, std::string>>> sets;
+  // A copy's positions, by key path (its nodes have none); null for a parsed tree.
+  ConfigMarksPtr marks;
+};
+
+struct ConfigMarks {
+  struct Pos {
+    int line = 0, column = 0;          // the value's (its key's when it has no mark)
+    int key_line = 0, key_column = 0;  // the key's, for a map entry
+  };
+  std::string source;
+  std::unordered_map<std::string, Pos> at;  // by key path
   std::shared_ptr<const std::vector<std::pair<std::string, std::string>>> sets;
 };
 
@@ -107,13 +121,25 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+std::string join_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+// `marks`: a copy's positions (its nodes have none), looked up by path; null for a parsed tree.
 std::shared_ptr<ConfigNode::State> make_state(YAML::Node node, const std::string& source,
                                               std::string path, int fallback_line,
-                                              int fallback_col) {
+                                              int fallback_col, const ConfigMarksPtr& marks) {
   auto s = std::make_shared<ConfigNode::State>();
   s->node = node;
   s->source = source;
   s->path = std::move(path);
+  s->marks = marks;
+  if (marks) {
+    const auto it = marks->at.find(s->path);
+    s->line = it != marks->at.end() ? it->second.line : fallback_line;
+    s->column = it != marks->at.end() ? it->second.column : fallback_col;
+    return s;
+  }
   const YAML::Mark m = node.Mark();
   // yaml-cpp marks are 0-based; nodes without a mark (null values) take their key's position.
   s->line = m.line >= 0 ? m.line + 1 : fallback_line;
@@ -124,11 +150,51 @@ std::shared_ptr<ConfigNode::State> make_state(YAML::Node node, const std::string
 // Where the key `key_node` of the map `s` was written, and the key path of the map holding it.
 ConfigNode::State::Origin origin_of(const ConfigNode::State& s, const YAML::Node& key_node) {
   if (auto it = s.key_origins.find(key_node.Scalar()); it != s.key_origins.end()) return it->second;
+  if (s.marks) {
+    const auto it = s.marks->at.find(join_path(s.path, key_node.Scalar()));
+    if (it == s.marks->at.end()) return {YAML::Node(), s.source, s.path, 0, 0};
+    return {YAML::Node(), s.source, s.path, it->second.key_line, it->second.key_column};
+  }
   return {YAML::Node(), s.source, s.path, key_node.Mark().line + 1, key_node.Mark().column + 1};
 }
 
-std::string join_path(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
+// Records the position of `n` (at `path`) and of everything under it, as ConfigNode would give
+// them when reading `root`'s tree.
+void record_marks(const ConfigNode::State& root, const YAML::Node& n, const std::string& path,
+                  ConfigMarks::Pos pos, const std::vector<std::string>& skip, ConfigMarks& out) {
+  out.at[path] = pos;
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.Scalar();
+      if (path.empty() && std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+      const std::string child = join_path(path, key);
+      ConfigMarks::Pos p;
+      if (root.marks) {
+        const auto it = root.marks->at.find(child);
+        if (it != root.marks->at.end()) p = it->second;
+      } else {
+        p.key_line = kv.first.Mark().line + 1;
+        p.key_column = kv.first.Mark().column + 1;
+        const YAML::Mark m = kv.second.Mark();
+        p.line = m.line >= 0 ? m.line + 1 : p.key_line;
+        p.column = m.line >= 0 ? m.column + 1 : p.key_column;
+      }
+      record_marks(root, kv.second, child, p, {}, out);
+    }
+  } else if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      const std::string child = fmt::format("{}[{}]", path, i);
+      ConfigMarks::Pos p{.line = pos.line, .column = pos.column};
+      if (root.marks) {
+        const auto it = root.marks->at.find(child);
+        if (it != root.marks->at.end()) p = it->second;
+      } else if (const YAML::Mark m = n[i].Mark(); m.line >= 0) {
+        p.line = m.line + 1;
+        p.column = m.column + 1;
+      }
+      record_marks(root, n[i], child, p, {}, out);
+    }
+  }
 }
 
 // A --set key ("policies.1.guards.0.kind") as ConfigNode writes paths ("policies[1].guards[0].kind").
@@ -223,13 +289,42 @@ ConfigNode ConfigNode::wrap_with_sets(YAML::Node node, const std::string& source
                                       const std::vector<std::string>& sets) {
   ConfigNode n = wrap(std::move(node), source);
   auto list = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
-  for (const std::string& a : sets) list->emplace_back(set_key_path(a.substr(0, a.find('='))), a);
+  for (const std::string& a : sets) {
+    list->emplace_back(set_key_path(a.substr(0, a.find('='))), "--set " + echo_text(a, 80));
+  }
   n.state_->sets = std::move(list);
   return n;
 }
 
 ConfigNode ConfigNode::wrap(YAML::Node node, const std::string& source, const std::string& path) {
-  return ConfigNode(make_state(node, source, path, 1, 1));
+  return ConfigNode(make_state(node, source, path, 1, 1, nullptr));
+}
+
+ConfigNode ConfigNode::wrap_copy(YAML::Node copy, const ConfigMarksPtr& marks,
+                                 std::vector<std::pair<std::string, std::string>> written) {
+  auto s = make_state(std::move(copy), marks->source, "", 1, 1, marks);
+  if (marks->sets) written.insert(written.begin(), marks->sets->begin(), marks->sets->end());
+  if (!written.empty()) {
+    s->sets = std::make_shared<const std::vector<std::pair<std::string, std::string>>>(
+        std::move(written));
+  }
+  return ConfigNode(s);
+}
+
+std::string ConfigNode::key_path(const std::string& dotted) { return set_key_path(dotted); }
+
+ConfigMarksPtr ConfigNode::marks(const std::vector<std::string>& skip) const {
+  auto out = std::make_shared<ConfigMarks>();
+  out->source = state_->source;
+  out->sets = state_->sets;
+  record_marks(*state_, state_->node, state_->path,
+               {.line = state_->line, .column = state_->column}, skip, *out);
+  return out;
+}
+
+std::optional<std::string> ConfigNode::written_by() const {
+  if (const std::string* label = set_covering(*state_, state_->path)) return *label;
+  return std::nullopt;
 }
 
 ConfigNode ConfigNode::merge(const std::vector<ConfigNode>& layers, const ConfigNode& fallback) {
@@ -241,6 +336,7 @@ ConfigNode ConfigNode::merge(const std::vector<ConfigNode>& layers, const Config
   s->line = at.line;
   s->column = at.column;
   s->sets = at.sets;
+  s->marks = at.marks;
   for (const ConfigNode& layer : layers) {
     if (!layer.is_map()) continue;
     for (const auto& kv : layer.state_->node) {
@@ -269,12 +365,13 @@ const std::string& ConfigNode::source() const { return state_->source; }
 const YAML::Node& ConfigNode::yaml() const { return state_->node; }
 int ConfigNode::line() const { return state_->line; }
 std::string ConfigNode::where() const {
+  if (const std::string* label = set_covering(*state_, state_->path)) return *label;
   return position(state_->source, state_->line, state_->column);
 }
 
 void ConfigNode::fail(const std::string& message) const {
-  if (const std::string* set = set_covering(*state_, state_->path)) {
-    throw ConfigError(fmt::format("--set {}: {}: {}", echo_text(*set, 80), state_->path, message));
+  if (const std::string* label = set_covering(*state_, state_->path)) {
+    throw ConfigError(fmt::format("{}: {}: {}", *label, state_->path, message));
   }
   if (state_->path.empty()) throw ConfigError(fmt::format("{}: {}", where(), message));
   throw ConfigError(fmt::format("{}: {}: {}", where(), state_->path, message));
@@ -322,7 +419,7 @@ std::optional<ConfigNode> ConfigNode::peek(const std::string& key) const {
     const State::Origin o = origin_of(*state_, kv.first);
     const bool merged = state_->key_origins.count(key) > 0;
     auto st = make_state(merged ? o.value : kv.second, o.source, join_path(o.parent_path, key),
-                         o.line, o.column);
+                         o.line, o.column, state_->marks);
     st->sets = state_->sets;
     return ConfigNode(st);
   }
@@ -345,7 +442,8 @@ ConfigNode ConfigNode::at(size_t index) const {
     return ConfigNode(it->second);
   }
   auto s = make_state(state_->node[index], state_->source,
-                      fmt::format("{}[{}]", state_->path, index), state_->line, state_->column);
+                      fmt::format("{}[{}]", state_->path, index), state_->line, state_->column,
+                      state_->marks);
   s->sets = state_->sets;
   state_->seq_children.emplace(index, s);
   return ConfigNode(s);
@@ -448,8 +546,8 @@ void ConfigNode::reject_unknown_keys() const {
       if (auto near = nearest_name(key, known)) hint = fmt::format("; did you mean '{}'?", *near);
       const State::Origin o = origin_of(*state_, kv.first);
       std::string where_key = position(o.source, o.line, o.column);
-      if (const std::string* set = set_covering(*state_, join_path(o.parent_path, key))) {
-        where_key = "--set " + echo_text(*set, 80);
+      if (const std::string* label = set_covering(*state_, join_path(o.parent_path, key))) {
+        where_key = *label;
       }
       std::string prefix = o.parent_path.empty() ? "" : o.parent_path + ": ";
       throw ConfigError(fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, echo_text(key),

@@ -17,6 +17,12 @@
 
 namespace kvsim {
 
+// Where every value of a scenario tree was written (ConfigNode::marks()): kept apart from the
+// tree, since a copy of it (YAML::Clone, as each sweep point and capacity probe is) drops every
+// node's position. Shared, read-only: threads may use one at once.
+struct ConfigMarks;
+using ConfigMarksPtr = std::shared_ptr<const ConfigMarks>;
+
 // Range accepted for a number; both ends inclusive unless `min_exclusive`.
 struct Bounds {
   std::optional<double> min;
@@ -39,6 +45,16 @@ class ConfigNode {
   // --set text labelled with the file's name.
   static ConfigNode wrap_with_sets(YAML::Node node, const std::string& source,
                                    const std::vector<std::string>& sets);
+  // Wraps `copy`, a copy of the tree `marks` were taken from (patched or not), so that its
+  // messages name where the original's values were written: their file:line:col, or the --set
+  // that wrote one. `written`: what the copy's patches wrote since, as (key path as ConfigNode
+  // writes paths, e.g. "policies[1].engine", see key_path(); what wrote it, e.g.
+  // "--over engine.tensor_parallel=1,2" or the "file:line:col" of a sweep value); an error at or
+  // under such a path names that instead of a position (the last one given, when several do).
+  static ConfigNode wrap_copy(YAML::Node copy, const ConfigMarksPtr& marks,
+                              std::vector<std::pair<std::string, std::string>> written = {});
+  // A dotted key ("policies.1.guards.0") as ConfigNode writes paths ("policies[1].guards[0]").
+  static std::string key_path(const std::string& dotted);
   // A map of the entries of `layers` (maps or nulls), a later layer's key replacing an earlier
   // one's (a policy's `engine:` over the scenario's). Nothing is copied: every entry keeps the
   // position and key path it was written at ("policies[1].engine.kv"), so its errors, unknown
@@ -125,7 +141,14 @@ class ConfigNode {
   // at hand.
   void reject_unknown_keys_listing(const std::string& what) const;
 
-  // "file:line:col" of this node (1-based).
+  // The marks of this tree (a root's), for wrap_copy(); `skip`: top-level keys left out (a sweep
+  // block's lists, which no copy holds).
+  ConfigMarksPtr marks(const std::vector<std::string>& skip = {}) const;
+  // What wrote this node when it is not a place in the file: the --set (or a wrap_copy `written`
+  // entry) at or above its path; nullopt for a value the file wrote.
+  std::optional<std::string> written_by() const;
+
+  // "file:line:col" of this node (1-based); written_by() for a value a --set wrote.
   std::string where() const;
   int line() const;  // 1-based; 0 when unknown
   // Dotted key path, e.g. "policies[1].guards[0]"; empty at the root.

@@ -1,5 +1,5 @@
 // A model from a Hugging Face config.json: the architectures kvsim can model and the keys each
-// reads, registered in one table (hf_config.cc, kHfArchitectures), so `model:` in a scenario and
+// reads, registered in one table (hf_config.cc, hf_architectures()), so `model:` in a scenario and
 // `--model` on the command line take any such file (docs/models.md lists what is read).
 #pragma once
 
@@ -32,6 +32,11 @@ enum class HfExtra {
   kDeepseekMla,  // MLA (kv_lora_rank, q_lora_rank, qk_*_head_dim, v_head_dim) and DeepSeekMoE
                  // (n_routed_experts, n_shared_experts, moe_intermediate_size,
                  // first_k_dense_replace, moe_layer_freq, num_nextn_predict_layers)
+  kGptOss,       // sliding_window on alternate layers (layer_types), sinks, biases
+  kGemma3,       // sliding_window, sliding_window_pattern (layer_types), four norms per layer
+  kLlama4,       // intermediate_size_mlp, interleave_moe_layer_step, attention_chunk_size,
+                 // no_rope_layers (no_rope_layer_interval); one shared expert
+  kPhiMoe,       // attention_bias on Q, K, V and O
 };
 
 // One supported `architectures` entry and what kvsim makes of it.
@@ -46,6 +51,7 @@ struct HfArchitecture {
   bool window;              // reads sliding_window at all
   bool qk_norm = false;     // per-head RMSNorm on Q and K (Qwen3)
   HfExtra extra = HfExtra::kNone;
+  bool text_config = false;  // the language model's keys sit in text_config (multimodal classes)
 };
 const std::vector<HfArchitecture>& hf_architectures();
 

@@ -39,6 +39,8 @@ int64_t attention_params(const ModelSpec& m) {
   const int64_t kv_out = int64_t{m.kv_heads} * m.head_dim;
   int64_t attn = h * q_out + 2 * h * kv_out + q_out * h;
   if (m.qkv_bias) attn += q_out + 2 * kv_out;
+  if (m.o_bias) attn += h;
+  if (m.attention_sinks) attn += heads;
   return attn;
 }
 
@@ -50,14 +52,20 @@ int64_t mlp_params(const ModelSpec& m, int64_t ffn) {
 // Parameters of one MoE layer's MLP with `experts` routed experts counted: the router, the
 // routed experts and the shared experts.
 int64_t moe_mlp_params(const ModelSpec& m, int experts) {
-  return int64_t{m.hidden} * m.num_experts + experts * mlp_params(m, m.routed_ffn()) +
+  // gpt-oss's biases: the router's E, and per expert [gate and] up (f each) and down (h).
+  const int64_t router_bias = m.expert_bias ? m.num_experts : 0;
+  const int64_t expert_bias =
+      m.expert_bias ? (m.gated_mlp ? 2 : 1) * int64_t{m.routed_ffn()} + m.hidden : 0;
+  return int64_t{m.hidden} * m.num_experts + router_bias +
+         experts * (mlp_params(m, m.routed_ffn()) + expert_bias) +
          mlp_params(m, m.shared_expert_ffn);
 }
 
 // Parameters of the decoder layers with `experts` routed experts counted in each MoE layer.
 int64_t decoder_params(const ModelSpec& m, int experts) {
-  // Two RMSNorms, and Qwen3's per-head q_norm and k_norm.
-  const int64_t norms = 2 * int64_t{m.hidden} + (m.qk_norm ? 2 * int64_t{m.head_dim} : 0);
+  // The layer's norms (two, Gemma 3's four), and Qwen3's and Gemma 3's per-head q_norm and k_norm.
+  const int64_t norms =
+      int64_t{m.layer_norms} * m.hidden + (m.qk_norm ? 2 * int64_t{m.head_dim} : 0);
   const int moe_layers = m.moe_layers_in(0, m.layers);
   const int dense_layers = m.layers - moe_layers;
   const int64_t attn = attention_params(m);
@@ -81,7 +89,7 @@ int64_t ModelSpec::active_param_count() const {
 
 int64_t ModelSpec::mtp_param_count() const {
   const int64_t h = hidden;
-  const int64_t layer = attention_params(*this) + 2 * h +
+  const int64_t layer = attention_params(*this) + int64_t{layer_norms} * h +
                         (moe() ? moe_mlp_params(*this, num_experts) : mlp_params(*this, ffn));
   // enorm, hnorm, eh_proj (2h -> h), the shared head's norm, embedding and LM head.
   const int64_t rest = 2 * h + 2 * h * h + h + 2 * int64_t{vocab} * h;
@@ -95,9 +103,16 @@ int64_t ModelSpec::weights_bytes() const {
 }
 
 std::vector<std::string> ModelSpec::unmodelled_features() const {
-  // Every feature the catalog carries is modelled today (sliding-window attention was the last:
-  // see docs/memory.md); a feature added to ModelSpec before its model goes here.
-  return {};
+  // A feature added to ModelSpec before its model goes here.
+  std::vector<std::string> out;
+  if (hybrid()) {
+    out.push_back(fmt::format(
+        "{} local-attention layers ({} of {}): the latency model costs them as full attention "
+        "over the whole context (an overestimate past {} tokens)",
+        local_attention->kind == LocalKind::kChunked ? "chunked" : "sliding-window",
+        local_attention->layers.size(), layers, local_attention->size));
+  }
+  return out;
 }
 
 std::string ModelSpec::attention_kind() const {
@@ -106,6 +121,48 @@ std::string ModelSpec::attention_kind() const {
   if (kv_heads == 1) return "MQA";
   return "GQA";
 }
+
+namespace {
+
+// local_attention: {kind: sliding_window | chunked, size: N, and either global_every: k (layer i
+// is global when (i + 1) % k == 0: Gemma 3's 6, Llama 4's 4, gpt-oss's 2) or layers: [...] (the
+// local ones, ascending)}.
+ModelSpec::LocalAttention parse_local_attention(const ConfigNode& n, const ModelSpec& m) {
+  if (!n.is_map()) n.fail_expected("a map {kind, size, global_every or layers}");
+  if (m.sliding_window) n.fail("a model has either sliding_window (every layer) or local_attention");
+  ModelSpec::LocalAttention la;
+  la.kind = n.get_enum("kind", {"sliding_window", "chunked"}) == "chunked"
+                ? ModelSpec::LocalKind::kChunked
+                : ModelSpec::LocalKind::kSlidingWindow;
+  la.size = n.get<int>("size", {.min = 1, .max = 1 << 30});
+  const bool every = n.optional_child("global_every").has_value();
+  const bool listed = n.optional_child("layers").has_value();
+  if (every == listed) n.fail("expected one of global_every and layers");
+  if (every) {
+    const int k = n.get<int>("global_every", {.min = 2, .max = 1000});
+    for (int i = 0; i < m.layers; ++i) {
+      if ((i + 1) % k != 0) la.layers.push_back(i);
+    }
+  } else {
+    const ConfigNode d = n.child("layers");
+    if (!d.is_sequence()) d.fail_expected("a list of layer indices");
+    for (size_t i = 0; i < d.size(); ++i) {
+      const ConfigNode li = d.at(i);
+      const int layer = li.as<int>({.min = 0, .max = m.layers - 1});
+      if (!la.layers.empty() && layer <= la.layers.back()) {
+        li.fail("expected layer indices in ascending order");
+      }
+      la.layers.push_back(layer);
+    }
+  }
+  if (la.layers.empty() || static_cast<int>(la.layers.size()) == m.layers) {
+    n.fail("local_attention needs both local and global layers (a window on every layer is "
+           "sliding_window)");
+  }
+  return la;
+}
+
+}  // namespace
 
 ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   if (!n.is_map()) n.fail_expected("a model spec (a map)");
@@ -153,6 +210,11 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   m.tied_embeddings = n.get<bool>("tied_embeddings", false);
   m.gated_mlp = n.get<bool>("gated_mlp", true);
   if (auto w = n.get_optional<int>("sliding_window", {.min = 1})) m.sliding_window = *w;
+  m.o_bias = n.get<bool>("o_bias", false);
+  m.attention_sinks = n.get<bool>("attention_sinks", false);
+  m.expert_bias = n.get<bool>("expert_bias", false);
+  m.layer_norms = n.get<int>("layer_norms", 2, {.min = 0, .max = 8});
+  if (auto la = n.optional_child("local_attention")) m.local_attention = parse_local_attention(*la, m);
   auto dtype_of = [&](const char* key, DType fallback, bool weights) {
     if (!n.optional_child(key)) return fallback;
     const std::string v =

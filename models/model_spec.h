@@ -49,6 +49,16 @@ struct ModelSpec {
   // counted by mtp_param_count, not loaded by a server that does not speculate with them.
   int mtp_layers = 0;
   bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
+  bool o_bias = false;         // the output projection carries a bias (gpt-oss, Phi-3.5-MoE)
+  // One learned logit per query head and layer that every softmax row also normalises over
+  // (gpt-oss's attention sinks: `sinks` in vLLM's OAIAttention); parameters only, no KV.
+  bool attention_sinks = false;
+  // The router and every routed expert's matrices carry biases (gpt-oss: the router's E, and per
+  // expert gate/up 2 x expert_ffn and down hidden).
+  bool expert_bias = false;
+  // Norm weight vectors of `hidden` per decoder layer: 2 (before attention and before the MLP),
+  // 4 for Gemma 3 (pre- and post-attention, pre- and post-feedforward).
+  int layer_norms = 2;
   // Per-head RMSNorm on Q and K before rotary (Qwen3: q_norm and k_norm, one head_dim weight
   // each per layer, vLLM's Qwen3Attention in vllm/model_executor/models/qwen3.py).
   bool qk_norm = false;
@@ -61,6 +71,18 @@ struct ModelSpec {
   // included), so a paged store frees the blocks before the window and attention reads at most
   // the window (docs/memory.md "Sliding-window attention"). Unset: full attention.
   std::optional<int> sliding_window;
+  // Hybrid attention (docs/models.md "Hybrid attention"): some layers attend locally, the rest to
+  // the whole context. Gemma 3 and gpt-oss keep a sliding window on their local layers, Llama 4
+  // attends within fixed chunks (attention_chunk_size: a query sees the tokens of its own chunk of
+  // `size` tokens). Unset: every layer alike (sliding_window, if set, applies to all of them).
+  enum class LocalKind { kSlidingWindow, kChunked };
+  struct LocalAttention {
+    LocalKind kind = LocalKind::kSlidingWindow;
+    int size = 0;             // the window or the chunk, in tokens
+    std::vector<int> layers;  // the local layers (0-based, ascending); the others are global
+  };
+  std::optional<LocalAttention> local_attention;
+  bool hybrid() const { return local_attention.has_value(); }
   DType weight_dtype = DType::kFp16;  // of the linear layers (GEMMs); may be quantized
   // The quantization's group (docs/memory.md "Quantized weights"): FP8's square block side (0:
   // one scale per tensor; 128: DeepSeek's 128 x 128 blocks, quantization_config

@@ -142,6 +142,8 @@ int64_t attention_bytes(const ModelSpec& m, int t) {
   const int64_t kv_out = int64_t{kv_heads_per_gpu(m, t)} * m.head_dim;
   int64_t b = linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
   if (m.qkv_bias) b += (q_out + 2 * kv_out) * mb;
+  if (m.o_bias) b += h * mb;                 // a row-parallel bias is whole on every GPU
+  if (m.attention_sinks) b += heads * mb;    // this GPU's heads' sinks
   return b;
 }
 
@@ -158,14 +160,19 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   // MoE layers: the router (replicated, vLLM ReplicatedLinear for the gate), the shared experts
   // split t ways (an MLP on the attention's TP group) and the routed experts this GPU holds.
   // Qwen3's q_norm and k_norm are replicated too.
-  const int64_t layer = 2 * h * mb + (m.qk_norm ? 2 * int64_t{m.head_dim} * mb : 0) +
-                        attention_bytes(m, t);
+  const int64_t layer = m.layer_norms * h * mb +
+                        (m.qk_norm ? 2 * int64_t{m.head_dim} * mb : 0) + attention_bytes(m, t);
   const int64_t dense = mlp_bytes(m, m.ffn / t, w);
   int64_t moe = 0;
   if (m.moe()) {
-    moe = h * m.num_experts * mb + mlp_bytes(m, m.shared_expert_ffn / t, w) +
+    // gpt-oss's biases stay 16-bit: the router's E, and per held expert [gate and] up over its
+    // share of the width and down's whole h.
+    const int64_t f = routed_ffn_per_gpu(m, par);
+    const int64_t expert_bias = m.expert_bias ? ((m.gated_mlp ? 2 : 1) * f + h) * mb : 0;
+    moe = h * m.num_experts * mb + (m.expert_bias ? m.num_experts * mb : 0) +
+          mlp_bytes(m, m.shared_expert_ffn / t, w) +
           int64_t{local_experts(m, par)} *
-              mlp_bytes(m, routed_ffn_per_gpu(m, par), m.routed_weight_dtype());
+              (mlp_bytes(m, f, m.routed_weight_dtype()) + expert_bias);
   }
   const std::vector<int> layers = stage_layers(m.layers, par.pipeline);
   int begin = 0;
@@ -203,6 +210,22 @@ ModelSpec gpu_share(const ModelSpec& model, Parallelism par, int stage) {
   int begin = 0;
   for (int s = 0; s < stage; ++s) begin += layers[static_cast<size_t>(s)];
   m.layers = layers[static_cast<size_t>(stage)];
+  if (model.local_attention) {
+    // The stage's local layers, renumbered from 0; a stage of one kind only is no longer hybrid
+    // (all sliding: the uniform window).
+    std::vector<int> local;
+    for (int i : model.local_attention->layers) {
+      if (i >= begin && i < begin + m.layers) local.push_back(i - begin);
+    }
+    m.local_attention.reset();
+    if (!local.empty() && static_cast<int>(local.size()) == m.layers &&
+        model.local_attention->kind == ModelSpec::LocalKind::kSlidingWindow) {
+      m.sliding_window = model.local_attention->size;
+    } else if (!local.empty()) {
+      m.local_attention = ModelSpec::LocalAttention{model.local_attention->kind,
+                                                    model.local_attention->size, local};
+    }
+  }
   if (model.moe()) {
     m.num_experts = local_experts(model, par);
     m.experts_per_token = std::min(model.experts_per_token, m.num_experts);

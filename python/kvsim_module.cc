@@ -78,6 +78,17 @@ struct RunArgs {
 // Python error stays set on this thread, to be raised once the run has unwound.
 struct Interrupted {};
 
+// Python runs its signal handlers only when asked (and only on its main thread): a run's poll or
+// a sweep's waiting thread asks here, so KeyboardInterrupt stops a long run or sweep at once.
+void check_signals() {
+  bool raised = false;
+  {
+    py::gil_scoped_acquire gil;
+    raised = PyErr_CheckSignals() != 0;
+  }
+  if (raised) throw Interrupted{};
+}
+
 // Runs the scenario into args.out_dir: the files `kvsim run -o DIR` writes.
 void run(const RunArgs& a) {
   RunOptions o;
@@ -92,16 +103,9 @@ void run(const RunArgs& a) {
   ConfigNode raw = parse_scenario(a.scenario, a.source, a.is_path);
   if (a.policies) raw = select_policies(raw, *a.policies);
   const Scenario s = load_scenario_with_sets(raw, a.sets, Catalog::builtin());
-  // Python runs its signal handlers only when asked: the engine asks every few thousand events,
-  // so KeyboardInterrupt stops a long run at once, as --max-wall-s does (but writing nothing).
-  o.interrupt_check = [] {
-    bool raised = false;
-    {
-      py::gil_scoped_acquire gil;
-      raised = PyErr_CheckSignals() != 0;
-    }
-    if (raised) throw Interrupted{};
-  };
+  // The engine asks every few thousand events, so KeyboardInterrupt stops a long run at once, as
+  // --max-wall-s does (but writing nothing).
+  o.interrupt_check = check_signals;
   try {
     py::gil_scoped_release release;
     run_scenario(s, o);
@@ -125,8 +129,15 @@ void sweep(const std::string& scenario, const std::string& source, bool is_path,
   o.out_dir = out_dir;
   o.jobs = jobs;
   o.run.arg_front = ArgFront::kPython;
-  py::gil_scoped_release release;
-  run_sweep(plan, Catalog::builtin(), o);
+  // Asked by run_sweep's own thread (this one) while the points run on workers: Ctrl-C abandons
+  // the sweep, the running points writing nothing (the finished ones stay for a resume).
+  o.interrupt_check = check_signals;
+  try {
+    py::gil_scoped_release release;
+    run_sweep(plan, Catalog::builtin(), o);
+  } catch (const Interrupted&) {
+    throw py::error_already_set();  // the KeyboardInterrupt PyErr_CheckSignals left set
+  }
 }
 
 std::string models_json() {

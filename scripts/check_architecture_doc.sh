@@ -6,7 +6,7 @@
 #   3. the fast-forward identity test's scenario count (GENERATE(range(0, N)) in
 #      tests/engine/invariants_test.cc) is the number it states;
 #   4. the file it says writes the result files writes them (summary.json, summary.csv and,
-#      last, manifest.json in sim/run/scenario_runner.cc).
+#      last, manifest.json in sim/run/run_outputs.cc, which simulate() calls).
 # ROOT defaults to the repository. Prints one line per mismatch and exits 1 if any.
 set -euo pipefail
 root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
@@ -46,12 +46,14 @@ elif ! grep -Eq "checks that $m$|checks that $m " "$doc"; then
 fi
 
 # 4. Who writes the result files.
-runner="$root/sim/run/scenario_runner.cc"
-grep -q 'simulate()` (`sim/run/scenario_runner.cc`)' "$doc" ||
-  say "does not name simulate() in sim/run/scenario_runner.cc as the writer of the result files"
+runner="$root/sim/run/run_outputs.cc"
+grep -q 'write_run_outputs()` (`sim/run/run_outputs.cc`)' "$doc" ||
+  say "does not name write_run_outputs() in sim/run/run_outputs.cc as the writer of the result files"
+grep -q 'write_run_outputs(' "$root/sim/run/scenario_runner.cc" ||
+  say "says simulate() hands the files to write_run_outputs(), which sim/run/scenario_runner.cc does not call"
 for f in summary.csv summary.json manifest.json; do
   grep -q "write_file_atomic(dir / \"$f\"" "$runner" ||
-    say "says sim/run/scenario_runner.cc writes $f, which it does not"
+    say "says sim/run/run_outputs.cc writes $f, which it does not"
 done
 last=$(grep -o 'write_file_atomic(dir / "[a-z.]*"' "$runner" | tail -1)
 [[ "$last" == *manifest.json* ]] || say "says manifest.json is written last; the runner's last write is $last"

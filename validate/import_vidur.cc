@@ -17,10 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
-#include "core/data_path.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "validate/commands.h"
+#include "validate/import_manifest.h"
 
 namespace kvsim::validate {
 
@@ -209,26 +209,13 @@ int run_import_vidur(const ImportOptions& o) {
       rows.push_back(m);
     }
   }
-  nlohmann::ordered_json man;
-  man["tool"] = "kvsim-validate import vidur";
-  man["kvsim_version"] = kvsim_version();
-  man["source"] = {{"file", mlp.string()}, {"format", "vidur mlp.csv"}, {"tensor_parallel", o.tp},
-                   {"model", {{"n_head", dims->heads}, {"n_kv_head", dims->kv_heads},
-                              {"n_embd", dims->hidden}, {"n_expanded_embd", dims->ffn}}},
-                   {"timing", "median of 20 repetitions, GPU kernel time only (no launch gaps, no L2 flush)"},
-                   {"split", "every other distinct num_tokens is test"}};
-  man["backend"] = "import";
-  man["device"] = {{"name", gpu.display_name}};
-  man["gpu_spec"] = {{"name", gpu.name}, {"display_name", gpu.display_name}, {"from", "catalog"},
-                     {"fp16_flops", gpu.fp16_flops}, {"hbm_bytes_per_s", gpu.hbm_bytes_per_s},
-                     {"memory_bytes", gpu.memory_bytes}, {"source", gpu.source}};
-  man["cases"] = rows.size();
-  man["timed"] = rows.size();
-  man["skipped"] = 0;
-  man["checks"] = {{"run", 0}, {"failed", 0}};
-  std::filesystem::create_directories(o.out_dir);
-  write_file_atomic(o.out_dir / "measurements.csv", measurements_csv(rows));
-  write_file_atomic(o.out_dir / "manifest.json", man.dump(2) + "\n");
+  const nlohmann::ordered_json source = {
+      {"file", mlp.string()}, {"format", "vidur mlp.csv"}, {"tensor_parallel", o.tp},
+      {"model", {{"n_head", dims->heads}, {"n_kv_head", dims->kv_heads},
+                 {"n_embd", dims->hidden}, {"n_expanded_embd", dims->ffn}}},
+      {"timing", "median of 20 repetitions, GPU kernel time only (no launch gaps, no L2 flush)"},
+      {"split", "every other distinct num_tokens is test"}};
+  write_import_folder(o.out_dir, "kvsim-validate import vidur", source, gpu.display_name, gpu, rows);
   write_file_atomic(o.out_dir / "vidur_ops.csv", ops_csv);
   const std::filesystem::path attn = mlp.parent_path() / "attention.csv";
   const bool has_attn = std::filesystem::exists(attn);

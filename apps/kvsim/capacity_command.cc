@@ -40,6 +40,7 @@ void capacity(CapacityArgs& a) {
   YAML::Node tree = ConfigNode::parse_file(a.scenario).yaml();
   for (const auto& s : a.sets) apply_set_in_place(tree, s);
   o.scenario = tree;
+  o.sets = a.sets;
   o.criterion = parse_capacity_criterion(a.slo, a.min_availability);
   for (const auto& v : a.over) o.over.push_back(parse_capacity_axis(v));
   o.sweep.out_dir = a.out_dir;

@@ -13,6 +13,7 @@
 
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
+#include "models/memory/kv_groups.h"
 #include "apps/kvsim/commands.h"
 #include "models/json_fields.h"
 #include "apps/kvsim/parallel_flags.h"
@@ -65,6 +66,41 @@ HeldKv held_kv(const KvQuery& q, const KvRow& r, int64_t block) {
 }
 
 std::string gb_gib(int64_t bytes) { return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes)); }
+
+// Bytes of pool blocks a request of `seq_len` tokens holds in group g of a hybrid model's layout
+// (the blocks before a local group's window or chunk freed), block bytes padding included.
+int64_t group_held_bytes(const KvGroupLayout& l, size_t g, int64_t seq_len, int64_t block) {
+  return kv_group_blocks_held(l.groups[g], seq_len, block) * l.block_bytes(block);
+}
+
+// A hybrid model's KV cache groups as vLLM's hybrid manager forms them (kv_groups.h), and what a
+// request holds in each at every sequence length.
+void print_groups(const KvQuery& q, const std::vector<KvRow>& rows, int64_t block) {
+  const KvGroupLayout l = kv_group_layout(q.model);
+  fmt::print("\nKV cache groups (vLLM's hybrid KV cache manager): {} groups of {} layers ({} "
+             "padding), one pool of blocks of {} layers x {} tokens = {} bytes; a request holds "
+             "per group (bytes):\n",
+             l.groups.size(), l.group_size, l.padding_layers(), l.group_size, block,
+             with_commas(l.block_bytes(block)));
+  std::vector<std::string> header = {"group", "attention", "layers"};
+  for (const KvRow& r : rows) header.push_back(with_commas(r.seq_len));
+  TextTable t(header);
+  std::vector<int64_t> total(rows.size(), 0);
+  for (size_t g = 0; g < l.groups.size(); ++g) {
+    std::vector<std::string> row = {std::to_string(g), kv_group_name(l.groups[g]),
+                                    std::to_string(l.groups[g].layers.size())};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t b = group_held_bytes(l, g, rows[i].seq_len, block);
+      total[i] += b;
+      row.push_back(with_commas(b));
+    }
+    t.add_row(row);
+  }
+  std::vector<std::string> row = {"all", "", std::to_string(q.model.layers)};
+  for (int64_t b : total) row.push_back(with_commas(b));
+  t.add_row(row);
+  fmt::print("{}", t.render());
+}
 
 // `whole`: the model before it is split over GPUs (its attention kind is the model's, whatever
 // one GPU's share of its KV heads is).
@@ -121,6 +157,7 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
     t.add_row(row);
   }
   fmt::print("{}", t.render());
+  if (m.hybrid()) print_groups(q, rows, o.block_size);
   if (q.capacity_bytes) {
     fmt::print("\nrisk: critical < 0 left; warning < {:.0f}% of capacity left; controlled < {:.0f}%; "
                "safe otherwise\n",
@@ -215,6 +252,21 @@ void run_kv(const KvOptions& o) {
         arr[i]["block_size"] = o.block_size;
         arr[i]["window_kv_bytes_per_request"] = h.per_request;
         arr[i]["window_kv_bytes_total"] = h.total;
+      }
+    }
+    if (q.model.hybrid()) {  // only then, so other models' JSON keeps its bytes
+      const KvGroupLayout l = kv_group_layout(q.model);
+      for (size_t i = 0; i < rows.size(); ++i) {
+        nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+        for (size_t g = 0; g < l.groups.size(); ++g) {
+          groups.push_back({{"attention", kv_group_name(l.groups[g])},
+                            {"layers", l.groups[g].layers.size()},
+                            {"held_bytes_per_request",
+                             group_held_bytes(l, g, rows[i].seq_len, o.block_size)}});
+        }
+        arr[i]["block_size"] = o.block_size;
+        arr[i]["group_size"] = l.group_size;
+        arr[i]["groups"] = groups;
       }
     }
     fmt::print("{}\n", arr.dump(2));

@@ -71,11 +71,15 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
              m.name, m.attention_kind(), m.layers, m.heads, m.kv_heads, m.head_dim,
              dtype_name(m.weight_dtype), batch_list(o.batches));
   fmt::print(
-      "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}{}, attention {}, "
+      "GPU {} ({:.1f} TFLOP/s dense FP16, {:.0f} GB/s), tensor parallel {}{}{}, attention {}, "
       "KV {}\n",
       g.name, g.fp16_flops / 1e12, g.hbm_bytes_per_s / 1e9, lm.tensor_parallel(),
       lm.pipeline_parallel() > 1
           ? fmt::format(", pipeline parallel {} (stages in turn)", lm.pipeline_parallel())
+          : std::string(),
+      o.par.dp > 1 || o.par.ep
+          ? fmt::format(", data parallel {}{} (one replica's batch; the others alike)", o.par.dp,
+                        o.par.ep ? " with expert parallelism" : "")
           : std::string(),
       attention_kind_name(lm.attention()),
       o.block_size > 0 ? fmt::format("paged ({}-token blocks)", o.block_size) : "contiguous");
@@ -124,8 +128,8 @@ void run_latency(const LatencyOptions& o) {
     throw InputError(fmt::format("{}: profile '{}' describes GPU '{}', not '{}'", o.profile,
                                  profile.name, profile.gpu, gpu.name));
   }
-  const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention), o.par.tp,
-                        o.par.pp);
+  const LatencyModel lm(model, gpu, profile, parse_attention_kind(o.attention),
+                        o.par.parallelism());
   std::vector<SequenceLatency> rows;
   for (int64_t s : o.seqs) {
     for (int64_t b : o.batches) rows.push_back(sequence_latency(lm, s, b, o.block_size));
@@ -152,6 +156,8 @@ void run_latency(const LatencyOptions& o) {
     d["block_size"] = o.block_size;
     d["tp"] = o.par.tp;
     if (o.par.pp > 1) d["pp"] = o.par.pp;
+    if (o.par.dp > 1) d["dp"] = o.par.dp;
+    if (o.par.ep) d["ep"] = true;
     d["profile"] = lm.profile().name;
     d["rows"] = to_json_array(rows, false);
     return d;

@@ -18,6 +18,13 @@ void add_parallel_flags(CLI::App& cmd, ParallelFlags& f, bool with_kv_dtype) {
   cmd.add_option("--pp", f.pp, "pipeline parallel degree (figures per GPU of the heaviest stage)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  cmd.add_option("--dp", f.dp,
+                 "data parallel degree: replicas whose MoE layers share their experts (figures "
+                 "per GPU of one replica)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd.add_flag("--ep", f.ep,
+               "expert parallelism: the dp x tp GPUs hold whole experts (a MoE model only)");
   cmd.add_option("--weights-dtype", f.weights_dtype, "weight type of the linear layers")
       ->check(CLI::IsMember({"fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"}));
   if (with_kv_dtype) {

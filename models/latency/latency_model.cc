@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "core/errors.h"
 #include "models/latency/costing.h"
+#include "models/latency/fused_moe.h"
 #include "models/latency/latency_shape.h"
 #include "models/parallelism.h"
 
@@ -171,10 +172,17 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     rows = share == 1.0 ? tokens * s.topk : std::ceil(tokens * s.topk * share);
     const double touched = experts_touched(s.experts, s.topk, tokens) * share;
     const double f = s.expert_ffn;
-    add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f, moe_L, -1,
-                             Weights::kExperts));
-    add(it, keep_ops, k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1,
-                             Weights::kExperts));
+    if (!ideal && p.routed_experts.fitted) {
+      // The fused-MoE kernel's fitted term (models/latency/fused_moe.h), from measured moe.csv.
+      add(it, keep_ops, fused_moe_op(p.routed_experts,
+                                     routed_experts_work(rows, touched, s.hidden, f, s.xwb), moe_L,
+                                     gpu_.hbm_bytes_per_s, gpu_.fp16_flops * s.expert_flops_scale));
+    } else {
+      add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f,
+                               moe_L, -1, Weights::kExperts));
+      add(it, keep_ops, k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1,
+                               Weights::kExperts));
+    }
     if (s.shared_ffn > 0) {
       const double sf = s.shared_ffn;
       add(it, keep_ops, merged("shared_experts",

@@ -322,6 +322,15 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
         o->get<double>("per_sequence_us", p.per_sequence_overhead_s * 1e6, kMicros) * 1e-6;
     p.overheads_source = o->get<std::string>("source", p.overheads_source);
   }
+  if (auto r = root.optional_child("routed_experts")) {
+    if (!r->is_map()) r->fail_expected("a map");
+    RoutedExpertsCost& x = p.routed_experts;
+    x.fitted = true;
+    x.constant_s = r->get<double>("constant_us", 0.0, kMicros) * 1e-6;
+    x.memory_efficiency = r->get<double>("memory_efficiency", 1.0, {.min = 1e-3, .max = 10});
+    x.compute_efficiency = r->get<double>("compute_efficiency", 1.0, {.min = 1e-3, .max = 10});
+    x.source = r->get<std::string>("source", "");
+  }
   if (auto tables = root.optional_child("tables")) {
     if (!tables->is_sequence()) tables->fail_expected("a list of tables");
     for (size_t i = 0; i < tables->size(); ++i) {
@@ -380,6 +389,13 @@ std::string write_profile_yaml(const Profile& p) {
     o += fmt::format("  per_sequence_us: {}\n", num(p.per_sequence_overhead_s * 1e6));
   }
   o += fmt::format("  source: {}\n", quoted(p.overheads_source));
+  if (p.routed_experts.fitted) {  // written only when fitted: other profiles unchanged
+    const RoutedExpertsCost& x = p.routed_experts;
+    o += fmt::format("routed_experts:\n  constant_us: {}\n  memory_efficiency: {}\n"
+                     "  compute_efficiency: {}\n  source: {}\n",
+                     num(x.constant_s * 1e6), num(x.memory_efficiency), num(x.compute_efficiency),
+                     quoted(x.source));
+  }
   o += "tables:";
   if (p.tables.empty()) o += " []";
   o += "\n";

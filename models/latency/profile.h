@@ -67,6 +67,20 @@ struct EfficiencyTable {
   double at(double x) const;  // Requires: !points.empty()
 };
 
+// The fused-MoE kernel's cost (vLLM's FusedMoE: the gate/up and down GEMMs of every routed
+// expert a batch activates, in one kernel) as a fitted term, used instead of the GEMM class for
+// the routed experts when `fitted` (models/latency/fused_moe.h): one layer costs
+//   constant_s + activated experts' weight bytes / (HBM peak x memory_efficiency)
+//              + routed rows' FLOPs / (tensor peak x compute_efficiency).
+// Fitted by `kvsim-validate import llmservingsim` from a bundle's moe.csv (docs/fidelity.md).
+struct RoutedExpertsCost {
+  bool fitted = false;
+  double constant_s = 0.0;
+  double memory_efficiency = 1.0;
+  double compute_efficiency = 1.0;
+  std::string source;
+};
+
 struct Profile {
   std::string name;    // e.g. "a100-sxm4-80gb-default"
   std::string gpu;     // catalog GPU this profile describes ("" = any)
@@ -114,6 +128,8 @@ struct Profile {
   double per_sequence_overhead_s = 0.0;
   double allreduce_latency_s = 0.0;   // per all-reduce call, on top of the bandwidth term
   std::string overheads_source;
+
+  RoutedExpertsCost routed_experts;  // YAML `routed_experts:` (absent: not fitted)
 
   std::vector<EfficiencyTable> tables;
 

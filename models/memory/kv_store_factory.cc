@@ -7,6 +7,8 @@
 #include "models/gpu_spec.h"
 #include "models/memory/caching_allocator_store.h"
 #include "models/memory/contiguous_store.h"
+#include "models/memory/hybrid_paged_store.h"
+#include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/kv_store_registry.h"
 #include "models/memory/paged_store.h"
@@ -42,7 +44,20 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   o.enable_prefix_caching = node.get<bool>("enable_prefix_caching", false);
   // The model's sliding window frees the blocks that leave it (paged_store.h).
   o.sliding_window = model.sliding_window.value_or(0);
-  const int64_t block_bytes = o.block_tokens * model.kv_bytes_per_token();
+  // Local and global layers: vLLM's hybrid manager, a block table per layer group over one pool
+  // of group_size-layer blocks (hybrid_paged_store.h).
+  // vLLM's --disable-hybrid-kv-cache-manager: every layer in one full-attention group (the
+  // windows still save compute, not memory: unify_hybrid_kv_cache_specs).
+  const bool hybrid =
+      model.hybrid() && !node.get<bool>("disable_hybrid_kv_cache_manager", false);
+  const KvGroupLayout layout = hybrid ? kv_group_layout(model) : KvGroupLayout{};
+  if (hybrid && o.enable_prefix_caching) {
+    node.child("enable_prefix_caching").fail(
+        "prefix caching is not modelled for hybrid local/global attention models (the hybrid "
+        "KV store keeps no block ids)");
+  }
+  const int64_t block_bytes = hybrid ? layout.block_bytes(o.block_tokens)
+                                             : o.block_tokens * model.kv_bytes_per_token();
   if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
     node.child("num_blocks").fail("give num_blocks or gpu_memory_utilization, not both");
   }
@@ -64,6 +79,7 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
     if (o.num_blocks < 1) node.fail("the KV budget is smaller than two blocks (one is vLLM's null block)");
     o.num_blocks = std::min<int64_t>(o.num_blocks, (1LL << 31) - 1);
   }
+  if (hybrid) return std::make_unique<HybridPagedStore>(layout, o.block_tokens, o.num_blocks);
   return std::make_unique<PagedStore>(model.kv_bytes_per_token(), o);
 }
 
@@ -132,7 +148,8 @@ std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& m
 
 void register_kv_stores(KvStoreRegistry& r) {
   r.add({"paged", "vLLM's block pool: fixed-size blocks, allocated on demand",
-         {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching"},
+         {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching",
+          "disable_hybrid_kv_cache_manager"},
          {KvCapability::kPaged | KvCapability::kDeferredGrowth | KvCapability::kPreallocatedPool,
           make_paged}});
   r.add({"contiguous", "one contiguous region per request in a preallocated arena (Orca-style)",

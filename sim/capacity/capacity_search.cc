@@ -12,6 +12,7 @@
 #include "core/config_node.h"
 #include "core/errors.h"
 #include "core/text_table.h"
+#include "sim/capacity/capacity_grid.h"
 #include "sim/config/scenario.h"
 #include "sim/sweep/sweep_plan.h"
 #include "workloads/workload.h"
@@ -73,23 +74,15 @@ std::vector<double> figures_of(const CapacityCriterion& c, const nlohmann::json&
   return out;
 }
 
-// A sweep over `grid` (key -> values, in order) of `base`, run into `dir`.
+// A sweep over `grid` of `base`, run into `dir`.
 struct Points {
   SweepPlan plan;
   SweepReport report;
 };
-Points run_grid(const YAML::Node& base, const std::string& source,
-                const std::vector<CapacityAxis>& grid, const fs::path& dir,
+Points run_grid(const YAML::Node& base, const CapacityWritten& w,
+                const std::vector<CapacityAxis>& grid, bool search, const fs::path& dir,
                 const CapacityOptions& o, const Catalog& catalog, bool run) {
-  YAML::Node tree = YAML::Clone(base);
-  YAML::Node g(YAML::NodeType::Map);
-  for (const CapacityAxis& a : grid) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const std::string& v : a.values) list.push_back(YAML::Load(v));
-    g[a.key] = list;
-  }
-  if (!grid.empty()) tree["sweep"]["grid"] = g;  // no grid: the scenario is the one point
-  Points p{.plan = expand_sweep(ConfigNode::wrap(tree, source))};
+  Points p{.plan = expand_sweep(capacity_grid_scenario(base, w, grid, search))};
   if (run) {
     SweepOptions so = o.sweep;
     so.out_dir = dir;
@@ -112,14 +105,13 @@ constexpr double kMaxShrink = 1 << 10;
 // Why the scenario refuses `value` for the search key ("" when it takes it): a value the search
 // makes up (a doubled rate) may be outside the key's range. Loading the point and its workload
 // finds it without running it.
-std::string refuses(const YAML::Node& tree, const std::string& source, const std::string& key,
+std::string refuses(const YAML::Node& tree, const CapacityWritten& w, const std::string& key,
                     const std::string& value, const Catalog& catalog) {
   try {
-    YAML::Node t = YAML::Clone(tree);
-    t["sweep"]["grid"][key].push_back(YAML::Load(value));
-    const SweepPlan plan = expand_sweep(ConfigNode::wrap(t, source));
-    const Scenario sc = load_scenario(ConfigNode::wrap(plan.points[0].tree, source), catalog);
-    if (auto w = sc.root.optional_child("workload")) (void)make_workload(*w, sc.seed);
+    const SweepPlan plan = expand_sweep(
+        capacity_grid_scenario(tree, w, {CapacityAxis{.key = key, .values = {value}}}, true));
+    const Scenario sc = load_scenario(plan.points.config(plan.points[0]), catalog);
+    if (auto wl = sc.root.optional_child("workload")) (void)make_workload(*wl, sc.seed);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -127,7 +119,7 @@ std::string refuses(const YAML::Node& tree, const std::string& source, const std
 }
 
 // One configuration's search (see the header).
-void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source,
+void search(CapacityConfig& c, const YAML::Node& tree, const CapacityWritten& w,
             const fs::path& dir, const CapacityOptions& o, const Catalog& catalog,
             CapacityReport& rep) {
   const YAML::Node start = node_at(tree, o.search_key);
@@ -165,8 +157,7 @@ void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source
       if (bad == 0 && v > v0 * kMaxGrowth * (1 + 1e-6)) continue;  // 6-digit rounding
       if (ok == 0 && v < v0 / kMaxShrink * (1 - 1e-6)) continue;
       if (v != v0 && bad * ok == 0) {  // beyond the bracket: a value the search made up
-        if (const std::string why = refuses(tree, source, o.search_key, value_text(v, integer),
-                                            catalog);
+        if (const std::string why = refuses(tree, w, o.search_key, value_text(v, integer), catalog);
             !why.empty()) {
           refused = why;
           continue;
@@ -181,7 +172,7 @@ void search(CapacityConfig& c, const YAML::Node& tree, const std::string& source
     CapacityAxis axis{.key = o.search_key};
     for (double v : cand) axis.values.push_back(value_text(v, integer));
     const fs::path rdir = dir / fmt::format("round-{:02d}", round);
-    const Points pts = run_grid(tree, source, {axis}, rdir, o, catalog, true);
+    const Points pts = run_grid(tree, w, {axis}, true, rdir, o, catalog, true);
     rep.points_run += pts.report.points_run;
     rep.points_skipped += pts.report.points_skipped;
     for (size_t i = 0; i < cand.size(); ++i) {
@@ -230,7 +221,7 @@ CapacityAxis parse_capacity_axis(const std::string& text) {
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
     throw InputError(fmt::format("--over '{}': expected KEY=a,b,c or KEY=lo..hi", text));
   }
-  CapacityAxis a{.key = text.substr(0, eq)};
+  CapacityAxis a{.key = text.substr(0, eq), .values = {}, .text = text};
   const std::string rhs = text.substr(eq + 1);
   if (const auto dots = rhs.find(".."); dots != std::string::npos) {
     try {
@@ -275,12 +266,17 @@ CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalo
     std::string name;
     YAML::Node tree;
   };
+  // A configuration's values: the scenario's, the --over values at their keys.
+  CapacityWritten w{.marks = ConfigNode::wrap_with_sets(o.scenario, o.source, o.sets).marks()};
   std::vector<Cfg> cfgs;
   if (o.over.empty()) {
     cfgs.push_back({.tree = YAML::Clone(o.scenario)});
   } else {
     const bool run_now = o.search_key.empty();  // fixed load: the grid is the whole run
-    const Points pts = run_grid(o.scenario, o.source, o.over, out, o, catalog, run_now);
+    const Points pts = run_grid(o.scenario, w, o.over, false, out, o, catalog, run_now);
+    for (const CapacityAxis& a : o.over) {
+      w.by.emplace_back(ConfigNode::key_path(a.key), capacity_axis_label(a, false));
+    }
     rep.points_run += pts.report.points_run;
     rep.points_skipped += pts.report.points_skipped;
     for (size_t i = 0; i < pts.plan.points.size(); ++i) {
@@ -293,7 +289,7 @@ CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalo
     c.cost = config_cost(cf.tree, o.source, rep.policy, catalog);
     if (o.search_key.empty()) {
       if (o.over.empty()) {
-        const Points pts = run_grid(cf.tree, o.source, {}, out, o, catalog, true);
+        const Points pts = run_grid(cf.tree, w, {}, false, out, o, catalog, true);
         rep.points_run += pts.report.points_run;
         rep.points_skipped += pts.report.points_skipped;
         const nlohmann::json p = point_policy(out / "points" / pts.plan.points.name(0), rep.policy);
@@ -305,8 +301,8 @@ CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalo
         c.figures = figures_of(o.criterion, p);
       }
     } else {
-      search(c, cf.tree, o.source, cf.name.empty() ? out / "search" : out / "search" / cf.name, o,
-             catalog, rep);
+      search(c, cf.tree, w, cf.name.empty() ? out / "search" : out / "search" / cf.name, o, catalog,
+             rep);
       // One configuration: a search without an answer is the run's answer, one line.
       if (o.over.empty() && !c.why.empty()) throw InputError(c.why);
     }
@@ -385,7 +381,10 @@ std::string capacity_csv(const CapacityReport& r) {
                          c.probes.size());
     }
     out += c.met ? ",true" : ",false";
-    for (double f : c.figures) out += "," + num(f);
+    for (double f : c.figures) {  // piece by piece: `"," + temporary` trips GCC 12's -Wrestrict
+      out += ',';
+      out += num(f);
+    }
     if (!r.search_key.empty()) out += c.pareto ? ",true" : ",false";
     out += static_cast<int>(i) == r.cheapest ? ",true\n" : ",false\n";
   }

@@ -35,6 +35,7 @@ namespace kvsim {
 struct CapacityAxis {
   std::string key;
   std::vector<std::string> values;  // YAML scalars
+  std::string text;                 // as given ("KEY=a,b,c"), named by a probe's errors
 };
 // "KEY=a,b,c" or "KEY=lo..hi" (integers lo <= hi, at most 4096 values). Throws InputError.
 CapacityAxis parse_capacity_axis(const std::string& text);
@@ -42,6 +43,7 @@ CapacityAxis parse_capacity_axis(const std::string& text);
 struct CapacityOptions {
   std::string source;       // the scenario file (messages, relative paths)
   YAML::Node scenario;      // the scenario, --set applied (a `sweep:` block is not allowed)
+  std::vector<std::string> sets;  // the --set assignments applied (a probe's errors name them)
   std::string policy;       // the policy the criterion reads; "" = the scenario's first
   CapacityCriterion criterion;
   std::string search_key;   // "" = run each configuration at the scenario's load

@@ -89,7 +89,7 @@ std::string progress_line(const std::string& policy, double sim_s, int64_t done,
 // FNV-1a of a scenario tree's YAML text: the `scenario_hash` of manifest.json and summary.json.
 std::string scenario_hash(const YAML::Node& tree);
 
-struct PreparedPolicy;  // scenario_runner.cc
+struct PreparedPolicy;  // sim/run/prepared_policy.h
 
 // Everything a run sets up before its first event: per policy the engine, the memory pool (KV
 // store sized from the budget, profile run), the latency profile, the guards and the workload

@@ -99,8 +99,13 @@ std::string yaml_value_text(const YAML::Node& value) {
   return e.c_str();
 }
 
-SweepPoints::SweepPoints(YAML::Node base, std::vector<Axis> axes)
-    : base_(std::move(base)), axes_(std::move(axes)), size_(1) {
+SweepPoints::SweepPoints(YAML::Node base, std::vector<Axis> axes, ConfigMarksPtr marks,
+                         std::string source)
+    : base_(std::move(base)),
+      axes_(std::move(axes)),
+      marks_(std::move(marks)),
+      source_(std::move(source)),
+      size_(1) {
   for (const Axis& a : axes_) size_ *= a.count;
   width_ = static_cast<int>(std::to_string(size_ - 1).size());
 }
@@ -145,7 +150,7 @@ SweepPoint SweepPoints::build(size_t i) const {
     for (size_t k = 0; k < axes_[a].keys.size(); ++k) {
       const std::string& text = axes_[a].texts[k][d[a]];
       try {
-        p.tree = apply_set(p.tree, axes_[a].keys[k] + "=" + text);
+        apply_set_in_place(p.tree, axes_[a].keys[k] + "=" + text);  // the tree is the point's own
       } catch (const InputError& e) {
         throw ConfigError(
             fmt::format("{}: value {}: {}", axes_[a].where[k], text, set_failure_reason(e)));
@@ -153,6 +158,23 @@ SweepPoint SweepPoints::build(size_t i) const {
     }
   }
   return p;
+}
+
+ConfigNode SweepPoints::config(const SweepPoint& p) const {
+  if (!marks_) return ConfigNode::wrap(p.tree, source_);
+  std::vector<std::pair<std::string, std::string>> written;
+  const std::vector<size_t> d = digits(p.index);
+  for (size_t a = 0; a < axes_.size(); ++a) {
+    const Axis& axis = axes_[a];
+    for (size_t k = 0; k < axis.keys.size(); ++k) {
+      written.emplace_back(ConfigNode::key_path(axis.keys[k]),
+                           !axis.written_by[k].empty()
+                               ? axis.written_by[k]
+                               : fmt::format("{}:{}:{}", source_, axis.lines[k][d[a]],
+                                             axis.columns[k][d[a]]));
+    }
+  }
+  return ConfigNode::wrap_copy(p.tree, marks_, std::move(written));
 }
 
 SweepPoint SweepPoints::operator[](size_t i) const {
@@ -177,7 +199,7 @@ SweepPlan expand_sweep(const ConfigNode& root) {
   plan.source = root.source();
   plan.scenario_hash = scenario_hash(root.yaml());
   if (!root.has("sweep")) {
-    plan.points = SweepPoints(YAML::Clone(root.yaml()), {});
+    plan.points = SweepPoints(YAML::Clone(root.yaml()), {}, root.marks(), plan.source);
     return plan;
   }
   const std::vector<AxisLists> lists = read_axes(root.child("sweep"));
@@ -204,11 +226,16 @@ SweepPlan expand_sweep(const ConfigNode& root) {
       const ConfigNode& list = a.lists[k];
       axis.where.push_back(list.path().empty() ? list.where()
                                                : fmt::format("{}: {}", list.where(), list.path()));
+      axis.written_by.push_back(list.written_by().value_or(""));
       std::vector<std::string> texts;
+      std::vector<int> lines, columns;
       texts.reserve(list.size());
       // Straight from the YAML list: ConfigNode::at would keep a child record per value.
       for (const YAML::Node& value : list.yaml()) {
         texts.push_back(yaml_value_text(value));
+        // A value without a mark (a list the caller built) takes its list's position.
+        lines.push_back(value.Mark().line >= 0 ? value.Mark().line + 1 : list.line());
+        columns.push_back(value.Mark().line >= 0 ? value.Mark().column + 1 : 1);
         // Each value against the base scenario: a bad path fails here, before anything runs.
         try {
           apply_set(base, a.keys[k] + "=" + texts.back());
@@ -217,10 +244,13 @@ SweepPlan expand_sweep(const ConfigNode& root) {
         }
       }
       axis.texts.push_back(std::move(texts));
+      axis.lines.push_back(std::move(lines));
+      axis.columns.push_back(std::move(columns));
     }
     axes.push_back(std::move(axis));
   }
-  plan.points = SweepPoints(base, std::move(axes));
+  plan.points = SweepPoints(base, std::move(axes), root.marks({"sweep"}),
+                            plan.source);
   return plan;
 }
 

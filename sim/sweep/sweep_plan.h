@@ -40,16 +40,26 @@ class SweepPoints {
     std::vector<std::vector<std::string>> texts;  // per key, its values' YAML text
     std::vector<std::string> where;  // per key, "<file:line:col>: <path>" of its list, for errors
     size_t count = 0;
+    // Per key, what a point's error in one of its values names: the list's --set (or the
+    // capacity search's label) when one wrote it, else (empty) each value's own file:line:col,
+    // kept in `lines`/`columns` (per key, per value).
+    std::vector<std::string> written_by;
+    std::vector<std::vector<int>> lines, columns;
   };
 
   SweepPoints() = default;
-  SweepPoints(YAML::Node base, std::vector<Axis> axes);
+  // `marks`: where the base scenario's values were written (ConfigNode::marks()); `source`: the
+  // scenario file the sweep lists are in.
+  SweepPoints(YAML::Node base, std::vector<Axis> axes, ConfigMarksPtr marks, std::string source);
 
   size_t size() const { return size_; }
   // Point i: its values, name and tree. Throws ConfigError at the value's list when a value
   // cannot be applied at point i (e.g. an earlier key's value made a later key's path a scalar).
   SweepPoint operator[](size_t i) const;
   SweepPoint at(size_t i) const { return (*this)[i]; }
+  // Point `p`'s scenario to load: its errors name where each value was written, the file's
+  // line:col, the --set, or the value in the sweep's list (a copy's own positions are lost).
+  ConfigNode config(const SweepPoint& p) const;
   // Point i's values and folder name without building its tree.
   std::vector<std::string> values(size_t i) const;
   std::string name(size_t i) const;
@@ -89,6 +99,8 @@ class SweepPoints {
 
   YAML::Node base_;  // the scenario without `sweep:`; never handed out, only cloned
   std::vector<Axis> axes_;
+  ConfigMarksPtr marks_;
+  std::string source_;
   size_t size_ = 0;
   int width_ = 1;  // digits of the largest index, for names that sort
   std::map<size_t, SweepPoint> edited_;

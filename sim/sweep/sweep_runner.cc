@@ -8,188 +8,20 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <functional>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
-#include "sim/config/scenario.h"
-#include "core/atomic_file.h"
-#include "core/check.h"
-#include "core/data_path.h"
 #include "core/errors.h"
-#include "core/fnv1a.h"
+#include "sim/config/scenario.h"
+#include "sim/sweep/sweep_index.h"
 
 namespace kvsim {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("cannot read {}", path.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-// sweep.json, written point by point (a million-point sweep never holds its index in memory),
-// with the bytes `nlohmann::ordered_json::dump(2)` gives for the whole document. What every shard
-// writes identically: enough to check that folders belong together and to name every point
-// without re-reading the scenario; the version and the hash of the scenario as given head the
-// report, and `axes` tells the plots which keys move together (a zip is one axis).
-class SweepIndexWriter {
- public:
-  SweepIndexWriter(const fs::path& path, const SweepPlan& plan) : file_(path) {
-    nlohmann::ordered_json head;
-    head["kvsim_version"] = kvsim_version();
-    head["scenario_source"] = plan.source;
-    head["scenario_hash"] = plan.scenario_hash;
-    head["keys"] = plan.keys;
-    head["axes"] = plan.axes;
-    std::string text = head.dump(2);
-    text.resize(text.size() - 2);  // reopen the object: drop its closing "\n}"
-    file_.append(text);
-    file_.append(",\n  \"points\": [\n");
-  }
-
-  void add(const SweepPoint& p, const std::string& hash) {
-    const nlohmann::ordered_json j = {
-        {"index", p.index}, {"name", p.name}, {"values", p.values}, {"scenario_hash", hash}};
-    if (!first_) file_.append(",\n");
-    first_ = false;
-    // An element of `points` sits two levels deep: every line of its own dump indented by 4.
-    std::string text = "    ";
-    for (char c : j.dump(2)) {
-      text += c;
-      if (c == '\n') text += "    ";
-    }
-    file_.append(text);
-  }
-
-  void commit() {
-    file_.append("\n  ]\n}\n");
-    file_.commit();
-  }
-
- private:
-  AtomicFile file_;
-  bool first_ = true;
-};
-
-// Reads sweep.json as a stream: everything but `points` into `head`, and each element of
-// `points` handed to `on_point` as soon as it is parsed and then dropped, so reading the index
-// of a million-point sweep holds one point at a time.
-class SweepIndexReader : public nlohmann::json_sax<nlohmann::json> {
- public:
-  using Json = nlohmann::json;
-  SweepIndexReader(fs::path path, std::function<void(const Json& head, const Json& point)> on_point)
-      : path_(std::move(path)), on_point_(std::move(on_point)) {}
-
-  // Returns the head (every key but `points`). Throws InputError for unreadable or malformed JSON.
-  Json read() {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) throw InputError(fmt::format("cannot read {}", path_.string()));
-    Json::sax_parse(in, this);
-    if (!head_.is_object()) throw InputError(fmt::format("{}: not a sweep index", path_.string()));
-    return std::move(head_);
-  }
-
-  bool null() override { return put(nullptr); }
-  bool boolean(bool v) override { return put(v); }
-  bool number_integer(number_integer_t v) override { return put(v); }
-  bool number_unsigned(number_unsigned_t v) override { return put(v); }
-  bool number_float(number_float_t v, const string_t&) override { return put(v); }
-  bool string(string_t& v) override { return put(v); }
-  bool binary(binary_t& v) override { return put(Json::binary(v)); }
-  bool start_object(std::size_t) override { return open(Json::object()); }
-  bool end_object() override { return close(); }
-  bool start_array(std::size_t) override {
-    if (levels_.size() == 1 && levels_.back().node == &head_ && levels_.back().key == "points") {
-      levels_.push_back({nullptr, {}});  // the points array: its elements are not kept
-      return true;
-    }
-    return open(Json::array());
-  }
-  bool end_array() override { return close(); }
-  bool key(string_t& k) override {
-    levels_.back().key = k;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    throw InputError(fmt::format("{}: not a sweep index: {}", path_.string(), e.what()));
-  }
-
- private:
-  struct Level {
-    Json* node;  // the open object or array; nullptr for the points array
-    std::string key;
-  };
-  // Places `v` in the innermost open container (a point of its own inside `points`).
-  Json* place(Json v) {
-    if (levels_.empty()) return &(head_ = std::move(v));
-    Level& top = levels_.back();
-    if (top.node == nullptr) return &(point_ = std::move(v));
-    if (top.node->is_object()) return &((*top.node)[top.key] = std::move(v));
-    top.node->push_back(std::move(v));
-    return &top.node->back();
-  }
-  bool put(Json v) {
-    if (place(std::move(v)) == &point_) emit();
-    return true;
-  }
-  bool open(Json v) {
-    Json* node = place(std::move(v));
-    levels_.push_back({node, {}});
-    return true;
-  }
-  bool close() {
-    const Json* node = levels_.back().node;
-    levels_.pop_back();
-    if (node == &point_) emit();
-    return true;
-  }
-  void emit() {
-    on_point_(head_, point_);
-    point_ = Json();
-  }
-
-  fs::path path_;
-  std::function<void(const Json&, const Json&)> on_point_;
-  Json head_;
-  Json point_;
-  std::vector<Level> levels_;
-};
-
-// True when `dir` holds a finished run of the scenario with `hash`. A folder holding a finished
-// run of something else is an error: silently mixing two sweeps' results would be worse.
-bool point_complete(const fs::path& dir, const std::string& hash) {
-  const fs::path manifest = dir / "manifest.json";
-  if (!fs::exists(manifest)) return false;
-  nlohmann::json m;
-  try {
-    m = nlohmann::json::parse(read_file(manifest));
-  } catch (const nlohmann::json::exception&) {
-    return false;  // written atomically, so only a foreign file; run the point again
-  }
-  if (m.value("scenario_hash", "") != hash) {
-    throw InputError(
-        fmt::format("{} holds a finished run of a different scenario; sweep into a "
-                    "fresh folder",
-                    dir.string()));
-  }
-  return true;
-}
 
 class Progress {
  public:
@@ -282,7 +114,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       for (size_t i = 0; i < total && !failed; ++i) {
         try {
           const SweepPoint p = plan.points[i];
-          load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
+          load_scenario(plan.points.config(p), catalog);
           index.add(p, scenario_hash(p.tree));
         } catch (...) {
           rethrow_with_point(std::current_exception(), point_label(plan, i));
@@ -310,6 +142,18 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
     return index < checked && !failed;
   };
 
+  // With an interrupt check the points stop with the sweep: each point's own poll throws once
+  // `abandoned` is set (a private type, dropped: the caller's exception is the one rethrown).
+  struct Abandoned {};
+  std::atomic<bool> abandoned{false};
+  RunOptions point_run = o.run;
+  if (o.interrupt_check) {
+    point_run.interrupt_check = [&abandoned, inner = o.run.interrupt_check] {
+      if (inner) inner();
+      if (abandoned) throw Abandoned{};
+    };
+  }
+
   std::atomic<size_t> next{0};
   std::atomic<size_t> ran{0}, skipped{0};
   std::mutex error_mu;
@@ -328,8 +172,8 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
         if (point_complete(dir, scenario_hash(p.tree))) {
           ++skipped;
         } else {
-          const Scenario s = load_scenario(ConfigNode::wrap(p.tree, plan.source), catalog);
-          RunOptions ro = o.run;
+          const Scenario s = load_scenario(plan.points.config(p), catalog);
+          RunOptions ro = point_run;
           ro.out_dir = dir.string();
           run_scenario(s, ro);
           ++ran;
@@ -341,6 +185,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
           error_index = index;
           error = std::current_exception();
         }
+        std::lock_guard check_lock(check_mu);
         check_cv.notify_all();
         return;
       }
@@ -350,14 +195,43 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
   const int jobs =
       std::max(1, static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(o.jobs, 1)),
                                                     report.points_mine)));
-  if (jobs == 1) {
+  std::exception_ptr interrupt;
+  if (jobs == 1 && !o.interrupt_check) {
     worker();
   } else {
+    int workers_left = jobs;  // guarded by check_mu
     std::vector<std::thread> threads;
-    for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+    for (int t = 0; t < jobs; ++t) {
+      threads.emplace_back([&] {
+        worker();
+        std::lock_guard lock(check_mu);
+        --workers_left;
+        check_cv.notify_all();
+      });
+    }
+    // This thread polls the caller's interrupt check until the workers and the check are done.
+    while (o.interrupt_check && !interrupt) {
+      {
+        std::unique_lock lock(check_mu);
+        if (check_cv.wait_for(lock, std::chrono::milliseconds(50),
+                              [&] { return workers_left == 0 && check_over; })) {
+          break;
+        }
+      }
+      try {
+        o.interrupt_check();
+      } catch (...) {
+        interrupt = std::current_exception();
+        std::lock_guard lock(check_mu);
+        abandoned = true;
+        failed = true;
+        check_cv.notify_all();
+      }
+    }
     for (auto& t : threads) t.join();
   }
   checker.join();
+  if (interrupt) std::rethrow_exception(interrupt);  // the caller's own, as it threw it
   if (check_error) std::rethrow_exception(check_error);  // a bad point: the input's error first
   if (error) rethrow_with_point(error, point_label(plan, error_index));
   report.points_run = ran;
@@ -367,99 +241,6 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
     report.summary_written = true;
   }
   return report;
-}
-
-namespace {
-
-// FNV-1a of what `kvsim merge` requires to agree between folders (`keys` and every point), read
-// as a stream; the points are counted in.
-uint64_t index_digest(const fs::path& dir) {
-  uint64_t h = kFnv1aOffsetBasis;
-  SweepIndexReader reader(dir / "sweep.json", [&](const nlohmann::json&, const nlohmann::json& p) {
-    h = fnv1a64(p.dump(), h);
-    h = fnv1a64("\n", h);
-  });
-  const nlohmann::json head = reader.read();
-  return fnv1a64(head.value("keys", nlohmann::json()).dump(), h);
-}
-
-// Streams summary.csv to `out`: the header, then each point's rows, in point order.
-void sweep_summary(const std::vector<fs::path>& dirs,
-                   const std::function<void(std::string_view)>& out) {
-  if (dirs.empty()) throw InputError("no sweep folders given");
-  if (dirs.size() > 1) {
-    const uint64_t first = index_digest(dirs.front());
-    for (size_t d = 1; d < dirs.size(); ++d) {
-      if (index_digest(dirs[d]) != first) {
-        throw InputError(fmt::format("{} and {} hold different sweeps", dirs.front().string(),
-                                     dirs[d].string()));
-      }
-    }
-  }
-  bool header_written = false;
-  std::string rows;
-  SweepIndexReader reader(dirs.front() / "sweep.json", [&](const nlohmann::json& index,
-                                                           const nlohmann::json& point) {
-    const std::string name = point["name"].get<std::string>();
-    const std::string hash = point["scenario_hash"].get<std::string>();
-    std::string text;
-    for (const fs::path& d : dirs) {
-      if (point_complete(d / "points" / name, hash)) {
-        text = read_file(d / "points" / name / "summary.csv");
-        break;
-      }
-    }
-    if (text.empty()) {
-      throw InputError(fmt::format("sweep point {} ({}) has no finished run in {}{}",
-                                   point["index"].get<size_t>(), name, dirs.front().string(),
-                                   dirs.size() > 1 ? " or the other folders" : ""));
-    }
-    const size_t eol = text.find('\n');
-    KVSIM_CHECK(eol != std::string::npos, "{}: summary.csv without a header", name);
-    std::string prefix = std::to_string(point["index"].get<size_t>());
-    // Appended piece by piece: `"," + temporary` trips GCC 12's -Wrestrict false positive.
-    for (const auto& v : point["values"]) {
-      prefix += ',';
-      prefix += csv_field(v.get<std::string>());
-    }
-    if (!header_written) {
-      std::string header = "point";
-      for (const auto& k : index.at("keys")) {
-        header += ',';
-        header += csv_field(k.get<std::string>());
-      }
-      header += ',';
-      header.append(text, 0, eol + 1);
-      out(header);
-      header_written = true;
-    }
-    rows.clear();
-    std::istringstream lines(text.substr(eol + 1));
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty()) {
-        rows += prefix;
-        rows += ',';
-        rows += line;
-        rows += '\n';
-      }
-    }
-    out(rows);
-  });
-  reader.read();
-}
-
-}  // namespace
-
-std::string sweep_summary_csv(const std::vector<fs::path>& dirs) {
-  std::string csv;
-  sweep_summary(dirs, [&](std::string_view piece) { csv += piece; });
-  return csv;
-}
-
-void write_sweep_summary_csv(const std::vector<fs::path>& dirs, const fs::path& path) {
-  AtomicFile file(path);
-  sweep_summary(dirs, [&](std::string_view piece) { file.append(piece); });
-  file.commit();
 }
 
 }  // namespace kvsim

@@ -6,16 +6,19 @@
 // Resume: a point whose folder already holds manifest.json (written last by run_scenario) for the
 // same resolved scenario is not run again, so a sweep killed midway continues where it stopped.
 // Shards: `--shard i/n` runs the points with index % n == i; `merge_sweeps` joins the folders of
-// all shards (or one shared folder) into the same summary.csv a single run writes.
+// all shards (or one shared folder) into the same summary.csv a single run writes
+// (sim/sweep/sweep_summary.h). The index of the points, sweep.json, is sim/sweep/sweep_index.h.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "sim/run/scenario_runner.h"
 #include "sim/sweep/sweep_plan.h"
+#include "sim/sweep/sweep_summary.h"
 
 namespace kvsim {
 
@@ -28,6 +31,11 @@ struct SweepOptions {
   int shard_count = 1;
   bool progress = false;  // a progress line on stderr (callers pass isatty(stderr))
   RunOptions run;         // per point; out_dir is set per point
+  // Called on run_sweep's own thread about every 50 ms while points run (the points themselves
+  // run on worker threads); it may throw to abandon the sweep: no point starts after it, the
+  // running ones stop within a few thousand events and write nothing, and run_sweep rethrows
+  // what it threw (the Python module raises KeyboardInterrupt from it on Ctrl-C).
+  std::function<void()> interrupt_check;
 };
 
 struct SweepReport {
@@ -41,14 +49,6 @@ struct SweepReport {
 // Throws what a point's run throws (ConfigError, InputError, InvariantError), prefixed with the
 // point; after the first failure no new point starts, and the running ones finish.
 SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const SweepOptions& options);
-
-// summary.csv text of a sweep whose points are spread over `dirs` (each written by run_sweep for
-// the same plan). Throws InputError naming the first missing point or a folder from another sweep.
-std::string sweep_summary_csv(const std::vector<std::filesystem::path>& dirs);
-// The same, streamed to `path` (atomically: complete or absent) without holding the file or the
-// sweep's index in memory.
-void write_sweep_summary_csv(const std::vector<std::filesystem::path>& dirs,
-                             const std::filesystem::path& path);
 
 // Parses "i/n" (0 <= i < n). Throws InputError.
 void parse_shard(const std::string& text, int& index, int& count);

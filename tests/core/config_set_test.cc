@@ -68,3 +68,31 @@ TEST_CASE("echoed values are cut and escaped", "[core][config][echo]") {
   CHECK_THROWS_WITH(ConfigNode::wrap(raw, "e.yaml").get_enum("k2", {"paged"}),
                     Catch::Contains("got \"a\\xFFb\""));
 }
+
+TEST_CASE("a copy wrapped with its original's marks keeps every position and --set",
+          "[core][config][set]") {
+  // A sweep point or a capacity probe is a copy (YAML::Clone drops every position: its errors
+  // read "f.yaml:1:1"); wrap_copy puts back where each value was written.
+  const ConfigNode original = patched("a:\n  b: 1\n  d: x\nlist:\n  - {x: 1, y: q}\n", {"a.b=abc"});
+  const kvsim::ConfigMarksPtr marks = original.marks();
+  YAML::Node copy = YAML::Clone(original.yaml());
+  CHECK_THROWS_WITH(ConfigNode::wrap(YAML::Clone(copy), "f.yaml").child("a").get<int>("d"),
+                    Equals("f.yaml:1:1: a.d: expected an integer, got \"x\""));  // the lost place
+  CHECK_THROWS_WITH(ConfigNode::wrap_copy(copy, marks).child("a").get<int>("d"),
+                    Equals("f.yaml:3:6: a.d: expected an integer, got \"x\""));
+  CHECK_THROWS_WITH(ConfigNode::wrap_copy(copy, marks).child("a").get<int>("b"),
+                    Equals("--set a.b=abc: a.b: expected an integer, got \"abc\""));
+  CHECK_THROWS_WITH(ConfigNode::wrap_copy(copy, marks).child("list").at(0).get<int>("y"),
+                    Equals("f.yaml:5:15: list[0].y: expected an integer, got \"q\""));
+  // An unknown key keeps its key's place.
+  const ConfigNode l0 = ConfigNode::wrap_copy(copy, marks).child("list").at(0);
+  (void)l0.get<int>("x");
+  CHECK_THROWS_WITH(l0.reject_unknown_keys(),
+                    Equals("f.yaml:5:12: list[0]: unknown key 'y'; did you mean 'x'?"));
+  // What the copy's own patches wrote is named by what the caller says wrote it.
+  kvsim::apply_set_in_place(copy, "list.0.x=zz");
+  CHECK_THROWS_WITH(
+      ConfigNode::wrap_copy(copy, marks, {{ConfigNode::key_path("list.0.x"), "--over list.0.x=zz"}})
+          .child("list").at(0).get<int>("x"),
+      Equals("--over list.0.x=zz: list[0].x: expected an integer, got \"zz\""));
+}

@@ -24,5 +24,5 @@ plant() {  # plant SED_EXPR EXPECTED_MESSAGE
 plant 's/on nine engine variants/on six engine variants/' 'engine variants'
 plant 's/checks that 200 random/checks that 100 random/' 'random scenarios'
 plant 's#`sim/serving/kv_ledger.h`#`sim/serving/ledger.h`#' 'sim/serving/ledger.h'
-plant 's#`simulate\(\)` \(`sim/run/scenario_runner.cc`\)#the summary writer#' 'writer of the result files'
+plant 's#`write_run_outputs\(\)` \(`sim/run/run_outputs.cc`\)#the summary writer#' 'writer of the result files'
 echo "every planted mistake was caught"

@@ -66,7 +66,8 @@ TEST_CASE("every bad config.json gives its one-line error", "[models][hf][bad-in
     // The message names the file by its path; the expected text starts at the file's name.
     CHECK_THAT(msg, Contains(expected));
     CHECK(msg.find('\n') == std::string::npos);
-    CHECK(msg.size() < 400 + e.path().string().size());
+    // Short, but room for the list of supported architectures (17 names, about 330 characters).
+    CHECK(msg.size() < 600 + e.path().string().size());
     ++checked;
   }
   CHECK(checked >= 7);

@@ -156,7 +156,9 @@ TEST_CASE("a config.json of an architecture kvsim cannot model is one line namin
                              "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
                              "Qwen3ForCausalLM, Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
                              "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, "
-                             "DeepseekV3ForCausalLM)"));
+                             "DeepseekV3ForCausalLM, GptOssForCausalLM, Gemma3ForCausalLM, "
+                             "Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration, "
+                             "PhiMoEForCausalLM)"));
     CHECK(msg.find('\n') == std::string::npos);
   }
 }

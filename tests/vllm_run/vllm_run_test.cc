@@ -143,9 +143,10 @@ TEST_CASE("vLLM's engine arguments become the scenario, with vLLM's defaults whe
   in.model = "llama-3.1-8b";
   in.gpu = "rtx-pro-6000";
   in.trace = "/tmp/trace.csv";
+  // num_gpu_blocks_override 64: vLLM's BlockPool keeps one as its null block, 63 usable.
   const std::string y = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
   CHECK_THAT(y, Contains("max_num_seqs: 4\n") && Contains("max_num_batched_tokens: 512\n") &&
-                    Contains("max_model_len: 4096\n") && Contains("num_blocks: 64\n") &&
+                    Contains("max_model_len: 4096\n") && Contains("num_blocks: 63\n") &&
                     Contains("chunked_prefill: true") && Contains("enable_prefix_caching: true") &&
                     Contains("weights_dtype: bf16"));
   in.engine.num_gpu_blocks.reset();

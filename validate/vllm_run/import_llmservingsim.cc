@@ -4,24 +4,22 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
-#include "core/config_node.h"
-#include "core/csv_line.h"
-#include "core/data_path.h"
 #include "core/errors.h"
 #include "models/catalog.h"
-#include "models/latency/latency_model.h"
 #include "models/parallelism.h"
 #include "validate/fit_profile.h"
+#include "validate/import_manifest.h"
 #include "validate/kernel_model.h"
 #include "validate/measurements.h"
+#include "validate/vllm_run/heldout_report.h"
+#include "validate/vllm_run/llmservingsim_bundle.h"
+#include "validate/vllm_run/moe_fit.h"
 #include "validate/vllm_run/vllm_engine.h"
 
 namespace kvsim::validate {
@@ -35,197 +33,6 @@ namespace {
 // server's 32.5 ms at +976 us a step). The one constant fitted to an end-to-end figure
 // (docs/fidelity.md, "The per-step cost outside the kernels").
 constexpr double kVllmHostStepOverhead_s = 976e-6;
-
-// A CSV file as rows of named fields, each row with its line number for messages.
-struct Csv {
-  std::filesystem::path path;
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<int> lines;
-
-  size_t col(const std::string& name) const {
-    const auto it = std::find(header.begin(), header.end(), name);
-    if (it == header.end()) throw InputError(fmt::format("{}:1: no column '{}'", path.string(), name));
-    return static_cast<size_t>(it - header.begin());
-  }
-  double num(size_t row, size_t c) const {
-    const std::string& s = rows[row][c];
-    try {
-      size_t used = 0;
-      const double v = std::stod(s, &used);
-      if (used == s.size() && std::isfinite(v)) return v;
-    } catch (const std::logic_error&) {
-    }
-    throw InputError(fmt::format("{}:{}: column {}: expected a number, got \"{}\"", path.string(),
-                                 lines[row], header[c], s));
-  }
-};
-
-Csv read_csv(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open", path.string()));
-  Csv c;
-  c.path = path;
-  std::string line;
-  if (!std::getline(in, line) || !split_csv_line(line, c.header)) {
-    throw InputError(fmt::format("{}:1: empty file or bad header", path.string()));
-  }
-  std::vector<std::string> f;
-  int n = 1;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty() || line == "\r") continue;
-    if (!split_csv_line(line, f) || f.size() != c.header.size()) {
-      throw InputError(fmt::format("{}:{}: expected {} fields", path.string(), n, c.header.size()));
-    }
-    c.rows.push_back(f);
-    c.lines.push_back(n);
-  }
-  return c;
-}
-
-// The per-GPU dimensions of the model under tensor parallelism `tp` (vLLM's sharding:
-// models/parallelism.h).
-struct Dims {
-  int64_t hidden, q, kv, ffn, vocab, heads, kv_heads, head_dim;
-};
-
-Dims dims_of(const ModelSpec& m, int tp) {
-  const ModelSpec g = gpu_share(m, Parallelism{.tensor = tp}, 0);
-  return {m.hidden,
-          int64_t{g.heads} * m.head_dim,
-          int64_t{g.kv_heads} * m.head_dim,
-          g.ffn,
-          g.vocab,
-          g.heads,
-          g.kv_heads,
-          m.head_dim};
-}
-
-constexpr auto kBf16 = kernels::Precision::kBf16;
-constexpr double kAct = 2;  // bytes per activation element (BF16)
-
-KernelCase gemm(int64_t m, int64_t k, int64_t n) {
-  KernelCase c;
-  c.kind = KernelClass::kGemm;
-  c.precision = kBf16;
-  c.gemm = {.m = m, .n = n, .k = k};
-  return c;
-}
-
-// An elementwise kernel as a copy whose 2 x bytes equal its traffic (as `import vidur`).
-KernelCase traffic(double bytes) {
-  KernelCase c;
-  c.kind = KernelClass::kMembwCopy;
-  c.precision = kBf16;
-  c.bytes = std::max<int64_t>(1, (static_cast<int64_t>(bytes) / 2 + 512) / 1024) * 1024;
-  return c;
-}
-
-KernelCase flash(const Dims& d, int64_t chunk, int64_t cached) {
-  KernelCase c;
-  c.kind = KernelClass::kFlash;
-  c.precision = kBf16;
-  c.attn = {.batch = 1, .heads = d.heads, .kv_heads = d.kv_heads, .seq_q = chunk,
-            .seq_kv = cached + chunk, .head_dim = d.head_dim, .causal = true};
-  return c;
-}
-
-KernelCase decode(const Dims& d, int64_t n, int64_t context, int64_t block) {
-  KernelCase c;
-  c.kind = KernelClass::kPagedDecode;
-  c.precision = kBf16;
-  c.paged = {.batch = n, .heads = d.heads, .kv_heads = d.kv_heads, .head_dim = d.head_dim,
-             .context = context, .block_size = block};
-  return c;
-}
-
-// A dense.csv op as the case the latency model costs it with; nullopt for an op it has no term
-// for. Elementwise traffic as the model counts it (latency_model.cc): norms read and write the
-// hidden rows, rotary and the Q/K norm read and write Q and K, SiLU x up reads gate and up and
-// writes one, the embedding gathers rows and writes them.
-std::optional<KernelCase> dense_case(const std::string& op, int64_t t, const Dims& d) {
-  const double T = static_cast<double>(t);
-  if (op == "qkv_proj") return gemm(t, d.hidden, d.q + 2 * d.kv);
-  if (op == "o_proj") return gemm(t, d.q, d.hidden);
-  if (op == "gate_up_proj") return gemm(t, d.hidden, 2 * d.ffn);
-  if (op == "down_proj") return gemm(t, d.ffn, d.hidden);
-  if (op == "embedding") return traffic(2 * T * d.hidden * kAct);
-  if (op == "layernorm" || op == "final_layernorm") return traffic(2 * T * d.hidden * kAct);
-  if (op == "rotary_emb" || op == "qk_norm") return traffic(2 * T * (d.q + d.kv) * kAct);
-  if (op == "act_fn") return traffic(3 * T * d.ffn * kAct);
-  return std::nullopt;
-}
-
-// A held-out prediction: which op class and token count, measured and predicted seconds.
-struct Heldout {
-  std::string op_class;  // "gemm", "elementwise", "attention_prefill", ...
-  std::string op;        // the source's op ("qkv_proj", "mixed", "sampler", ...)
-  int64_t tokens = 0;    // batched tokens (sequences for per-sequence ops)
-  double measured = 0, predicted = 0;
-};
-
-std::string token_bin(int64_t t) {
-  if (t <= 4) return "1-4";
-  if (t <= 64) return "5-64";
-  if (t <= 256) return "65-256";
-  if (t <= 1024) return "257-1024";
-  if (t <= 4096) return "1025-4096";
-  return ">4096";
-}
-const char* kBins[] = {"1-4", "5-64", "65-256", "257-1024", "1025-4096", ">4096"};
-
-// Attention seconds kvsim's engine charges one layer of a batch of one prefill chunk (`pc` new
-// tokens after `kp` cached ones; none when pc = 0) and `nd` decodes of `kd` tokens each: the
-// attention_prefill and attention_decode operations of the same iteration.
-double attention_seconds(const Dims& d, const GpuSpec& gpu, const Profile& p, int64_t pc,
-                         int64_t kp, int64_t nd, int64_t kd, int block) {
-  ModelSpec m;
-  m.name = "attention";
-  m.layers = 1;
-  m.heads = static_cast<int>(d.heads);
-  m.kv_heads = static_cast<int>(d.kv_heads);
-  m.head_dim = static_cast<int>(d.head_dim);
-  m.hidden = static_cast<int>(d.heads * d.head_dim);
-  m.ffn = 1;
-  m.vocab = 1;
-  m.weight_dtype = m.kv_dtype = DType::kBf16;
-  const LatencyModel lm(m, gpu, p, AttentionKind::kFlash);
-  BatchShape b;
-  if (pc > 0) b.prefill.push_back(PrefillChunk{pc, kp, true});
-  b.decode.assign(static_cast<size_t>(nd), DecodeSeq{kd});
-  b.block_tokens = block;
-  double s = 0;
-  for (const OpCost& o : lm.iteration(b).ops) {
-    if (o.name == "attention_prefill" || o.name == "attention_decode") s += o.seconds;
-  }
-  return s;
-}
-
-// meta.yaml's top-level scalars this import reads.
-struct Meta {
-  std::string gpu, model, vllm_version;
-  int block_size = 16;
-};
-
-Meta read_meta(const std::filesystem::path& file) {
-  const ConfigNode root = ConfigNode::parse_file(file);
-  Meta m;
-  m.gpu = root.get<std::string>("gpu", "");
-  m.model = root.get<std::string>("model", "");
-  m.vllm_version = root.get<std::string>("vllm_version", "");
-  if (auto e = root.optional_child("engine_effective")) {
-    m.block_size = e->get<int>("block_size", 16, {.min = 1, .max = 4096});
-  }
-  return m;  // the other keys (grids, skew fit) are LLMServingSim's own: not read
-}
-
-std::string catalog_gpu_for(const std::string& display) {
-  for (const auto& [key, g] : Catalog::builtin().gpus()) {
-    if (g.display_name == display) return key;
-  }
-  return "";
-}
 
 }  // namespace
 
@@ -249,7 +56,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   if (!std::filesystem::is_regular_file(tp_dir / "dense.csv")) {
     throw InputError(fmt::format("{}: no dense.csv (is there a tp{} folder?)", tp_dir.string(), tp));
   }
-  const Meta meta = read_meta(meta_file);
+  const BundleMeta meta = read_bundle_meta(meta_file);
   const std::string gpu_name = o.gpu.empty() ? catalog_gpu_for(meta.gpu) : o.gpu;
   if (gpu_name.empty()) {
     throw InputError(fmt::format("{}: GPU '{}' matches no catalog display name; pass --gpu NAME",
@@ -263,7 +70,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
                                  meta_file.string(), meta.model));
   }
   const ModelSpec model = load_model(model_name, catalog, std::filesystem::current_path());
-  const Dims d = dims_of(model, tp);
+  const BundleDims d = bundle_dims(model, tp);
 
   std::vector<Measurement> rows;
   std::vector<std::string> row_ops;  // the source op of each row, for the held-out report
@@ -286,7 +93,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   };
 
   // dense.csv: every other distinct token count is held out (as `import vidur`).
-  const Csv dense = read_csv(tp_dir / "dense.csv");
+  const BundleCsv dense = read_bundle_csv(tp_dir / "dense.csv");
   const size_t c_layer = dense.col("layer"), c_tok = dense.col("tokens"), c_us = dense.col("time_us");
   std::map<int64_t, std::string> split_of;
   for (size_t i = 0; i < dense.rows.size(); ++i) split_of[static_cast<int64_t>(dense.num(i, c_tok))];
@@ -308,7 +115,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     add(*c, us, split_of.at(t), op, t);
   }
   // per_sequence.csv: lm_head is a GEMM over the sequences; the sampler a line fitted below.
-  const Csv per_seq = read_csv(tp_dir / "per_sequence.csv");
+  const BundleCsv per_seq = read_bundle_csv(tp_dir / "per_sequence.csv");
   const size_t p_layer = per_seq.col("layer"), p_seq = per_seq.col("sequences"), p_us = per_seq.col("time_us");
   std::vector<std::pair<double, double>> sampler_train, sampler_test;
   {
@@ -319,7 +126,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
       const double us = per_seq.num(i, p_us);
       const std::string split = seen[op]++ % 2 == 1 ? "test" : "train";
       if (op == "lm_head") {
-        add(gemm(n, d.hidden, d.vocab), us, split, op, n);
+        add(gemm_case(n, d.hidden, d.vocab), us, split, op, n);
       } else if (op == "sampler") {
         (split == "train" ? sampler_train : sampler_test).emplace_back(static_cast<double>(n), us);
       } else {
@@ -329,7 +136,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     }
   }
   // attention.csv: prefill-only and decode-only rows alternate train/test; mixed rows are held out.
-  const Csv attn = read_csv(tp_dir / "attention.csv");
+  const BundleCsv attn = read_bundle_csv(tp_dir / "attention.csv");
   const size_t a_pc = attn.col("prefill_chunk"), a_kp = attn.col("kv_prefill"),
                a_nd = attn.col("n_decode"), a_kd = attn.col("kv_decode"), a_us = attn.col("time_us");
   struct Mixed {
@@ -343,9 +150,9 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
                nd = static_cast<int64_t>(attn.num(i, a_nd)), kd = static_cast<int64_t>(attn.num(i, a_kd));
     const double us = attn.num(i, a_us);
     if (pc > 0 && nd == 0) {
-      add(flash(d, pc, kp), us, n_prefill++ % 2 == 1 ? "test" : "train", "prefill", pc);
+      add(flash_case(d, pc, kp), us, n_prefill++ % 2 == 1 ? "test" : "train", "prefill", pc);
     } else if (pc == 0 && nd > 0 && kd > 0) {
-      add(decode(d, nd, kd, meta.block_size), us, n_decode++ % 2 == 1 ? "test" : "train", "decode", nd);
+      add(decode_case(d, nd, kd, meta.block_size), us, n_decode++ % 2 == 1 ? "test" : "train", "decode", nd);
     } else if (pc > 0 && nd > 0 && kd > 0) {
       mixed.push_back({pc, kp, nd, kd, us});
     }
@@ -402,6 +209,21 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
       "measured time by sequence count (per_sequence.csv, train half); the other {:.0f} us of "
       "iteration_us: vLLM's host work per step outside the kernels, fitted once (docs/fidelity.md)",
       sa, kVllmHostStepOverhead_s * 1e6);
+  // moe.csv (a MoE model's bundle): the fused-MoE term, at this GPU's expert shapes (each
+  // expert's width split tp ways, as vLLM shards FusedMoE weights without EP).
+  std::optional<MoeFit> moe;
+  if (std::filesystem::is_regular_file(tp_dir / "moe.csv") && model.moe()) {
+    const MoeShape shape{.hidden = static_cast<double>(model.hidden),
+                         .expert_ffn = static_cast<double>(routed_ffn_per_gpu(model, Parallelism{.tensor = tp})),
+                         .topk = static_cast<double>(model.experts_per_token),
+                         .bytes_per_weight = 2,  // the bundle's BF16 experts
+                         .hbm_bytes_per_s = gpu.hbm_bytes_per_s,
+                         .flops_per_s = gpu.fp16_flops};
+    moe = fit_routed_experts(read_moe_csv(tp_dir / "moe.csv"), shape,
+                             fmt::format("{}: least squares on the relative errors of the even rows "
+                                         "of moe.csv (docs/fidelity.md)", provenance));
+    p.routed_experts = moe->cost;
+  }
   std::filesystem::create_directories(o.out_dir);
   write_file_atomic(o.out_dir / "profile.yaml", write_profile_yaml(p));
 
@@ -426,7 +248,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
                     (sa + sb * n) * 1e-6});
   }
   if (std::filesystem::is_regular_file(tp_dir / "skew.csv")) {
-    const Csv skew = read_csv(tp_dir / "skew.csv");
+    const BundleCsv skew = read_bundle_csv(tp_dir / "skew.csv");
     // skew.csv times come from LLMServingSim's own skew harness (its uniform batches run
     // slower than attention.csv's at the same shape), so what is checked is kvsim's rule, not an
     // absolute time: a decode batch costs what a uniform one of the same context sum costs. The
@@ -440,34 +262,16 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
                       skew.num(i, s_t) * 1e-6, skew.num(i, s_tm) * 1e-6});
     }
   }
-  if (std::filesystem::is_regular_file(tp_dir / "moe.csv")) {
-    std::ifstream in(tp_dir / "moe.csv", std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    write_file_atomic(o.out_dir / "moe.csv", s.str());
+  if (moe) {
+    for (size_t i = 0; i < moe->test.size(); ++i) {
+      const MoeRow& r = moe->test[i];
+      held.push_back({"fused_moe", "moe", static_cast<int64_t>(r.tokens), r.seconds,
+                      moe->test_predicted[i]});
+    }
   }
 
-  // The report: MAPE and mean signed error per op class, overall and by token-count bin.
-  std::string csv = "op_class,op,tokens,bin,measured_s,predicted_s,rel_error\n";
-  struct Acc {
-    double abs = 0, signed_ = 0;
-    int n = 0;
-  };
-  std::map<std::string, std::map<std::string, Acc>> acc;  // class -> bin ("all" too)
-  double total_abs = 0;
-  for (const Heldout& h : held) {
-    const double e = h.predicted / h.measured - 1;
-    csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.6f}\n", h.op_class, h.op, h.tokens,
-                       token_bin(h.tokens), h.measured, h.predicted, e);
-    for (const std::string& b : {std::string("all"), token_bin(h.tokens)}) {
-      Acc& a = acc[h.op_class][b];
-      a.abs += std::abs(e);
-      a.signed_ += e;
-      a.n += 1;
-    }
-    total_abs += std::abs(e);
-  }
-  write_file_atomic(o.out_dir / "heldout.csv", csv);
+  const HeldoutReport report = heldout_report(held);
+  write_file_atomic(o.out_dir / "heldout.csv", report.csv);
   nlohmann::ordered_json j;
   j["tool"] = "kvsim-validate import llmservingsim";
   j["source"] = bundle.string();
@@ -475,61 +279,38 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   j["gpu"] = gpu.name;
   j["model"] = model_name;
   j["heldout_rows"] = held.size();
-  j["mape"] = held.empty() ? 0.0 : total_abs / static_cast<double>(held.size());
-  std::string table = fmt::format("{:<18} {:>6} {:>7} {:>7}", "held out", "rows", "MAPE", "signed");
-  for (const char* b : kBins) table += fmt::format(" {:>9}", b);
-  table += "\n";
-  for (const auto& [cls, bins] : acc) {
-    const Acc& all = bins.at("all");
-    nlohmann::ordered_json c = {{"rows", all.n}, {"mape", all.abs / all.n}, {"signed", all.signed_ / all.n}};
-    table += fmt::format("{:<18} {:>6} {:>6.1f}% {:>+6.1f}%", cls, all.n, 100 * all.abs / all.n,
-                         100 * all.signed_ / all.n);
-    for (const char* b : kBins) {
-      const auto it = bins.find(b);
-      if (it == bins.end()) {
-        table += fmt::format(" {:>9}", "-");
-        continue;
-      }
-      c["bins"][b] = {{"rows", it->second.n}, {"mape", it->second.abs / it->second.n}};
-      table += fmt::format(" {:>8.1f}%", 100 * it->second.abs / it->second.n);
-    }
-    table += "\n";
-    j["by_class"][cls] = c;
-  }
+  j["mape"] = report.mape;
+  j["by_class"] = report.by_class;
   for (const ClassFit& c : fit.classes) {
     j["fit"][std::string(op_class_name(c.op_class))] = {
         {"train_points", c.train_points}, {"mape", c.mape}, {"fitted", c.fitted}, {"kept", c.kept}};
   }
   j["sampler"] = {{"constant_us", sa}, {"per_sequence_us", sb}};
+  if (moe) {
+    j["routed_experts"] = {{"train_rows", moe->train_rows}, {"heldout_rows", moe->test.size()},
+                           {"heldout_mape", moe->test_mape},
+                           {"constant_us", moe->cost.constant_s * 1e6},
+                           {"memory_efficiency", moe->cost.memory_efficiency},
+                           {"compute_efficiency", moe->cost.compute_efficiency}};
+  }
   write_file_atomic(o.out_dir / "heldout.json", j.dump(2) + "\n");
 
-  nlohmann::ordered_json man;
-  man["tool"] = "kvsim-validate import llmservingsim";
-  man["kvsim_version"] = kvsim_version();
-  man["source"] = {{"folder", bundle.string()}, {"tensor_parallel", tp}, {"model", meta.model},
-                   {"vllm_version", meta.vllm_version},
-                   {"timing", "LLMServingSim's profiler inside vLLM: GPU time per op, mean of 3 iterations"},
-                   {"split", "dense and per-sequence: every other distinct token count is test; "
-                             "attention: every other prefill-only and decode-only row"}};
-  man["backend"] = "import";
-  man["device"] = {{"name", meta.gpu}};
-  man["gpu_spec"] = {{"name", gpu.name}, {"display_name", gpu.display_name}, {"from", "catalog"},
-                     {"fp16_flops", gpu.fp16_flops}, {"hbm_bytes_per_s", gpu.hbm_bytes_per_s},
-                     {"memory_bytes", gpu.memory_bytes}, {"source", gpu.source}};
-  man["cases"] = rows.size();
-  man["timed"] = rows.size();
-  man["skipped"] = 0;
-  man["checks"] = {{"run", 0}, {"failed", 0}};
-  write_file_atomic(o.out_dir / "measurements.csv", measurements_csv(rows));
-  write_file_atomic(o.out_dir / "manifest.json", man.dump(2) + "\n");
+  write_import_folder(
+      o.out_dir, "kvsim-validate import llmservingsim",
+      {{"folder", bundle.string()}, {"tensor_parallel", tp}, {"model", meta.model},
+       {"vllm_version", meta.vllm_version},
+       {"timing", "LLMServingSim's profiler inside vLLM: GPU time per op, mean of 3 iterations"},
+       {"split", "dense and per-sequence: every other distinct token count is test; "
+                 "attention: every other prefill-only and decode-only row"}},
+      meta.gpu, gpu, rows);
   if (!o.quiet) {
     fmt::print("import llmservingsim: {} rows ({} mixed attention, {} sampler) from {} (tp{}) on {}\n"
                "{}sampler: {:.1f} us + {:.3f} us per sequence\nwrote {} and {}\n",
                rows.size(), mixed.size(), sampler_train.size() + sampler_test.size(), bundle.string(), tp,
-               gpu.name, table, sa, sb, (o.out_dir / "profile.yaml").string(),
+               gpu.name, report.table, sa, sb, (o.out_dir / "profile.yaml").string(),
                (o.out_dir / "heldout.csv").string());
   }
-  return j["mape"].get<double>();
+  return report.mape;
 }
 
 }  // namespace kvsim::validate

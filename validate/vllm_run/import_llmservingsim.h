@@ -15,7 +15,12 @@
 //                  the profile's per-sequence overhead and its constant (a least-squares line)
 //   skew.csv       decode batches of unequal contexts: held out, predicted from the context sum
 //                  as kvsim does (kvsim's decode cost depends on the sum only)
-//   moe.csv        copied to DIR/moe.csv, not fitted (the profile has no routed-expert term)
+//   moe.csv        a MoE model's fused experts by tokens and activated experts: the profile's
+//                  routed_experts term, fitted on the even rows, held out on the odd ones
+//                  (validate/vllm_run/moe_fit.h)
+//
+// The bundle's reading and cases: llmservingsim_bundle.h; the report: heldout_report.h; the
+// measure folder: validate/import_manifest.h.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "core/errors.h"
@@ -116,7 +117,11 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   // (docs/memory.md, `paged`).
   y += fmt::format("  kv:\n    type: paged\n    block_size: {}\n", e.block_size);
   if (e.num_gpu_blocks) {
-    y += fmt::format("    num_blocks: {}\n", *e.num_gpu_blocks);
+    // vLLM's pool has num_gpu_blocks_override blocks (vllm/v1/core/kv_cache_utils.py,
+    // may_override_num_blocks), of which BlockPool keeps the first as its null block
+    // (vllm/v1/core/block_pool.py: null_block = free_block_queue.popleft()); kvsim's num_blocks
+    // is the usable pool, one fewer (docs/memory.md, `paged`).
+    y += fmt::format("    num_blocks: {}\n", std::max<int64_t>(1, *e.num_gpu_blocks - 1));
   } else {
     y += fmt::format("    gpu_memory_utilization: {}\n", e.gpu_memory_utilization);
   }

@@ -1,0 +1,150 @@
+// kvsim stopped by SIGTERM or SIGINT leaves no "<name>.tmp.<pid>" behind and exits 143 or 130
+// (128 + the signal): the handler removes the temporaries of every unfinished output file (a
+// sweep's running points, sweep.json, a timeline) before it exits. Killed by SIGKILL, which no
+// handler sees, it leaves them; the resume removes those of the dead pid as it starts the point
+// again. Before, SIGTERM and SIGINT left them too (up to 186 MB), and so did every resume.
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli/run_cli.h"
+
+namespace kvsim::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Points of fifty million requests: minutes each, so a signal always finds one running.
+const char* kStopLongSweep =
+    "name: long\nseed: 1\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\n"
+    "workload:\n  arrivals: {type: fixed, rate: 100}\n  max_requests: 50000000\n"
+    "  prompt_tokens: 512\n  output_tokens: 8\n"
+    "policies: [{name: none, guards: []}]\n"
+    "sweep:\n  grid:\n    seed: [1, 2]\n";
+
+// Starts kvsim with `args`; SIGINT and SIGTERM as a terminal would deliver them (a child of a
+// background job inherits SIGINT ignored, and kvsim keeps an ignored signal ignored).
+pid_t spawn_for_signal(const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    std::vector<char*> argv{const_cast<char*>(KVSIM_BIN)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(KVSIM_BIN, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The temporaries under `dir` ("<name>.tmp.<pid>"), of `pid` only when it is not 0.
+std::vector<std::string> temporaries_under(const fs::path& dir, pid_t pid = 0) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t at = name.find(".tmp.");
+    if (at == std::string::npos) continue;
+    if (pid == 0 || name.substr(at + 5) == std::to_string(pid)) out.push_back(it->path().string());
+  }
+  return out;
+}
+
+// Waits (at most a minute) until `pid` has at least `count` temporaries under `dir`.
+bool wait_for_temporaries(const fs::path& dir, pid_t pid, size_t count) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    if (temporaries_under(dir, pid).size() >= count) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// The exit code of `pid` (-signal if a signal ended it), waiting at most a minute.
+int wait_kvsim_exit(pid_t pid) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1000;
+}
+
+std::string write_long_sweep(const std::string& dir) {
+  const std::string f = dir + "/long.yaml";
+  std::ofstream(f) << kStopLongSweep;
+  return f;
+}
+
+TEST_CASE("a sweep stopped by SIGTERM or SIGINT removes its temporaries and exits 128 + signal",
+          "[cli][sweep][signals]") {
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string d = make_temp_dir("stop-sweep");
+    const std::string out = d + "/out";
+    const pid_t pid = spawn_for_signal({"sweep", write_long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
+    // Two points running: requests.csv and timeseries.csv each.
+    REQUIRE(wait_for_temporaries(out, pid, 4));
+    ::kill(pid, sig);
+    CHECK(wait_kvsim_exit(pid) == 128 + sig);
+    CHECK(temporaries_under(out).empty());
+    fs::remove_all(d);
+  }
+}
+
+TEST_CASE("a run writing a timeline stopped by SIGTERM removes its temporaries", "[cli][signals]") {
+  const std::string d = make_temp_dir("stop-timeline");
+  const std::string f = write_long_sweep(d);
+  {
+    std::string text = read_text(f);
+    std::ofstream(f) << text.substr(0, text.find("sweep:"));
+  }
+  const pid_t pid = spawn_for_signal({"run", f, "-o", d + "/out", "--timeline", d + "/t.json"});
+  REQUIRE(wait_for_temporaries(d, pid, 3));  // requests.csv, timeseries.csv, t.json
+  ::kill(pid, SIGTERM);
+  CHECK(wait_kvsim_exit(pid) == 143);
+  CHECK(temporaries_under(d).empty());
+  fs::remove_all(d);
+}
+
+TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left", "[cli][sweep][signals]") {
+  const std::string d = make_temp_dir("stale-sweep");
+  const std::string out = d + "/out";
+  const std::string f = write_long_sweep(d);
+  const pid_t killed = spawn_for_signal({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
+  REQUIRE(wait_for_temporaries(out, killed, 2));
+  ::kill(killed, SIGKILL);
+  CHECK(wait_kvsim_exit(killed) == -SIGKILL);
+  const std::vector<std::string> stale = temporaries_under(out, killed);
+  REQUIRE(stale.size() >= 2);  // no handler runs on SIGKILL
+  // The resume runs point 0 again: its files' stale temporaries go as it opens its own.
+  const pid_t resumed = spawn_for_signal({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
+  REQUIRE(wait_for_temporaries(out, resumed, 2));
+  CHECK(temporaries_under(out, killed).empty());
+  ::kill(resumed, SIGTERM);
+  CHECK(wait_kvsim_exit(resumed) == 143);
+  CHECK(temporaries_under(out).empty());
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace kvsim::test
