@@ -53,6 +53,8 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
   int64_t window_freed_blocks() const override { return window_freed_; }
   int64_t window_frees(RequestId request, int64_t target) const override;
+  // No prefix caching here (it is refused for hybrid models): no key to take off.
+  void uncache_past(RequestId, int64_t) override {}
 
   const KvGroupLayout& layout() const { return layout_; }
   int64_t block_bytes() const { return block_bytes_; }

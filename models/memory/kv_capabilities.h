@@ -120,6 +120,12 @@ class PagedBlocks {
   // free list as they leave its sliding window (0 without one). Asked without a call that
   // changes anything; its deferral window may be open.
   virtual int64_t window_frees(RequestId request, int64_t target) const = 0;
+  // Takes the prefix-cache keys off `request`'s blocks past its first `tokens` tokens (whole
+  // blocks within them keep theirs), so that freeing them caches only those. vLLM's async
+  // scheduling caches a decoding request's blocks only up to its tokens whose ids are known,
+  // one behind the KV it allocated (AsyncScheduler._update_request_with_output). Only blocks
+  // keyed as the request's own (past its trace hashes) are affected. Requires: held, window closed.
+  virtual void uncache_past(RequestId request, int64_t tokens) = 0;
 
  protected:
   ~PagedBlocks() = default;

@@ -171,6 +171,8 @@ class KvStore {
   // Capability views (nullptr: the store has no such capability).
   // Blocks of a paged store.
   virtual const PagedBlocks* paged() const { return nullptr; }
+  // The same view, for the calls that change the blocks' cache keys (PagedBlocks::uncache_past).
+  PagedBlocks* paged_blocks() { return const_cast<PagedBlocks*>(paged()); }
   // The deferred-growth protocol (paged); without it the engine calls grow_to_at_least() for
   // every token.
   virtual DeferredGrowth* deferred_growth() { return nullptr; }

@@ -169,6 +169,22 @@ void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
   }
 }
 
+void PagedStore::uncache_past(RequestId request, int64_t tokens) {
+  Req& r = held(request, "uncache_past");
+  if (!prefix_caching_) return;
+  BlockTable& t = table(r);
+  const auto keep = static_cast<size_t>(std::max<int64_t>(tokens / block_tokens_, r.skipped));
+  const size_t own_from = std::max(keep, t.keys.size());  // trace-hash keys stay
+  while (t.keyed > own_from) {
+    const size_t i = t.keyed - 1;
+    const int32_t b = t.blocks[i - static_cast<size_t>(r.skipped)];
+    if (blk(b).ref != 1) break;  // shared: another holder keeps it cached
+    if (auto it = by_key_.find(blk(b).key); it != by_key_.end() && it->second == b) by_key_.erase(it);
+    blk(b).key = 0;
+    t.keyed = i;
+  }
+}
+
 AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
                                  int64_t max_total_tokens, const PrefixHashes& prefix) {
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);

@@ -94,6 +94,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   const std::vector<int32_t>& block_table(RequestId request) const;
   int64_t window_freed_blocks() const override { return window_freed_; }
   int64_t window_frees(RequestId request, int64_t target) const override;
+  void uncache_past(RequestId request, int64_t tokens) override;
 
  private:
   // A held request's figures, read on every call about it: kept apart from its block ids so

@@ -14,11 +14,15 @@ class ContinuousScheduler final : public Scheduler {
  public:
   bool plan(IterationPlan& it, const BatchLimits& limits, PlanSteps& steps) const override {
     if (steps.has_swapped()) steps.swap_in(it, limits);
-    if (!steps.grow_decodes(it)) return false;
+    if (limits.long_prefill_token_threshold > 0 ? !steps.walk_running(it, limits)
+                                                : !steps.grow_decodes(it)) {
+      return false;
+    }
     return steps.admit_prefills(it, limits);
   }
   // Decode-only with nothing admissible: swap_in is skipped, admit_prefills adds nothing.
   DecodeStretches decode_stretches() const override { return DecodeStretches::kDecodesFirst; }
+  bool plans_ahead() const override { return true; }
 };
 
 }  // namespace

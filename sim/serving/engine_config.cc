@@ -23,6 +23,28 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.chunked_prefill = e.get<bool>("chunked_prefill", false);
   c.scheduler_reserve_full_isl = e.get<bool>("scheduler_reserve_full_isl", true);
   c.fast_forward = e.get<bool>("fast_forward", true);
+  c.long_prefill_token_threshold =
+      e.get<int64_t>("long_prefill_token_threshold", 0, {.min = 0, .max = 1e9});
+  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && c.scheduler == "continuous")) {
+    e.peek("long_prefill_token_threshold")
+        ->fail("long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
+               "continuous with chunked_prefill: true");
+  }
+  // vLLM resolves an unset async_scheduling to on for its V1 engine; the V0-style schedulers
+  // (static, vllm_v0) plan after each step ends and refuse it.
+  const std::optional<bool> async = e.get_optional<bool>("async_scheduling");
+  if (c.scheduler == "continuous") {
+    c.async_scheduling = async.value_or(true);
+  } else {
+    if (async && *async) {
+      e.peek("async_scheduling")->fail(fmt::format(
+          "async_scheduling is vLLM V1's AsyncScheduler, which the '{}' scheduler does not have "
+          "(it plans each step after the one before has ended); use scheduler: continuous or "
+          "set async_scheduling: false",
+          c.scheduler));
+    }
+    c.async_scheduling = false;
+  }
   c.max_model_len = e.get<int64_t>("max_model_len", 0, {.min = 1, .max = 1e12});
   c.allow_long_max_model_len = e.get<bool>("allow_long_max_model_len", false);
   if (auto q = e.get_optional<double>("max_queue_time_s",

@@ -40,6 +40,14 @@ struct EngineConfig {
   // docs/vllm-conformance.md): admit a waiting request only when its whole sequence fits the
   // free blocks (BatchLimits::reserve_full_sequence).
   bool scheduler_reserve_full_isl = true;
+  // vLLM's async scheduling (AsyncScheduler; on by default in vLLM, which resolves the unset
+  // option to on: docs/vllm-conformance.md, "Async scheduling"): step N+1 is planned while step N
+  // runs, so N's finished requests free their blocks one plan later and an arrival joins one step
+  // later. Only the continuous scheduler has it; the parser turns it off for the others.
+  bool async_scheduling = true;
+  // vLLM's long_prefill_token_threshold (0: none): at most this many prefill tokens per request
+  // and step (BatchLimits::long_prefill_token_threshold). Needs chunked_prefill.
+  int64_t long_prefill_token_threshold = 0;
   int64_t batch_size = 8;  // static scheduler: requests per fixed batch
   SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
   Preemption preemption = Preemption::kRecompute;  // paged stores only

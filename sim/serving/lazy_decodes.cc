@@ -309,7 +309,8 @@ void LazyDecodes::flush(const std::vector<RequestState*>& running, KvLedger& led
   joining_.clear();
   walk_pos_ = kNoWalk;
   for (RequestState* r : running) {
-    if (r->decoding()) add(*r);
+    // (Async scheduling: one with all its tokens is running until the next plan, not decoding.)
+    if (r->decoding() && r->generated < r->spec.output_tokens) add(*r);
   }
 }
 

@@ -1,7 +1,6 @@
 #include "sim/serving/replica.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include <spdlog/spdlog.h>
 
@@ -23,16 +22,6 @@ std::unique_ptr<Scheduler> registered_scheduler(const std::string& name) {
   return entry->make();
 }
 
-// What the observer is told about an iteration (only computed when there is an observer).
-IterationShape iteration_shape(const IterationPlan& it, SimTime start, SimTime end) {
-  IterationShape shape{.start = start,
-                       .end = end,
-                       .prefill_seqs = static_cast<int64_t>(it.prefill_ids.size()),
-                       .decode_seqs = static_cast<int64_t>(it.decode.size())};
-  for (int64_t chunk : it.prefill_chunks) shape.prefill_tokens += chunk;
-  return shape;
-}
-
 }  // namespace
 
 Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
@@ -52,7 +41,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
               .max_num_batched_tokens = config_.max_num_batched_tokens,
               .chunked_prefill = config_.chunked_prefill,
               .batch_size = config_.batch_size,
-              .reserve_full_sequence = config_.scheduler_reserve_full_isl},
+              .reserve_full_sequence = config_.scheduler_reserve_full_isl,
+              .long_prefill_token_threshold = config_.long_prefill_token_threshold},
       scheduler_(std::move(scheduler)),
       recorder_(recorder),
       ledger_(pool),
@@ -82,7 +72,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                    },
                .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); }}),
       admission_(events, pool, std::move(guards), requests_,
-                 {.admitted = [this](RequestState& r) { queues_.admit(r); },
+                 {.admitted = [this](RequestState& r) { admitted(r); },
                   .finish = [this](int64_t id, Outcome o) { finish_request(id, o); },
                   .timed_out =
                       [this] {
@@ -96,12 +86,16 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                         observe_guard(r, guard, d);
                       }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
+  async_ = config_.async_scheduling && scheduler_->plans_ahead();
+  queues_.set_async(async_);
   fast_forward_ok_ = config_.fast_forward &&
                      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.
-                     config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority;
+                     config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority &&
+                     // Prefills among the decodes: the walk in running order has no aggregate.
+                     config_.long_prefill_token_threshold == 0;
   update_lazy();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
@@ -210,189 +204,6 @@ void Replica::kick() {
   });
 }
 
-bool Replica::plan() {
-  IterationPlan& it = planning_;
-  it.clear();
-  while (true) {
-    if (!scheduler_->plan(it, limits_, queues_)) return false;  // an OOM ended the plan
-    if (!it.empty()) return true;
-    if (!queues_.has_running() && !queues_.has_swapped()) return false;  // idle, or waiting
-    // Nothing can run although requests hold memory: they wait on each other. Swapped requests
-    // come back as recomputes; otherwise the scheduling policy's victim (the newest running
-    // request under fcfs) yields its memory (preemption) or, with preemption off, the server is
-    // out of memory.
-    if (!queues_.has_running()) {
-      // KV held for transfers into this replica frees up or runs when they end: wait for them.
-      if (queues_.receiving() > 0) return false;
-      queues_.unswap_oldest();
-    } else if (queues_.can_preempt() && queues_.running_size() > 1) {
-      queues_.preempt(*queues_.preemption_victim(), it);
-    } else {
-      oom(queues_.running().back()->spec.id, AllocResult::failure(OomReason::kCapacity, 0, 0, 0));
-      return false;
-    }
-    it.clear();
-  }
-}
-
-void Replica::start_iteration() {
-  run_admission();
-  if (!plan()) return;
-  const IterationPlan& it = planning_;
-  BatchShape& shape = shape_scratch_;
-  shape.prefill.clear();
-  shape.decode.clear();
-  const PagedBlocks* paged = pool_.kv().paged();
-  shape.block_tokens = paged != nullptr ? static_cast<int>(paged->block_tokens()) : 0;
-  std::vector<BatchChunk>& chunks = chunk_scratch_;
-  chunks.clear();
-  for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
-    const RequestState& r = requests_.at(it.prefill_ids[i]);
-    const int64_t chunk = it.prefill_chunks[i];
-    shape.prefill.push_back(
-        {.tokens = chunk, .context_tokens = r.prefilled, .emits_token = r.prefilled + chunk >= r.prefill_target});
-    chunks.push_back({.query_tokens = chunk, .context_tokens = r.prefilled + chunk});
-  }
-  // Decode sequences enter the latency and activation models through their count and context
-  // sum only (exact integer sums; see BatchShape): no per-sequence entries.
-  const int64_t decode_context = it.decode_context;
-  if (check_) {
-    // The activation reserve was profiled for max_num_batched_tokens: with the model limits
-    // resolved (max_model_len <= the budget when unchunked), no chunk may exceed it.
-    if (config_.max_model_len > 0) {
-      for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
-        KVSIM_CHECK(it.prefill_chunks[i] <= limits_.max_num_batched_tokens,
-                    "request {}'s prefill chunk of {} tokens exceeds max_num_batched_tokens {}",
-                    it.prefill_ids[i], it.prefill_chunks[i], limits_.max_num_batched_tokens);
-      }
-    }
-    int64_t sum = 0;
-    for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
-    KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);
-  }
-  shape.decode_seqs = it.decode_seqs;
-  shape.decode_context_tokens = decode_context;
-  if (AllocResult a = pool_.reserve_activations(chunks, shape.decode_seqs, decode_context); !a) {
-    oom(it.prefill_ids.empty() ? queues_.last_decoding()->spec.id : it.prefill_ids.back(), a);
-    return;
-  }
-  ledger_.report();
-  if (check_) {
-    // The checks compare the store's per-request figures with its totals: settle first.
-    for (RequestState* r : queues_.running()) ledger_.settle(*r);
-  }
-  recorder_.on_state(events_.now(), pool_.snapshot());
-  if (check_) check();
-  SimTime duration = 0;
-  Int128 flops = 0;
-  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0) {
-    // A decode-only step: the latency model's exact integer form, which the fast-forward's
-    // stretches also use (replica_fast_forward.cc).
-    const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
-    duration = f.duration_ns(decode_context);
-    flops = f.flops_fixed(decode_context);
-  } else {
-    const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
-    // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
-    const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
-    duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));
-    if (config_.step_time && clock_ == nullptr) {
-      int64_t tokens = shape.decode_seqs;
-      for (const int64_t c : it.prefill_chunks) tokens += c;
-      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs;
-      duration = config_.step_time->duration(tokens, seqs) + seconds_to_sim(it.extra_seconds);
-    }
-    flops = flops_to_fixed(cost.flops);
-  }
-  int64_t prefill_tokens = 0;
-  for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
-  recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
-                     prefill_tokens + shape.decode_seqs, duration, flops);
-  busy_ = true;
-  iteration_start_ = events_.now();
-  std::swap(in_flight_, planning_);
-  events_.schedule(duration, [this] { end_iteration(); });
-}
-
-DecodeStepFixed Replica::decode_step_fixed(int64_t n, int block_tokens) const {
-  const DecodeStepFixed modeled = latency_.decode_step_fixed(n, block_tokens);
-  return config_.step_time ? config_.step_time->decode_step(modeled, n) : modeled;
-}
-
-double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
-                              const IterationCost& cost) {
-  ClockBatch& b = clock_batch_;
-  b.prefill.clear();
-  b.decode.clear();
-  for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
-    const RequestState& r = requests_.at(it.prefill_ids[i]);
-    const int64_t chunk = it.prefill_chunks[i];
-    b.prefill.push_back({.request_id = r.spec.id,
-                         .kv_before = r.prefilled,
-                         .new_tokens = chunk,
-                         .emits_token = r.prefilled + chunk >= r.prefill_target});
-  }
-  // A decoding sequence's KV lacks its last token (generated last iteration): this step
-  // computes that token's KV and attends to all context_tokens().
-  for (const RequestState* r : it.decode) {
-    b.decode.push_back({.request_id = r->spec.id,
-                        .kv_before = r->context_tokens() - 1,
-                        .new_tokens = 1,
-                        .emits_token = true});
-  }
-  b.start_s = sim_to_seconds(events_.now());
-  b.shape = &shape;
-  b.modeled = &cost;
-  const double s = clock_->seconds(b);
-  KVSIM_CHECK(s > 0 && std::isfinite(s), "the iteration clock returned {} s", s);
-  return s;
-}
-
-void Replica::end_iteration() {
-  const IterationPlan& it = in_flight_;
-  busy_ = false;
-  recorder_.on_iteration();
-  pool_.release_activations();
-  const SimTime now = events_.now();
-  std::vector<int64_t>& done = done_scratch_;
-  done.clear();
-  // With the decode aggregate the step is counted first, so that a request whose prefill ends
-  // here joins after it (its first decode step is the next one).
-  std::vector<int64_t>& lazy_done = lazy_done_scratch_;
-  lazy_done.clear();
-  if (queues_.lazy()) queues_.commit_lazy(it, lazy_done);
-  for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
-    auto f = requests_.find(it.prefill_ids[i]);
-    if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
-    RequestState& r = f->second;
-    r.prefilled += it.prefill_chunks[i];
-    observe(RequestEventKind::kPrefillChunk, r, {}, it.prefill_chunks[i]);
-    if (r.prefilled < r.prefill_target) continue;
-    ++r.generated;  // the prefill's token; decoding() from now on
-    if (r.first_token_at < 0) r.first_token_at = now;
-    const bool finished = r.generated >= r.spec.output_tokens;
-    if (finished) done.push_back(r.spec.id);
-    queues_.prefilled(r, finished);
-  }
-  if (queues_.lazy()) {
-    done.insert(done.end(), lazy_done.begin(), lazy_done.end());  // in running order
-  } else {
-    for (RequestState* rp : it.decode) {
-      RequestState& r = *rp;
-      if (r.phase != Phase::kRunning) continue;
-      ++r.generated;
-      if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
-    }
-  }
-  for (int64_t id : done) {
-    finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
-  }
-  recorder_.on_state(now, pool_.snapshot());
-  if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
-  fast_forward();
-  kick();
-}
-
 void Replica::oom(int64_t culprit, const AllocResult& why) {
   recorder_.on_oom();
   pool_.release_activations();
@@ -409,6 +220,8 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   for (const auto& [id, r] : requests_) lost.push_back(id);
   std::sort(lost.begin(), lost.end());
   for (int64_t id : lost) finish_request(id, Outcome::kLostOom);
+  finishing_.clear();
+  plan_after_end_ = false;
   admission_.on_restart();
   pool_.restart();
   if (clock_ != nullptr) clock_->release_all();

@@ -117,8 +117,18 @@ class Replica {
   void kick();
   void start_iteration();
   // Plans into planning_, breaking waits in which requests hold memory but none can run. False
-  // when nothing is to run (idle, or an OOM ended the plan).
-  bool plan();
+  // when nothing is to run (idle, or an OOM ended the plan). With `nothing`, a plan that takes
+  // nothing returns false at once, setting *nothing, without breaking a wait.
+  bool plan(bool* nothing = nullptr);
+  // Async scheduling's plan (engine.async_scheduling; replica_async.cc).
+  bool plan_ahead();
+  // A request the guards admitted: into the waiting queue, or held there until the plan that
+  // may see it (async scheduling).
+  void admitted(RequestState& r);
+  // Async scheduling: the requests whose last token came with the step that just ended stay
+  // running, holding their blocks, until the next plan is made; then they finish.
+  void hold_finishing(int64_t id);
+  void release_finishing();
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
   // Right after an iteration ended: runs the decode-only iterations that would follow before
@@ -217,6 +227,12 @@ class Replica {
   PeriodicEvent* sampler_ = nullptr;
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions
   std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
+  // Async scheduling (engine.async_scheduling with a scheduler that plans_ahead()): the next plan
+  // is the one made when the iteration that just ended started (plan_after_end_: its start is
+  // the arrivals' cutoff); the requests finished by it (finishing_) wait for that plan.
+  bool async_ = false;
+  bool plan_after_end_ = false;
+  std::vector<int64_t> finishing_;
   bool busy_ = false;
   bool down_ = false;
   bool kick_pending_ = false;  // a late kick is scheduled

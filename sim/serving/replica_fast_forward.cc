@@ -56,6 +56,9 @@ bool Replica::fast_forward_stretch() {
   SimTime horizon = events_.next_time();  // moves on when a quiet run takes samples in line
   if (horizon <= t0) return false;  // something else happens now: the next iteration must see it
   if (admission_.size() != 0 || queues_.has_swapped()) return false;
+  // Async scheduling: requests that finished wait for the next plan, arrivals for theirs
+  // (replica_async.cc); that plan runs as an ordinary iteration.
+  if (!finishing_.empty() || queues_.has_held()) return false;
   LazyDecodes& lazy = queues_.lazy_decodes();
   const int64_t n = lazy.size();
   if (n == 0) return false;
@@ -103,6 +106,7 @@ bool Replica::fast_forward_stretch() {
       return false;
     }
     // The iteration's end.
+    iteration_start_ = t;  // (async scheduling: the next plan's cutoff)
     t = end;
     recorder_.on_fast_forward_iteration();
     pool_.release_activations();
@@ -114,10 +118,14 @@ bool Replica::fast_forward_stretch() {
       queues_.commit_lazy(ff_plan_, done_scratch_);
       KVSIM_CHECK(!done_scratch_.empty(), "fast-forward: the completing step completed nothing");
       for (const int64_t id : done_scratch_) {
-        finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+        if (async_) {
+          hold_finishing(id);  // they finish after the next plan, an ordinary iteration
+        } else {
+          finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+        }
       }
       recorder_.on_state(t, pool_.snapshot());
-      return true;  // a new stretch may follow
+      return !async_;  // a new stretch may follow
     }
     recorder_.on_activations_released(t, start);  // on_state(t, pool_.snapshot())
     queues_.commit_lazy(ff_plan_, done_scratch_);

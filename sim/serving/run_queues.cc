@@ -1,7 +1,6 @@
 #include "sim/serving/run_queues.h"
 
 #include <algorithm>
-#include <limits>
 #include <tuple>
 
 #include "core/check.h"
@@ -127,6 +126,19 @@ void RunQueues::admit(RequestState& r) {
   enqueue_waiting(r.spec.id, false);
 }
 
+void RunQueues::hold(RequestState& r, SimTime at) {
+  r.phase = Phase::kWaiting;
+  held_.emplace_back(at, r.spec.id);
+}
+
+void RunQueues::release_held(SimTime cutoff) {
+  while (!held_.empty() && held_.front().first <= cutoff) {
+    const int64_t id = held_.front().second;
+    held_.pop_front();
+    enqueue_waiting(id, false);
+  }
+}
+
 void RunQueues::admit_transferred(RequestState& r) {
   r.phase = Phase::kSwapped;
   r.swapped_tokens = r.context_tokens();  // the prompt and the first token
@@ -151,7 +163,15 @@ void RunQueues::hand_off(RequestState& r) {
 
 void RunQueues::remove(RequestState& r) {
   switch (r.phase) {
-    case Phase::kWaiting: erase_from(waiting_, r.spec.id); break;
+    case Phase::kWaiting:
+      if (auto h = std::find_if(held_.begin(), held_.end(),
+                                [&](const auto& e) { return e.second == r.spec.id; });
+          h != held_.end()) {
+        held_.erase(h);
+      } else {
+        erase_from(waiting_, r.spec.id);
+      }
+      break;
     case Phase::kRunning:
       erase_from(running_, &r);
       if (lazy_on_ && !r.decoding()) erase_from(prefilling_, &r);
@@ -202,6 +222,10 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
       ++prefilling;
       continue;
     }
+    // Async scheduling: its last token is in flight (it finishes when that step's output comes;
+    // vLLM's schedule() skips a request whose placeholders reach max_tokens). Never the case when
+    // plans wait for the step before.
+    if (r.generated >= r.spec.output_tokens) continue;
     const int64_t target = r.prompt_tokens + r.generated;
     // The usual step stays inside the last block: no store call (deferred growth), and the
     // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).
@@ -306,153 +330,6 @@ bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& d
   return true;
 }
 
-bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
-  int64_t budget = limits.max_num_batched_tokens - it.decode_seqs;
-  const bool chunked = limits.chunked_prefill;
-  // Unfinished chunked prefills of running requests go first.
-  // Only prefilling running requests matter here: the walk stops after the last of the
-  // it.running_prefills that grow_decodes counted (with none, the usual case of a full decode
-  // batch, it is skipped) or when the budget is spent. Nothing in it changes running_ (an OOM
-  // returns at once), so it reads running_ in place.
-  int64_t prefills_left = it.running_prefills < 0 ? std::numeric_limits<int64_t>::max()
-                                                  : it.running_prefills;  // -1: not counted
-  // With the aggregate, prefilling_ holds exactly the running requests this walk visits, in the
-  // same order.
-  const std::vector<RequestState*>& walk = lazy_on_ ? prefilling_ : running_;
-  if (it.running_walk_ended) prefills_left = 0;
-  for (size_t i = 0; i < walk.size() && prefills_left > 0 && budget > 0; ++i) {
-    RequestState& r = *walk[i];
-    const int64_t id = r.spec.id;
-    if (r.decoding()) continue;
-    if (r.phase == Phase::kRunning) --prefills_left;  // as grow_decodes counted them
-    if (r.prefilled >= r.prefill_target) continue;
-    if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
-    const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-    // A prefill whose next chunk finds no blocks is treated as any running request is (vLLM V1's
-    // running loop in Scheduler.schedule): the scheduling policy's victim is preempted until the
-    // chunk fits, or until the victim is the prefill itself (the newest running request under
-    // fcfs, so usually itself); then the walk ends. Without preemption it stalls and keeps its
-    // blocks. A stalled prefill costs no failed allocation, whose error would describe the pool
-    // for nobody.
-    bool stop = false;  // it stalled, or preempted itself: the walk ends
-    const int64_t chunk_budget = budget;  // the chunk is fixed before any preemption
-    while (true) {
-      AllocResult a = AllocResult::success();
-      if (!stalled(r, chunk_budget)) {
-        a = ledger_.ensure(r, r.prefilled + chunk);
-        if (a) break;
-        if (!preallocated_) {
-          hooks_.oom(id, a);
-          return false;
-        }
-      }
-      if (!can_preempt()) {
-        stop = true;
-        break;
-      }
-      RequestState* victim = preemption_victim();
-      const int64_t decoding = it.decode_seqs;
-      preempt(*victim, it);
-      // A decode preempted after its growth gives its token back to the budget, as vLLM's
-      // token_budget += num_scheduled_tokens.pop(...).
-      it.decode_seqs = lazy_on_ ? lazy_.size() : static_cast<int64_t>(it.decode.size());
-      if (lazy_on_) it.decode_context = lazy_.attended_sum();
-      budget += decoding - it.decode_seqs;
-      if (victim == &r) {
-        stop = true;
-        break;
-      }
-    }
-    if (stop) break;
-    it.prefill_ids.push_back(id);
-    it.prefill_chunks.push_back(chunk);
-    budget -= chunk;
-  }
-  // vLLM V1 visits the waiting queue only in a step that preempted nothing (Scheduler.schedule:
-  // `if not preempted_reqs`).
-  while (it.preempted == 0 && !waiting_.empty() && budget > 0 &&
-         static_cast<int64_t>(running_.size()) < limits.max_num_seqs) {
-    const int64_t id = waiting_.front();
-    RequestState& r = requests_.at(id);
-    const int64_t target = r.context_tokens();
-    // Automatic prefix caching (vLLM v1): the leading tokens whose KV is cached are not computed
-    // again; the prefill starts after them and attention reads them as context. A recompute
-    // after preemption looks the cache up again.
-    const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
-                              .block_tokens = r.spec.hash_block_tokens,
-                              .prompt_tokens = r.prompt_tokens,
-                            .owner = r.spec.id};
-    const PagedBlocks* paged = pool_.kv().paged();
-    const bool lookup = paged != nullptr && paged->prefix_caching();
-    const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;
-    const int64_t todo = target - cached;
-    // Without chunking a prompt runs whole; one longer than the budget runs alone.
-    if (!chunked && todo > budget && !it.prefill_ids.empty()) break;
-    const int64_t chunk = chunked ? std::min(todo, budget) : todo;
-    // vLLM's can_allocate (the watermark): after this step's allocations so far. Cached blocks
-    // are shared, not allocated: only the computed tokens need new blocks.
-    if (hooks_.check_allocation) {
-      const AllocFit fit = hooks_.check_allocation(r, chunk);
-      if (fit == AllocFit::kNever) {
-        hooks_.finish(id, Outcome::kRejectedTooLong);
-        continue;
-      }
-      if (fit == AllocFit::kLater) break;  // FCFS: it blocks the ones behind it, as vLLM's
-    }
-    const bool nothing_else =
-        running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
-        handing_off_ == 0;
-    // vLLM V1's scheduler_reserve_full_isl: the free blocks must hold the whole sequence (less
-    // its prefix hits), though only the chunk is allocated now. With nothing else holding
-    // blocks, a sequence the whole pool cannot hold never runs.
-    if (paged != nullptr && limits.reserve_full_sequence &&
-        full_sequence_blocks(prefix, target, limits) > paged->free_blocks()) {
-      if (nothing_else) {
-        hooks_.finish(id, Outcome::kRejectedTooLong);
-        continue;
-      }
-      break;
-    }
-    // A head that waits for blocks (a saturated server's usual state) is seen without a failed
-    // allocation and its pool description: counted blocks, ceil(chunk / block) of them.
-    const bool waits_for_blocks =
-        paged != nullptr && !lookup && new_blocks(0, chunk) > paged->free_blocks() && !nothing_else;
-    if (waits_for_blocks) break;
-    AllocResult a =
-        pool_.allocate_kv(id, cached + chunk, std::max(r.max_total_tokens(), target), prefix);
-    if (!a) {
-      if (!preallocated_) {
-        hooks_.oom(id, a);
-        return false;
-      }
-      // (KV held for transfers frees up when they end: not empty.)
-      if (nothing_else) {
-        hooks_.finish(id, Outcome::kRejectedTooLong);  // an empty pool cannot hold it
-        continue;
-      }
-      break;  // wait for blocks to free up
-    }
-    waiting_.pop_front();
-    KvLedger::forget(r);
-    r.phase = Phase::kRunning;
-    r.end_preemption(hooks_.now());
-    r.prefill_target = target;
-    r.prefilled = cached;
-    // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
-    // recompute's lookup goes to its separate preempted_* figures, which kvsim does not report).
-    if (lookup && r.preemptions == 0) {
-      recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
-    }
-    enter_running(r);
-    if (lazy_on_) prefilling_.push_back(&r);
-    if (hooks_.scheduled) hooks_.scheduled(r);
-    it.prefill_ids.push_back(id);
-    it.prefill_chunks.push_back(chunk);
-    budget -= chunk;
-  }
-  return true;
-}
-
 void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t id = r.spec.id;
   ++it.preempted;
@@ -469,6 +346,7 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
     // (With the aggregate, the count and the sum are taken at the end of the walk.)
     it.decode_context -= pool_.model().attended_tokens(r.context_tokens());
   }
+  if (async_ && r.decoding()) uncache_in_flight(r);
   const int64_t tokens = ledger_.release(r);
   const int64_t bytes = tokens * pool_.kv().kv_bytes_per_token();
   r.prefilled = 0;
@@ -485,6 +363,20 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
     enqueue_waiting(id, true);
   }
   if (hooks_.observe) hooks_.observe(r, RequestEventKind::kPreempted);
+}
+
+void RunQueues::uncache_in_flight(RequestState& r) {
+  // Under async scheduling vLLM hashes a token's block only once the token's id is known (its
+  // step's output), so a decode's cached blocks stop one token short of the KV it was given
+  // (scheduler.py caches through num_tokens at allocate_slots, AsyncScheduler through
+  // num_computed_tokens - num_output_placeholders at the output): the block its newest KV token
+  // filled is not cached when it is preempted. Not so while its KV ends at its prefill, whose
+  // tokens were all known (the recompute's last chunk).
+  PagedBlocks* paged = pool_.kv().paged_blocks();
+  if (paged == nullptr || !paged->prefix_caching()) return;
+  ledger_.settle(r);
+  const int64_t tokens = pool_.kv().tokens(r.spec.id);
+  if (tokens > r.prefill_target) paged->uncache_past(r.spec.id, tokens - 1);
 }
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
@@ -513,66 +405,6 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     if (lazy_on_) lazy_.join(r);  // decoding at once
     if (hooks_.observe) hooks_.observe(r, RequestEventKind::kSwappedIn);
   }
-}
-
-bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_free) const {
-  const PagedBlocks* paged = pool_.kv().paged();
-  if (paged == nullptr) return false;
-  const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-  return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks() + extra_free;
-}
-
-int64_t RunQueues::full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
-                                        const BatchLimits& limits) const {
-  const PagedBlocks& paged = *pool_.kv().paged();
-  int64_t need = paged.blocks_to_allocate(prefix, target);
-  // A sliding window holds at most a window and a chunk: vLLM caps the reservation there
-  // (SlidingWindowSpec.max_admission_blocks_per_request).
-  if (const int64_t w = pool_.model().sliding_window.value_or(0); w > 0) {
-    const int64_t bt = paged.block_tokens();
-    const int64_t window_tokens = w - 1 + limits.max_num_batched_tokens;
-    need = std::min(need, (window_tokens + bt - 1) / bt + 1);
-  }
-  return need;
-}
-
-int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {
-  const int64_t bt = pool_.kv().paged()->block_tokens();
-  return (cached + chunk + bt - 1) / bt - cached / bt;
-}
-
-bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_t decoding,
-                                 int64_t extra_free) const {
-  const int64_t budget = limits.max_num_batched_tokens - decoding;
-  if (budget <= 0) return true;
-  // Only the first running prefill is ever tried (admit_prefills stops at its failed growth); its
-  // chunk stays the same while `decoding` does. A stalled one is preempted where preemption is
-  // possible: not a quiet step.
-  if (const RequestState* p = first_prefilling();
-      p != nullptr && (can_preempt() || !stalled(*p, budget, extra_free))) {
-    return false;
-  }
-  if (waiting_.empty()) return true;
-  if (static_cast<int64_t>(running_.size()) >= limits.max_num_seqs) return true;
-  const PagedBlocks* paged = pool_.kv().paged();
-  if (guarded || !preallocated_ || paged == nullptr) return false;
-  // admit_prefills' first allocation for the head, with no prefill planned before it.
-  const RequestState& r = requests_.at(waiting_.front());
-  const int64_t target = r.context_tokens();
-  const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
-                            .block_tokens = r.spec.hash_block_tokens,
-                            .prompt_tokens = r.prompt_tokens,
-                            .owner = r.spec.id};
-  const int64_t cached = paged->prefix_caching() ? paged->cached_prefix_tokens(prefix, target) : 0;
-  const int64_t todo = target - cached;
-  const int64_t chunk = limits.chunked_prefill ? std::min(todo, budget) : todo;
-  // At least the blocks its prefix hits do not cover come off the free list. Evicting cached
-  // blocks only shrinks the hits, which never lowers this count (see the fast-forward's notes).
-  // With the full-sequence gate, those of its whole sequence.
-  // (A sliding window caps the gate: then the chunk's, a lower bound.)
-  const bool full = limits.reserve_full_sequence && !pool_.model().sliding_window.value_or(0);
-  const int64_t need = new_blocks(cached, full ? todo : chunk);
-  return need > paged->free_blocks() + extra_free;
 }
 
 void RunQueues::check() const {

@@ -68,6 +68,7 @@ class RunQueues final : public PlanSteps {
   void swap_in(IterationPlan& it, const BatchLimits& limits) override;
   bool grow_decodes(IterationPlan& it) override;
   bool admit_prefills(IterationPlan& it, const BatchLimits& limits) override;
+  bool walk_running(IterationPlan& it, const BatchLimits& limits) override;  // run_queues_walk.cc
 
   // The decode aggregate (lazy_decodes.h): decoding requests are members, grown through the
   // ledger only at their own events; grow_decodes then walks only those. Set before any request
@@ -137,12 +138,22 @@ class RunQueues final : public PlanSteps {
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
-  int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size() + held_.size()); }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
   int64_t size() const {
-    return static_cast<int64_t>(waiting_.size() + running_.size() + swapped_.size()) +
+    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() + swapped_.size()) +
            receiving_ + handing_off_;
   }
+
+  // Async scheduling: a request admitted at `at` while the step it cannot join any more runs. It
+  // waits outside the waiting queue (phase kWaiting) until the plan whose schedule() comes at or
+  // after `at` (release_held), as vLLM's engine adds a request only before a schedule() call.
+  void hold(RequestState& r, SimTime at);
+  // Moves the held requests admitted at or before `cutoff` into the waiting queue, in order.
+  void release_held(SimTime cutoff);
+  bool has_held() const { return !held_.empty(); }
+  // Async scheduling: a preempted decode's newest full block is not cached (preempt()).
+  void set_async(bool on) { async_ = on; }
   // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
   // Requires: running requests settled (no window open).
   void check() const;
@@ -169,6 +180,7 @@ class RunQueues final : public PlanSteps {
   Hooks hooks_;
 
   std::deque<int64_t> waiting_;
+  std::deque<std::pair<SimTime, int64_t>> held_;  // (admitted at, id), in admission order
   std::vector<RequestState*> running_;
   std::deque<int64_t> swapped_;
   int64_t swap_used_bytes_ = 0;
@@ -182,6 +194,8 @@ class RunQueues final : public PlanSteps {
   // request whose whole sequence is `target` tokens described by `prefix`.
   int64_t full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
                                const BatchLimits& limits) const;
+  // Async scheduling: uncaches what vLLM had not cached yet of the decode `r` being preempted.
+  void uncache_in_flight(RequestState& r);
   // Paged blocks a sequence holding `cached` tokens (whole blocks) takes for `chunk` more.
   int64_t new_blocks(int64_t cached, int64_t chunk) const;
   // Puts r at the end of the running batch (its next run_seq).
@@ -191,6 +205,7 @@ class RunQueues final : public PlanSteps {
   }
   int64_t next_run_seq_ = 0;
   bool lazy_on_ = false;
+  bool async_ = false;
   LazyDecodes lazy_;
   // With the aggregate: the running requests still prefilling, in running order (admit_prefills
   // walks these instead of running_), and grow_decodes' due members (reused).

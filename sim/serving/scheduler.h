@@ -30,6 +30,10 @@ struct BatchLimits {
   // prefix hits), though only its first chunk is allocated (KVCacheManager.allocate_slots,
   // full_sequence_must_fit).
   bool reserve_full_sequence = true;
+  // vLLM V1's long_prefill_token_threshold: a prefill takes at most this many tokens a step
+  // (0: no cap). Then several partial prefills may run, and the running requests are served in
+  // running order, prefills among the decodes (PlanSteps::walk_running).
+  int64_t long_prefill_token_threshold = 0;
 
   bool operator==(const BatchLimits&) const = default;
 };
@@ -87,6 +91,14 @@ class PlanSteps {
   virtual bool grow_decodes(IterationPlan& it) = 0;
   // Continues running prefills, then admits waiting requests, within `limits`.
   virtual bool admit_prefills(IterationPlan& it, const BatchLimits& limits) = 0;
+  // vLLM V1's running loop as it is: every running request in running order, a decode's token
+  // or a prefill's next chunk (at most limits.long_prefill_token_threshold), until the token
+  // budget is spent; admit_prefills then only admits. By default the decodes, then the prefills
+  // (the same order while a partial prefill is always the newest running request: no threshold).
+  virtual bool walk_running(IterationPlan& it, const BatchLimits& limits) {
+    (void)limits;
+    return grow_decodes(it);
+  }
 
  protected:
   ~PlanSteps() = default;
@@ -108,6 +120,10 @@ class Scheduler {
     kPromptsFirst,  // whole prompts first in the whole budget, decodes only if none (vllm_v0)
     kBatchToEnd,    // a running batch decodes to its end and admits nothing before (static)
   };
+  // Whether it can plan a step while the one before runs (vLLM V1's AsyncScheduler, the
+  // engine's async_scheduling): only a plan that reads a running request's in-flight token as
+  // done (V1's output placeholders) can.
+  virtual bool plans_ahead() const { return false; }
   virtual DecodeStretches decode_stretches() const { return DecodeStretches::kNone; }
 };
 

@@ -129,19 +129,12 @@ std::vector<Step> run_kvsim(const fs::path& scenario_file) {
   return steps;
 }
 
-// Whether the case runs vLLM's AsyncScheduler (its scenario's engine.async_scheduling).
-bool async_case(const std::string& name) {
-  const ConfigNode root = ConfigNode::parse_file((kCases / name / "scenario.yaml").string());
-  const auto a = root.child("engine").optional_child("async_scheduling");
-  return a && a->as<bool>();
-}
-
-// The recorded cases, synchronous or async.
-std::vector<std::string> case_names(bool async) {
+// The recorded cases (synchronous and async: each scenario says engine.async_scheduling).
+std::vector<std::string> case_names() {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(kCases)) {
     const std::string name = e.path().filename().string();
-    if (fs::exists(e.path() / "steps.jsonl") && async_case(name) == async) names.push_back(name);
+    if (fs::exists(e.path() / "steps.jsonl")) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -149,18 +142,9 @@ std::vector<std::string> case_names(bool async) {
 
 }  // namespace
 
-TEST_CASE("vLLM's async-scheduling goldens await kvsim's async scheduling", "[conformance]") {
-  // Recorded from vLLM's AsyncScheduler; kvsim plans a step only after the one before has ended
-  // (docs/vllm-conformance.md, "Not modelled").
-  const std::vector<std::string> names = case_names(true);
-  CHECK(!names.empty());
-  std::cout << "conformance test skipped: kvsim does not model vLLM's async scheduling ("
-            << names.size() << " recorded cases wait for it)\n";
-}
-
 TEST_CASE("kvsim's continuous scheduler takes vLLM V1's steps on every recorded case",
           "[conformance]") {
-  const std::vector<std::string> names = case_names(false);
+  const std::vector<std::string> names = case_names();
   REQUIRE(names.size() >= 7);
   for (const std::string& name : names) {
     DYNAMIC_SECTION(name) {
@@ -191,7 +175,7 @@ TEST_CASE("engine.step_time alone gives vLLM's steps and end time, fast-forward 
   // Without the recording clock the engine times each step by engine.step_time itself (and
   // fast-forwards decode stretches): the same number of iterations as vLLM's steps, and the last
   // outcome at the end of vLLM's last step (its start plus the declared time of its batch).
-  for (const std::string& name : case_names(false)) {
+  for (const std::string& name : case_names()) {
     DYNAMIC_SECTION(name) {
       const std::vector<Step> want = read_golden(kCases / name / "steps.jsonl");
       REQUIRE(!want.empty());
@@ -214,7 +198,10 @@ TEST_CASE("engine.step_time alone gives vLLM's steps and end time, fast-forward 
         CHECK(std::llround(p.duration_s * 1e9) == end_ns);
         // (Under priority a step's walk may stop before some decodes: no decode aggregate.)
         const auto policy = root.child("engine").optional_child("scheduling_policy");
-        if (ff && !(policy && policy->as<std::string>() == "priority")) {
+        // (Nor with long_prefill_token_threshold: prefills among the decodes, in running order.)
+        const auto threshold = root.child("engine").optional_child("long_prefill_token_threshold");
+        if (ff && !(policy && policy->as<std::string>() == "priority") &&
+            !(threshold && threshold->as<int64_t>() > 0)) {
           CHECK(p.fast_forward_iterations > 0);
         }
       }

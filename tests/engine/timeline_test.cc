@@ -120,10 +120,12 @@ std::vector<json> events(const json& trace, const std::string& ph, const std::st
 }
 
 // One request of 16 prompt and 4 output tokens, paged KV, no guard.
+// Synchronous scheduling: the counters after the last iteration show the request finished (under
+// async scheduling it holds its blocks until the next plan is made).
 const char* kOneRequest = R"(name: one
 model: seed-7b-mha
 gpu: a100-sxm4-80gb
-engine: {kv: {type: paged}}
+engine: {kv: {type: paged}, async_scheduling: false}
 workload:
   arrivals: {type: fixed, rate: 1}
   max_requests: 1

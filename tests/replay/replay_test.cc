@@ -162,8 +162,11 @@ policies:
   - name: paged-tight
     engine: {kv: {type: paged, block_size: 16, num_blocks: 192}}
     guards: []
+  # Swap is V0's preemption, V0's synchronous loop with it (under async scheduling a request
+  # swapped in may be preempted again before it runs, a second release without a use).
   - name: paged-swap
-    engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, preemption: swap, swap_space_gb: 0.01}
+    engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, preemption: swap, swap_space_gb: 0.01,
+             async_scheduling: false}
     guards: []
   - name: chunked
     engine: {kv: {type: paged, block_size: 16, num_blocks: 192}, chunked_prefill: true, max_num_batched_tokens: 256}

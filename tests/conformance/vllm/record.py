@@ -52,9 +52,12 @@ HASH_TOKENS = 512  # Mooncake's hash_ids: one per 512 prompt tokens (kvsim's rea
 
 # --- the cases ---------------------------------------------------------------------------------
 
-def _engine(num_blocks, batched, seqs=256, prefix=False, chunked=True, **extra):
+def _engine(num_blocks, batched, seqs=256, prefix=False, chunked=True, async_scheduling=False,
+            **extra):
+    # async_scheduling is written in every case: both sides default it to on (vLLM resolves it
+    # to on; kvsim's engine follows), and most cases are the synchronous loop.
     e = {"scheduler": "continuous", "max_num_seqs": seqs, "max_num_batched_tokens": batched,
-         "chunked_prefill": chunked,
+         "chunked_prefill": chunked, "async_scheduling": async_scheduling,
          "step_time": {"fixed_s": 0.01, "per_token_s": 0.000002, "per_seq_s": 0.00001},
          "kv": {"type": "paged", "block_size": 16, "num_blocks": num_blocks,
                 "enable_prefix_caching": prefix}}
@@ -143,9 +146,22 @@ def make_cases():
     rows = [{"arrival_ms": a, "prompt": r.randint(100, 700), "output": r.randint(40, 300),
              "priority": r.choice([0, 1, 2])} for a in sorted(r.randrange(0, 500) for _ in range(40))]
     cases["priority"] = (_engine(160, 1024, scheduling_policy="priority"), rows)
-    # Async scheduling: the tight and bursts cases again under vLLM's AsyncScheduler.
+    # Async scheduling: cases again under vLLM's AsyncScheduler.
     cases["tight-async"] = (_engine(200, 512, async_scheduling=True), tight)
     cases["big300-async"] = (_engine(1000, 2048, seqs=64, async_scheduling=True), big)
+    cases["bursts-async"] = (_engine(500, 1024, seqs=48, async_scheduling=True), cases["bursts"][1])
+    cases["priority-async"] = (_engine(160, 1024, scheduling_policy="priority",
+                                       async_scheduling=True), cases["priority"][1])
+    cases["big300-pc-async"] = (_engine(1000, 2048, seqs=64, prefix=True, async_scheduling=True), big)
+    cases["prefix-eviction-async"] = (_engine(450, 2048, seqs=32, prefix=True,
+                                              async_scheduling=True), cases["prefix-eviction"][1])
+    # long_prefill_token_threshold: long prompts among chat, each prefill capped at 256 tokens a
+    # step, so several partial prefills run among the decodes, in running order.
+    cases["long-prefill-threshold"] = (_engine(1200, 1024, seqs=64, long_prefill_token_threshold=256),
+                                       cases["long-among-chat"][1])
+    cases["long-prefill-threshold-async"] = (
+        _engine(1200, 1024, seqs=64, long_prefill_token_threshold=256, async_scheduling=True),
+        cases["long-among-chat"][1])
     return cases
 
 
@@ -232,7 +248,7 @@ def vllm_config(engine, max_model_len):
             long_prefill_token_threshold=int(engine.get("long_prefill_token_threshold", 0)),
             enable_chunked_prefill=bool(engine.get("chunked_prefill", False)),
             disable_chunked_mm_input=False, policy=engine.get("scheduling_policy", "fcfs"),
-            async_scheduling=bool(engine.get("async_scheduling", False)),
+            async_scheduling=bool(engine.get("async_scheduling", True)),
             scheduler_reserve_full_isl=bool(engine.get("scheduler_reserve_full_isl", True)),
             max_num_encoder_input_tokens=batched, encoder_cache_size=batched),
         cache_config=Config(
@@ -292,7 +308,7 @@ class Engine:
             num_blocks=cfg.cache_config.num_gpu_blocks, kv_cache_tensors=[],
             kv_cache_groups=[KVCacheGroupSpec(["layer"], FullAttentionSpec(
                 block_size=bs, num_kv_heads=1, head_size=1, dtype=torch.float16))])
-        self.async_ = bool(self.engine.get("async_scheduling", False))
+        self.async_ = bool(self.engine.get("async_scheduling", True))  # kvsim's default too
         cls = AsyncScheduler if self.async_ else Scheduler  # SchedulerConfig.get_scheduler_cls
         self.sched = cls(vllm_config=cfg, kv_cache_config=kv_config,
                          structured_output_manager=sys.modules["vllm_loader"].StructuredOutputManager(),
