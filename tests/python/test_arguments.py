@@ -4,15 +4,14 @@ the reader rejects is kvsim.InputError, never a bare RuntimeError. Ctrl-C stops 
 
 import math
 import os
-import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 
 import kvsim
+from interrupt_helper import ctrl_c_during
 
 SOURCE = os.environ.get("KVSIM_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -110,28 +109,4 @@ def test_ctrl_c_stops_a_long_run_promptly():
     # Fifty million requests: minutes of simulation. SIGINT two seconds in must raise
     # KeyboardInterrupt within seconds (it took effect only when the run finished).
     long_run = TINY.replace("max_requests: 4", "max_requests: 50000000")
-    code = textwrap.dedent("""\
-        import sys, kvsim
-        print("started", flush=True)
-        try:
-            kvsim.run(%r)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-            sys.exit(9)
-        """ % long_run)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        assert p.stdout.readline().strip() == "started"
-        time.sleep(2)
-        p.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, err = p.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 9, err
-    assert "interrupted" in out
-    assert took < 10, took
+    ctrl_c_during("kvsim.run(%r)" % long_run)

@@ -4,11 +4,8 @@ KeyboardInterrupt takes effect within moments, not when every point has finished
 short write nothing: no "<name>.tmp.<pid>" is left in the sweep folder."""
 
 import os
-import signal
-import subprocess
-import sys
-import textwrap
-import time
+
+from interrupt_helper import ctrl_c_during
 
 # Two points of fifty million requests each: minutes of simulation per point.
 LONG_SWEEP = """\
@@ -30,34 +27,7 @@ sweep:
 
 def _interrupt_sweep(tmp_path, jobs):
     out = tmp_path / f"sweep-j{jobs}"
-    code = textwrap.dedent("""\
-        import sys, kvsim
-        print("started", flush=True)
-        try:
-            kvsim.sweep(%r, out=%r, jobs=%d)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-            sys.exit(9)
-        """ % (LONG_SWEEP, str(out), jobs))
-    # SIGINT as a terminal's Ctrl-C delivers it: a child started in the background (ctest under
-    # a non-interactive shell) would inherit it ignored, and Python keeps an ignored SIGINT so.
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        assert p.stdout.readline().strip() == "started"
-        time.sleep(2)
-        p.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        stdout, err = p.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == 9, err
-    assert "interrupted" in stdout
-    assert took < 10, took
+    ctrl_c_during("kvsim.sweep(%r, out=%r, jobs=%d)" % (LONG_SWEEP, str(out), jobs))
     left = [name for _, _, files in os.walk(out) for name in files if ".tmp." in name]
     assert left == []
 
