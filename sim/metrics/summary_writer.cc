@@ -157,6 +157,19 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
+    if (p.speculative) {  // only for a policy with speculative_config
+      const SpecDecodeStats& sd = *p.speculative;
+      o["speculative_decoding"] = {{"method", sd.method},
+                                   {"num_speculative_tokens", sd.num_speculative_tokens},
+                                   {"drafts", sd.drafts},
+                                   {"draft_tokens", sd.draft_tokens},
+                                   {"accepted_tokens", sd.accepted_tokens},
+                                   {"mean_acceptance_length", sd.mean_acceptance_length()},
+                                   {"draft_acceptance_rate", sd.draft_acceptance_rate()},
+                                   {"acceptance_per_position", sd.acceptance_per_position()},
+                                   {"decode_steps", sd.decode_steps},
+                                   {"tokens_per_decode_step", sd.tokens_per_decode_step()}};
+    }
     o["batch"] = batch_json(p.batch);
     o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
     if (p.gpu_layout) {  // parallelism / quantization: only where set, see recorder.h

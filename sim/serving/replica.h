@@ -31,6 +31,7 @@
 #include "sim/request/request_state.h"
 #include "sim/serving/run_queues.h"
 #include "sim/serving/scheduler.h"
+#include "sim/serving/speculative.h"
 
 namespace kvsim {
 
@@ -215,6 +216,7 @@ class Replica {
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
+  std::unique_ptr<Speculator> spec_;  // speculative decoding (config_.speculative); else nullptr
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
   // growth); its per-stretch scratch, reused.
   bool fast_forward_ok_ = false;

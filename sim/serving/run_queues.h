@@ -204,6 +204,14 @@ class RunQueues final : public PlanSteps {
     running_.push_back(&r);
   }
   int64_t next_run_seq_ = 0;
+  // Speculative decoding (run_queues_speculative.cc): r's decode in this step with the token
+  // budget `budget` left gets its drafts (r.spec_drafts) and the KV slots they and the lookahead
+  // need: returns the tokens r's KV must reach. Off (spec_k_ 0): one token, prompt + generated.
+  int64_t speculate(RequestState& r, int64_t budget) const;
+  int64_t spec_k_ = 0;          // num_speculative_tokens
+  int64_t spec_lookahead_ = 0;  // vLLM's num_lookahead_tokens
+  int64_t max_model_len_ = 0;
+  int64_t max_batched_tokens_ = 0;
   bool lazy_on_ = false;
   bool async_ = false;
   LazyDecodes lazy_;

@@ -11,7 +11,7 @@
 namespace kvsim {
 
 bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
-  int64_t budget = limits.max_num_batched_tokens - it.decode_seqs;
+  int64_t budget = limits.max_num_batched_tokens - it.decode_seqs - it.spec_tokens;
   for (const int64_t c : it.prefill_chunks) budget -= c;  // walk_running's chunks
   // long_prefill_token_threshold caps every prefill's chunk (vLLM: both loops of schedule()).
   const int64_t cap = limits.long_prefill_token_threshold > 0 ? limits.long_prefill_token_threshold
@@ -59,13 +59,13 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
         break;
       }
       RequestState* victim = preemption_victim();
-      const int64_t decoding = it.decode_seqs;
+      const int64_t decoding = it.decode_seqs + it.spec_tokens;
       preempt(*victim, it);
       // A decode preempted after its growth gives its token back to the budget, as vLLM's
       // token_budget += num_scheduled_tokens.pop(...).
       it.decode_seqs = lazy_on_ ? lazy_.size() : static_cast<int64_t>(it.decode.size());
       if (lazy_on_) it.decode_context = lazy_.attended_sum();
-      budget += decoding - it.decode_seqs;
+      budget += decoding - it.decode_seqs - it.spec_tokens;
       if (victim == &r) {
         stop = true;
         break;

@@ -52,6 +52,9 @@ struct IterationPlan {
   // Sum of the decoding sequences' attended KV tokens: their contexts, each capped at the model's
   // sliding window (ModelSpec::attended_tokens).
   int64_t decode_context = 0;
+  // Speculative decoding: the draft tokens the decodes verify (RequestState::spec_drafts summed),
+  // each one of the token budget beside the decode's own token.
+  int64_t spec_tokens = 0;
   // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
   // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running.
   int64_t running_prefills = -1;
@@ -71,6 +74,7 @@ struct IterationPlan {
     decode.clear();
     decode_seqs = 0;
     decode_context = 0;
+    spec_tokens = 0;
     running_prefills = -1;
     extra_seconds = 0;
     preempted = 0;
