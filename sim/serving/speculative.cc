@@ -27,6 +27,15 @@ ModelSpec one_layer_drafter(const ModelSpec& target, SpeculativeConfig::Method m
 
 }  // namespace
 
+ModelSpec model_with_drafter(const ModelSpec& target, const SpeculativeConfig& config,
+                             int pipeline_parallel) {
+  if (!config.one_layer_drafter() || pipeline_parallel > 1) return target;
+  ModelSpec m = target;
+  const int extra = m.layers++;  // its index: after the target's, outside every local group
+  if (m.moe() && config.method != SpeculativeConfig::Method::kMtp) m.dense_layers.push_back(extra);
+  return m;
+}
+
 Speculator::Speculator(const SpeculativeConfig& config, const LatencyModel& target)
     : config_(config) {
   if (!config_.one_layer_drafter()) return;

@@ -18,6 +18,16 @@
 
 namespace kvsim {
 
+// The model as the memory pool holds it with the drafter loaded: EAGLE, EAGLE-3 and MTP add one
+// decoder layer (its weights, and its KV in the same pool: vLLM's KV cache spec takes every
+// attention layer of the forward context, the drafter's included, so the pool's blocks are
+// shared by L + 1 layers). The extra layer is global (full attention) and dense for EAGLE (an
+// EAGLE head is a Llama layer), MoE for MTP. ngram adds nothing, nor does a pipeline-parallel
+// engine (the drafter runs on the last stage only: not modelled). The fc / eh_proj projection
+// and EAGLE-3's own draft-vocabulary LM head are left out.
+ModelSpec model_with_drafter(const ModelSpec& target, const SpeculativeConfig& config,
+                             int pipeline_parallel);
+
 class Speculator {
  public:
   // `target` is the replica's latency model (borrowed only while constructing): the drafter's is

@@ -119,16 +119,39 @@ TEST_CASE("EAGLE's lookahead slots: KV for context + k drafts + k lookahead, in 
   //   no speculation: 11 slots                   -> 1 block
   //   ngram, k = 3 (no lookahead): 11 + 3 = 14   -> 1 block
   //   eagle, k = 3: 11 + 3 + 3 lookahead = 17    -> 2 blocks
-  // llama-3-8b holds 32 layers x 2 x 8 KV heads x 128 x 2 B = 131,072 B a token: 2 MiB a block.
-  const auto peak_blocks = [](const std::string& spec) {
+  // llama-3-8b keeps 2 x 8 KV heads x 128 x 2 B = 4,096 B a token and layer: 32 layers, or 33
+  // with EAGLE's draft layer in the same pool (model_with_drafter).
+  const auto peak_blocks = [](const std::string& spec, int layers) {
     const RunResult r = run_yaml(scenario(spec, 1, 10, 2));
     const PolicySummary& p = r.policies.at(0);
     const double held = p.kv_pool_peak_occupancy * static_cast<double>(p.kv_pool_bytes);
-    return std::llround(held / (16.0 * 131072));
+    return held / (16.0 * 4096 * layers);
   };
-  CHECK(peak_blocks("") == 1);
-  CHECK(peak_blocks("{method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.5}") == 1);
-  CHECK(peak_blocks("{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.5}") == 2);
+  CHECK(peak_blocks("", 32) == Approx(1).epsilon(1e-12));
+  CHECK(peak_blocks("{method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.5}", 32) ==
+        Approx(1).epsilon(1e-12));
+  CHECK(peak_blocks("{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.5}", 33) ==
+        Approx(2).epsilon(1e-12));
+}
+
+TEST_CASE("EAGLE's draft layer: its weights and its KV in the pool", "[engine][speculative]") {
+  // One llama-3-8b decoder layer: q and o 4096 x 4096 each, k and v 4096 x 1024 each, the MLP
+  // 3 x 4096 x 14336, two norms of 4096: 218,112,000 parameters, 436,224,000 B in BF16. The
+  // pool's blocks hold 33 layers: 16 x 33 x 4,096 = 2,162,688 B a block. The memory left for KV
+  // shrinks by the layer's weights, so the pool does too, to within a block either way.
+  const auto run = [](const std::string& spec) { return run_yaml(scenario(spec, 1, 10, 2)).policies.at(0); };
+  const PolicySummary plain = run("");
+  const PolicySummary eagle = run("{method: eagle, num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  const PolicySummary ngram = run("{method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  const auto weights = [](const PolicySummary& p) {
+    return p.category_peaks_bytes[static_cast<size_t>(MemCategory::kWeights)];
+  };
+  CHECK(weights(eagle) - weights(plain) == 436224000);
+  CHECK(weights(ngram) == weights(plain));
+  CHECK(ngram.kv_pool_bytes == plain.kv_pool_bytes);
+  CHECK(eagle.kv_pool_bytes % 2162688 == 0);
+  CHECK(plain.kv_pool_bytes % (16 * 32 * 4096) == 0);
+  CHECK(std::abs(plain.kv_pool_bytes - eagle.kv_pool_bytes - 436224000) < 2162688 + 2097152);
 }
 
 TEST_CASE("a speculative step's time: the target verifies 1 + k tokens, the drafter runs k passes",
