@@ -231,15 +231,9 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
     // plans wait for the step before.
     if (r.generated >= r.spec.output_tokens) continue;
     int64_t target = r.prompt_tokens + r.generated;
-    if (spec_k_ > 0) {
-      // 1 + drafts tokens each: vLLM's running loop ends when the token budget is spent.
-      const int64_t budget =
-          max_batched_tokens_ - static_cast<int64_t>(it.decode.size()) - it.spec_tokens;
-      if (budget <= 0) {
-        it.running_walk_ended = true;
-        break;
-      }
-      target = speculate(r, budget);
+    if (spec_k_ > 0 && !speculate(r, it, target)) {
+      it.running_walk_ended = true;  // vLLM's running loop ends when the token budget is spent
+      break;
     }
     // The usual step stays inside the last block: no store call (deferred growth), and the
     // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).

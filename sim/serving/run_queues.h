@@ -204,10 +204,11 @@ class RunQueues final : public PlanSteps {
     running_.push_back(&r);
   }
   int64_t next_run_seq_ = 0;
-  // Speculative decoding (run_queues_speculative.cc): r's decode in this step with the token
-  // budget `budget` left gets its drafts (r.spec_drafts) and the KV slots they and the lookahead
-  // need: returns the tokens r's KV must reach. Off (spec_k_ 0): one token, prompt + generated.
-  int64_t speculate(RequestState& r, int64_t budget) const;
+  // Speculative decoding (run_queues_speculative.cc): r's decode in the plan `it` gets its
+  // drafts (r.spec_drafts) within the token budget the plan's decodes left, and `target` the
+  // tokens its KV must reach (its drafts' and the lookahead's slots too). False when no budget is
+  // left. Only with spec_k_ > 0 (otherwise a decode takes one token: prompt + generated).
+  bool speculate(RequestState& r, const IterationPlan& it, int64_t& target) const;
   int64_t spec_k_ = 0;          // num_speculative_tokens
   int64_t spec_lookahead_ = 0;  // vLLM's num_lookahead_tokens
   int64_t max_model_len_ = 0;

@@ -7,7 +7,11 @@
 
 namespace kvsim {
 
-int64_t RunQueues::speculate(RequestState& r, int64_t budget) const {
+bool RunQueues::speculate(RequestState& r, const IterationPlan& it, int64_t& target) const {
+  // Each decode already in the plan took 1 + its drafts.
+  const int64_t budget =
+      max_batched_tokens_ - static_cast<int64_t>(it.decode.size()) - it.spec_tokens;
+  if (budget <= 0) return false;
   const int64_t context = r.context_tokens();  // KV computed: context - 1; the last token is new
   // num_new_tokens = num_tokens_with_spec - num_computed_tokens = 1 + k, cut to the token budget
   // and so that no position passes max_model_len (max_model_len - 1 - num_computed_tokens).
@@ -20,7 +24,8 @@ int64_t RunQueues::speculate(RequestState& r, int64_t budget) const {
   // num_computed_tokens back in update_from_output): the KV held never shrinks here.
   int64_t slots = context + r.spec_drafts + spec_lookahead_;
   if (max_model_len_ > 0) slots = std::min(slots, max_model_len_);
-  return std::max(slots, context);
+  target = std::max(slots, context);
+  return true;
 }
 
 }  // namespace kvsim
