@@ -18,6 +18,7 @@
 // under the other two, by the same key as the waiting queue. Ties beyond arrival go by id.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -209,6 +210,14 @@ class RunQueues final : public PlanSteps {
   // tokens its KV must reach (its drafts' and the lookahead's slots too). False when no budget is
   // left. Only with spec_k_ > 0 (otherwise a decode takes one token: prompt + generated).
   bool speculate(RequestState& r, const IterationPlan& it, int64_t& target) const;
+  // The KV slots a running prefill's next chunk takes when its KV reaches `tokens`: with
+  // speculation vLLM also allocates the lookahead for a running request's chunk (not for a
+  // waiting request's first one), at most max_model_len.
+  int64_t prefill_slots(int64_t tokens) const {
+    if (spec_lookahead_ == 0) return tokens;
+    return max_model_len_ > 0 ? std::min(tokens + spec_lookahead_, max_model_len_)
+                              : tokens + spec_lookahead_;
+  }
   int64_t spec_k_ = 0;          // num_speculative_tokens
   int64_t spec_lookahead_ = 0;  // vLLM's num_lookahead_tokens
   int64_t max_model_len_ = 0;

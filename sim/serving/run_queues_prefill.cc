@@ -47,7 +47,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     while (true) {
       AllocResult a = AllocResult::success();
       if (!stalled(r, chunk_budget)) {
-        a = ledger_.ensure(r, r.prefilled + chunk);
+        a = ledger_.ensure(r, prefill_slots(r.prefilled + chunk));
         if (a) break;
         if (!preallocated_) {
           hooks_.oom(id, a);
@@ -165,7 +165,8 @@ bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_fre
   const PagedBlocks* paged = pool_.kv().paged();
   if (paged == nullptr) return false;
   const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-  return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks() + extra_free;
+  return paged->blocks_to_grow(r.spec.id, prefill_slots(r.prefilled + chunk)) >
+         paged->free_blocks() + extra_free;
 }
 
 int64_t RunQueues::full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
