@@ -90,7 +90,8 @@ double Speculator::draft_seconds(const BatchShape& shape) const {
 
 int64_t Speculator::tokens_gained(const RequestState& r, Recorder& recorder) const {
   const int64_t d = r.spec_drafts;
-  const int64_t a = d > 0 ? accepted_drafts(config_, r.spec.id, r.generated, d) : 0;
+  const int64_t a =
+      d > 0 ? accepted_drafts(config_, r.spec.id, r.generated, d, r.spec.acceptance_rate) : 0;
   if (d > 0) recorder.on_draft(d, a);
   const int64_t left = r.spec.output_tokens - r.generated;
   KVSIM_CHECK(left >= 1, "request {} decoded past its {} output tokens", r.spec.id,

@@ -74,11 +74,19 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
 }
 
 int64_t accepted_drafts(const SpeculativeConfig& c, int64_t request_id, int64_t step,
-                        int64_t drafts) {
+                        int64_t drafts, std::optional<double> request_rate) {
   const uint64_t h =
       mix(mix(mix(c.seed) ^ static_cast<uint64_t>(request_id)) ^ static_cast<uint64_t>(step));
   const double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // [0, 1)
   int64_t a = 0;
+  if (request_rate) {
+    double p = *request_rate;  // position a + 1's rate, multiplied as the parser multiplies
+    while (a < drafts && u < p) {
+      ++a;
+      p *= *request_rate;
+    }
+    return a;
+  }
   while (a < drafts && u < c.acceptance_per_position[static_cast<size_t>(a)]) ++a;
   return a;
 }

@@ -46,7 +46,9 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
 // `step`: one uniform draw u from (seed, request, step) by SplitMix64, and the accepted prefix is
 // the positions i with u < acceptance_per_position[i-1]. The rates being non-increasing, position
 // i is then accepted with exactly its rate, and only after i-1. Same inputs, same result.
+// `request_rate` (the request's own `acceptance_rate` trace column) replaces the rates with
+// request_rate^i.
 int64_t accepted_drafts(const SpeculativeConfig& c, int64_t request_id, int64_t step,
-                        int64_t drafts);
+                        int64_t drafts, std::optional<double> request_rate = std::nullopt);
 
 }  // namespace kvsim

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -283,4 +285,52 @@ policies: [{{name: p}}]
   const std::string k0 = err(
       "  speculative_config: {method: eagle, num_speculative_tokens: 0, acceptance_rate: 0.5}");
   CHECK_THAT(k0, Catch::Contains("bad.yaml:6:"));
+}
+
+TEST_CASE("a trace's acceptance_rate column sets one request's acceptance", "[engine][speculative]") {
+  // EAGLE k = 3 at the engine's rate 1, two requests of prompt 16 and output 9 (8 tokens after the
+  // prefill), 10 s apart so that they never share a step:
+  //   request 0, acceptance_rate 0 in its row: 1 token a step, 8 decode steps, 0 accepted
+  //   request 1, an empty cell (the engine's rate): 4 a step, ceil(8 / 4) = 2 steps, 6 accepted
+  // 10 drafts, 30 draft tokens, 6 accepted; 16 output tokens in 10 decode steps.
+  const std::filesystem::path dir = kvsim::test::fresh_dir("spec-trace");
+  {
+    std::ofstream f(dir / "trace.csv");
+    f << "arrival_s,prompt_tokens,output_tokens,acceptance_rate\n0,16,9,0\n10,16,9,\n";
+  }
+  const std::string yaml = fmt::format(R"(
+name: spec-trace
+model: llama-3-8b
+gpu: a100-sxm4-80gb
+engine: {{max_model_len: 4096, kv: {{type: paged, block_size: 16}},
+         speculative_config: {{method: eagle, num_speculative_tokens: 3, acceptance_rate: 1.0}}}}
+workload: {{trace: {{path: '{}', format: normalized}}}}
+policies: [{{name: p}}]
+)",
+                                       (dir / "trace.csv").string());
+  const PolicySummary p = run_yaml(yaml).policies.at(0);
+  CHECK(count(p, Outcome::kCompleted) == 2);
+  const SpecDecodeStats& s = *p.speculative;
+  CHECK(s.drafts == 10);
+  CHECK(s.draft_tokens == 30);
+  CHECK(s.accepted_tokens == 6);
+  CHECK(s.decode_steps == 10);
+  CHECK(s.decode_tokens == 16);
+  // A rate outside [0, 1] is the row's error, at its line.
+  {
+    std::ofstream f(dir / "bad.csv");
+    f << "arrival_s,prompt_tokens,output_tokens,acceptance_rate\n0,16,9,1.5\n";
+  }
+  std::string bad = yaml;
+  bad.replace(bad.find("trace.csv"), 9, "bad.csv");
+  const std::string err = prepare_error(bad) + [&] {
+    try {
+      run_yaml(bad);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  CHECK_THAT(err, Catch::Contains("bad.csv:2: acceptance_rate: expected a number from 0 to 1"));
+  std::filesystem::remove_all(dir);
 }
