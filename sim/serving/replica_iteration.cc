@@ -92,8 +92,8 @@ void Replica::start_iteration() {
     }
     int64_t sum = 0;
     for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
-    KVSIM_CHECK(spec_ || sum == decode_context, "decode context {} != tracked {}", sum,
-                decode_context);
+    KVSIM_CHECK(sum == it.decode_context, "decode context {} != tracked {}", sum,
+                it.decode_context);
   }
   shape.decode_context_tokens = decode_context;
   if (AllocResult a = pool_.reserve_activations(chunks, shape.decode_seqs, decode_context); !a) {
