@@ -44,6 +44,11 @@ struct RequestState {
   // Speculative decoding: the draft tokens its decode in the planned step verifies (0: a plain
   // decode; set by RunQueues::grow_decodes, read at that step's end).
   int64_t spec_drafts = 0;
+  // Async scheduling with speculation: the tokens it gained at the end of the step just ended
+  // and the drafts that step verified (0, 0 when it gained nothing there): vLLM plans the next
+  // step before that output, counting all the step's tokens as computed (placeholders).
+  int64_t spec_last_gain = 0;
+  int64_t spec_last_drafts = 0;
   Phase phase = Phase::kGuardQueue;
   Outcome outcome = Outcome::kNone;
   bool truncated = false;

@@ -45,17 +45,9 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
       spec.fail("speculative decoding with long_prefill_token_threshold is not modelled (the walk "
                 "over running requests in running order schedules one token per decode)");
     }
-    // vLLM's AsyncScheduler runs EAGLE/MTP/ngram drafts with output placeholders (1 + k per
-    // decode, async_scheduler.py); kvsim models the synchronous schedule only, so an unset
-    // async_scheduling resolves to off here.
-    if (async && *async) {
-      e.peek("async_scheduling")->fail(
-          "async_scheduling with speculative decoding (vLLM's placeholders for 1 + k tokens a "
-          "step) is not modelled; set async_scheduling: false or drop speculative_config");
-    }
   }
   if (c.scheduler == "continuous") {
-    c.async_scheduling = async.value_or(!c.speculative.has_value());
+    c.async_scheduling = async.value_or(true);
   } else {
     if (async && *async) {
       e.peek("async_scheduling")->fail(fmt::format(

@@ -81,8 +81,7 @@ struct EngineConfig {
   bool fast_forward = true;
   // Speculative decoding (`speculative_config:`, vLLM's --speculative-config; sim/serving/
   // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
-  // scheduler, planning synchronously (async_scheduling off), without
-  // long_prefill_token_threshold; the fast-forward is off with it.
+  // scheduler, without long_prefill_token_threshold; the fast-forward is off with it.
   std::optional<SpeculativeConfig> speculative;
 };
 

@@ -124,17 +124,19 @@ void Replica::start_iteration() {
     const double draft = spec_ && clock_ == nullptr ? spec_->draft_seconds(shape) : 0;
     duration = std::max<SimTime>(1, seconds_to_sim(seconds + draft + it.extra_seconds));
     if (config_.step_time && clock_ == nullptr) {
-      int64_t tokens = it.decode_seqs + it.spec_tokens;
+      int64_t tokens = it.decode_seqs + it.spec_tokens + it.finished_tokens();
       for (const int64_t c : it.prefill_chunks) tokens += c;
-      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
+      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) +
+                           it.decode_seqs;
       duration = config_.step_time->duration(tokens, seqs) + seconds_to_sim(it.extra_seconds);
     }
     flops = flops_to_fixed(cost.flops);
   }
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
-  recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs,
-                     prefill_tokens + it.decode_seqs + it.spec_tokens, duration, flops);
+  recorder_.on_batch(
+      static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) + it.decode_seqs,
+      prefill_tokens + it.decode_seqs + it.spec_tokens + it.finished_tokens(), duration, flops);
   busy_ = true;
   iteration_start_ = events_.now();
   std::swap(in_flight_, planning_);
@@ -167,6 +169,10 @@ double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
                         .new_tokens = 1 + r->spec_drafts,
                         .emits_token = true});
   }
+  for (const IterationPlan::Finished& f : it.finished_in_flight) {
+    b.decode.push_back(
+        {.request_id = f.id, .kv_before = f.kv_before, .new_tokens = f.tokens, .emits_token = true});
+  }
   b.start_s = sim_to_seconds(events_.now());
   b.shape = &shape;
   b.modeled = &cost;
@@ -188,6 +194,7 @@ void Replica::end_iteration() {
   std::vector<int64_t>& lazy_done = lazy_done_scratch_;
   lazy_done.clear();
   if (queues_.lazy()) queues_.commit_lazy(it, lazy_done);
+  if (spec_) spec_->begin_step_end(requests_);
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     auto f = requests_.find(it.prefill_ids[i]);
     if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
@@ -196,6 +203,7 @@ void Replica::end_iteration() {
     observe(RequestEventKind::kPrefillChunk, r, {}, it.prefill_chunks[i]);
     if (r.prefilled < r.prefill_target) continue;
     ++r.generated;  // the prefill's token; decoding() from now on
+    if (spec_) spec_->prefill_gained(r);
     if (r.first_token_at < 0) r.first_token_at = now;
     const bool finished = r.generated >= r.spec.output_tokens;
     if (finished) done.push_back(r.spec.id);

@@ -229,7 +229,7 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
     // Async scheduling: its last token is in flight (it finishes when that step's output comes;
     // vLLM's schedule() skips a request whose placeholders reach max_tokens). Never the case when
     // plans wait for the step before.
-    if (r.generated >= r.spec.output_tokens) continue;
+    if (spec_k_ > 0 ? !spec_due(r) : r.generated >= r.spec.output_tokens) continue;
     int64_t target = r.prompt_tokens + r.generated;
     if (spec_k_ > 0 && !speculate(r, it, target)) {
       it.running_walk_ended = true;  // vLLM's running loop ends when the token budget is spent

@@ -210,6 +210,19 @@ class RunQueues final : public PlanSteps {
   // tokens its KV must reach (its drafts' and the lookahead's slots too). False when no budget is
   // left. Only with spec_k_ > 0 (otherwise a decode takes one token: prompt + generated).
   bool speculate(RequestState& r, const IterationPlan& it, int64_t& target) const;
+  // Whether the decode `r` is scheduled this step with speculation. Under async scheduling vLLM
+  // plans before the step just ended has given its output: it skips r only when the tokens
+  // known before that step and the one token it surely gave reach the output length, and
+  // schedules it otherwise, even when that step's accepted drafts finished it.
+  bool spec_due(const RequestState& r) const;
+
+ public:
+  // Async scheduling with speculation: the decodes of `it` among `finishing` (requests the step
+  // just ended finished, which the plan scheduled as vLLM does) leave it for
+  // it.finished_in_flight, their shape only: they finish before the step runs.
+  void detach_finished(IterationPlan& it, const std::vector<int64_t>& finishing);
+
+ private:
   // The KV slots a running prefill's next chunk takes when its KV reaches `tokens`: with
   // speculation vLLM also allocates the lookahead for a running request's chunk (not for a
   // waiting request's first one), at most max_model_len.

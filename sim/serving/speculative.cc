@@ -60,6 +60,15 @@ void Speculator::verification_shape(const IterationPlan& it, const ModelSpec& mo
     shape.prefill.push_back({.tokens = 1 + d, .context_tokens = context - 1, .emits_token = true});
     chunks.push_back({.query_tokens = 1 + d, .context_tokens = context + d});
   }
+  for (const IterationPlan::Finished& f : it.finished_in_flight) {
+    if (f.tokens == 1) {
+      ++plain;
+      plain_context += model.attended_tokens(f.kv_before + 1);
+      continue;
+    }
+    shape.prefill.push_back({.tokens = f.tokens, .context_tokens = f.kv_before, .emits_token = true});
+    chunks.push_back({.query_tokens = f.tokens, .context_tokens = f.kv_before + f.tokens});
+  }
   shape.decode_seqs = plain;
   shape.decode_context_tokens = plain_context;
 }
@@ -88,7 +97,23 @@ double Speculator::draft_seconds(const BatchShape& shape) const {
   return s;
 }
 
-int64_t Speculator::tokens_gained(const RequestState& r, Recorder& recorder) const {
+void Speculator::begin_step_end(std::unordered_map<int64_t, RequestState>& requests) {
+  for (const int64_t id : gained_) {
+    if (auto f = requests.find(id); f != requests.end()) {
+      f->second.spec_last_gain = 0;
+      f->second.spec_last_drafts = 0;
+    }
+  }
+  gained_.clear();
+}
+
+void Speculator::prefill_gained(RequestState& r) {
+  r.spec_last_gain = 1;
+  r.spec_last_drafts = 0;
+  gained_.push_back(r.spec.id);
+}
+
+int64_t Speculator::tokens_gained(RequestState& r, Recorder& recorder) {
   const int64_t d = r.spec_drafts;
   const int64_t a =
       d > 0 ? accepted_drafts(config_, r.spec.id, r.generated, d, r.spec.acceptance_rate) : 0;
@@ -98,6 +123,9 @@ int64_t Speculator::tokens_gained(const RequestState& r, Recorder& recorder) con
               r.spec.output_tokens);
   const int64_t gained = std::min(1 + a, left);
   recorder.on_decode_tokens(gained);
+  r.spec_last_gain = gained;
+  r.spec_last_drafts = d;
+  gained_.push_back(r.spec.id);
   return gained;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "models/latency/latency_model.h"
@@ -52,11 +53,18 @@ class Speculator {
   // The end of a step for the decode `r` that ran with r.spec_drafts drafts: how many tokens it
   // gains (1 + the accepted drafts, at most what its output has left, as vLLM stops a request at
   // max_tokens inside a step's tokens), with the drafts and their acceptance told to `recorder`.
-  int64_t tokens_gained(const RequestState& r, Recorder& recorder) const;
+  // Also r's spec_last_gain / spec_last_drafts (what async scheduling's next plan reads).
+  int64_t tokens_gained(RequestState& r, Recorder& recorder);
+  // The end of a step whose prefill gave `r` its first token: its spec_last_gain is 1.
+  void prefill_gained(RequestState& r);
+  // At a step's end, before its gains: the requests that gained in the step before gained
+  // nothing in this one unless it says so again (their spec_last_gain back to 0).
+  void begin_step_end(std::unordered_map<int64_t, RequestState>& requests);
 
  private:
   SpeculativeConfig config_;
   std::unique_ptr<LatencyModel> draft_;  // the one-layer drafter; nullptr for ngram
+  std::vector<int64_t> gained_;          // the requests whose spec_last_gain is set
 };
 
 }  // namespace kvsim

@@ -93,16 +93,16 @@ TEST_CASE("speculation at acceptance 0: one token a step, each step still 1 + k 
 TEST_CASE("n decodes with k drafts take n (k + 1) tokens of the budget; the budget cuts drafts",
           "[engine][speculative]") {
   // max_num_batched_tokens 6, k = 3, acceptance 0, chunked prefill; two requests of prompt 2 and
-  // output 4, the second arriving while the first's prefill runs (1 ms apart).
+  // output 4, the second arriving while the first's prefill runs (1 ms apart). Synchronous:
   //   step 1: r0 prefills 2                                       -> 2 tokens; r0 has 1
   //   step 2: r0 decodes 1 + 3 (budget 6 -> 2); r1 prefills 2     -> 6; r0 2, r1 1
   //   step 3: r0 1 + 3 (-> 2); r1 min(4, 2) = 1 + 1 draft        -> 6; r0 3, r1 2
   //   step 4: the same                                            -> 6; r0 4 (done), r1 3
   //   step 5: r1 1 + 3                                            -> 4; r1 4 (done)
   // 5 iterations, 24 tokens; drafts: 3 | 3 + 1 | 3 + 1 | 3 = 6 drafts, 14 draft tokens.
-  const RunResult r = run_yaml(scenario(
-      "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.0}", 2, 2, 4,
-      ", chunked_prefill: true, max_num_batched_tokens: 6, max_num_seqs: 4"));
+  const std::string spec = "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.0}";
+  const std::string engine = ", chunked_prefill: true, max_num_batched_tokens: 6, max_num_seqs: 4";
+  const RunResult r = run_yaml(scenario(spec, 2, 2, 4, engine + ", async_scheduling: false"));
   const PolicySummary& p = r.policies.at(0);
   CHECK(count(p, Outcome::kCompleted) == 2);
   CHECK(p.batch.iterations == 5);
@@ -113,6 +113,47 @@ TEST_CASE("n decodes with k drafts take n (k + 1) tokens of the budget; the budg
   CHECK(s.draft_tokens == 14);
   CHECK(s.decode_steps == 6);
   CHECK(s.decode_tokens == 6);
+  // Async (the default): step N+1 is planned before N's output, so r1, arriving during step 1,
+  // joins at step 3, and a decode is skipped only once the tokens before the step in flight
+  // and that step's sure token reach its output (vLLM: num_computed_tokens + 2 -
+  // num_output_placeholders >= prompt + max_tokens):
+  //   step 1: r0 prefills 2                                      -> 2; r0 has 1
+  //   step 2: r0 1 + 3                                           -> 4; r0 2
+  //   step 3: r0 1 + 3 (budget -> 2); r1 prefills 2              -> 6; r0 3, r1 1
+  //   step 4: r0 1 + 3 (2 + 1 < 4); r1 min(4, 2) = 1 + 1         -> 6; r0 4 (done), r1 2
+  //   step 5: r0 skipped (3 + 1 >= 4); r1 1 + 3                  -> 4; r1 3
+  //   step 6: r1 1 + 3                                           -> 4; r1 4 (done)
+  // 6 iterations, 26 tokens; 6 drafts of 3 + 3 + 3 + 1 + 3 + 3 = 16 draft tokens.
+  const PolicySummary a = run_yaml(scenario(spec, 2, 2, 4, engine)).policies.at(0);
+  CHECK(count(a, Outcome::kCompleted) == 2);
+  CHECK(a.batch.iterations == 6);
+  CHECK(batch_token_sum(a) == Approx(26).epsilon(1e-12));
+  CHECK(a.speculative->drafts == 6);
+  CHECK(a.speculative->draft_tokens == 16);
+}
+
+TEST_CASE("async speculation: a request its accepted drafts finished still runs one more step",
+          "[engine][speculative]") {
+  // Async scheduling plans step N+1 before N's output (vLLM's AsyncScheduler, placeholders for
+  // 1 + k tokens): a request whose accepted drafts in N finish it is scheduled in N+1 all the
+  // same, and finishes when N's output comes, before N+1 runs. One request, prompt 16, output 5,
+  // k = 3 at acceptance 1:
+  //   step 1: the prefill                                        -> 1 token
+  //   step 2: 1 + 3, all accepted                                -> 5 tokens: finished
+  //   sync:  nothing more: 2 iterations, 16 + 4 batch tokens
+  //   async: step 3 was planned before step 2's output: the tokens before step 2 (1) and its
+  //          sure token make 2 < 5 (vLLM: num_computed_tokens + 2 - num_output_placeholders =
+  //          20 + 2 - 4 < 16 + 5), so it runs 1 + 3 more: 3 iterations, 16 + 4 + 4 tokens.
+  // The request ends at step 2's end either way.
+  const std::string spec = "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 1.0}";
+  const PolicySummary a = run_yaml(scenario(spec, 1, 16, 5)).policies.at(0);
+  const PolicySummary s = run_yaml(scenario(spec, 1, 16, 5, ", async_scheduling: false")).policies.at(0);
+  CHECK(s.batch.iterations == 2);
+  CHECK(a.batch.iterations == 3);
+  CHECK(batch_token_sum(s) == Approx(16 + 4).epsilon(1e-12));
+  CHECK(batch_token_sum(a) == Approx(16 + 4 + 4).epsilon(1e-12));
+  CHECK(a.duration_s == s.duration_s);
+  CHECK(a.e2e.p50 == s.e2e.p50);
 }
 
 TEST_CASE("EAGLE's lookahead slots: KV for context + k drafts + k lookahead, in blocks",
@@ -272,11 +313,9 @@ policies: [{{name: p}}]
       "acceptance_rate: 0.5}");
   CHECK_THAT(draft, Catch::Contains("bad.yaml:6:32"));
   CHECK_THAT(draft, Catch::Contains("draft_model"));
-  const std::string async = err(
-      "  async_scheduling: true\n"
-      "  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");
-  CHECK_THAT(async, Catch::Contains("bad.yaml:6:21"));
-  CHECK_THAT(async, Catch::Contains("async_scheduling with speculative decoding"));
+  const std::string rate = err(
+      "  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 1.5}");
+  CHECK_THAT(rate, Catch::Contains("bad.yaml:6:83"));
   const std::string stat = err(
       "  scheduler: static\n"
       "  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");

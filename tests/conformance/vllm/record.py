@@ -28,10 +28,10 @@ arrival. Async (EngineCore.step_with_batch_queue with a batch
 queue of 2, vLLM's AsyncScheduler): the next batch is scheduled when the current one starts on
 the GPU, before its output is applied (see run_async). Requests are
 SamplingParams(max_tokens=output_tokens, ignore_eos=True); each request samples its own token
-id, so no two requests' generated blocks are equal. With engine.speculative_config (synchronous
-only) the scheduler gets vLLM's SpeculativeConfig fields it reads, a decode that verified d drafts
-samples 1 + a tokens, a drawn as kvsim draws it (accepted_drafts below), and after each step the
-scheduler gets k drafts for every request run (update_draft_token_ids, as EngineCore.post_step).
+id, so no two requests' generated blocks are equal. With engine.speculative_config the scheduler gets vLLM's SpeculativeConfig fields it reads, a decode that verified d drafts
+samples 1 + a tokens, a drawn as kvsim draws it (accepted_drafts below) when the output is applied,
+and, synchronously, after each step the scheduler gets k drafts for every request run
+(update_draft_token_ids, as EngineCore.post_step; AsyncScheduler gives them placeholders itself).
 
 A step's line: {"step", "t_ns" (its start), "run": [[id, tokens], ...] in vLLM's scheduled
 order, "preempted": [ids, sorted]}. Ids are trace row numbers from 0 (kvsim's request ids).
@@ -165,7 +165,7 @@ def make_cases():
     cases["long-prefill-threshold-async"] = (
         _engine(1200, 1024, seqs=64, long_prefill_token_threshold=256, async_scheduling=True),
         cases["long-among-chat"][1])
-    # Speculative decoding (synchronous only: kvsim refuses it with async scheduling). Each
+    # Speculative decoding, synchronous and under AsyncScheduler (placeholders for 1 + k). Each
     # decode schedules 1 + k tokens; the stand-in model runner accepts drafts by kvsim's draw
     # (accepted_drafts, SplitMix64 over seed, request id and its output tokens so far), so both
     # sides accept the same drafts.
@@ -178,10 +178,18 @@ def make_cases():
     cases["spec-eagle-tight"] = (_engine(200, 512, speculative_config=eagle), tight)
     cases["spec-eagle-long"] = (_engine(700, 1024, seqs=64, speculative_config=eagle),
                                 cases["long-among-chat"][1])
+    cases["spec-eagle-async"] = (_engine(3000, 256, seqs=128, speculative_config=eagle,
+                                         async_scheduling=True), cases["spec-eagle"][1])
+    cases["spec-eagle-tight-async"] = (_engine(200, 512, speculative_config=eagle,
+                                               async_scheduling=True), tight)
+    cases["spec-eagle-long-async"] = (_engine(700, 1024, seqs=64, speculative_config=eagle,
+                                              async_scheduling=True), cases["long-among-chat"][1])
     cases["spec-ngram"] = (_engine(500, 1024, seqs=48, speculative_config={
         "method": "ngram", "num_speculative_tokens": 5,
         "acceptance_per_position": [0.5, 0.25, 0.125, 0.0625, 0.03125], "seed": 3}),
         cases["bursts"][1])
+    cases["spec-ngram-async"] = (dict(cases["spec-ngram"][0], async_scheduling=True),
+                                 cases["bursts"][1])
     return cases
 
 
@@ -399,13 +407,8 @@ class Engine:
         ids = list(out.num_scheduled_tokens)
         sampled = [[] if self.sched.requests[i].is_prefill_chunk else [(1 << 19) + int(i)]
                    for i in ids]
-        if self.spec:  # the bonus token after the accepted drafts (rejection sampling's output)
-            for k, i in enumerate(ids):
-                drafts = len(out.scheduled_spec_decode_tokens.get(i, ()))
-                if sampled[k] and drafts:
-                    req = self.sched.requests[i]
-                    a = accepted_drafts(self.spec, int(i), req.num_output_tokens, drafts)
-                    sampled[k] = [(1 << 19) + int(i)] * (1 + a)
+        if self.spec and not self.async_:
+            self.accept(out, sampled)
         mro = self.Output(req_ids=ids, req_id_to_index={i: k for k, i in enumerate(ids)},
                           sampled_token_ids=sampled)
         run = [[int(i), int(out.num_scheduled_tokens[i])] for i in ids]
@@ -415,6 +418,17 @@ class Engine:
                "preempted": sorted(int(i) for i in set(out.preempted_req_ids) | self.carry)}
         self.carry = set()
         return rec, mro, max(dur, 1)
+
+    def accept(self, out, sampled):
+        """The bonus token after the accepted drafts (rejection sampling's output), drawn from the
+        request's output tokens so far when the step's output is applied (async: after the next
+        batch was scheduled)."""
+        for k, i in enumerate(out.num_scheduled_tokens):
+            drafts = len(out.scheduled_spec_decode_tokens.get(i, ()))
+            req = self.sched.requests.get(i)
+            if sampled[k] and drafts and req is not None:
+                a = accepted_drafts(self.spec, int(i), req.num_output_tokens, drafts)
+                sampled[k] = [(1 << 19) + int(i)] * (1 + a)
 
     def empty_output(self):
         return self.Output(req_ids=[], req_id_to_index={})
@@ -484,6 +498,8 @@ class Engine:
                     self.carry |= set(out.preempted_req_ids)  # shown with the next step
                     queue.appendleft((None, out, self.empty_output(), now))
             rec, out, mro, end = queue.pop()
+            if self.spec and mro.sampled_token_ids:
+                self.accept(out, mro.sampled_token_ids)
             self.sched.update_from_output(out, mro)
             if rec is not None:
                 now = max(now, end)
@@ -497,8 +513,6 @@ class Engine:
 
 def record(case_dir, src, command):
     e = Engine(src, case_dir)
-    if e.spec and e.async_:
-        raise SystemExit(f"{case_dir}: speculative decoding is recorded synchronously only")
     e.run_async() if e.async_ else e.run_sync()
     short = [r["id"] for r in e.rows if e.reqs.get(r["id"]) is None
              or e.reqs[r["id"]].num_output_tokens != r["output"]]
