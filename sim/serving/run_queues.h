@@ -155,6 +155,10 @@ class RunQueues final : public PlanSteps {
   bool has_held() const { return !held_.empty(); }
   // Async scheduling: a preempted decode's newest full block is not cached (preempt()).
   void set_async(bool on) { async_ = on; }
+  // Async scheduling with speculation (run_queues_speculative.cc): the decodes of `it` among
+  // `finishing` (requests the step just ended finished, which the plan scheduled as vLLM's does)
+  // leave it for it.finished_in_flight, their shape only: they finish before the step runs.
+  void detach_finished(IterationPlan& it, const std::vector<int64_t>& finishing);
   // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
   // Requires: running requests settled (no window open).
   void check() const;
@@ -216,13 +220,6 @@ class RunQueues final : public PlanSteps {
   // schedules it otherwise, even when that step's accepted drafts finished it.
   bool spec_due(const RequestState& r) const;
 
- public:
-  // Async scheduling with speculation: the decodes of `it` among `finishing` (requests the step
-  // just ended finished, which the plan scheduled as vLLM does) leave it for
-  // it.finished_in_flight, their shape only: they finish before the step runs.
-  void detach_finished(IterationPlan& it, const std::vector<int64_t>& finishing);
-
- private:
   // The KV slots a running prefill's next chunk takes when its KV reaches `tokens`: with
   // speculation vLLM also allocates the lookahead for a running request's chunk (not for a
   // waiting request's first one), at most max_model_len.
