@@ -292,6 +292,11 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
   const bool prefix = std::any_of(policies.begin(), policies.end(),
                                   [](const PolicySummary& p) { return p.prefix_caching; });
   if (prefix) header.emplace_back("prefix hit");
+  // The mean acceptance length (tokens a decode step with drafts) only when some policy
+  // speculates.
+  const bool spec = std::any_of(policies.begin(), policies.end(),
+                                [](const PolicySummary& p) { return p.speculative.has_value(); });
+  if (spec) header.emplace_back("accept len");
   cli::TextTable t(header);
   for (const PolicySummary& p : policies) {
     auto n = [&](Outcome o) { return std::to_string(p.outcomes[outcome_index(o)]); };
@@ -308,6 +313,10 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
         p.slo ? fmt::format("{:.1f}%", 100 * p.slo_attainment) : "-"};
     if (prefix) {
       row.push_back(p.prefix_caching ? fmt::format("{:.1f}%", 100 * p.prefix_hit_rate) : "-");
+    }
+    if (spec) {
+      row.push_back(p.speculative ? fmt::format("{:.2f}", p.speculative->mean_acceptance_length())
+                                  : "-");
     }
     t.add_row(row);
   }
