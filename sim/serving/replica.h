@@ -132,7 +132,7 @@ class Replica {
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
   // Right after an iteration ended: runs the decode-only iterations that would follow before
-  // anything else happens, in closed form (replica_fast_forward.cc), and moves the clock to the
+  // anything else happens, in closed form (sim/serving/fast_forward/stretch.cc), and moves the clock to the
   // end of the last one. Runs none when the next iteration is not such a one.
   void fast_forward();
   // One stretch; true when it ended with a step that completed requests (another may follow).
@@ -147,7 +147,7 @@ class Replica {
   int64_t fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step);
   // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
   void sample_at(SimTime t, const MemorySnapshot& s);
-  // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
+  // The decode aggregate (sim/serving/fast_forward/lazy_decodes.h) is on in fast-forward mode unless checking
   // mode, an observer of every iteration or a clock reads every request at every step. Set
   // before any request.
   void update_lazy() {

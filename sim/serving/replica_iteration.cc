@@ -105,7 +105,7 @@ void Replica::start_iteration() {
   Int128 flops = 0;
   if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
-    // stretches also use (replica_fast_forward.cc).
+    // stretches also use (sim/serving/fast_forward/stretch.cc).
     const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
     duration = f.duration_ns(decode_context);
     flops = f.flops_fixed(decode_context);

@@ -30,7 +30,7 @@
 #include "sim/guards/guard.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/serving/lazy_decodes.h"
+#include "sim/serving/fast_forward/lazy_decodes.h"
 #include "sim/request/outcome.h"
 #include "sim/serving/scheduler.h"
 
