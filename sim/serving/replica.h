@@ -131,6 +131,19 @@ class Replica {
   void release_finishing();
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
+  // The step functions an iteration's start and end are made of, called by stepping
+  // (start_iteration, end_iteration) and by the fast-forward's steps alike, so that both make the
+  // same calls in the same order. record_start: the state at its start `t` (activations
+  // reserved) and its batch (`seqs` sequences, `tokens` tokens, lasting `duration`). hand_over:
+  // `plan` becomes the iteration in flight, started now, ending after `duration`.
+  // close_iteration: its end is counted (`closed_form`: a fast-forward step) and its activations
+  // released. complete: the requests whose last token it made finish (async scheduling: after
+  // the next plan).
+  void record_start(SimTime t, const MemorySnapshot& start, int64_t seqs, int64_t tokens,
+                    SimTime duration, Int128 flops);
+  void hand_over(IterationPlan& plan, SimTime duration);
+  void close_iteration(bool closed_form);
+  void complete(const std::vector<int64_t>& done);
   // Right after an iteration ended: runs the decode-only iterations that would follow before
   // anything else happens, in closed form (sim/serving/fast_forward/stretch.cc), and moves the clock to the
   // end of the last one. Runs none when the next iteration is not such a one.

@@ -98,9 +98,9 @@ void Replica::start_iteration() {
   if (check_) {
     // The checks compare the store's per-request figures with its totals: settle first.
     for (RequestState* r : queues_.running()) ledger_.settle(*r);
+    check();
   }
-  recorder_.on_state(events_.now(), pool_.snapshot());
-  if (check_) check();
+  // (Nothing below changes the pool or the recorder before record_start.)
   SimTime duration = 0;
   Int128 flops = 0;
   if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0) {
@@ -124,12 +124,41 @@ void Replica::start_iteration() {
   }
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
-  recorder_.on_batch(static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
-                     prefill_tokens + shape.decode_seqs, duration, flops);
+  record_start(events_.now(), pool_.snapshot(), static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
+               prefill_tokens + shape.decode_seqs, duration, flops);
+  hand_over(planning_, duration);
+}
+
+void Replica::record_start(SimTime t, const MemorySnapshot& start, int64_t seqs, int64_t tokens,
+                           SimTime duration, Int128 flops) {
+  recorder_.on_state(t, start);
+  recorder_.on_batch(seqs, tokens, duration, flops);
+}
+
+void Replica::hand_over(IterationPlan& plan, SimTime duration) {
   busy_ = true;
   iteration_start_ = events_.now();
-  std::swap(in_flight_, planning_);
+  std::swap(in_flight_, plan);
   events_.schedule(duration, [this] { end_iteration(); });
+}
+
+void Replica::close_iteration(bool closed_form) {
+  if (closed_form) {
+    recorder_.on_fast_forward_iteration();
+  } else {
+    recorder_.on_iteration();
+  }
+  pool_.release_activations();
+}
+
+void Replica::complete(const std::vector<int64_t>& done) {
+  for (const int64_t id : done) {
+    if (async_) {
+      hold_finishing(id);  // they finish after the next plan
+    } else {
+      finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+    }
+  }
 }
 
 DecodeStepFixed Replica::decode_step_fixed(int64_t n, int block_tokens) const {
@@ -169,8 +198,7 @@ double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
 void Replica::end_iteration() {
   const IterationPlan& it = in_flight_;
   busy_ = false;
-  recorder_.on_iteration();
-  pool_.release_activations();
+  close_iteration(false);
   const SimTime now = events_.now();
   std::vector<int64_t>& done = done_scratch_;
   done.clear();
@@ -202,13 +230,7 @@ void Replica::end_iteration() {
       if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
     }
   }
-  for (int64_t id : done) {
-    if (async_) {
-      hold_finishing(id);
-    } else {
-      finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
-    }
-  }
+  complete(done);
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
   if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());

@@ -94,36 +94,26 @@ bool Replica::fast_forward_stretch() {
     KVSIM_CHECK(planned && ff_plan_.decode_seqs == n,
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
     const MemorySnapshot start = pool_.snapshot();
-    recorder_.on_state(t, start);
-    recorder_.on_batch(n, n, end - t, step.flops_fixed(context));  // start_iteration's record of a decode step
+    // start_iteration's record of a decode step.
+    record_start(t, start, n, n, duration, step.flops_fixed(context));
     if (in_flight) {
       // start_iteration's hand-over: end_iteration commits it when its end event runs.
       if (t > t0) events_.advance_to(t);
-      busy_ = true;
-      iteration_start_ = t;
-      std::swap(in_flight_, ff_plan_);
-      events_.schedule(duration, [this] { end_iteration(); });
+      hand_over(ff_plan_, duration);
       return false;
     }
-    // The iteration's end.
+    // The iteration's end, as end_iteration's.
     iteration_start_ = t;  // (async scheduling: the next plan's cutoff)
     t = end;
-    recorder_.on_fast_forward_iteration();
-    pool_.release_activations();
+    close_iteration(true);
     done_scratch_.clear();
     if (completes) {
-      // end_iteration's order: the step is counted, its requests finish at its end, then the
-      // state is recorded.
+      // end_iteration's order: the step is counted, its requests finish at its end (after the
+      // next plan, an ordinary iteration, under async scheduling), then the state is recorded.
       events_.advance_to(t);
       queues_.commit_lazy(ff_plan_, done_scratch_);
       KVSIM_CHECK(!done_scratch_.empty(), "fast-forward: the completing step completed nothing");
-      for (const int64_t id : done_scratch_) {
-        if (async_) {
-          hold_finishing(id);  // they finish after the next plan, an ordinary iteration
-        } else {
-          finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
-        }
-      }
+      complete(done_scratch_);
       recorder_.on_state(t, pool_.snapshot());
       return !async_;  // a new stretch may follow
     }
