@@ -89,7 +89,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
   queues_.set_async(async_);
   fast_forward_ok_ = config_.fast_forward &&
-                     scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
+                     scheduler_->closed_form_periods() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.

@@ -150,9 +150,10 @@ class Replica {
   void fast_forward();
   // One stretch; true when it ended with a step that completed requests (another may follow).
   bool fast_forward_stretch();
-  // Whether, as the scheduler admits (Scheduler::DecodeStretches), no plan of a stretch with
-  // `decoding` decoding requests can admit or continue a prefill.
-  bool stretch_admits_nothing(int64_t decoding) const;
+  // Whether, as the scheduler says (Scheduler::admits_nothing), no plan of a stretch with
+  // `decoding` decoding requests can admit or continue a prefill (`walk_frees`: blocks its decode
+  // walk frees).
+  bool stretch_admits_nothing(int64_t decoding, int64_t walk_frees) const;
   bool due_frees_keep_blocked(const std::vector<RequestState*>& due) const;
   // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
   // ran (0: none; the stretch's next step runs one by one). When it took samples in line,

@@ -130,7 +130,7 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
   fs::remove_all(base);
 }
 
-// Static batching and vllm_v0 fast-forward too (Scheduler::DecodeStretches): a static batch
+// Static batching and vllm_v0 fast-forward too (Scheduler::admits_nothing): a static batch
 // decodes to its end admitting nothing, and vllm_v0 decodes only when no whole prompt can be
 // admitted. Requests 0, 1, 2 at t = 0, 16-token prompts, 10, 60 and 5 output tokens; blocks of
 // 16 tokens, plenty of them.

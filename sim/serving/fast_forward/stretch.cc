@@ -62,7 +62,7 @@ bool Replica::fast_forward_stretch() {
   LazyDecodes& lazy = queues_.lazy_decodes();
   const int64_t n = lazy.size();
   if (n == 0) return false;
-  if (!stretch_admits_nothing(n)) return false;
+  if (!stretch_admits_nothing(n, 0)) return false;
   const PagedBlocks& paged = *pool_.kv().paged();
 
   const DecodeStepFixed step = decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
@@ -137,11 +137,8 @@ bool Replica::due_frees_keep_blocked(const std::vector<RequestState*>& due) cons
   // With a sliding window a due member's growth may free blocks that left its window. A plan
   // that walks the decodes before admitting (continuous) admits with them free: the stretch's
   // premise must hold with them too, or the step runs as an ordinary iteration. (vllm_v0 admits
-  // first; static admits nothing in a batch.)
-  if (due.empty() || !pool_.model().sliding_window ||
-      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kDecodesFirst) {
-    return true;
-  }
+  // first; static admits nothing in a batch: their schedulers do not count them.)
+  if (due.empty() || !pool_.model().sliding_window) return true;
   const PagedBlocks& paged = *pool_.kv().paged();
   const LazyDecodes& lazy = queues_.lazy_decodes();
   int64_t frees = 0;
@@ -149,31 +146,38 @@ bool Replica::due_frees_keep_blocked(const std::vector<RequestState*>& due) cons
     // Its target at this plan: its context, caught up to now.
     frees += paged.window_frees(r->spec.id, r->context_tokens() + lazy.step() - r->lazy_sync);
   }
-  if (frees == 0) return true;
-  // Freed blocks keep their prefixes with prefix caching, which could make a head's hits grow.
-  return !paged.prefix_caching() &&
-         queues_.prefills_blocked(limits_, admission_.has_guards(), lazy.size(), frees);
+  return frees == 0 || stretch_admits_nothing(lazy.size(), frees);
 }
 
-bool Replica::stretch_admits_nothing(int64_t decoding) const {
-  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
-  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed.
-  switch (scheduler_->decode_stretches()) {
-    case Scheduler::DecodeStretches::kNone:
-      return false;
-    case Scheduler::DecodeStretches::kDecodesFirst:
-      return queues_.prefills_blocked(limits_, admission_.has_guards(), decoding);
-    case Scheduler::DecodeStretches::kPromptsFirst: {
-      // Whole prompts, tried before the walk: in the whole budget.
-      BatchLimits whole = limits_;
-      whole.chunked_prefill = false;
-      return queues_.prefills_blocked(whole, admission_.has_guards(), 0);
-    }
-    case Scheduler::DecodeStretches::kBatchToEnd:
-      // A batch whose requests all decode admits nothing until it ends.
-      return queues_.first_prefilling() == nullptr;
+namespace {
+
+// The queues as a scheduler sees them when it is asked about a stretch: with the replica's
+// guards, and unsure (blocked: false) about blocks a walk frees when prefix caching is on.
+class StretchQueueView final : public QueueView {
+ public:
+  StretchQueueView(const RunQueues& queues, bool guarded, bool prefix_caching)
+      : queues_(queues), guarded_(guarded), prefix_caching_(prefix_caching) {}
+  bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const override {
+    // Freed blocks keep their prefixes with prefix caching, which could make a head's hits grow.
+    if (walk_frees > 0 && prefix_caching_) return false;
+    return queues_.prefills_blocked(limits, guarded_, decoding, walk_frees);
   }
-  return false;
+  bool has_prefilling() const override { return queues_.first_prefilling() != nullptr; }
+
+ private:
+  const RunQueues& queues_;
+  bool guarded_;
+  bool prefix_caching_;
+};
+
+}  // namespace
+
+bool Replica::stretch_admits_nothing(int64_t decoding, int64_t walk_frees) const {
+  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
+  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed. The
+  // scheduler says whether its plans admit nothing then.
+  const StretchQueueView view(queues_, admission_.has_guards(), pool_.kv().paged()->prefix_caching());
+  return scheduler_->admits_nothing(view, limits_, decoding, walk_frees);
 }
 
 int64_t Replica::fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step) {
