@@ -96,7 +96,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority &&
                      // Prefills among the decodes: the walk in running order has no aggregate.
                      config_.long_prefill_token_threshold == 0;
-  update_lazy();
+  update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
@@ -245,7 +245,7 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
-  queues_.leave_lazy(r);  // its figures written out before anything reads them
+  queues_.leave_decodes(r);  // its figures written out before anything reads them
   if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
     ledger_.release_if_held(r);
     queues_.remove(r);

@@ -34,6 +34,8 @@
 
 namespace kvsim {
 
+class AggregateDecodes;  // sim/serving/fast_forward/aggregate_decodes.h
+
 class Replica {
  public:
   // Collaborators are borrowed; they must outlive the replica. The scheduler is the one
@@ -72,13 +74,13 @@ class Replica {
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
   void set_check_invariants(bool on) {
     check_ = on;
-    update_lazy();
+    update_fast_forward();
   }
   // Watcher of iterations and events (the timeline), or of requests (--trace-request: it keeps
   // the fast-forward on, ReplicaObserver::needs_every_iteration); borrowed, nullptr for none.
   void set_observer(ReplicaObserver* observer) {
     observer_ = observer;
-    update_lazy();
+    update_fast_forward();
   }
   // Where each iteration's duration comes from: borrowed, nullptr for the latency model (the
   // default). A clock is asked once per iteration, so the replica no longer fast-forwards; it is
@@ -87,7 +89,7 @@ class Replica {
     clock_ = clock;
     ledger_.set_clock(clock);  // every KV release goes through the ledger
     if (clock_ != nullptr) fast_forward_ok_ = false;
-    update_lazy();
+    update_fast_forward();
   }
 
   // Sampler hook: a timeseries row now.
@@ -139,11 +141,35 @@ class Replica {
   // close_iteration: its end is counted (`closed_form`: a fast-forward step) and its activations
   // released. complete: the requests whose last token it made finish (async scheduling: after
   // the next plan).
+  // (Defined here: they run every iteration, in both callers.)
   void record_start(SimTime t, const MemorySnapshot& start, int64_t seqs, int64_t tokens,
-                    SimTime duration, Int128 flops);
-  void hand_over(IterationPlan& plan, SimTime duration);
-  void close_iteration(bool closed_form);
-  void complete(const std::vector<int64_t>& done);
+                    SimTime duration, Int128 flops) {
+    recorder_.on_state(t, start);
+    recorder_.on_batch(seqs, tokens, duration, flops);
+  }
+  [[gnu::always_inline]] void hand_over(IterationPlan& plan, SimTime duration) {
+    busy_ = true;
+    iteration_start_ = events_.now();
+    std::swap(in_flight_, plan);
+    events_.schedule(duration, [this] { end_iteration(); });
+  }
+  void close_iteration(bool closed_form) {
+    if (closed_form) {
+      recorder_.on_fast_forward_iteration();
+    } else {
+      recorder_.on_iteration();
+    }
+    pool_.release_activations();
+  }
+  void complete(const std::vector<int64_t>& done) {
+    for (const int64_t id : done) {
+      if (async_) {
+        hold_finishing(id);  // they finish after the next plan
+      } else {
+        finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+      }
+    }
+  }
   // Right after an iteration ended: runs the decode-only iterations that would follow before
   // anything else happens, in closed form (sim/serving/fast_forward/stretch.cc), and moves the clock to the
   // end of the last one. Runs none when the next iteration is not such a one.
@@ -161,13 +187,11 @@ class Replica {
   int64_t fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step);
   // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
   void sample_at(SimTime t, const MemorySnapshot& s);
-  // The decode aggregate (sim/serving/fast_forward/lazy_decodes.h) is on in fast-forward mode unless checking
-  // mode, an observer of every iteration or a clock reads every request at every step. Set
-  // before any request.
-  void update_lazy() {
-    queues_.set_lazy(fast_forward_ok_ && !check_ &&
-                     (observer_ == nullptr || !observer_->needs_every_iteration()));
-  }
+  // The seam: the queues' decoding set is the fast-forward's decode aggregate (AggregateDecodes,
+  // sim/serving/fast_forward/) in fast-forward mode unless checking mode, an observer of every
+  // iteration or a clock reads every request at every step; else stepping's. Set before any
+  // request (sim/serving/fast_forward/stretch.cc).
+  void update_fast_forward();
   void run_admission();  // the guard queue moves, unless the replica is down
 
   void oom(int64_t culprit, const AllocResult& why);
@@ -232,6 +256,7 @@ class Replica {
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
   // growth); its per-stretch scratch, reused.
   bool fast_forward_ok_ = false;
+  AggregateDecodes* aggregate_ = nullptr;             // the queues' decoding set when it is one
   std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
   IterationPlan ff_plan_;                             // the aggregate's plan of a step
   std::vector<int64_t> ff_crossed_in_period_;         // a quiet run's blocks crossed, one period
@@ -240,7 +265,7 @@ class Replica {
   std::vector<std::pair<SimTime, int64_t>> ff_run_samples_;  // its samples in line: (time, step)
   PeriodicEvent* sampler_ = nullptr;
   std::vector<int64_t> done_scratch_;                 // end_iteration's completions
-  std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
+  std::vector<int64_t> decode_done_scratch_;          // the decodes' share of them
   // Async scheduling (engine.async_scheduling with a scheduler that plans_ahead()): the next plan
   // is the one made when the iteration that just ended started (plan_after_end_: its start is
   // the arrivals' cutoff); the requests finished by it (finishing_) wait for that plan.

@@ -129,38 +129,6 @@ void Replica::start_iteration() {
   hand_over(planning_, duration);
 }
 
-void Replica::record_start(SimTime t, const MemorySnapshot& start, int64_t seqs, int64_t tokens,
-                           SimTime duration, Int128 flops) {
-  recorder_.on_state(t, start);
-  recorder_.on_batch(seqs, tokens, duration, flops);
-}
-
-void Replica::hand_over(IterationPlan& plan, SimTime duration) {
-  busy_ = true;
-  iteration_start_ = events_.now();
-  std::swap(in_flight_, plan);
-  events_.schedule(duration, [this] { end_iteration(); });
-}
-
-void Replica::close_iteration(bool closed_form) {
-  if (closed_form) {
-    recorder_.on_fast_forward_iteration();
-  } else {
-    recorder_.on_iteration();
-  }
-  pool_.release_activations();
-}
-
-void Replica::complete(const std::vector<int64_t>& done) {
-  for (const int64_t id : done) {
-    if (async_) {
-      hold_finishing(id);  // they finish after the next plan
-    } else {
-      finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
-    }
-  }
-}
-
 DecodeStepFixed Replica::decode_step_fixed(int64_t n, int block_tokens) const {
   const DecodeStepFixed modeled = latency_.decode_step_fixed(n, block_tokens);
   return config_.step_time ? config_.step_time->decode_step(modeled, n) : modeled;
@@ -202,11 +170,11 @@ void Replica::end_iteration() {
   const SimTime now = events_.now();
   std::vector<int64_t>& done = done_scratch_;
   done.clear();
-  // With the decode aggregate the step is counted first, so that a request whose prefill ends
-  // here joins after it (its first decode step is the next one).
-  std::vector<int64_t>& lazy_done = lazy_done_scratch_;
-  lazy_done.clear();
-  if (queues_.lazy()) queues_.commit_lazy(it, lazy_done);
+  // The decodes' step is counted first, so that a request whose prefill ends here joins the
+  // decode aggregate after it (its first decode step is the next one).
+  std::vector<int64_t>& decode_done = decode_done_scratch_;
+  decode_done.clear();
+  queues_.commit_decodes(it, decode_done);
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     auto f = requests_.find(it.prefill_ids[i]);
     if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
@@ -220,16 +188,7 @@ void Replica::end_iteration() {
     if (finished) done.push_back(r.spec.id);
     queues_.prefilled(r, finished);
   }
-  if (queues_.lazy()) {
-    done.insert(done.end(), lazy_done.begin(), lazy_done.end());  // in running order
-  } else {
-    for (RequestState* rp : it.decode) {
-      RequestState& r = *rp;
-      if (r.phase != Phase::kRunning) continue;
-      ++r.generated;
-      if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
-    }
-  }
+  done.insert(done.end(), decode_done.begin(), decode_done.end());  // in running order
   complete(done);
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());

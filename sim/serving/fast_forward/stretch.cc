@@ -34,12 +34,24 @@
 // and how a step and a crossing move it, never made. The recorder's sums are exact integers, so
 // the figures are the ones the steps' own calls leave (tests/engine/decode_run_record_test.cc).
 #include <algorithm>
+#include <memory>
 #include <span>
 
 #include "core/check.h"
+#include "sim/serving/fast_forward/aggregate_decodes.h"
 #include "sim/serving/replica.h"
 
 namespace kvsim {
+
+void Replica::update_fast_forward() {
+  const bool on = fast_forward_ok_ && !check_ &&
+                  (observer_ == nullptr || !observer_->needs_every_iteration());
+  if (on == (aggregate_ != nullptr)) return;
+  std::unique_ptr<AggregateDecodes> aggregate =
+      on ? std::make_unique<AggregateDecodes>(queues_, ledger_, pool_) : nullptr;
+  aggregate_ = aggregate.get();
+  queues_.set_decodes(std::move(aggregate));  // (nullptr: stepping's)
+}
 
 void Replica::fast_forward() {
   while (fast_forward_stretch()) {
@@ -51,7 +63,7 @@ bool Replica::fast_forward_stretch() {
   // observer of every iteration (a timeline wants every step as its own slice) or a clock. (A
   // request observer keeps it: a member's only event in a stretch, its completion, goes through
   // finish_request as when stepping.)
-  if (!queues_.lazy() || busy_ || down_ || kick_pending_) return false;
+  if (aggregate_ == nullptr || busy_ || down_ || kick_pending_) return false;
   const SimTime t0 = events_.now();
   SimTime horizon = events_.next_time();  // moves on when a quiet run takes samples in line
   if (horizon <= t0) return false;  // something else happens now: the next iteration must see it
@@ -59,7 +71,7 @@ bool Replica::fast_forward_stretch() {
   // Async scheduling: requests that finished wait for the next plan, arrivals for theirs
   // (replica_async.cc); that plan runs as an ordinary iteration.
   if (!finishing_.empty() || queues_.has_held()) return false;
-  LazyDecodes& lazy = queues_.lazy_decodes();
+  LazyDecodes& lazy = aggregate_->lazy();
   const int64_t n = lazy.size();
   if (n == 0) return false;
   if (!stretch_admits_nothing(n, 0)) return false;
@@ -90,7 +102,7 @@ bool Replica::fast_forward_stretch() {
       break;  // this step runs as an ordinary iteration
     }
     ff_plan_.clear();
-    const bool planned = queues_.grow_lazy(ff_plan_, due);
+    const bool planned = aggregate_->grow_due(ff_plan_, due);
     KVSIM_CHECK(planned && ff_plan_.decode_seqs == n,
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
     const MemorySnapshot start = pool_.snapshot();
@@ -111,14 +123,14 @@ bool Replica::fast_forward_stretch() {
       // end_iteration's order: the step is counted, its requests finish at its end (after the
       // next plan, an ordinary iteration, under async scheduling), then the state is recorded.
       events_.advance_to(t);
-      queues_.commit_lazy(ff_plan_, done_scratch_);
+      queues_.commit_decodes(ff_plan_, done_scratch_);
       KVSIM_CHECK(!done_scratch_.empty(), "fast-forward: the completing step completed nothing");
       complete(done_scratch_);
       recorder_.on_state(t, pool_.snapshot());
       return !async_;  // a new stretch may follow
     }
     recorder_.on_activations_released(t, start);  // on_state(t, pool_.snapshot())
-    queues_.commit_lazy(ff_plan_, done_scratch_);
+    queues_.commit_decodes(ff_plan_, done_scratch_);
     KVSIM_CHECK(done_scratch_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
     if (windowed && paged.window_freed_blocks() != window_freed) {
@@ -140,7 +152,7 @@ bool Replica::due_frees_keep_blocked(const std::vector<RequestState*>& due) cons
   // first; static admits nothing in a batch: their schedulers do not count them.)
   if (due.empty() || !pool_.model().sliding_window) return true;
   const PagedBlocks& paged = *pool_.kv().paged();
-  const LazyDecodes& lazy = queues_.lazy_decodes();
+  const LazyDecodes& lazy = aggregate_->lazy();
   int64_t frees = 0;
   for (const RequestState* r : due) {
     // Its target at this plan: its context, caught up to now.
@@ -183,7 +195,7 @@ bool Replica::stretch_admits_nothing(int64_t decoding, int64_t walk_frees) const
 int64_t Replica::fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step) {
   // Fewer steps than this cost less one by one than the run's set-up.
   constexpr int64_t kMinQuietSteps = 8;
-  LazyDecodes& lazy = queues_.lazy_decodes();
+  LazyDecodes& lazy = aggregate_->lazy();
   const int64_t g = lazy.step();
   // Steps g+1 .. g+limit: before the completing step, and (below) the first at which a member
   // may be due (both run one by one).
