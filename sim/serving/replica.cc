@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/serving/fast_forward/fast_forward.h"
 
 namespace kvsim {
 
@@ -98,6 +99,20 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      config_.long_prefill_token_threshold == 0;
   update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
+}
+
+Replica::~Replica() = default;
+
+void Replica::update_fast_forward() {
+  const bool on = fast_forward_ok_ && !check_ &&
+                  (observer_ == nullptr || !observer_->needs_every_iteration());
+  if (on == (fast_forward_ != nullptr)) return;
+  fast_forward_.reset();
+  if (on) {
+    fast_forward_ = std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
+  } else {
+    queues_.set_decodes(nullptr);  // stepping's
+  }
 }
 
 void Replica::arrive(const RequestSpec& spec) {

@@ -34,10 +34,14 @@
 
 namespace kvsim {
 
-class AggregateDecodes;  // sim/serving/fast_forward/aggregate_decodes.h
+class FastForward;  // sim/serving/fast_forward/fast_forward.h
 
 class Replica {
  public:
+  // Its decode-only periods in closed form: the fast-forward room, at one seam
+  // (update_fast_forward), reads the replica's state and calls its step functions.
+  friend class FastForward;
+
   // Collaborators are borrowed; they must outlive the replica. The scheduler is the one
   // config.scheduler names in scheduler_registry().
   Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
@@ -46,6 +50,7 @@ class Replica {
   Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
           EngineConfig config, std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder,
           std::unique_ptr<Scheduler> scheduler);
+  ~Replica();
 
   // A request arrives now (events.now()).
   void arrive(const RequestSpec& spec);
@@ -96,7 +101,7 @@ class Replica {
   void sample();
   // The run's timeseries sampler, when this replica alone is sampled (not a cluster's): its
   // fast-forward then takes the samples that fall inside a quiet run in line instead of ending the
-  // run there (fast_forward_quiet). Null: none (the default).
+  // run there (FastForward::quiet). Null: none (the default).
   void set_sampler(PeriodicEvent* sampler) { sampler_ = sampler; }
   // Ends the run: whatever is still in flight when the clock stops is not counted twice; callers
   // run the event queue dry first, so this only checks that nothing is left.
@@ -170,27 +175,11 @@ class Replica {
       }
     }
   }
-  // Right after an iteration ended: runs the decode-only iterations that would follow before
-  // anything else happens, in closed form (sim/serving/fast_forward/stretch.cc), and moves the clock to the
-  // end of the last one. Runs none when the next iteration is not such a one.
-  void fast_forward();
-  // One stretch; true when it ended with a step that completed requests (another may follow).
-  bool fast_forward_stretch();
-  // Whether, as the scheduler says (Scheduler::admits_nothing), no plan of a stretch with
-  // `decoding` decoding requests can admit or continue a prefill (`walk_frees`: blocks its decode
-  // walk frees).
-  bool stretch_admits_nothing(int64_t decoding, int64_t walk_frees) const;
-  bool due_frees_keep_blocked(const std::vector<RequestState*>& due) const;
-  // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
-  // ran (0: none; the stretch's next step runs one by one). When it took samples in line,
-  // `horizon` moves to the next pending event.
-  int64_t fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step);
   // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
   void sample_at(SimTime t, const MemorySnapshot& s);
-  // The seam: the queues' decoding set is the fast-forward's decode aggregate (AggregateDecodes,
-  // sim/serving/fast_forward/) in fast-forward mode unless checking mode, an observer of every
-  // iteration or a clock reads every request at every step; else stepping's. Set before any
-  // request (sim/serving/fast_forward/stretch.cc).
+  // The seam: in fast-forward mode (fast_forward_ok_) a FastForward (sim/serving/fast_forward/),
+  // unless checking mode, an observer of every iteration or a clock reads every request at every
+  // step. Set before any request.
   void update_fast_forward();
   void run_admission();  // the guard queue moves, unless the replica is down
 
@@ -254,18 +243,12 @@ class Replica {
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
-  // growth); its per-stretch scratch, reused.
+  // growth); on (fast_forward_) unless something reads every request at every step.
   bool fast_forward_ok_ = false;
-  AggregateDecodes* aggregate_ = nullptr;             // the queues' decoding set when it is one
-  std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
-  IterationPlan ff_plan_;                             // the aggregate's plan of a step
-  std::vector<int64_t> ff_crossed_in_period_;         // a quiet run's blocks crossed, one period
-  std::vector<int64_t> ff_swapped_in_period_;         // of those, swapped (sliding windows)
-  std::vector<SimTime> ff_run_ends_;                  // its steps' ends (DecodeRun::plan_steps)
-  std::vector<std::pair<SimTime, int64_t>> ff_run_samples_;  // its samples in line: (time, step)
+  std::unique_ptr<FastForward> fast_forward_;
   PeriodicEvent* sampler_ = nullptr;
-  std::vector<int64_t> done_scratch_;                 // end_iteration's completions
-  std::vector<int64_t> decode_done_scratch_;          // the decodes' share of them
+  std::vector<int64_t> done_scratch_;  // end_iteration's completions
+  std::vector<int64_t> decode_done_scratch_;  // the decodes' share of them
   // Async scheduling (engine.async_scheduling with a scheduler that plans_ahead()): the next plan
   // is the one made when the iteration that just ended started (plan_after_end_: its start is
   // the arrivals' cutoff); the requests finished by it (finishing_) wait for that plan.

@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/serving/fast_forward/fast_forward.h"
 #include "sim/serving/replica.h"
 
 namespace kvsim {
@@ -193,7 +194,7 @@ void Replica::end_iteration() {
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
   if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
-  fast_forward();
+  if (fast_forward_ != nullptr) fast_forward_->run();
   kick();
 }
 

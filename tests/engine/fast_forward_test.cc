@@ -1,4 +1,4 @@
-// The fast-forward (Replica::fast_forward, docs/architecture.md "Fast-forward") on batches worked
+// The fast-forward (FastForward, sim/serving/fast_forward/; docs/fast-forward.md) on batches worked
 // out by hand: three requests arrive together, prefill in one iteration, then decode in a pool of
 // six 16-token blocks that runs short at a known step (completion times, the preemption, the
 // iteration count and the KV held at a sample time); and the stretches of static batching and
