@@ -2,7 +2,10 @@
 # Plants models/x.cc including "sim/serving/replica.h" (and core/y.h including "models/z.h") in a
 # temporary tree: check_layers.sh must exit 1 and name both lines; a clean tree must pass. Then,
 # inside sim/, sim/metrics/m.h including "sim/serving/s.h" (metrics sits below serving in sim's
-# order) and a sub-folder sim/newfolder/ that the order does not place: both must be named.
+# order) and a sub-folder sim/newfolder/ that the order does not place: both must be named. Last,
+# the fast-forward's room: sim/serving/run_queues.cc including one of its headers, and the
+# replica including another than its interface, must be named; the replica including the
+# interface passes.
 set -euo pipefail
 check="$1"
 tree="$(mktemp -d)"
@@ -34,4 +37,16 @@ grep -q '^sim/newfolder/: not in' <<<"$out" || { echo "FAIL: $out"; exit 1; }
 [[ "$(wc -l <<<"$out")" -eq 2 ]] || { echo "FAIL: expected 2 lines: $out"; exit 1; }
 rm -r "$tree/sim/metrics/m.h" "$tree/sim/newfolder"
 bash "$check" "$tree" || { echo "FAIL: a clean tree failed"; exit 1; }
-echo "ok: the planted violations found (between layers and inside sim/), the clean trees pass"
+mkdir -p "$tree/sim/serving/fast_forward"
+printf '#include "sim/serving/s.h"\n#include "sim/serving/fast_forward/a.h"\n' >"$tree/sim/serving/fast_forward/fast_forward.h"
+printf '#include "sim/serving/fast_forward/fast_forward.h"\n' >"$tree/sim/serving/replica.cc"
+bash "$check" "$tree" || { echo "FAIL: the room's seam failed"; exit 1; }
+printf '#include "sim/serving/s.h"\n#include "sim/serving/fast_forward/a.h"\n' >"$tree/sim/serving/run_queues.cc"
+printf '#include "sim/serving/fast_forward/a.h"\n' >"$tree/sim/serving/replica_x.cc"
+if out="$(bash "$check" "$tree")"; then
+  echo "FAIL: the planted entries into the fast-forward's room passed"; exit 1
+fi
+grep -q '^sim/serving/run_queues.cc:2: sim/serving/fast_forward/ is entered only through' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+grep -q '^sim/serving/replica_x.cc:1: sim/serving/fast_forward/ is entered only through' <<<"$out" || { echo "FAIL: $out"; exit 1; }
+[[ "$(wc -l <<<"$out")" -eq 2 ]] || { echo "FAIL: expected 2 lines: $out"; exit 1; }
+echo "ok: the planted violations found (between layers, inside sim/, into a room), the clean trees pass"
