@@ -36,7 +36,11 @@ ConfigNode find_policy(const ConfigNode& root, const std::string& name) {
 
 ConfigCost config_cost(const YAML::Node& tree, const std::string& source,
                        const std::string& policy_name, const Catalog& catalog) {
-  const ConfigNode root = ConfigNode::wrap(YAML::Clone(tree), source);
+  return config_cost(ConfigNode::wrap(YAML::Clone(tree), source), policy_name, catalog);
+}
+
+ConfigCost config_cost(const ConfigNode& root, const std::string& policy_name,
+                       const Catalog& catalog) {
   const ConfigNode policy = find_policy(root, policy_name);
   // Prices the scenario's `cost:` block sets, by GPU name.
   std::optional<ConfigNode> prices;

@@ -14,6 +14,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/config_node.h"
+
 namespace kvsim {
 
 class Catalog;
@@ -43,9 +45,13 @@ struct ConfigCost {
   double cost_per_hour_usd() const { return total_usd_per_hour; }
 };
 
-// `tree` is a whole scenario (a sweep or search point); `policy` names the policy whose engine,
-// GPU and cluster count (a name no policy has: the scenario's own settings). Throws ConfigError
-// (file:line:col) for a bad `cost:` block, GPU or cluster section.
+// `root` is a whole scenario (a sweep or search point, wrapped with the scenario's marks so that
+// its errors name where each value was written); `policy` names the policy whose engine, GPU and
+// cluster count (a name no policy has: the scenario's own settings). Throws ConfigError
+// (file:line:col, or the --set/--over that wrote the value) for a bad `cost:` block, GPU or
+// cluster section.
+ConfigCost config_cost(const ConfigNode& root, const std::string& policy, const Catalog& catalog);
+// The same for a tree read from `source` without marks (errors then name only the key path).
 ConfigCost config_cost(const YAML::Node& tree, const std::string& source,
                        const std::string& policy, const Catalog& catalog);
 

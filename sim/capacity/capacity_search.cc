@@ -286,7 +286,9 @@ CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalo
   }
   for (const Cfg& cf : cfgs) {
     CapacityConfig c{.values = cf.values, .name = cf.name};
-    c.cost = config_cost(cf.tree, o.source, rep.policy, catalog);
+    // Wrapped with the scenario's marks, so that a bad `cost:` value names its file:line:col.
+    c.cost = config_cost(ConfigNode::wrap_copy(YAML::Clone(cf.tree), w.marks, w.by), rep.policy,
+                         catalog);
     if (o.search_key.empty()) {
       if (o.over.empty()) {
         const Points pts = run_grid(cf.tree, w, {}, false, out, o, catalog, true);

@@ -98,5 +98,28 @@ TEST_CASE("capacity probes: errors name the --set, the --over or the file's line
   fs::remove_all(d);
 }
 
+TEST_CASE("capacity: errors in the cost: block name the file's line:col", "[cli][capacity][bad-input]") {
+  // The cost block is read once per configuration, from that configuration's copy of the
+  // scenario: before, every such error read "s.yaml:1:1". The bad price is on line 15, its value
+  // at column 34; the unknown key on line 15, column 3.
+  const std::string d = make_temp_dir("capacity-cost-errors");
+  std::string f = write_set_errors_scenario(d, "4", "32");
+  std::string text = kvsim::test::read_text(f);
+  text = text.substr(0, text.find("sweep:")) + "cost:\n  gpu_hour_usd: {a100-sxm4-80gb: -1}\n";
+  std::ofstream(f) << text;
+  auto r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/a'", f, d));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("s.yaml:15:34: cost.gpu_hour_usd.a100-sxm4-80gb: expected a number >= 0"));
+  r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/b' --over engine.max_num_seqs=4,8", f, d));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("s.yaml:15:34: cost.gpu_hour_usd.a100-sxm4-80gb: expected a number >= 0"));
+  text.replace(text.find("gpu_hour_usd:"), 13, "gpu_hour_usdx:");
+  std::ofstream(f) << text;
+  r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/c'", f, d));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("s.yaml:15:3: cost: unknown key 'gpu_hour_usdx'"));
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace kvsim::test
