@@ -85,6 +85,9 @@ class RunQueues final : public PlanSteps {
   // The step `it` ran (end_iteration, before its prefills are counted): its decodes get their
   // token and the completed ones (in running order) are appended to `done`.
   void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) { decodes_->commit(it, done); }
+  // Stepping's decode walk (StepDecodes::grow): every decoding request in running order grows by
+  // one token through the ledger, a shortage preempting the policy's victim.
+  bool grow_each_decode(IterationPlan& it);
   // An OOM the plan cannot meet (hooks.oom: crash or abort); the plan ends.
   void oom(int64_t culprit, const AllocResult& why) { hooks_.oom(culprit, why); }
   // The first running request still prefilling, in running order; nullptr when none.

@@ -1,25 +1,21 @@
 // StepDecodes: the plain DecodeSet (decode_set.h), stepping's: a plan walks every running
-// request, growing each decoding one by one token through the ledger (deferred growth inside its
-// last block, a store call at a block boundary), and the step's end gives each its token.
+// request, growing each decoding one by one token through the ledger (RunQueues::grow_each_decode:
+// deferred growth inside its last block, a store call at a block boundary), and the step's end
+// gives each its token.
 #pragma once
 
 #include <vector>
 
 #include "sim/serving/decode_set.h"
-#include "sim/serving/engine_config.h"
 
 namespace kvsim {
 
-class GpuMemoryPool;
-class KvLedger;
 class RunQueues;
 
 class StepDecodes final : public DecodeSet {
  public:
-  // Borrowed; they must outlive it.
-  StepDecodes(RunQueues& queues, KvLedger& ledger, const GpuMemoryPool& pool,
-              EngineConfig::SchedulingPolicy policy)
-      : queues_(queues), ledger_(ledger), pool_(pool), policy_(policy) {}
+  // Borrowed; it must outlive it.
+  explicit StepDecodes(RunQueues& queues) : queues_(queues) {}
 
   void started_prefill(RequestState&) override {}
   void prefilled(RequestState&, bool) override {}
@@ -37,10 +33,6 @@ class StepDecodes final : public DecodeSet {
 
  private:
   RunQueues& queues_;
-  KvLedger& ledger_;
-  const GpuMemoryPool& pool_;
-  EngineConfig::SchedulingPolicy policy_;
-  std::vector<RequestState*> order_scratch_;  // the running batch as the walk started
 };
 
 }  // namespace kvsim

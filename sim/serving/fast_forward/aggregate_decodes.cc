@@ -50,7 +50,7 @@ void AggregateDecodes::commit(const IterationPlan& it, std::vector<int64_t>& don
 }
 
 bool AggregateDecodes::grow_due(IterationPlan& it, const std::vector<RequestState*>& due) {
-  // StepDecodes::grow's per-request step for the due members only, in running order; the walk
+  // RunQueues::grow_each_decode's per-request step for the due members only, in running order; the walk
   // would defer the others' tokens without a store call, and give the step's crossers (long
   // windows entering a full block) a block each (end_walk counts both). Each due member needs at
   // most one block (it holds every token up to the last step's): when the crossers might not all
