@@ -5,6 +5,8 @@
 //   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
 //   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
 //   KvLedger        every KV call about a request, with the deferred decode growth protocol
+//   FastForward     the decode-only periods in closed form (sim/serving/fast_forward/), in
+//                   fast-forward mode: entered at one seam, update_fast_forward
 // One forward pass is one event; its duration comes from the latency model, or from an
 // IterationClock when one is set (`kvsim-validate replay`: the iteration executed for real).
 #pragma once
