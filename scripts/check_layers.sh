@@ -12,6 +12,8 @@
 # Inside sim/, its sub-folders have an order of their own (sim_order below, lowest first): a
 # sub-folder includes only itself and the ones before it, and every sub-folder of sim/ must be in
 # the order (a new one is placed there on purpose, not by accident).
+# A room (rooms below: the fast-forward's folder) is entered only through its interface header,
+# from its seam's files.
 # Prints one line per violation (file:line: folder may not include target) and exits 1 if any.
 set -euo pipefail
 root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
@@ -88,4 +90,27 @@ if [[ -d "$root/sim" ]]; then
   done < <(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' --include='*.cuh' \
              '^[[:space:]]*#[[:space:]]*include[[:space:]]+"sim/' "$root/sim" || true)
 fi
+# Rooms: a folder inside a layer that the rest of the code enters through one header, from the
+# files named (a glob), its seam. The fast-forward (sim/serving/fast_forward/, docs/fast-forward.md)
+# is entered through fast_forward.h, from the replica only.
+rooms=("sim/serving/fast_forward|sim/serving/fast_forward/fast_forward.h|sim/serving/replica*.cc")
+for spec in "${rooms[@]}"; do
+  IFS='|' read -r room iface seam <<<"$spec"
+  [[ -d "$root/$room" ]] || continue
+  for layer in "${layers[@]}"; do
+    [[ "$layer" != */* && -d "$root/$layer" ]] || continue  # (validate/ holds its sub-layers)
+    while IFS=: read -r file line text; do
+      rel="${file#"$root"/}"
+      [[ "$rel" == "$room/"* ]] && continue  # inside the room
+      target="${text#*\"}"
+      target="${target%%\"*}"
+      # shellcheck disable=SC2053  # $seam is a glob
+      if [[ "$target" != "$iface" || "$rel" != $seam ]]; then
+        echo "$rel:$line: $room/ is entered only through $iface, from $seam"
+        bad=1
+      fi
+    done < <(grep -rnE --include='*.h' --include='*.cc' --include='*.cu' --include='*.cuh' \
+               "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"$room/" "$root/$layer" || true)
+  done
+done
 exit "$bad"

@@ -145,7 +145,7 @@ class PagedBlocks {
 // reported, and adding more than the reservation. sim/serving/kv_ledger.h is the engine's side.
 //
 // Block crossings in aggregate (crossings_in_aggregate(); the engine's decode aggregate,
-// sim/serving/lazy_decodes.h): open_long(request) opens a window whose room runs to the
+// sim/serving/fast_forward/lazy_decodes.h): open_long(request) opens a window whose room runs to the
 // request's max_total, across block boundaries. Its tokens are reported as above, except that a
 // token that starts a new block whose end is within max_total is reported with add_crossings():
 // that block comes off the free list then, unattributed, and settle() attributes the blocks the

@@ -158,7 +158,8 @@ class KvStore {
   virtual int64_t tokens(RequestId request) const = 0;  // current tokens. Requires: holds()
   // How many more tokens the request can gain with grow() before the store must allocate again
   // (paged: slack in its last block; contiguous: room in its region; caching allocator: room in
-  // its tensors). 0 means the next grow allocates. The engine fast-forwards decode runs with it.
+  // its tensors). 0 means the next grow allocates. The KV trace replay (sim/engine/kv_replay.cc)
+  // grows a decode run to the next allocation in one call per request with it.
   virtual int64_t tokens_until_growth_allocates(RequestId request) const = 0;
 
   // Usage and waste now (O(1) for paged; O(holes) for the arena and the allocator).

@@ -1,5 +1,5 @@
 // DecodeRun: k decode steps of one batch taken at once (the fast-forward's quiet steps,
-// replica_fast_forward.cc), recorded by Recorder::on_decode_run. The run is described in closed
+// sim/serving/fast_forward/stretch.cc), recorded by Recorder::on_decode_run. The run is described in closed
 // form, so that one short pass over its steps (plan_steps: how many fit, their ends, and the
 // sums the recorder's integrals need) is the only work that grows with its length.
 //

@@ -91,7 +91,7 @@ struct RequestState {
   // Order in the running batch: a number given each time it enters it (admission, swap-in,
   // transfer), increasing, so running order is run_seq order.
   int64_t run_seq = 0;
-  // The decode aggregate (sim/serving/lazy_decodes.h, fast-forward mode): while a member, its
+  // The decode aggregate (sim/serving/fast_forward/lazy_decodes.h, fast-forward mode): while a member, its
   // figures above are those at the end of step lazy_sync; -1: not a member (its figures are
   // explicit). lazy_planned: grown in the plan in progress (its figures include that step's KV).
   int64_t lazy_sync = -1;

@@ -20,8 +20,14 @@ class ContinuousScheduler final : public Scheduler {
     }
     return steps.admit_prefills(it, limits);
   }
-  // Decode-only with nothing admissible: swap_in is skipped, admit_prefills adds nothing.
-  DecodeStretches decode_stretches() const override { return DecodeStretches::kDecodesFirst; }
+  // Decode-only with nothing admissible: swap_in is skipped, admit_prefills adds nothing. The
+  // decodes walk first, then the prefills in the token budget they leave, with the blocks the
+  // walk freed.
+  bool closed_form_periods() const override { return true; }
+  bool admits_nothing(const QueueView& queues, const BatchLimits& limits, int64_t decoding,
+                      int64_t walk_frees) const override {
+    return queues.prefills_blocked(limits, decoding, walk_frees);
+  }
   bool plans_ahead() const override { return true; }
 };
 

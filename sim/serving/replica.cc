@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/serving/fast_forward/fast_forward.h"
 
 namespace kvsim {
 
@@ -89,7 +90,7 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
   queues_.set_async(async_);
   fast_forward_ok_ = config_.fast_forward &&
-                     scheduler_->decode_stretches() != Scheduler::DecodeStretches::kNone &&
+                     scheduler_->closed_form_periods() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.
@@ -101,11 +102,26 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      !config_.speculative;
   if (config_.speculative) {
     spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
+    queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
     recorder_.on_speculative(config_.speculative->method_name,
                              config_.speculative->num_speculative_tokens);
   }
-  update_lazy();
+  update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
+}
+
+Replica::~Replica() = default;
+
+void Replica::update_fast_forward() {
+  const bool on = fast_forward_ok_ && !check_ &&
+                  (observer_ == nullptr || !observer_->needs_every_iteration());
+  if (on == (fast_forward_ != nullptr)) return;
+  fast_forward_.reset();
+  if (on) {
+    fast_forward_ = std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
+  } else {
+    queues_.set_decodes(nullptr);  // stepping's
+  }
 }
 
 void Replica::arrive(const RequestSpec& spec) {
@@ -253,7 +269,7 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
-  queues_.leave_lazy(r);  // its figures written out before anything reads them
+  queues_.leave_decodes(r);  // its figures written out before anything reads them
   if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
     ledger_.release_if_held(r);
     queues_.remove(r);

@@ -5,6 +5,8 @@
 //   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
 //   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
 //   KvLedger        every KV call about a request, with the deferred decode growth protocol
+//   FastForward     the decode-only periods in closed form (sim/serving/fast_forward/), in
+//                   fast-forward mode: entered at one seam, update_fast_forward
 // One forward pass is one event; its duration comes from the latency model, or from an
 // IterationClock when one is set (`kvsim-validate replay`: the iteration executed for real).
 #pragma once
@@ -35,8 +37,14 @@
 
 namespace kvsim {
 
+class FastForward;  // sim/serving/fast_forward/fast_forward.h
+
 class Replica {
  public:
+  // Its decode-only periods in closed form: the fast-forward room, at one seam
+  // (update_fast_forward), reads the replica's state and calls its step functions.
+  friend class FastForward;
+
   // Collaborators are borrowed; they must outlive the replica. The scheduler is the one
   // config.scheduler names in scheduler_registry().
   Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
@@ -45,6 +53,7 @@ class Replica {
   Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
           EngineConfig config, std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder,
           std::unique_ptr<Scheduler> scheduler);
+  ~Replica();
 
   // A request arrives now (events.now()).
   void arrive(const RequestSpec& spec);
@@ -73,13 +82,13 @@ class Replica {
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
   void set_check_invariants(bool on) {
     check_ = on;
-    update_lazy();
+    update_fast_forward();
   }
   // Watcher of iterations and events (the timeline), or of requests (--trace-request: it keeps
   // the fast-forward on, ReplicaObserver::needs_every_iteration); borrowed, nullptr for none.
   void set_observer(ReplicaObserver* observer) {
     observer_ = observer;
-    update_lazy();
+    update_fast_forward();
   }
   // Where each iteration's duration comes from: borrowed, nullptr for the latency model (the
   // default). A clock is asked once per iteration, so the replica no longer fast-forwards; it is
@@ -88,14 +97,14 @@ class Replica {
     clock_ = clock;
     ledger_.set_clock(clock);  // every KV release goes through the ledger
     if (clock_ != nullptr) fast_forward_ok_ = false;
-    update_lazy();
+    update_fast_forward();
   }
 
   // Sampler hook: a timeseries row now.
   void sample();
   // The run's timeseries sampler, when this replica alone is sampled (not a cluster's): its
   // fast-forward then takes the samples that fall inside a quiet run in line instead of ending the
-  // run there (fast_forward_quiet). Null: none (the default).
+  // run there (FastForward::quiet). Null: none (the default).
   void set_sampler(PeriodicEvent* sampler) { sampler_ = sampler; }
   // Ends the run: whatever is still in flight when the clock stops is not counted twice; callers
   // run the event queue dry first, so this only checks that nothing is left.
@@ -132,29 +141,50 @@ class Replica {
   void release_finishing();
   // Ends in_flight_, the iteration the event queue is running.
   void end_iteration();
-  // Right after an iteration ended: runs the decode-only iterations that would follow before
-  // anything else happens, in closed form (replica_fast_forward.cc), and moves the clock to the
-  // end of the last one. Runs none when the next iteration is not such a one.
-  void fast_forward();
-  // One stretch; true when it ended with a step that completed requests (another may follow).
-  bool fast_forward_stretch();
-  // Whether, as the scheduler admits (Scheduler::DecodeStretches), no plan of a stretch with
-  // `decoding` decoding requests can admit or continue a prefill.
-  bool stretch_admits_nothing(int64_t decoding) const;
-  bool due_frees_keep_blocked(const std::vector<RequestState*>& due) const;
-  // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
-  // ran (0: none; the stretch's next step runs one by one). When it took samples in line,
-  // `horizon` moves to the next pending event.
-  int64_t fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step);
+  // The step functions an iteration's start and end are made of, called by stepping
+  // (start_iteration, end_iteration) and by the fast-forward's steps alike, so that both make the
+  // same calls in the same order. record_start: the state at its start `t` (activations
+  // reserved) and its batch (`seqs` sequences, `tokens` tokens, lasting `duration`). hand_over:
+  // `plan` becomes the iteration in flight, started now, ending after `duration`.
+  // close_iteration: its end is counted (`closed_form`: a fast-forward step) and its activations
+  // released. complete: the requests whose last token it made finish (async scheduling: after
+  // the next plan).
+  // (Defined here, hand_over forced inline: they run every iteration, and as out-of-line calls
+  // they cost about 1% more instructions on kvsim_bench_sim, measured with callgrind.)
+  void record_start(SimTime t, const MemorySnapshot& start, int64_t seqs, int64_t tokens,
+                    SimTime duration, Int128 flops) {
+    recorder_.on_state(t, start);
+    recorder_.on_batch(seqs, tokens, duration, flops);
+  }
+  [[gnu::always_inline]] void hand_over(IterationPlan& plan, SimTime duration) {
+    busy_ = true;
+    iteration_start_ = events_.now();
+    std::swap(in_flight_, plan);
+    events_.schedule(duration, [this] { end_iteration(); });
+  }
+  void close_iteration(bool closed_form) {
+    if (closed_form) {
+      recorder_.on_fast_forward_iteration();
+    } else {
+      recorder_.on_iteration();
+    }
+    pool_.release_activations();
+  }
+  void complete(const std::vector<int64_t>& done) {
+    for (const int64_t id : done) {
+      if (async_) {
+        hold_finishing(id);  // they finish after the next plan
+      } else {
+        finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+      }
+    }
+  }
   // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
   void sample_at(SimTime t, const MemorySnapshot& s);
-  // The decode aggregate (sim/serving/lazy_decodes.h) is on in fast-forward mode unless checking
-  // mode, an observer of every iteration or a clock reads every request at every step. Set
-  // before any request.
-  void update_lazy() {
-    queues_.set_lazy(fast_forward_ok_ && !check_ &&
-                     (observer_ == nullptr || !observer_->needs_every_iteration()));
-  }
+  // The seam: in fast-forward mode (fast_forward_ok_) a FastForward (sim/serving/fast_forward/),
+  // unless checking mode, an observer of every iteration or a clock reads every request at every
+  // step. Set before any request.
+  void update_fast_forward();
   void run_admission();  // the guard queue moves, unless the replica is down
 
   void oom(int64_t culprit, const AllocResult& why);
@@ -218,17 +248,12 @@ class Replica {
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
   std::unique_ptr<Speculator> spec_;  // speculative decoding (config_.speculative); else nullptr
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
-  // growth); its per-stretch scratch, reused.
+  // growth); on (fast_forward_) unless something reads every request at every step.
   bool fast_forward_ok_ = false;
-  std::vector<RequestState*> ff_due_members_;         // the aggregate's due members of a step
-  IterationPlan ff_plan_;                             // the aggregate's plan of a step
-  std::vector<int64_t> ff_crossed_in_period_;         // a quiet run's blocks crossed, one period
-  std::vector<int64_t> ff_swapped_in_period_;         // of those, swapped (sliding windows)
-  std::vector<SimTime> ff_run_ends_;                  // its steps' ends (DecodeRun::plan_steps)
-  std::vector<std::pair<SimTime, int64_t>> ff_run_samples_;  // its samples in line: (time, step)
+  std::unique_ptr<FastForward> fast_forward_;
   PeriodicEvent* sampler_ = nullptr;
-  std::vector<int64_t> done_scratch_;                 // end_iteration's completions
-  std::vector<int64_t> lazy_done_scratch_;            // the aggregate's share of them
+  std::vector<int64_t> done_scratch_;  // end_iteration's completions
+  std::vector<int64_t> decode_done_scratch_;  // the decodes' share of them
   // Async scheduling (engine.async_scheduling with a scheduler that plans_ahead()): the next plan
   // is the one made when the iteration that just ended started (plan_after_end_: its start is
   // the arrivals' cutoff); the requests finished by it (finishing_) wait for that plan.

@@ -28,7 +28,7 @@ void Replica::admitted(RequestState& r) {
 }
 
 void Replica::hold_finishing(int64_t id) {
-  queues_.leave_lazy(requests_.at(id));  // out of the decode aggregate: it grows no more
+  queues_.leave_decodes(requests_.at(id));  // out of the decoding set: it grows no more
   finishing_.push_back(id);
 }
 

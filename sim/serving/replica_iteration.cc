@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/serving/fast_forward/fast_forward.h"
 #include "sim/serving/replica.h"
 
 namespace kvsim {
@@ -104,15 +105,15 @@ void Replica::start_iteration() {
   if (check_) {
     // The checks compare the store's per-request figures with its totals: settle first.
     for (RequestState* r : queues_.running()) ledger_.settle(*r);
+    check();
   }
-  recorder_.on_state(events_.now(), pool_.snapshot());
-  if (check_) check();
+  // (Nothing below changes the pool or the recorder before record_start.)
   SimTime duration = 0;
   Int128 flops = 0;
   if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0 &&
       !spec_) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
-    // stretches also use (replica_fast_forward.cc).
+    // stretches also use (sim/serving/fast_forward/stretch.cc).
     const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
     duration = f.duration_ns(decode_context);
     flops = f.flops_fixed(decode_context);
@@ -134,13 +135,12 @@ void Replica::start_iteration() {
   }
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
-  recorder_.on_batch(
-      static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) + it.decode_seqs,
-      prefill_tokens + it.decode_seqs + it.spec_tokens + it.finished_tokens(), duration, flops);
-  busy_ = true;
-  iteration_start_ = events_.now();
-  std::swap(in_flight_, planning_);
-  events_.schedule(duration, [this] { end_iteration(); });
+  // Under async scheduling, requests whose last token came with the step before still run in
+  // this one (it.finished_in_flight): their rows and tokens count in the batch.
+  record_start(events_.now(), pool_.snapshot(),
+               static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) + it.decode_seqs,
+               prefill_tokens + it.decode_seqs + it.spec_tokens + it.finished_tokens(), duration, flops);
+  hand_over(planning_, duration);
 }
 
 DecodeStepFixed Replica::decode_step_fixed(int64_t n, int block_tokens) const {
@@ -184,17 +184,16 @@ double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
 void Replica::end_iteration() {
   const IterationPlan& it = in_flight_;
   busy_ = false;
-  recorder_.on_iteration();
-  pool_.release_activations();
+  close_iteration(false);
   const SimTime now = events_.now();
   std::vector<int64_t>& done = done_scratch_;
   done.clear();
-  // With the decode aggregate the step is counted first, so that a request whose prefill ends
-  // here joins after it (its first decode step is the next one).
-  std::vector<int64_t>& lazy_done = lazy_done_scratch_;
-  lazy_done.clear();
-  if (queues_.lazy()) queues_.commit_lazy(it, lazy_done);
+  // The decodes' step is counted first, so that a request whose prefill ends here joins the
+  // decode aggregate after it (its first decode step is the next one).
+  std::vector<int64_t>& decode_done = decode_done_scratch_;
+  decode_done.clear();
   if (spec_) spec_->begin_step_end(requests_);
+  queues_.commit_decodes(it, decode_done);
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     auto f = requests_.find(it.prefill_ids[i]);
     if (f == requests_.end() || f->second.phase != Phase::kRunning) continue;
@@ -209,27 +208,12 @@ void Replica::end_iteration() {
     if (finished) done.push_back(r.spec.id);
     queues_.prefilled(r, finished);
   }
-  if (queues_.lazy()) {
-    done.insert(done.end(), lazy_done.begin(), lazy_done.end());  // in running order
-  } else {
-    for (RequestState* rp : it.decode) {
-      RequestState& r = *rp;
-      if (r.phase != Phase::kRunning) continue;
-      r.generated += spec_ ? spec_->tokens_gained(r, recorder_) : 1;
-      if (r.generated >= r.spec.output_tokens) done.push_back(r.spec.id);
-    }
-  }
-  for (int64_t id : done) {
-    if (async_) {
-      hold_finishing(id);
-    } else {
-      finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
-    }
-  }
+  done.insert(done.end(), decode_done.begin(), decode_done.end());  // in running order
+  complete(done);
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
   if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
-  fast_forward();
+  if (fast_forward_ != nullptr) fast_forward_->run();
   kick();
 }
 

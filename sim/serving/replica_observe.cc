@@ -5,7 +5,7 @@
 // figures may lag while it decodes in the aggregate, and RunQueues::lag says by how much, so the
 // figures told here are those stepping has at the same instant. The fast-forward itself makes no
 // request event of its own: inside a stretch a member's only event is its completion, which goes
-// through finish_request as when stepping (replica_fast_forward.cc).
+// through finish_request as when stepping (sim/serving/fast_forward/stretch.cc).
 #include <fmt/format.h>
 
 #include "sim/serving/replica.h"

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
+#include "sim/serving/step_decodes.h"
 
 namespace kvsim {
 
@@ -32,25 +33,16 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       spec_lookahead_(config.speculative ? config.speculative->lookahead_tokens() : 0),
       max_model_len_(config.max_model_len),
       max_batched_tokens_(config.max_num_batched_tokens) {
+  set_decodes(nullptr);
   if (const PagedBlocks* paged = pool.kv().paged(); paged != nullptr && paged->prefix_caching()) {
     recorder_.on_prefix_caching();  // the summary reports prefix hits for this policy
   }
 }
 
-void RunQueues::set_lazy(bool on) {
-  if (on == lazy_on_) return;
-  KVSIM_CHECK(size() == 0, "the decode aggregate is switched with requests admitted");
-  lazy_on_ = on;
-  lazy_.set_block_tokens(on && ledger_.crossings_in_aggregate() ? ledger_.block_tokens() : 0);
-  lazy_.set_window(on ? pool_.model().sliding_window.value_or(0) : 0);
-}
-
-const RequestState* RunQueues::first_prefilling() const {
-  if (lazy_on_) return prefilling_.empty() ? nullptr : prefilling_.front();
-  for (const RequestState* r : running_) {
-    if (!r->decoding()) return r;
-  }
-  return nullptr;
+void RunQueues::set_decodes(std::unique_ptr<DecodeSet> decodes) {
+  KVSIM_CHECK(size() == 0, "the decoding set is switched with requests admitted");
+  decodes_ = decodes != nullptr ? std::move(decodes)
+                                : std::make_unique<StepDecodes>(*this);
 }
 
 const RequestState* RunQueues::last_decoding() const {
@@ -62,17 +54,7 @@ const RequestState* RunQueues::last_decoding() const {
 
 void RunQueues::prefilled(RequestState& r, bool done) {
   if (hooks_.observe) hooks_.observe(r, RequestEventKind::kPrefillDone);
-  if (!lazy_on_) return;
-  erase_from(prefilling_, &r);
-  if (!done) lazy_.join(r);
-}
-
-void RunQueues::commit_lazy(const IterationPlan& it, std::vector<int64_t>& done) {
-  // A plan without the walk (a prefill-only step of vllm_v0 or static batching): the decodes
-  // waited, no member grew.
-  if (!lazy_.walked()) return;
-  lazy_.commit(it.decode);
-  lazy_.take_done(done);
+  decodes_->prefilled(r, done);
 }
 
 bool RunQueues::all_running_decode() const {
@@ -154,7 +136,7 @@ void RunQueues::receive(RequestState& r) {
   --receiving_;
   r.phase = Phase::kRunning;
   enter_running(r);
-  if (lazy_on_) lazy_.join(r);  // decoding at once
+  decodes_->join(r);  // decoding at once
 }
 
 void RunQueues::hand_off(RequestState& r) {
@@ -178,7 +160,8 @@ void RunQueues::remove(RequestState& r) {
       break;
     case Phase::kRunning:
       erase_from(running_, &r);
-      if (lazy_on_ && !r.decoding()) erase_from(prefilling_, &r);
+      // (A decoding one left the decoding set already: finish_request.)
+      if (!r.decoding()) decodes_->leave(r);
       break;
     case Phase::kSwapped:
       if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
@@ -204,12 +187,9 @@ void RunQueues::unswap_oldest() {
   if (abandoned && hooks_.abandoned) hooks_.abandoned(r);
 }
 
-bool RunQueues::grow_decodes(IterationPlan& it) {
-  if (lazy_on_) {
-    if (lazy_.needs_flush()) lazy_.flush(running_, ledger_);  // the last plan never ran
-    lazy_.take_due(due_scratch_);
-    return grow_lazy(it, due_scratch_);
-  }
+bool RunQueues::grow_decodes(IterationPlan& it) { return decodes_->grow(it); }
+
+bool RunQueues::grow_each_decode(IterationPlan& it) {
   // Walks running_ as it was when the walk started. Until the first preemption nothing changes
   // running_, so the walk reads it in place; preemption removes requests from it, so the walk
   // switches to a copy just before the first one (the same order either way, without copying
@@ -281,72 +261,10 @@ bool RunQueues::grow_decodes(IterationPlan& it) {
   return true;
 }
 
-bool RunQueues::grow_lazy(IterationPlan& it, const std::vector<RequestState*>& due) {
-  // grow_decodes' per-request step for the due members only, in running order; the walk would
-  // defer the others' tokens without a store call, and give the step's crossers (long windows
-  // entering a full block) a block each (end_walk counts both). Each due member needs at most
-  // one block (it holds every token up to the last step's): when the crossers might not all find
-  // one beside them, they join the explicit walk, so that a shortage preempts where stepping's
-  // walk does.
-  // Swappers (a sliding window's steady crossings: a block taken and one freed) need none.
-  int64_t crossers = lazy_.crossers(), swappers = lazy_.swappers();
-  const std::vector<RequestState*>* walk = &due;
-  if (crossers > 0 && crossers + static_cast<int64_t>(due.size()) > pool_.kv().paged()->free_blocks()) {
-    due_all_.assign(due.begin(), due.end());
-    lazy_.take_crossers(due_all_);
-    walk = &due_all_;
-    crossers = swappers = 0;
-  }
-  lazy_.begin_walk();
-  for (RequestState* rp : *walk) {
-    RequestState& r = *rp;
-    if (!LazyDecodes::member(r)) continue;  // preempted earlier in this walk
-    lazy_.walk_at(r);
-    const int64_t target = r.prompt_tokens + r.generated;
-    // A long window reaching a new block: closed first, then the slow path as stepping's at the
-    // end of a block's window (a replan of the same step defers nothing new: no-op).
-    if (r.kv_long && target > r.kv_tokens) ledger_.settle(r);
-    if (ledger_.defer(r, target)) {
-      lazy_.grown(r);
-      it.decode.push_back(rp);
-      continue;
-    }
-    ledger_.settle(r);
-    while (true) {
-      AllocResult a = ledger_.grow_decode(r, target, lazy_.long_windows());
-      if (a) {
-        lazy_.grown(r);
-        it.decode.push_back(rp);
-        break;
-      }
-      if (!can_preempt()) {
-        // The OOM records the state now: the members the walk has passed must hold their
-        // step's token as they do when stepping (flush writes every member out by the walk's
-        // rules and starts the aggregate again from there).
-        lazy_.flush(running_, ledger_);
-        hooks_.oom(r.spec.id, a);
-        return false;
-      }
-      RequestState* victim = preemption_victim();
-      preempt(*victim, it);
-      if (victim == rp) break;
-    }
-  }
-  lazy_.end_walk(ledger_, crossers, swappers);
-  it.decode_seqs = lazy_.size();
-  it.decode_context = lazy_.attended_sum();
-  it.running_prefills = static_cast<int64_t>(prefilling_.size());
-  ledger_.report();
-  return true;
-}
-
 void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   const int64_t id = r.spec.id;
   ++it.preempted;
-  if (lazy_on_) {
-    lazy_.leave(r, ledger_);  // its figures, as the walk would have them now
-    if (!r.decoding()) erase_from(prefilling_, &r);
-  }
+  decodes_->leave(r);  // its figures, as the walk would have them now
   recorder_.on_preemption();
   ++r.preemptions;
   r.preempted_at = hooks_.now();
@@ -413,7 +331,7 @@ void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
     r.phase = Phase::kRunning;
     r.end_preemption(hooks_.now());
     enter_running(r);
-    if (lazy_on_) lazy_.join(r);  // decoding at once
+    decodes_->join(r);  // decoding at once
     if (hooks_.observe) hooks_.observe(r, RequestEventKind::kSwappedIn);
   }
 }

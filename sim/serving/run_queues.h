@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -31,7 +32,7 @@
 #include "sim/guards/guard.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/serving/lazy_decodes.h"
+#include "sim/serving/decode_set.h"
 #include "sim/request/outcome.h"
 #include "sim/serving/scheduler.h"
 
@@ -71,33 +72,33 @@ class RunQueues final : public PlanSteps {
   bool admit_prefills(IterationPlan& it, const BatchLimits& limits) override;
   bool walk_running(IterationPlan& it, const BatchLimits& limits) override;  // run_queues_walk.cc
 
-  // The decode aggregate (lazy_decodes.h): decoding requests are members, grown through the
-  // ledger only at their own events; grow_decodes then walks only those. Set before any request
-  // is admitted (fast-forward mode under the continuous scheduler, without checking mode, an
-  // observer or an iteration clock, which read every request at every step).
-  void set_lazy(bool on);
-  bool lazy() const { return lazy_on_; }
-  LazyDecodes& lazy_decodes() { return lazy_; }
-  const LazyDecodes& lazy_decodes() const { return lazy_; }
-  // With the aggregate: writes r's figures out and takes it out (before anything reads them:
-  // its outcome, its KV's release). A no-op otherwise, or for a non-member.
-  void leave_lazy(RequestState& r) {
-    if (lazy_on_) lazy_.leave(r, ledger_);
-  }
-  // How far r's stored figures lag its true ones (the aggregate's; zero when stepping).
-  AggregateLag lag(const RequestState& r) const { return lazy_on_ ? lazy_.lag(r) : AggregateLag{}; }
-  // r's (re)prefill just ended (its first token came; the observer hears it); with the
-  // aggregate, `done`: it has all its tokens (it will finish), else it joins the aggregate.
+  // The decoding requests' set (decode_set.h): the plain one (StepDecodes) unless another is set,
+  // with no request admitted (the fast-forward's aggregate; nullptr: the plain one again).
+  void set_decodes(std::unique_ptr<DecodeSet> decodes);
+  // Writes r's figures out and takes it out of the decoding set (before anything reads them: its
+  // outcome, its KV's release). A no-op for a request not in it.
+  void leave_decodes(RequestState& r) { decodes_->leave(r); }
+  // How far r's stored figures lag its true ones (DecodeSet::lag).
+  AggregateLag lag(const RequestState& r) const { return decodes_->lag(r); }
+  // r's (re)prefill just ended (its first token came; the observer hears it); `done`: it has all
+  // its tokens (it will finish), else it decodes from the next step on.
   void prefilled(RequestState& r, bool done);
-  // With the aggregate: the step ran (end_iteration): the grown members get their token and the
-  // completed ones (in run order) are appended to `done`.
-  void commit_lazy(const IterationPlan& it, std::vector<int64_t>& done);
-  // The aggregate's plan of one decode step over the due members `due` (LazyDecodes::take_due):
-  // grow_decodes with the aggregate, also the fast-forward's step (which has checked that no
-  // growth can fail). False when an OOM ended the plan.
-  bool grow_lazy(IterationPlan& it, const std::vector<RequestState*>& due);
+  // The step `it` ran (end_iteration, before its prefills are counted): its decodes get their
+  // token and the completed ones (in running order) are appended to `done`.
+  void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) { decodes_->commit(it, done); }
+  // What a decode gains when its step ends (StepDecodes::commit): with speculative decoding, one
+  // token and its accepted drafts (Speculator::tokens_gained); empty (the default): one token.
+  // Only stepping's set reads it: the fast-forward is off with speculation.
+  using DecodeGain = std::function<int64_t(RequestState&)>;
+  void set_decode_gain(DecodeGain gain) { decode_gain_ = std::move(gain); }
+  const DecodeGain& decode_gain() const { return decode_gain_; }
+  // Stepping's decode walk (StepDecodes::grow): every decoding request in running order grows by
+  // one token through the ledger, a shortage preempting the policy's victim.
+  bool grow_each_decode(IterationPlan& it);
+  // An OOM the plan cannot meet (hooks.oom: crash or abort); the plan ends.
+  void oom(int64_t culprit, const AllocResult& why) { hooks_.oom(culprit, why); }
   // The first running request still prefilling, in running order; nullptr when none.
-  const RequestState* first_prefilling() const;
+  const RequestState* first_prefilling() const { return decodes_->first_prefilling(); }
   // The last decoding request in running order (an OOM's culprit); nullptr when none.
   const RequestState* last_decoding() const;
 
@@ -232,14 +233,9 @@ class RunQueues final : public PlanSteps {
   int64_t spec_lookahead_ = 0;  // vLLM's num_lookahead_tokens
   int64_t max_model_len_ = 0;
   int64_t max_batched_tokens_ = 0;
-  bool lazy_on_ = false;
   bool async_ = false;
-  LazyDecodes lazy_;
-  // With the aggregate: the running requests still prefilling, in running order (admit_prefills
-  // walks these instead of running_), and grow_decodes' due members (reused).
-  std::vector<RequestState*> prefilling_;
-  std::vector<RequestState*> due_scratch_;
-  std::vector<RequestState*> due_all_;  // due members and a step's crossers (an explicit walk)
+  std::unique_ptr<DecodeSet> decodes_;  // never null
+  DecodeGain decode_gain_;
 };
 
 }  // namespace kvsim

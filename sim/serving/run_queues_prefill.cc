@@ -24,9 +24,9 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
   // returns at once), so it reads running_ in place.
   int64_t prefills_left = it.running_prefills < 0 ? std::numeric_limits<int64_t>::max()
                                                   : it.running_prefills;  // -1: not counted
-  // With the aggregate, prefilling_ holds exactly the running requests this walk visits, in the
-  // same order.
-  const std::vector<RequestState*>& walk = lazy_on_ ? prefilling_ : running_;
+  // The running batch, or (the decode aggregate's) exactly the running requests this walk
+  // visits, in the same order.
+  const std::vector<RequestState*>& walk = decodes_->prefill_walk();
   if (it.running_walk_ended) prefills_left = 0;
   for (size_t i = 0; i < walk.size() && prefills_left > 0 && budget > 0; ++i) {
     RequestState& r = *walk[i];
@@ -63,8 +63,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       preempt(*victim, it);
       // A decode preempted after its growth gives its token back to the budget, as vLLM's
       // token_budget += num_scheduled_tokens.pop(...).
-      it.decode_seqs = lazy_on_ ? lazy_.size() : static_cast<int64_t>(it.decode.size());
-      if (lazy_on_) it.decode_context = lazy_.attended_sum();
+      decodes_->recount(it);
       budget += decoding - it.decode_seqs - it.spec_tokens;
       if (victim == &r) {
         stop = true;
@@ -152,7 +151,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
     }
     enter_running(r);
-    if (lazy_on_) prefilling_.push_back(&r);
+    decodes_->started_prefill(r);
     if (hooks_.scheduled) hooks_.scheduled(r);
     it.prefill_ids.push_back(id);
     it.prefill_chunks.push_back(chunk);

@@ -13,7 +13,7 @@
 namespace kvsim {
 
 bool RunQueues::walk_running(IterationPlan& it, const BatchLimits& limits) {
-  KVSIM_CHECK(!lazy_on_, "the running walk in order has no decode aggregate");
+  KVSIM_CHECK(decodes_->explicit_figures(), "the running walk in order has no decode aggregate");
   int64_t budget = limits.max_num_batched_tokens;
   // running_ as the walk started: preemption takes requests out of it (see grow_decodes).
   order_scratch_.assign(running_.begin(), running_.end());

@@ -125,27 +125,45 @@ class PlanSteps {
   ~PlanSteps() = default;
 };
 
+// A read-only view of a replica's queues, for a scheduler's answer about a decode-only period
+// (Scheduler::admits_nothing).
+class QueueView {
+ public:
+  // Whether admit_prefills, after a decode walk of `decoding` requests, runs no chunk, admits
+  // nothing and makes no call with an effect, and keeps so while free blocks only shrink, as if
+  // `walk_frees` more blocks were free (RunQueues::prefills_blocked, with the replica's guards).
+  // Conservative: false when unsure.
+  virtual bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const = 0;
+  // Whether a running request is still prefilling.
+  virtual bool has_prefilling() const = 0;
+
+ protected:
+  ~QueueView() = default;
+};
+
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
   // Plans one iteration into `it` (empty on entry). False when an OOM ended the plan.
   virtual bool plan(IterationPlan& it, const BatchLimits& limits, PlanSteps& steps) const = 0;
-  // When this scheduler's plans are, step after step, exactly one grow_decodes walk and nothing
-  // else, so that the replica may fast-forward such stretches instead of calling plan() each
-  // step (docs/architecture.md, "Fast-forward"): never (kNone, the safe default), or, with
-  // nothing swapped and every running request decoding or stalled, while nothing can be admitted
-  // as the scheduler admits:
-  enum class DecodeStretches {
-    kNone,
-    kDecodesFirst,  // decodes first, then prefills in the token budget they leave (continuous)
-    kPromptsFirst,  // whole prompts first in the whole budget, decodes only if none (vllm_v0)
-    kBatchToEnd,    // a running batch decodes to its end and admits nothing before (static)
-  };
   // Whether it can plan a step while the one before runs (vLLM V1's AsyncScheduler, the
   // engine's async_scheduling): only a plan that reads a running request's in-flight token as
   // done (V1's output placeholders) can.
   virtual bool plans_ahead() const { return false; }
-  virtual DecodeStretches decode_stretches() const { return DecodeStretches::kNone; }
+  // Decode-only periods in closed form (docs/fast-forward.md). closed_form_periods: whether this
+  // scheduler's plans can be, step after step, exactly one grow_decodes walk and nothing else, so
+  // that the replica may run such periods without calling plan() each step (false, the safe
+  // default: every plan is made). admits_nothing: whether, with nothing swapped and every
+  // running request decoding (`decoding` of them) or stalled, no plan admits or continues a
+  // prefill, and none will while free blocks only shrink. `walk_frees`: blocks the plan's own
+  // decode walk frees (sliding windows), which a plan that walks the decodes before it admits
+  // sees free. Conservative: false when unsure.
+  virtual bool closed_form_periods() const { return false; }
+  virtual bool admits_nothing(const QueueView& queues, const BatchLimits& limits, int64_t decoding,
+                              int64_t walk_frees) const {
+    (void)queues, (void)limits, (void)decoding, (void)walk_frees;
+    return false;
+  }
 };
 
 using SchedulerFactory = std::function<std::unique_ptr<Scheduler>()>;

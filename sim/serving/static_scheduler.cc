@@ -20,8 +20,13 @@ class StaticScheduler final : public Scheduler {
     batch.chunked_prefill = false;
     return steps.admit_prefills(it, batch);
   }
-  // A running batch whose requests all decode: each plan is the walk alone.
-  DecodeStretches decode_stretches() const override { return DecodeStretches::kBatchToEnd; }
+  // A running batch whose requests all decode: each plan is the walk alone, until it ends.
+  bool closed_form_periods() const override { return true; }
+  bool admits_nothing(const QueueView& queues, const BatchLimits& limits, int64_t decoding,
+                      int64_t walk_frees) const override {
+    (void)limits, (void)decoding, (void)walk_frees;
+    return !queues.has_prefilling();
+  }
 };
 
 }  // namespace

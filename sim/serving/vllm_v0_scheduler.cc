@@ -29,7 +29,15 @@ class VllmV0Scheduler final : public Scheduler {
     return steps.grow_decodes(it);
   }
   // Nothing swapped and no whole prompt admissible: admit_prefills adds nothing, then the walk.
-  DecodeStretches decode_stretches() const override { return DecodeStretches::kPromptsFirst; }
+  // Whole prompts are tried before the walk, in the whole budget (the walk's frees come after).
+  bool closed_form_periods() const override { return true; }
+  bool admits_nothing(const QueueView& queues, const BatchLimits& limits, int64_t decoding,
+                      int64_t walk_frees) const override {
+    (void)decoding, (void)walk_frees;
+    BatchLimits whole = limits;
+    whole.chunked_prefill = false;
+    return queues.prefills_blocked(whole, 0, 0);
+  }
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The decode aggregate (sim/serving/lazy_decodes.h) and the fast-forward around it, on a case
+// The decode aggregate (sim/serving/fast_forward/lazy_decodes.h) and the fast-forward around it, on a case
 // worked out by hand: two decoding requests and a long prompt that waits for its whole sequence
 // to fit (vLLM V1's full-sequence admission), in a pool of seven 16-token blocks. The stretch
 // runs while the long prompt waits, counts a block crossing in aggregate, stops before the

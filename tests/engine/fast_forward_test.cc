@@ -1,4 +1,4 @@
-// The fast-forward (Replica::fast_forward, docs/architecture.md "Fast-forward") on batches worked
+// The fast-forward (FastForward, sim/serving/fast_forward/; docs/fast-forward.md) on batches worked
 // out by hand: three requests arrive together, prefill in one iteration, then decode in a pool of
 // six 16-token blocks that runs short at a known step (completion times, the preemption, the
 // iteration count and the KV held at a sample time); and the stretches of static batching and
@@ -130,7 +130,7 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
   fs::remove_all(base);
 }
 
-// Static batching and vllm_v0 fast-forward too (Scheduler::DecodeStretches): a static batch
+// Static batching and vllm_v0 fast-forward too (Scheduler::admits_nothing): a static batch
 // decodes to its end admitting nothing, and vllm_v0 decodes only when no whole prompt can be
 // admitted. Requests 0, 1, 2 at t = 0, 16-token prompts, 10, 60 and 5 output tokens; blocks of
 // 16 tokens, plenty of them.

@@ -1,5 +1,4 @@
-// Replica::fast_forward: the decode-only stretch in closed form (docs/architecture.md,
-// "Fast-forward").
+// FastForward::run: the decode-only stretch in closed form (docs/fast-forward.md).
 //
 // While every running request decodes (or prefills but stays stalled: its next chunk's blocks are
 // not free), nothing can be admitted and no event is due, each iteration is the same plan: every
@@ -8,6 +7,11 @@
 // (lazy_decodes.h) already makes such a plan cost work only for the requests due at the ledger
 // (a block boundary); here the step also skips the event queue, the admission pass and the
 // planner, and runs as a loop.
+//
+// Each step is made as stepping makes it: its plan by the decoding set's walk
+// (AggregateDecodes::grow_due, RunQueues::grow_decodes' own), its start and end by the replica's
+// step functions (record_start, hand_over, close_iteration, complete), its tokens by
+// RunQueues::commit_decodes, end_iteration's call.
 //
 // The stretch stops before the first step that is not such a plan, which then runs as an
 // ordinary iteration: a step whose new blocks might not all be free (it may preempt); a step
@@ -27,51 +31,63 @@
 // Step times come from the same integer function of the same shape (DecodeStepFixed), added to
 // the clock one by one as the events would.
 //
-// Quiet runs (fast_forward_quiet): the steps before the next one that has anything of its own
+// Quiet runs (quiet()): the steps before the next one that has anything of its own
 // (a member due, the completing step, a possible shortage, activations beyond the cache, the
 // step in flight) are the same plan with nothing but the batch's growth in it; they are planned
 // in one pass and recorded at once (Recorder::on_decode_run), their states described by a start
 // and how a step and a crossing move it, never made. The recorder's sums are exact integers, so
 // the figures are the ones the steps' own calls leave (tests/engine/decode_run_record_test.cc).
 #include <algorithm>
+#include <memory>
 #include <span>
 
 #include "core/check.h"
+#include "sim/serving/fast_forward/fast_forward.h"
+
+#include "sim/serving/fast_forward/aggregate_decodes.h"
 #include "sim/serving/replica.h"
 
 namespace kvsim {
 
-void Replica::fast_forward() {
-  while (fast_forward_stretch()) {
+FastForward::FastForward(Replica& replica) : r_(replica) {
+  auto aggregate = std::make_unique<AggregateDecodes>(r_.queues_, r_.ledger_, r_.pool_);
+  aggregate_ = aggregate.get();
+  r_.queues_.set_decodes(std::move(aggregate));
+}
+
+FastForward::~FastForward() = default;
+
+void FastForward::run() {
+  while (stretch()) {
   }
 }
 
-bool Replica::fast_forward_stretch() {
+bool FastForward::stretch() {
   // The aggregate is on exactly when fast-forward may run: not in checking mode, without an
   // observer of every iteration (a timeline wants every step as its own slice) or a clock. (A
   // request observer keeps it: a member's only event in a stretch, its completion, goes through
   // finish_request as when stepping.)
-  if (!queues_.lazy() || busy_ || down_ || kick_pending_) return false;
-  const SimTime t0 = events_.now();
-  SimTime horizon = events_.next_time();  // moves on when a quiet run takes samples in line
+  if (aggregate_ == nullptr || r_.busy_ || r_.down_ || r_.kick_pending_) return false;
+  const SimTime t0 = r_.events_.now();
+  SimTime horizon = r_.events_.next_time();  // moves on when a quiet run takes samples in line
   if (horizon <= t0) return false;  // something else happens now: the next iteration must see it
-  if (admission_.size() != 0 || queues_.has_swapped()) return false;
+  if (r_.admission_.size() != 0 || r_.queues_.has_swapped()) return false;
   // Async scheduling: requests that finished wait for the next plan, arrivals for theirs
   // (replica_async.cc); that plan runs as an ordinary iteration.
-  if (!finishing_.empty() || queues_.has_held()) return false;
-  LazyDecodes& lazy = queues_.lazy_decodes();
+  if (!r_.finishing_.empty() || r_.queues_.has_held()) return false;
+  LazyDecodes& lazy = aggregate_->lazy();
   const int64_t n = lazy.size();
   if (n == 0) return false;
-  if (!stretch_admits_nothing(n)) return false;
-  const PagedBlocks& paged = *pool_.kv().paged();
+  if (!admits_nothing(n, 0)) return false;
+  const PagedBlocks& paged = *r_.pool_.kv().paged();
 
-  const DecodeStepFixed step = decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
-  const bool windowed = pool_.model().sliding_window.has_value();  // growth may free blocks
-  std::vector<RequestState*>& due = ff_due_members_;
+  const DecodeStepFixed step = r_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
+  const bool windowed = r_.pool_.model().sliding_window.has_value();  // growth may free blocks
+  std::vector<RequestState*>& due = due_members_;
   SimTime t = t0;
   bool stepped = false;
   while (true) {
-    if (fast_forward_quiet(t, horizon, step) > 0) stepped = true;
+    if (quiet(t, horizon, step) > 0) stepped = true;
     const bool completes = lazy.next_done() == lazy.step() + 1;
     const int64_t context = lazy.attended_sum();
     const SimTime duration = step.duration_ns(context);
@@ -85,111 +101,105 @@ bool Replica::fast_forward_stretch() {
     lazy.take_due(due);
     if ((windowed && !due_frees_keep_blocked(due)) ||
         static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
-        !pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
+        !r_.pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
       break;  // this step runs as an ordinary iteration
     }
-    ff_plan_.clear();
-    const bool planned = queues_.grow_lazy(ff_plan_, due);
-    KVSIM_CHECK(planned && ff_plan_.decode_seqs == n,
+    plan_.clear();
+    const bool planned = aggregate_->grow_due(plan_, due);
+    KVSIM_CHECK(planned && plan_.decode_seqs == n,
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
-    const MemorySnapshot start = pool_.snapshot();
-    recorder_.on_state(t, start);
-    recorder_.on_batch(n, n, end - t, step.flops_fixed(context));  // start_iteration's record of a decode step
+    const MemorySnapshot start = r_.pool_.snapshot();
+    // start_iteration's record of a decode step.
+    r_.record_start(t, start, n, n, duration, step.flops_fixed(context));
     if (in_flight) {
       // start_iteration's hand-over: end_iteration commits it when its end event runs.
-      if (t > t0) events_.advance_to(t);
-      busy_ = true;
-      iteration_start_ = t;
-      std::swap(in_flight_, ff_plan_);
-      events_.schedule(duration, [this] { end_iteration(); });
+      if (t > t0) r_.events_.advance_to(t);
+      r_.hand_over(plan_, duration);
       return false;
     }
-    // The iteration's end.
-    iteration_start_ = t;  // (async scheduling: the next plan's cutoff)
+    // The iteration's end, as end_iteration's.
+    r_.iteration_start_ = t;  // (async scheduling: the next plan's cutoff)
     t = end;
-    recorder_.on_fast_forward_iteration();
-    pool_.release_activations();
-    done_scratch_.clear();
+    r_.close_iteration(true);
+    done_.clear();
     if (completes) {
-      // end_iteration's order: the step is counted, its requests finish at its end, then the
-      // state is recorded.
-      events_.advance_to(t);
-      queues_.commit_lazy(ff_plan_, done_scratch_);
-      KVSIM_CHECK(!done_scratch_.empty(), "fast-forward: the completing step completed nothing");
-      for (const int64_t id : done_scratch_) {
-        if (async_) {
-          hold_finishing(id);  // they finish after the next plan, an ordinary iteration
-        } else {
-          finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
-        }
-      }
-      recorder_.on_state(t, pool_.snapshot());
-      return !async_;  // a new stretch may follow
+      // end_iteration's order: the step is counted, its requests finish at its end (after the
+      // next plan, an ordinary iteration, under async scheduling), then the state is recorded.
+      r_.events_.advance_to(t);
+      r_.queues_.commit_decodes(plan_, done_);
+      KVSIM_CHECK(!done_.empty(), "fast-forward: the completing step completed nothing");
+      r_.complete(done_);
+      r_.recorder_.on_state(t, r_.pool_.snapshot());
+      return !r_.async_;  // a new stretch may follow
     }
-    recorder_.on_activations_released(t, start);  // on_state(t, pool_.snapshot())
-    queues_.commit_lazy(ff_plan_, done_scratch_);
-    KVSIM_CHECK(done_scratch_.empty(), "fast-forward: a request completed inside a stretch");
+    r_.recorder_.on_activations_released(t, start);  // on_state(t, pool.snapshot())
+    r_.queues_.commit_decodes(plan_, done_);
+    KVSIM_CHECK(done_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
     if (windowed && paged.window_freed_blocks() != window_freed) {
       // A member's growth freed blocks that left its sliding window (after the admissions, in
       // vllm_v0's plans): free blocks grew, so what was not admissible may be now
-      // (stretch_admits_nothing's premise). The next iteration decides, as stepping's would.
-      events_.advance_to(t);
+      // (admits_nothing's premise). The next iteration decides, as stepping's would.
+      r_.events_.advance_to(t);
       return true;
     }
   }
-  if (stepped) events_.advance_to(t);
+  if (stepped) r_.events_.advance_to(t);
   return false;
 }
 
-bool Replica::due_frees_keep_blocked(const std::vector<RequestState*>& due) const {
+bool FastForward::due_frees_keep_blocked(const std::vector<RequestState*>& due) const {
   // With a sliding window a due member's growth may free blocks that left its window. A plan
   // that walks the decodes before admitting (continuous) admits with them free: the stretch's
   // premise must hold with them too, or the step runs as an ordinary iteration. (vllm_v0 admits
-  // first; static admits nothing in a batch.)
-  if (due.empty() || !pool_.model().sliding_window ||
-      scheduler_->decode_stretches() != Scheduler::DecodeStretches::kDecodesFirst) {
-    return true;
-  }
-  const PagedBlocks& paged = *pool_.kv().paged();
-  const LazyDecodes& lazy = queues_.lazy_decodes();
+  // first; static admits nothing in a batch: their schedulers do not count them.)
+  if (due.empty() || !r_.pool_.model().sliding_window) return true;
+  const PagedBlocks& paged = *r_.pool_.kv().paged();
+  const LazyDecodes& lazy = aggregate_->lazy();
   int64_t frees = 0;
   for (const RequestState* r : due) {
     // Its target at this plan: its context, caught up to now.
     frees += paged.window_frees(r->spec.id, r->context_tokens() + lazy.step() - r->lazy_sync);
   }
-  if (frees == 0) return true;
-  // Freed blocks keep their prefixes with prefix caching, which could make a head's hits grow.
-  return !paged.prefix_caching() &&
-         queues_.prefills_blocked(limits_, admission_.has_guards(), lazy.size(), frees);
+  return frees == 0 || admits_nothing(lazy.size(), frees);
 }
 
-bool Replica::stretch_admits_nothing(int64_t decoding) const {
-  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
-  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed.
-  switch (scheduler_->decode_stretches()) {
-    case Scheduler::DecodeStretches::kNone:
-      return false;
-    case Scheduler::DecodeStretches::kDecodesFirst:
-      return queues_.prefills_blocked(limits_, admission_.has_guards(), decoding);
-    case Scheduler::DecodeStretches::kPromptsFirst: {
-      // Whole prompts, tried before the walk: in the whole budget.
-      BatchLimits whole = limits_;
-      whole.chunked_prefill = false;
-      return queues_.prefills_blocked(whole, admission_.has_guards(), 0);
-    }
-    case Scheduler::DecodeStretches::kBatchToEnd:
-      // A batch whose requests all decode admits nothing until it ends.
-      return queues_.first_prefilling() == nullptr;
+namespace {
+
+// The queues as a scheduler sees them when it is asked about a stretch: with the replica's
+// guards, and unsure (blocked: false) about blocks a walk frees when prefix caching is on.
+class StretchQueueView final : public QueueView {
+ public:
+  StretchQueueView(const RunQueues& queues, bool guarded, bool prefix_caching)
+      : q_(queues), guarded_(guarded), prefix_caching_(prefix_caching) {}
+  bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const override {
+    // Freed blocks keep their prefixes with prefix caching, which could make a head's hits grow.
+    if (walk_frees > 0 && prefix_caching_) return false;
+    return q_.prefills_blocked(limits, guarded_, decoding, walk_frees);
   }
-  return false;
+  bool has_prefilling() const override { return q_.first_prefilling() != nullptr; }
+
+ private:
+  const RunQueues& q_;
+  bool guarded_;
+  bool prefix_caching_;
+};
+
+}  // namespace
+
+bool FastForward::admits_nothing(int64_t decoding, int64_t walk_frees) const {
+  // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
+  // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed. The
+  // scheduler says whether its plans admit nothing then.
+  const StretchQueueView view(r_.queues_, r_.admission_.has_guards(), r_.pool_.kv().paged()->prefix_caching());
+  return r_.scheduler_->admits_nothing(view, r_.limits_, decoding, walk_frees);
 }
 
-int64_t Replica::fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step) {
+int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step) {
   // Fewer steps than this cost less one by one than the run's set-up.
   constexpr int64_t kMinQuietSteps = 8;
-  LazyDecodes& lazy = queues_.lazy_decodes();
+  LazyDecodes& lazy = aggregate_->lazy();
   const int64_t g = lazy.step();
   // Steps g+1 .. g+limit: before the completing step, and (below) the first at which a member
   // may be due (both run one by one).
@@ -200,24 +210,24 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeSt
   // The recorder takes a run's durations in non-decreasing order: a step that grows with its
   // context (any latency model's; a fit that came out falling steps one by one).
   if (limit < kMinQuietSteps || step.ns_b < 0) return 0;
-  const DeferredGrowth* growth = pool_.kv().deferred_growth();  // fast-forward needs one
+  const DeferredGrowth* growth = r_.pool_.kv().deferred_growth();  // fast-forward needs one
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
   const int64_t n = lazy.size();
   const int64_t context0 = lazy.attended_sum();  // the decode context: attended tokens
   const int64_t attending = lazy.attended_growth();  // and what each step adds to it
-  const int64_t free = pool_.kv().paged()->free_blocks();
+  const int64_t free = r_.pool_.kv().paged()->free_blocks();
   // Activations are affine in the context (flash: constant); a step whose reservation would
   // need more than is cached changes the pool and runs one by one.
-  const int64_t act0 = pool_.decode_activation_bytes(n, context0);
-  const int64_t act_step = pool_.decode_activation_bytes(n, context0 + attending) - act0;
-  const int64_t cached = pool_.activation_cached_bytes();
+  const int64_t act0 = r_.pool_.decode_activation_bytes(n, context0);
+  const int64_t act_step = r_.pool_.decode_activation_bytes(n, context0 + attending) - act0;
+  const int64_t cached = r_.pool_.activation_cached_bytes();
   if (act0 > cached) return 0;
   // Samples in line: when the next event is a lone replica's pending timeseries sample, the run
   // may go on to the next other event, taking the samples that fall inside its steps as they
   // would fire (each sees the step then in flight: its start state, activations reserved).
-  const bool sampling = sampler_ != nullptr && horizon == sampler_->next_at();
-  const SimTime until = sampling ? events_.next_time_besides(sampler_->pending()) : horizon;
+  const bool sampling = r_.sampler_ != nullptr && horizon == r_.sampler_->next_at();
+  const SimTime until = sampling ? r_.events_.next_time_besides(r_.sampler_->pending()) : horizon;
   // At most this many steps: none may be due (limit); each lasts at least the first's duration
   // and must end before `until`; each reserves act0 + j act_step <= cached; a bounded buffer.
   constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
@@ -228,49 +238,49 @@ int64_t Replica::fast_forward_quiet(SimTime& t, SimTime& horizon, const DecodeSt
   int64_t most = std::min({limit, (until - t - 1) / run.duration.ns_at(0), kMaxRunSteps});
   if (act_step > 0) most = std::min(most, (cached - act0) / act_step + 1);
   if (most < kMinQuietSteps) return 0;
-  lazy.crossed_in_period(ff_crossed_in_period_, ff_swapped_in_period_);
-  run.crossed_in_period = ff_crossed_in_period_;
-  run.swapped_in_period = ff_swapped_in_period_;
-  run.plan_steps(most, until, free, ff_run_ends_);
-  ff_run_samples_.clear();
+  lazy.crossed_in_period(crossed_in_period_, swapped_in_period_);
+  run.crossed_in_period = crossed_in_period_;
+  run.swapped_in_period = swapped_in_period_;
+  run.plan_steps(most, until, free, run_ends_);
+  run_samples_.clear();
   if (sampling && run.steps >= kMinQuietSteps) {
-    const int64_t keep = run.samples_within(sampler_->next_at(), sampler_->period(), ff_run_samples_);
-    if (keep < run.steps) run.plan_steps(keep, until, free, ff_run_ends_);
+    const int64_t keep = run.samples_within(r_.sampler_->next_at(), r_.sampler_->period(), run_samples_);
+    if (keep < run.steps) run.plan_steps(keep, until, free, run_ends_);
   }
   const int64_t k = run.steps;
   if (k < kMinQuietSteps ||
-      pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
+      r_.pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
     return 0;
   }
   // Each step as the stretch's loop makes it: its plan grows the batch by n tokens (its
   // crossers' in new blocks, its swappers' too, each freeing its oldest), its start is recorded
   // with the activations reserved, its end with them released. The states are affine in the
   // step and the blocks crossed and swapped: a start, and moves.
-  const MemorySnapshot start0 = pool_.snapshot_with(*after_one, act0);
+  const MemorySnapshot start0 = r_.pool_.snapshot_with(*after_one, act0);
   run.start0 = start0;
   run.per_step =
-      snapshot_difference(pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
-  run.per_crossing = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
+      snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
+  run.per_crossing = snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
   if (run.swaps()) {  // else swapped(j) = 0 throughout: the move is never taken
-    run.per_swap = snapshot_difference(pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
+    run.per_swap = snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
   }
-  run.end_delta = snapshot_difference(pool_.snapshot_with(*after_one, 0), start0);
+  run.end_delta = snapshot_difference(r_.pool_.snapshot_with(*after_one, 0), start0);
   // Σ flops(context0 + j attending) over j < k, exact.
   run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
                                                  static_cast<Int128>(attending) * k * (k - 1) / 2);
-  recorder_.on_decode_run(run);
-  if (!ff_run_samples_.empty()) {
-    for (const auto& [at, j] : ff_run_samples_) sample_at(at, run.start_state(j));
-    sampler_->took_through(ff_run_samples_.back().first);
-    horizon = events_.next_time();
+  r_.recorder_.on_decode_run(run);
+  if (!run_samples_.empty()) {
+    for (const auto& [at, j] : run_samples_) r_.sample_at(at, run.start_state(j));
+    r_.sampler_->took_through(run_samples_.back().first);
+    horizon = r_.events_.next_time();
   }
   const int64_t blocks = run.crossed_total, swaps = run.swapped_total;
   // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
   // their commits count.
-  ledger_.add_crossings(blocks);
-  ledger_.add_swaps(swaps);
-  ledger_.defer_many(n * k - blocks - swaps);
-  ledger_.report();
+  r_.ledger_.add_crossings(blocks);
+  r_.ledger_.add_swaps(swaps);
+  r_.ledger_.defer_many(n * k - blocks - swaps);
+  r_.ledger_.report();
   lazy.advance(k);
   t += static_cast<SimTime>(run.d_sum);
   return k;

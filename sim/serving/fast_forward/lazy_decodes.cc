@@ -1,4 +1,4 @@
-#include "sim/serving/lazy_decodes.h"
+#include "sim/serving/fast_forward/lazy_decodes.h"
 
 #include <algorithm>
 #include <functional>

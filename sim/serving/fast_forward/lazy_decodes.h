@@ -3,7 +3,7 @@
 // (engine.fast_forward; docs/architecture.md, "Fast-forward").
 //
 // Under the continuous scheduler every decoding request grows by one token in every iteration.
-// Stepping walks them all each time (RunQueues::grow_decodes' walk, end_iteration's increments).
+// Stepping walks them all each time (RunQueues::grow_each_decode's walk, StepDecodes::commit's increments).
 // Here a member's RequestState is left as it was at the end of step `lazy_sync`; the replica
 // counts committed steps (step()), and a member's true figures are its stored ones advanced by
 // step() - lazy_sync tokens: that many more generated, and as many more deferred KV tokens in
