@@ -35,6 +35,10 @@ struct RequestSpec {
   // The conversation or user it belongs to (FNV-1a of the normalized trace's optional
   // `session_id` cell): what a cluster's session_affinity router keys on. nullopt when not given.
   std::optional<uint64_t> session_id;
+  // Speculative decoding: this request's chance that a draft token is accepted given the one
+  // before (the normalized trace's optional `acceptance_rate` column), in place of the engine's
+  // speculative_config rates; nullopt: those.
+  std::optional<double> acceptance_rate;
 };
 
 // A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request

@@ -22,6 +22,13 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
     totals.prefix_hit_blocks += r.prefix_hit_blocks;
     totals.prefix_hit_tokens += r.prefix_hit_tokens;
     totals.prefix_query_tokens += r.prefix_query_tokens;
+    if (r.speculative) {
+      if (!totals.speculative) {
+        totals.speculative = *r.speculative;
+      } else {
+        totals.speculative->merge(*r.speculative);
+      }
+    }
     if (r.peak_in_use_bytes > replicas[worst].peak_in_use_bytes) worst = i;
     // A prefill replica's completions are first tokens handed to a decode replica, whose outcome
     // is the request's (docs/cluster.md, disaggregation); its failures are the request's own.

@@ -18,6 +18,7 @@
 #include "sim/metrics/distribution.h"
 #include "sim/metrics/in_order_rows.h"
 #include "sim/metrics/latency_stats.h"
+#include "sim/metrics/spec_decode_stats.h"
 #include "sim/metrics/slo.h"
 #include "sim/request/request_state.h"
 
@@ -148,6 +149,9 @@ struct PolicySummary {
   int64_t prefix_query_tokens = 0;    // tokens looked up (each admitted request's prompt)
   double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
 
+  // Speculative decoding (the engine's speculative_config); nullopt without it.
+  std::optional<SpecDecodeStats> speculative;
+
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
   int gpus = 1;  // every GPU the policy runs on: each replica's TP x PP, summed (manifest.json)
   std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
@@ -242,6 +246,19 @@ class Recorder {
     busy_ns_ += replica.busy_ns_;
   }
   void on_prefix_caching() { summary_.prefix_caching = true; }
+  // Speculative decoding: the policy speculates (its figures are reported), a decode step's
+  // drafts and how many were accepted, and the output tokens one decode gained in a step.
+  void on_speculative(const std::string& method, int num_speculative_tokens) {
+    summary_.speculative = SpecDecodeStats{
+        .method = method,
+        .num_speculative_tokens = num_speculative_tokens,
+        .accepted_per_position = std::vector<int64_t>(static_cast<size_t>(num_speculative_tokens))};
+  }
+  void on_draft(int64_t drafted, int64_t accepted) { summary_.speculative->add_draft(drafted, accepted); }
+  void on_decode_tokens(int64_t tokens) {
+    ++summary_.speculative->decode_steps;
+    summary_.speculative->decode_tokens += tokens;
+  }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;
     summary_.prefix_hit_tokens += hit_tokens;

@@ -157,6 +157,19 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
+    if (p.speculative) {  // only for a policy with speculative_config
+      const SpecDecodeStats& sd = *p.speculative;
+      o["speculative_decoding"] = {{"method", sd.method},
+                                   {"num_speculative_tokens", sd.num_speculative_tokens},
+                                   {"drafts", sd.drafts},
+                                   {"draft_tokens", sd.draft_tokens},
+                                   {"accepted_tokens", sd.accepted_tokens},
+                                   {"mean_acceptance_length", sd.mean_acceptance_length()},
+                                   {"draft_acceptance_rate", sd.draft_acceptance_rate()},
+                                   {"acceptance_per_position", sd.acceptance_per_position()},
+                                   {"decode_steps", sd.decode_steps},
+                                   {"tokens_per_decode_step", sd.tokens_per_decode_step()}};
+    }
     o["batch"] = batch_json(p.batch);
     o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
     if (p.gpu_layout) {  // parallelism / quantization: only where set, see recorder.h
@@ -279,6 +292,11 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
   const bool prefix = std::any_of(policies.begin(), policies.end(),
                                   [](const PolicySummary& p) { return p.prefix_caching; });
   if (prefix) header.emplace_back("prefix hit");
+  // The mean acceptance length (tokens a decode step with drafts) only when some policy
+  // speculates.
+  const bool spec = std::any_of(policies.begin(), policies.end(),
+                                [](const PolicySummary& p) { return p.speculative.has_value(); });
+  if (spec) header.emplace_back("accept len");
   cli::TextTable t(header);
   for (const PolicySummary& p : policies) {
     auto n = [&](Outcome o) { return std::to_string(p.outcomes[outcome_index(o)]); };
@@ -295,6 +313,10 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
         p.slo ? fmt::format("{:.1f}%", 100 * p.slo_attainment) : "-"};
     if (prefix) {
       row.push_back(p.prefix_caching ? fmt::format("{:.1f}%", 100 * p.prefix_hit_rate) : "-");
+    }
+    if (spec) {
+      row.push_back(p.speculative ? fmt::format("{:.2f}", p.speculative->mean_acceptance_length())
+                                  : "-");
     }
     t.add_row(row);
   }

@@ -41,6 +41,14 @@ struct RequestState {
                                   // (starts at its prefix-cache hit)
   int64_t prefill_target = 0;     // tokens the current (re)prefill covers: prompt + generated
   int64_t swapped_tokens = 0;     // KV tokens held in host memory while swapped
+  // Speculative decoding: the draft tokens its decode in the planned step verifies (0: a plain
+  // decode; set by RunQueues::grow_decodes, read at that step's end).
+  int64_t spec_drafts = 0;
+  // Async scheduling with speculation: the tokens it gained at the end of the step just ended
+  // and the drafts that step verified (0, 0 when it gained nothing there): vLLM plans the next
+  // step before that output, counting all the step's tokens as computed (placeholders).
+  int64_t spec_last_gain = 0;
+  int64_t spec_last_drafts = 0;
   Phase phase = Phase::kGuardQueue;
   Outcome outcome = Outcome::kNone;
   bool truncated = false;

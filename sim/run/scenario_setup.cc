@@ -13,6 +13,7 @@
 #include "sim/cluster/cluster_config.h"
 #include "sim/run/prepared_policy.h"
 #include "sim/run/scenario_runner.h"
+#include "sim/serving/speculative.h"
 
 namespace kvsim {
 
@@ -89,8 +90,12 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
     }
     throw;
   }
+  // With speculative decoding the pool also holds the drafter's layer (model_with_drafter).
   p->pool = std::make_unique<GpuMemoryPool>(
-      model, gpu, kv_node,
+      engine.speculative
+          ? model_with_drafter(model, *engine.speculative, parallelism.pipeline)
+          : model,
+      gpu, kv_node,
       PoolOptions{.workspace_bytes = engine.workspace_bytes,
                   .attention = engine.attention,
                   .profile_batched_tokens = engine.max_num_batched_tokens,

@@ -33,6 +33,19 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   // vLLM resolves an unset async_scheduling to on for its V1 engine; the V0-style schedulers
   // (static, vllm_v0) plan after each step ends and refuse it.
   const std::optional<bool> async = e.get_optional<bool>("async_scheduling");
+  c.speculative = parse_speculative_config(e);
+  if (c.speculative) {
+    const ConfigNode spec = *e.peek("speculative_config");
+    if (c.scheduler != "continuous") {
+      spec.fail(fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
+                            "needs scheduler: continuous, not '{}'",
+                            c.scheduler));
+    }
+    if (c.long_prefill_token_threshold > 0) {
+      spec.fail("speculative decoding with long_prefill_token_threshold is not modelled (the walk "
+                "over running requests in running order schedules one token per decode)");
+    }
+  }
   if (c.scheduler == "continuous") {
     c.async_scheduling = async.value_or(true);
   } else {

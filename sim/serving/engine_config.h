@@ -10,6 +10,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
+#include "sim/serving/speculative_config.h"
 
 namespace kvsim {
 
@@ -78,6 +79,10 @@ struct EngineConfig {
   // fast-forward, docs/architecture.md); false steps one iteration per event. Outputs are
   // byte-identical either way: a switch for checking and benchmarking, not a model choice.
   bool fast_forward = true;
+  // Speculative decoding (`speculative_config:`, vLLM's --speculative-config; sim/serving/
+  // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
+  // scheduler, without long_prefill_token_threshold; the fast-forward is off with it.
+  std::optional<SpeculativeConfig> speculative;
 };
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws

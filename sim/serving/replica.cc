@@ -96,7 +96,16 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      // grow_decodes): the aggregate's members would not all grow.
                      config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority &&
                      // Prefills among the decodes: the walk in running order has no aggregate.
-                     config_.long_prefill_token_threshold == 0;
+                     config_.long_prefill_token_threshold == 0 &&
+                     // Speculative decoding's steps gain 1 + accepted tokens each, which the
+                     // closed-form stretches do not model: it steps every iteration.
+                     !config_.speculative;
+  if (config_.speculative) {
+    spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
+    queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
+    recorder_.on_speculative(config_.speculative->method_name,
+                             config_.speculative->num_speculative_tokens);
+  }
   update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }

@@ -33,6 +33,7 @@
 #include "sim/request/request_state.h"
 #include "sim/serving/run_queues.h"
 #include "sim/serving/scheduler.h"
+#include "sim/serving/speculative.h"
 
 namespace kvsim {
 
@@ -245,6 +246,7 @@ class Replica {
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
+  std::unique_ptr<Speculator> spec_;  // speculative decoding (config_.speculative); else nullptr
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
   // growth); on (fast_forward_) unless something reads every request at every step.
   bool fast_forward_ok_ = false;

@@ -58,6 +58,8 @@ bool Replica::plan_ahead() {
   queues_.release_held(iteration_start_);
   bool nothing = false;
   const bool planned = plan(&nothing);
+  // Speculation: the plan may hold requests the step just ended finished (RunQueues::spec_due).
+  if (planned && spec_) queues_.detach_finished(planning_, finishing_);
   release_finishing();
   if (planned || !nothing || down_) return planned;
   queues_.release_held(events_.now());

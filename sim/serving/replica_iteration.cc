@@ -74,7 +74,13 @@ void Replica::start_iteration() {
   }
   // Decode sequences enter the latency and activation models through their count and context
   // sum only (exact integer sums; see BatchShape): no per-sequence entries.
-  const int64_t decode_context = it.decode_context;
+  int64_t decode_context = it.decode_context;
+  shape.decode_seqs = it.decode_seqs;
+  // Speculative decoding: decodes with drafts are verified as queries of 1 + drafts tokens.
+  if (spec_) {
+    spec_->verification_shape(it, pool_.model(), shape, chunks);
+    decode_context = shape.decode_context_tokens;
+  }
   if (check_) {
     // The activation reserve was profiled for max_num_batched_tokens: with the model limits
     // resolved (max_model_len <= the budget when unchunked), no chunk may exceed it.
@@ -87,9 +93,9 @@ void Replica::start_iteration() {
     }
     int64_t sum = 0;
     for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
-    KVSIM_CHECK(sum == decode_context, "decode context {} != tracked {}", sum, decode_context);
+    KVSIM_CHECK(sum == it.decode_context, "decode context {} != tracked {}", sum,
+                it.decode_context);
   }
-  shape.decode_seqs = it.decode_seqs;
   shape.decode_context_tokens = decode_context;
   if (AllocResult a = pool_.reserve_activations(chunks, shape.decode_seqs, decode_context); !a) {
     oom(it.prefill_ids.empty() ? queues_.last_decoding()->spec.id : it.prefill_ids.back(), a);
@@ -104,7 +110,8 @@ void Replica::start_iteration() {
   // (Nothing below changes the pool or the recorder before record_start.)
   SimTime duration = 0;
   Int128 flops = 0;
-  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0) {
+  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0 &&
+      !spec_) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
     // stretches also use (sim/serving/fast_forward/stretch.cc).
     const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
@@ -114,19 +121,25 @@ void Replica::start_iteration() {
     const IterationCost cost = latency_.iteration(shape, OpDetail::kTotals);
     // A clock replaces the model's seconds only; the flops and the swap traffic stay modeled.
     const double seconds = clock_ != nullptr ? clock_seconds(it, shape, cost) : cost.seconds;
-    duration = std::max<SimTime>(1, seconds_to_sim(seconds + it.extra_seconds));
+    // The drafter runs in the same step, after the target's pass (modelled time only).
+    const double draft = spec_ && clock_ == nullptr ? spec_->draft_seconds(shape) : 0;
+    duration = std::max<SimTime>(1, seconds_to_sim(seconds + draft + it.extra_seconds));
     if (config_.step_time && clock_ == nullptr) {
-      int64_t tokens = shape.decode_seqs;
+      int64_t tokens = it.decode_seqs + it.spec_tokens + it.finished_tokens();
       for (const int64_t c : it.prefill_chunks) tokens += c;
-      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs;
+      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) +
+                           it.decode_seqs;
       duration = config_.step_time->duration(tokens, seqs) + seconds_to_sim(it.extra_seconds);
     }
     flops = flops_to_fixed(cost.flops);
   }
   int64_t prefill_tokens = 0;
   for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
-  record_start(events_.now(), pool_.snapshot(), static_cast<int64_t>(it.prefill_ids.size()) + shape.decode_seqs,
-               prefill_tokens + shape.decode_seqs, duration, flops);
+  // Under async scheduling, requests whose last token came with the step before still run in
+  // this one (it.finished_in_flight): their rows and tokens count in the batch.
+  record_start(events_.now(), pool_.snapshot(),
+               static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) + it.decode_seqs,
+               prefill_tokens + it.decode_seqs + it.spec_tokens + it.finished_tokens(), duration, flops);
   hand_over(planning_, duration);
 }
 
@@ -153,8 +166,12 @@ double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
   for (const RequestState* r : it.decode) {
     b.decode.push_back({.request_id = r->spec.id,
                         .kv_before = r->context_tokens() - 1,
-                        .new_tokens = 1,
+                        .new_tokens = 1 + r->spec_drafts,
                         .emits_token = true});
+  }
+  for (const IterationPlan::Finished& f : it.finished_in_flight) {
+    b.decode.push_back(
+        {.request_id = f.id, .kv_before = f.kv_before, .new_tokens = f.tokens, .emits_token = true});
   }
   b.start_s = sim_to_seconds(events_.now());
   b.shape = &shape;
@@ -175,6 +192,7 @@ void Replica::end_iteration() {
   // decode aggregate after it (its first decode step is the next one).
   std::vector<int64_t>& decode_done = decode_done_scratch_;
   decode_done.clear();
+  if (spec_) spec_->begin_step_end(requests_);
   queues_.commit_decodes(it, decode_done);
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     auto f = requests_.find(it.prefill_ids[i]);
@@ -184,6 +202,7 @@ void Replica::end_iteration() {
     observe(RequestEventKind::kPrefillChunk, r, {}, it.prefill_chunks[i]);
     if (r.prefilled < r.prefill_target) continue;
     ++r.generated;  // the prefill's token; decoding() from now on
+    if (spec_) spec_->prefill_gained(r);
     if (r.first_token_at < 0) r.first_token_at = now;
     const bool finished = r.generated >= r.spec.output_tokens;
     if (finished) done.push_back(r.spec.id);

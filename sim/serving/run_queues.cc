@@ -28,7 +28,11 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       policy_(config.scheduling_policy),
       swap_space_bytes_(config.swap_space_bytes),
       preallocated_(pool.kv().preallocated()),
-      hooks_(std::move(hooks)) {
+      hooks_(std::move(hooks)),
+      spec_k_(config.speculative ? config.speculative->num_speculative_tokens : 0),
+      spec_lookahead_(config.speculative ? config.speculative->lookahead_tokens() : 0),
+      max_model_len_(config.max_model_len),
+      max_batched_tokens_(config.max_num_batched_tokens) {
   set_decodes(nullptr);
   if (const PagedBlocks* paged = pool.kv().paged(); paged != nullptr && paged->prefix_caching()) {
     recorder_.on_prefix_caching();  // the summary reports prefix hits for this policy
@@ -205,12 +209,17 @@ bool RunQueues::grow_each_decode(IterationPlan& it) {
     // Async scheduling: its last token is in flight (it finishes when that step's output comes;
     // vLLM's schedule() skips a request whose placeholders reach max_tokens). Never the case when
     // plans wait for the step before.
-    if (r.generated >= r.spec.output_tokens) continue;
-    const int64_t target = r.prompt_tokens + r.generated;
+    if (spec_k_ > 0 ? !spec_due(r) : r.generated >= r.spec.output_tokens) continue;
+    int64_t target = r.prompt_tokens + r.generated;
+    if (spec_k_ > 0 && !speculate(r, it, target)) {
+      it.running_walk_ended = true;  // vLLM's running loop ends when the token budget is spent
+      break;
+    }
     // The usual step stays inside the last block: no store call (deferred growth), and the
     // same figures as the slow path's (usage() counts the token at once; see DeferredGrowth).
     if (ledger_.defer(r, target)) {
       it.decode.push_back(rp);
+      it.spec_tokens += r.spec_drafts;
       it.decode_context += pool_.model().attended_tokens(r.context_tokens());
       continue;
     }
@@ -219,6 +228,7 @@ bool RunQueues::grow_each_decode(IterationPlan& it) {
       AllocResult a = ledger_.grow_decode(r, target);
       if (a) {
         it.decode.push_back(rp);
+        it.spec_tokens += r.spec_drafts;
         it.decode_context += pool_.model().attended_tokens(r.context_tokens());
         break;
       }
@@ -261,6 +271,7 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
   erase_from(running_, &r);
   if (auto d = std::find(it.decode.begin(), it.decode.end(), &r); d != it.decode.end()) {
     it.decode.erase(d);
+    it.spec_tokens -= r.spec_drafts;  // its drafts' budget is free again
     // (With the aggregate, the count and the sum are taken at the end of the walk.)
     it.decode_context -= pool_.model().attended_tokens(r.context_tokens());
   }

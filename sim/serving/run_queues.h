@@ -18,6 +18,7 @@
 // under the other two, by the same key as the waiting queue. Ties beyond arrival go by id.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -85,6 +86,12 @@ class RunQueues final : public PlanSteps {
   // The step `it` ran (end_iteration, before its prefills are counted): its decodes get their
   // token and the completed ones (in running order) are appended to `done`.
   void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) { decodes_->commit(it, done); }
+  // What a decode gains when its step ends (StepDecodes::commit): with speculative decoding, one
+  // token and its accepted drafts (Speculator::tokens_gained); empty (the default): one token.
+  // Only stepping's set reads it: the fast-forward is off with speculation.
+  using DecodeGain = std::function<int64_t(RequestState&)>;
+  void set_decode_gain(DecodeGain gain) { decode_gain_ = std::move(gain); }
+  const DecodeGain& decode_gain() const { return decode_gain_; }
   // Stepping's decode walk (StepDecodes::grow): every decoding request in running order grows by
   // one token through the ledger, a shortage preempting the policy's victim.
   bool grow_each_decode(IterationPlan& it);
@@ -149,6 +156,10 @@ class RunQueues final : public PlanSteps {
   bool has_held() const { return !held_.empty(); }
   // Async scheduling: a preempted decode's newest full block is not cached (preempt()).
   void set_async(bool on) { async_ = on; }
+  // Async scheduling with speculation (run_queues_speculative.cc): the decodes of `it` among
+  // `finishing` (requests the step just ended finished, which the plan scheduled as vLLM's does)
+  // leave it for it.finished_in_flight, their shape only: they finish before the step runs.
+  void detach_finished(IterationPlan& it, const std::vector<int64_t>& finishing);
   // KVSIM_CHECK: running requests are in flight as running and hold KV; waiting ones hold none.
   // Requires: running requests settled (no window open).
   void check() const;
@@ -199,8 +210,32 @@ class RunQueues final : public PlanSteps {
     running_.push_back(&r);
   }
   int64_t next_run_seq_ = 0;
+  // Speculative decoding (run_queues_speculative.cc): r's decode in the plan `it` gets its
+  // drafts (r.spec_drafts) within the token budget the plan's decodes left, and `target` the
+  // tokens its KV must reach (its drafts' and the lookahead's slots too). False when no budget is
+  // left. Only with spec_k_ > 0 (otherwise a decode takes one token: prompt + generated).
+  bool speculate(RequestState& r, const IterationPlan& it, int64_t& target) const;
+  // Whether the decode `r` is scheduled this step with speculation. Under async scheduling vLLM
+  // plans before the step just ended has given its output: it skips r only when the tokens
+  // known before that step and the one token it surely gave reach the output length, and
+  // schedules it otherwise, even when that step's accepted drafts finished it.
+  bool spec_due(const RequestState& r) const;
+
+  // The KV slots a running prefill's next chunk takes when its KV reaches `tokens`: with
+  // speculation vLLM also allocates the lookahead for a running request's chunk (not for a
+  // waiting request's first one), at most max_model_len.
+  int64_t prefill_slots(int64_t tokens) const {
+    if (spec_lookahead_ == 0) return tokens;
+    return max_model_len_ > 0 ? std::min(tokens + spec_lookahead_, max_model_len_)
+                              : tokens + spec_lookahead_;
+  }
+  int64_t spec_k_ = 0;          // num_speculative_tokens
+  int64_t spec_lookahead_ = 0;  // vLLM's num_lookahead_tokens
+  int64_t max_model_len_ = 0;
+  int64_t max_batched_tokens_ = 0;
   bool async_ = false;
   std::unique_ptr<DecodeSet> decodes_;  // never null
+  DecodeGain decode_gain_;
 };
 
 }  // namespace kvsim

@@ -11,7 +11,7 @@
 namespace kvsim {
 
 bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
-  int64_t budget = limits.max_num_batched_tokens - it.decode_seqs;
+  int64_t budget = limits.max_num_batched_tokens - it.decode_seqs - it.spec_tokens;
   for (const int64_t c : it.prefill_chunks) budget -= c;  // walk_running's chunks
   // long_prefill_token_threshold caps every prefill's chunk (vLLM: both loops of schedule()).
   const int64_t cap = limits.long_prefill_token_threshold > 0 ? limits.long_prefill_token_threshold
@@ -47,7 +47,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     while (true) {
       AllocResult a = AllocResult::success();
       if (!stalled(r, chunk_budget)) {
-        a = ledger_.ensure(r, r.prefilled + chunk);
+        a = ledger_.ensure(r, prefill_slots(r.prefilled + chunk));
         if (a) break;
         if (!preallocated_) {
           hooks_.oom(id, a);
@@ -59,12 +59,12 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
         break;
       }
       RequestState* victim = preemption_victim();
-      const int64_t decoding = it.decode_seqs;
+      const int64_t decoding = it.decode_seqs + it.spec_tokens;
       preempt(*victim, it);
       // A decode preempted after its growth gives its token back to the budget, as vLLM's
       // token_budget += num_scheduled_tokens.pop(...).
       decodes_->recount(it);
-      budget += decoding - it.decode_seqs;
+      budget += decoding - it.decode_seqs - it.spec_tokens;
       if (victim == &r) {
         stop = true;
         break;
@@ -164,7 +164,8 @@ bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_fre
   const PagedBlocks* paged = pool_.kv().paged();
   if (paged == nullptr) return false;
   const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
-  return paged->blocks_to_grow(r.spec.id, r.prefilled + chunk) > paged->free_blocks() + extra_free;
+  return paged->blocks_to_grow(r.spec.id, prefill_slots(r.prefilled + chunk)) >
+         paged->free_blocks() + extra_free;
 }
 
 int64_t RunQueues::full_sequence_blocks(const PrefixHashes& prefix, int64_t target,

@@ -52,6 +52,23 @@ struct IterationPlan {
   // Sum of the decoding sequences' attended KV tokens: their contexts, each capped at the model's
   // sliding window (ModelSpec::attended_tokens).
   int64_t decode_context = 0;
+  // Speculative decoding: the draft tokens the decodes verify (RequestState::spec_drafts summed),
+  // each one of the token budget beside the decode's own token.
+  int64_t spec_tokens = 0;
+  // Async scheduling with speculation: decodes this plan scheduled whose last tokens the step
+  // before turned out to have produced (vLLM plans before that output); they finish right after
+  // the plan, so only their shape stays: its KV before and its query tokens (1 + drafts).
+  struct Finished {
+    int64_t id = 0;
+    int64_t kv_before = 0;
+    int64_t tokens = 0;
+  };
+  std::vector<Finished> finished_in_flight;
+  int64_t finished_tokens() const {
+    int64_t n = 0;
+    for (const Finished& f : finished_in_flight) n += f.tokens;
+    return n;
+  }
   // Running requests still prefilling, counted by grow_decodes (an upper bound: preemption
   // may remove some); -1 when not counted. 0 lets admit_prefills skip its walk over running.
   int64_t running_prefills = -1;
@@ -63,7 +80,9 @@ struct IterationPlan {
   // policy): the running requests it did not reach, prefills included, wait this step out.
   bool running_walk_ended = false;
 
-  bool empty() const { return prefill_ids.empty() && decode_seqs == 0; }
+  bool empty() const {
+    return prefill_ids.empty() && decode_seqs == 0 && finished_in_flight.empty();
+  }
   // Empties the plan, keeping the vectors' capacity (no allocation per iteration).
   void clear() {
     prefill_ids.clear();
@@ -71,6 +90,8 @@ struct IterationPlan {
     decode.clear();
     decode_seqs = 0;
     decode_context = 0;
+    spec_tokens = 0;
+    finished_in_flight.clear();
     running_prefills = -1;
     extra_seconds = 0;
     preempted = 0;

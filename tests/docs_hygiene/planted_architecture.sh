@@ -21,7 +21,7 @@ plant() {  # plant SED_EXPR EXPECTED_MESSAGE
   if out="$(bash "$check" "$tmp" 2>&1)"; then echo "FAIL: '$1' was not caught"; exit 1; fi
   [[ "$out" == *"$2"* ]] || { echo "FAIL: '$1' reported as: $out"; exit 1; }
 }
-plant 's/on nine engine variants/on six engine variants/' 'engine variants'
+plant 's/on ten engine variants/on six engine variants/' 'engine variants'
 plant 's/checks that 200 random/checks that 100 random/' 'random scenarios'
 plant 's#`sim/serving/kv_ledger.h`#`sim/serving/ledger.h`#' 'sim/serving/ledger.h'
 plant 's#`write_run_outputs\(\)` \(`sim/run/run_outputs.cc`\)#the summary writer#' 'writer of the result files'

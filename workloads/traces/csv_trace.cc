@@ -91,6 +91,7 @@ class CsvRowParser final : public RowParser {
         if (iequal(trim(names[i]), "priority")) priority_col_ = i;
         if (iequal(trim(names[i]), "max_queue_time_s")) queue_time_col_ = i;
         if (iequal(trim(names[i]), "session_id")) session_col_ = i;
+        if (iequal(trim(names[i]), "acceptance_rate")) acceptance_col_ = i;
       }
     }
     header_list_.clear();
@@ -132,6 +133,17 @@ class CsvRowParser final : public RowParser {
     row.priority = 0;
     row.max_queue_time.reset();
     row.session_id.reset();
+    row.acceptance_rate.reset();
+    if (acceptance_col_ != kNone) {
+      if (const std::string_view f = trim(fields_[acceptance_col_]); !f.empty()) {
+        auto v = trace_detail::parse_decimal_fixed(f, 9);
+        if (!v || *v > 1'000'000'000) {
+          throw TraceRowError(
+              row_error(*lines_, "acceptance_rate: expected a number from 0 to 1", f));
+        }
+        row.acceptance_rate = static_cast<double>(*v) / 1e9;
+      }
+    }
     if (session_col_ != kNone) {
       const std::string_view f = trim(fields_[session_col_]);
       if (!f.empty()) row.session_id = fnv1a64(f);
@@ -177,6 +189,7 @@ class CsvRowParser final : public RowParser {
   static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t time_col_ = 0, prompt_col_ = 0, output_col_ = 0;
   size_t priority_col_ = kNone, queue_time_col_ = kNone, session_col_ = kNone;  // optional (CsvLayout::request_columns)
+  size_t acceptance_col_ = kNone;
   std::string time_name_, prompt_name_, output_name_, header_list_;
   std::vector<std::string_view> fields_;
 };

@@ -31,6 +31,7 @@ struct RawRow {
   int64_t priority = 0;                   // optional column (normalized CSV); 0 when absent
   std::optional<int64_t> max_queue_time;  // ns; optional column (normalized CSV)
   std::optional<uint64_t> session_id;     // FNV-1a of the optional `session_id` cell (normalized CSV)
+  std::optional<double> acceptance_rate;  // optional `acceptance_rate` column (normalized CSV)
   std::string_view time_text;  // the time field as written, valid until the next call
 };
 
@@ -42,7 +43,9 @@ struct CsvLayout {
   bool datetime;  // the time is a calendar date-time (Azure), not a number of seconds
   // The format may carry the optional per-request columns `priority` (an integer, lower served
   // first), `max_queue_time_s` (seconds > 0) and `session_id` (any text: a conversation or
-  // user, for a cluster's session_affinity router); an empty cell means not given.
+  // user, for a cluster's session_affinity router) and `acceptance_rate` (speculative decoding:
+  // this request's chance, 0 to 1, that a draft token is accepted given the one before); an empty
+  // cell means not given.
   bool request_columns = false;
 };
 

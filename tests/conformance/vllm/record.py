@@ -28,7 +28,10 @@ arrival. Async (EngineCore.step_with_batch_queue with a batch
 queue of 2, vLLM's AsyncScheduler): the next batch is scheduled when the current one starts on
 the GPU, before its output is applied (see run_async). Requests are
 SamplingParams(max_tokens=output_tokens, ignore_eos=True); each request samples its own token
-id, so no two requests' generated blocks are equal.
+id, so no two requests' generated blocks are equal. With engine.speculative_config the scheduler gets vLLM's SpeculativeConfig fields it reads, a decode that verified d drafts
+samples 1 + a tokens, a drawn as kvsim draws it (accepted_drafts below) when the output is applied,
+and, synchronously, after each step the scheduler gets k drafts for every request run
+(update_draft_token_ids, as EngineCore.post_step; AsyncScheduler gives them placeholders itself).
 
 A step's line: {"step", "t_ns" (its start), "run": [[id, tokens], ...] in vLLM's scheduled
 order, "preempted": [ids, sorted]}. Ids are trace row numbers from 0 (kvsim's request ids).
@@ -162,6 +165,31 @@ def make_cases():
     cases["long-prefill-threshold-async"] = (
         _engine(1200, 1024, seqs=64, long_prefill_token_threshold=256, async_scheduling=True),
         cases["long-among-chat"][1])
+    # Speculative decoding, synchronous and under AsyncScheduler (placeholders for 1 + k). Each
+    # decode schedules 1 + k tokens; the stand-in model runner accepts drafts by kvsim's draw
+    # (accepted_drafts, SplitMix64 over seed, request id and its output tokens so far), so both
+    # sides accept the same drafts.
+    eagle = {"method": "eagle", "num_speculative_tokens": 3,
+             "acceptance_per_position": [0.8, 0.55, 0.3], "seed": 7}
+    r = random.Random(110)
+    rows = [{"arrival_ms": a, "prompt": r.randint(40, 900), "output": r.randint(20, 300)}
+            for a in sorted(r.randrange(0, 300) for _ in range(60))]
+    cases["spec-eagle"] = (_engine(3000, 256, seqs=128, speculative_config=eagle), rows)
+    cases["spec-eagle-tight"] = (_engine(200, 512, speculative_config=eagle), tight)
+    cases["spec-eagle-long"] = (_engine(700, 1024, seqs=64, speculative_config=eagle),
+                                cases["long-among-chat"][1])
+    cases["spec-eagle-async"] = (_engine(3000, 256, seqs=128, speculative_config=eagle,
+                                         async_scheduling=True), cases["spec-eagle"][1])
+    cases["spec-eagle-tight-async"] = (_engine(200, 512, speculative_config=eagle,
+                                               async_scheduling=True), tight)
+    cases["spec-eagle-long-async"] = (_engine(700, 1024, seqs=64, speculative_config=eagle,
+                                              async_scheduling=True), cases["long-among-chat"][1])
+    cases["spec-ngram"] = (_engine(500, 1024, seqs=48, speculative_config={
+        "method": "ngram", "num_speculative_tokens": 5,
+        "acceptance_per_position": [0.5, 0.25, 0.125, 0.0625, 0.03125], "seed": 3}),
+        cases["bursts"][1])
+    cases["spec-ngram-async"] = (dict(cases["spec-ngram"][0], async_scheduling=True),
+                                 cases["bursts"][1])
     return cases
 
 
@@ -265,7 +293,41 @@ def vllm_config(engine, max_model_len):
         observability_config=Config("observability_config", kv_cache_metrics=False,
                                     kv_cache_metrics_sample=0.01, enable_mfu_metrics=False),
         lora_config=None, kv_events_config=None, kv_transfer_config=None,
-        ec_transfer_config=None, speculative_config=None, use_v2_model_runner=False)
+        ec_transfer_config=None, speculative_config=speculative_config(engine),
+        use_v2_model_runner=False)
+
+
+def speculative_config(engine):
+    """vLLM's SpeculativeConfig as the scheduler reads it: num_speculative_tokens, use_eagle()
+    (eagle, eagle3 and mtp: num_lookahead_tokens = k) and uses_draft_model()."""
+    spec = engine.get("speculative_config")
+    if not spec:
+        return None
+    method = spec["method"]
+    return Config("speculative_config", num_speculative_tokens=int(spec["num_speculative_tokens"]),
+                  use_eagle=lambda: method in ("eagle", "eagle3", "mtp"),
+                  uses_draft_model=lambda: method == "draft_model")
+
+
+def _mix(z):
+    """SplitMix64's finaliser, as kvsim's accepted_drafts (sim/serving/speculative_config.cc)."""
+    m = (1 << 64) - 1
+    z = (z + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+def accepted_drafts(spec, request_id, step, drafts):
+    """kvsim's draw: one uniform from (seed, request, its output tokens so far); the accepted
+    drafts are the positions whose rate is above it (a prefix: the rates do not grow)."""
+    h = _mix(_mix(_mix(int(spec.get("seed", 0))) ^ request_id) ^ step)
+    u = (h >> 11) * 2.0 ** -53
+    rates = spec["acceptance_per_position"]
+    a = 0
+    while a < drafts and u < rates[a]:
+        a += 1
+    return a
 
 
 def prompt_token_ids(row):
@@ -297,9 +359,11 @@ class Engine:
         from vllm.v1.core.sched.async_scheduler import AsyncScheduler
         from vllm.v1.core.sched.scheduler import Scheduler
         from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
-        from vllm.v1.outputs import ModelRunnerOutput
+        from vllm.v1.outputs import DraftTokenIds, ModelRunnerOutput
         from vllm.v1.request import Request
         self.SamplingParams, self.Request, self.Output = SamplingParams, Request, ModelRunnerOutput
+        self.DraftTokenIds = DraftTokenIds
+        self.spec = self.engine.get("speculative_config")
         max_model_len = int(self.engine["max_model_len"])
         kv = self.engine["kv"]
         bs = int(kv["block_size"])
@@ -343,6 +407,8 @@ class Engine:
         ids = list(out.num_scheduled_tokens)
         sampled = [[] if self.sched.requests[i].is_prefill_chunk else [(1 << 19) + int(i)]
                    for i in ids]
+        if self.spec and not self.async_:
+            self.accept(out, sampled)
         mro = self.Output(req_ids=ids, req_id_to_index={i: k for k, i in enumerate(ids)},
                           sampled_token_ids=sampled)
         run = [[int(i), int(out.num_scheduled_tokens[i])] for i in ids]
@@ -352,6 +418,17 @@ class Engine:
                "preempted": sorted(int(i) for i in set(out.preempted_req_ids) | self.carry)}
         self.carry = set()
         return rec, mro, max(dur, 1)
+
+    def accept(self, out, sampled):
+        """The bonus token after the accepted drafts (rejection sampling's output), drawn from the
+        request's output tokens so far when the step's output is applied (async: after the next
+        batch was scheduled)."""
+        for k, i in enumerate(out.num_scheduled_tokens):
+            drafts = len(out.scheduled_spec_decode_tokens.get(i, ()))
+            req = self.sched.requests.get(i)
+            if sampled[k] and drafts and req is not None:
+                a = accepted_drafts(self.spec, int(i), req.num_output_tokens, drafts)
+                sampled[k] = [(1 << 19) + int(i)] * (1 + a)
 
     def empty_output(self):
         return self.Output(req_ids=[], req_id_to_index={})
@@ -379,6 +456,11 @@ class Engine:
             rec, mro, dur = self.batch(out)
             rec["t_ns"] = now
             self.sched.update_from_output(out, mro)
+            if self.spec:  # EngineCore.post_step: the drafter's k drafts for every request run
+                ids = list(out.num_scheduled_tokens)
+                k = int(self.spec["num_speculative_tokens"])
+                self.sched.update_draft_token_ids(self.DraftTokenIds(
+                    ids, [[(1 << 18) + j for j in range(k)] for _ in ids]))
             self.steps.append(rec)
             now += dur
 
@@ -416,6 +498,8 @@ class Engine:
                     self.carry |= set(out.preempted_req_ids)  # shown with the next step
                     queue.appendleft((None, out, self.empty_output(), now))
             rec, out, mro, end = queue.pop()
+            if self.spec and mro.sampled_token_ids:
+                self.accept(out, mro.sampled_token_ids)
             self.sched.update_from_output(out, mro)
             if rec is not None:
                 now = max(now, end)

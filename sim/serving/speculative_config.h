@@ -1,0 +1,54 @@
+// Speculative decoding's settings: the engine's `speculative_config:` (vLLM's
+// --speculative-config, the same key names), and the deterministic acceptance draw that stands in
+// for the target model's verification. How the engine schedules and times it:
+// sim/serving/speculative.h; docs/models.md "Speculative decoding".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsim {
+
+class ConfigNode;
+
+struct SpeculativeConfig {
+  // vLLM's SpeculativeConfig.method. eagle, eagle3 and mtp draft with one extra layer run k times
+  // (vLLM's EagleProposer for all three); ngram matches the context on the CPU. (draft_model, a
+  // separate small model with its own weights and KV, is refused: not modelled.)
+  enum class Method { kEagle, kEagle3, kMtp, kNgram };
+  Method method = Method::kEagle;
+  std::string method_name = "eagle";
+  int num_speculative_tokens = 1;  // k: drafts proposed per decode step
+  // The chance that draft position i (1-based) is accepted, as vLLM's spec-decode metrics report
+  // it ("Per-position acceptance rate": accepted at position i / drafts). Non-increasing, one
+  // entry per position: position i can only be accepted when i-1 was.
+  std::vector<double> acceptance_per_position;
+  uint64_t seed = 0;  // the acceptance draws' seed (never the wall clock)
+
+  // vLLM's Scheduler.num_lookahead_tokens: k for EAGLE-style drafters (use_eagle(): their next
+  // drafts' KV is written in the same step), 0 for ngram.
+  int64_t lookahead_tokens() const {
+    return method == Method::kNgram ? 0 : num_speculative_tokens;
+  }
+  // Whether the draft runs on the GPU with one extra decoder layer (EAGLE, EAGLE-3, MTP).
+  bool one_layer_drafter() const {
+    return method == Method::kEagle || method == Method::kEagle3 || method == Method::kMtp;
+  }
+};
+
+// Reads `speculative_config:` (a map); nullopt when absent or null. Throws ConfigError at the
+// offending key.
+std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engine);
+
+// Draft tokens accepted out of `drafts` (<= k) for request `request_id` at its decode step
+// `step`: one uniform draw u from (seed, request, step) by SplitMix64, and the accepted prefix is
+// the positions i with u < acceptance_per_position[i-1]. The rates being non-increasing, position
+// i is then accepted with exactly its rate, and only after i-1. Same inputs, same result.
+// `request_rate` (the request's own `acceptance_rate` trace column) replaces the rates with
+// request_rate^i.
+int64_t accepted_drafts(const SpeculativeConfig& c, int64_t request_id, int64_t step,
+                        int64_t drafts, std::optional<double> request_rate = std::nullopt);
+
+}  // namespace kvsim
