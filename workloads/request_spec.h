@@ -26,6 +26,15 @@ struct RequestSpec {
   std::vector<uint64_t> prefix_hashes;
   int64_t hash_block_tokens = 0;
   int client = -1;  // closed-loop client that sent it, -1 for open-loop traffic
+  // Speculative decoding: this request's chance that a draft token is accepted given the one
+  // before (the normalized trace's optional `acceptance_rate` column, read to 9 decimals), in
+  // billionths, in place of the engine's speculative_config rates; -1: those. An integer in the
+  // padding after `client`, so that no request carries more bytes for it.
+  int32_t acceptance_nano = -1;
+  std::optional<double> acceptance_rate() const {
+    if (acceptance_nano < 0) return std::nullopt;
+    return static_cast<double>(acceptance_nano) / 1e9;
+  }
   // Scheduling priority: lower values are served first, as in vLLM's `priority` scheduling
   // policy. 0 unless the trace or workload gives one.
   int64_t priority = 0;
@@ -35,10 +44,6 @@ struct RequestSpec {
   // The conversation or user it belongs to (FNV-1a of the normalized trace's optional
   // `session_id` cell): what a cluster's session_affinity router keys on. nullopt when not given.
   std::optional<uint64_t> session_id;
-  // Speculative decoding: this request's chance that a draft token is accepted given the one
-  // before (the normalized trace's optional `acceptance_rate` column), in place of the engine's
-  // speculative_config rates; nullopt: those.
-  std::optional<double> acceptance_rate;
 };
 
 // A stream of requests in non-decreasing arrival order. Pull one at a time, so a million-request

@@ -41,14 +41,6 @@ struct RequestState {
                                   // (starts at its prefix-cache hit)
   int64_t prefill_target = 0;     // tokens the current (re)prefill covers: prompt + generated
   int64_t swapped_tokens = 0;     // KV tokens held in host memory while swapped
-  // Speculative decoding: the draft tokens its decode in the planned step verifies (0: a plain
-  // decode; set by RunQueues::grow_decodes, read at that step's end).
-  int64_t spec_drafts = 0;
-  // Async scheduling with speculation: the tokens it gained at the end of the step just ended
-  // and the drafts that step verified (0, 0 when it gained nothing there): vLLM plans the next
-  // step before that output, counting all the step's tokens as computed (placeholders).
-  int64_t spec_last_gain = 0;
-  int64_t spec_last_drafts = 0;
   Phase phase = Phase::kGuardQueue;
   Outcome outcome = Outcome::kNone;
   bool truncated = false;
@@ -58,8 +50,17 @@ struct RequestState {
   // (the transfer may start then) and decodes once the transfer ends.
   bool prefill_only = false;
   bool kv_transferred = false;
+  // Async scheduling with speculation: the tokens it gained at the end of the step just ended
+  // and the drafts that step verified (0, 0 when it gained nothing there): vLLM plans the next
+  // step before that output, counting all the step's tokens as computed (placeholders). At most
+  // num_speculative_tokens + 1 (65): 16 bits, in the padding after the flags above.
+  int16_t spec_last_gain = 0;
+  int16_t spec_last_drafts = 0;
   int64_t tokens_dropped = 0;     // prompt tokens cut by guards
   int preemptions = 0;
+  // Speculative decoding: the draft tokens its decode in the planned step verifies (0: a plain
+  // decode; set by RunQueues::grow_decodes, read at that step's end; at most 64).
+  int32_t spec_drafts = 0;
   SimTime first_token_at = -1;
   SimTime finished_at = -1;
   SimTime queued_at = -1;  // when it reached the guard queue (its arrival)

@@ -159,7 +159,7 @@ class Replica {
   [[gnu::always_inline]] void hand_over(IterationPlan& plan, SimTime duration) {
     busy_ = true;
     iteration_start_ = events_.now();
-    std::swap(in_flight_, plan);
+    swap(in_flight_, plan);  // IterationPlan's own: no temporary
     events_.schedule(duration, [this] { end_iteration(); });
   }
   void close_iteration(bool closed_form) {

@@ -133,13 +133,16 @@ void Replica::start_iteration() {
     }
     flops = flops_to_fixed(cost.flops);
   }
-  int64_t prefill_tokens = 0;
-  for (const int64_t c : it.prefill_chunks) prefill_tokens += c;
-  // Under async scheduling, requests whose last token came with the step before still run in
-  // this one (it.finished_in_flight): their rows and tokens count in the batch.
-  record_start(events_.now(), pool_.snapshot(),
-               static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) + it.decode_seqs,
-               prefill_tokens + it.decode_seqs + it.spec_tokens + it.finished_tokens(), duration, flops);
+  int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
+  int64_t tokens = it.decode_seqs;
+  for (const int64_t c : it.prefill_chunks) tokens += c;
+  if (spec_) {
+    // The drafts verified; and under async scheduling, requests whose last token came with the
+    // step before still run in this one (it.finished_in_flight): their rows and tokens count.
+    seqs += static_cast<int64_t>(it.finished_in_flight.size());
+    tokens += it.spec_tokens + it.finished_tokens();
+  }
+  record_start(events_.now(), pool_.snapshot(), seqs, tokens, duration, flops);
   hand_over(planning_, duration);
 }
 

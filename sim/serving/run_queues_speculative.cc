@@ -34,7 +34,7 @@ bool RunQueues::speculate(RequestState& r, const IterationPlan& it, int64_t& tar
   int64_t n = std::min(1 + spec_k_, budget);
   if (max_model_len_ > 0) n = std::min(n, max_model_len_ - 1 - computed);
   n = std::max<int64_t>(n, 1);
-  r.spec_drafts = n - 1;
+  r.spec_drafts = static_cast<int32_t>(n - 1);
   // allocate_slots: num_computed_tokens + num_new_tokens + num_lookahead_tokens slots, at most
   // max_model_len. Slots of drafts a step rejects stay allocated (vLLM only moves
   // num_computed_tokens back in update_from_output): the KV held never shrinks here.

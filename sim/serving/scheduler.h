@@ -83,6 +83,23 @@ struct IterationPlan {
   bool empty() const {
     return prefill_ids.empty() && decode_seqs == 0 && finished_in_flight.empty();
   }
+  // Member by member (the vectors trade buffers): std::swap's moves through a temporary plan
+  // cost a destructor call on every iteration's hand-over. Every member is listed: a new one
+  // goes here too.
+  friend void swap(IterationPlan& a, IterationPlan& b) noexcept {
+    using std::swap;
+    swap(a.prefill_ids, b.prefill_ids);
+    swap(a.prefill_chunks, b.prefill_chunks);
+    swap(a.decode, b.decode);
+    swap(a.decode_seqs, b.decode_seqs);
+    swap(a.decode_context, b.decode_context);
+    swap(a.spec_tokens, b.spec_tokens);
+    swap(a.finished_in_flight, b.finished_in_flight);
+    swap(a.running_prefills, b.running_prefills);
+    swap(a.extra_seconds, b.extra_seconds);
+    swap(a.preempted, b.preempted);
+    swap(a.running_walk_ended, b.running_walk_ended);
+  }
   // Empties the plan, keeping the vectors' capacity (no allocation per iteration).
   void clear() {
     prefill_ids.clear();

@@ -116,15 +116,15 @@ void Speculator::prefill_gained(RequestState& r) {
 int64_t Speculator::tokens_gained(RequestState& r, Recorder& recorder) {
   const int64_t d = r.spec_drafts;
   const int64_t a =
-      d > 0 ? accepted_drafts(config_, r.spec.id, r.generated, d, r.spec.acceptance_rate) : 0;
+      d > 0 ? accepted_drafts(config_, r.spec.id, r.generated, d, r.spec.acceptance_rate()) : 0;
   if (d > 0) recorder.on_draft(d, a);
   const int64_t left = r.spec.output_tokens - r.generated;
   KVSIM_CHECK(left >= 1, "request {} decoded past its {} output tokens", r.spec.id,
               r.spec.output_tokens);
   const int64_t gained = std::min(1 + a, left);
   recorder.on_decode_tokens(gained);
-  r.spec_last_gain = gained;
-  r.spec_last_drafts = d;
+  r.spec_last_gain = static_cast<int16_t>(gained);
+  r.spec_last_drafts = static_cast<int16_t>(d);
   gained_.push_back(r.spec.id);
   return gained;
 }

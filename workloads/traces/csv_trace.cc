@@ -133,7 +133,7 @@ class CsvRowParser final : public RowParser {
     row.priority = 0;
     row.max_queue_time.reset();
     row.session_id.reset();
-    row.acceptance_rate.reset();
+    row.acceptance_nano = -1;
     if (acceptance_col_ != kNone) {
       if (const std::string_view f = trim(fields_[acceptance_col_]); !f.empty()) {
         auto v = trace_detail::parse_decimal_fixed(f, 9);
@@ -141,7 +141,7 @@ class CsvRowParser final : public RowParser {
           throw TraceRowError(
               row_error(*lines_, "acceptance_rate: expected a number from 0 to 1", f));
         }
-        row.acceptance_rate = static_cast<double>(*v) / 1e9;
+        row.acceptance_nano = static_cast<int32_t>(*v);  // at most 1e9: fits
       }
     }
     if (session_col_ != kNone) {

@@ -137,7 +137,7 @@ class TraceSource final : public WorkloadSource {
     r.priority = row_.priority;
     r.max_queue_time = row_.max_queue_time;
     r.session_id = row_.session_id;
-    r.acceptance_rate = row_.acceptance_rate;
+    r.acceptance_nano = row_.acceptance_nano;
     if (options_.max_prompt_tokens && r.prompt_tokens > *options_.max_prompt_tokens) {
       r.prompt_tokens = *options_.max_prompt_tokens;
       ++counters_->clipped_prompt;
