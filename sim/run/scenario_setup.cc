@@ -60,6 +60,33 @@ PreparedScenario::~PreparedScenario() = default;
 
 namespace {
 
+// speculative_config's `model:` for method draft_model, resolved as the scenario's `model:` (a
+// catalog name or a model file beside the scenario), with the engine's dtypes. vLLM verifies the
+// drafts against the target's distribution token by token, so the two vocabularies must match;
+// a draft model under pipeline parallelism (it runs on the last stage) is not modelled.
+void resolve_draft_model(EngineConfig& engine, const ConfigNode& engine_node,
+                         const ModelSpec& target, const Catalog& catalog) {
+  const ConfigNode node = engine_node.child("speculative_config").child("model");
+  ModelSpec draft = resolve_model(node, catalog);
+  if (draft.vocab != target.vocab) {
+    node.fail(fmt::format("draft model {} has a vocabulary of {} tokens, the target {} has {}: "
+                          "vLLM verifies drafts against the target's tokens, so they must match",
+                          draft.name, draft.vocab, target.name, target.vocab));
+  }
+  if (engine.pipeline_parallel > 1) {
+    node.fail("a draft model under pipeline_parallel > 1 is not modelled");
+  }
+  if (engine.weights_dtype) draft.weight_dtype = *engine.weights_dtype;
+  if (engine.kv_cache_dtype) draft.kv_dtype = *engine.kv_cache_dtype;
+  try {
+    check_parallelism(draft, Parallelism{engine.tensor_parallel, 1, 1, false});
+  } catch (const InputError& e) {
+    node.fail(fmt::format("draft model under the target's tensor_parallel {}: {}",
+                          engine.tensor_parallel, e.what()));
+  }
+  engine.speculative->draft_model = std::move(draft);
+}
+
 // A replica of `policy` running `base_model` on `gpu`; `group_engine`: its cluster group's
 // engine keys.
 PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
@@ -70,6 +97,11 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   const ConfigNode engine_node = policy_engine(s.root, policy, group_engine);
   p->engine = parse_engine_config(engine_node);
   resolve_model_limits(p->engine, engine_node, base_model);  // before the pool's profile run
+  if (p->engine.speculative &&
+      p->engine.speculative->method == SpeculativeConfig::Method::kDraftModel) {
+    resolve_draft_model(p->engine, engine_node, base_model,
+                        s.catalog ? *s.catalog : Catalog::builtin());
+  }
   const EngineConfig& engine = p->engine;
   const ConfigNode kv_node = engine_node.optional_child("kv").value_or(
       ConfigNode::parse_string("{type: paged}", "default kv"));
@@ -90,17 +122,28 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
     }
     throw;
   }
-  // With speculative decoding the pool also holds the drafter's layer (model_with_drafter).
-  p->pool = std::make_unique<GpuMemoryPool>(
-      engine.speculative
-          ? model_with_drafter(model, *engine.speculative, parallelism.pipeline)
-          : model,
-      gpu, kv_node,
-      PoolOptions{.workspace_bytes = engine.workspace_bytes,
-                  .attention = engine.attention,
-                  .profile_batched_tokens = engine.max_num_batched_tokens,
-                  .profile_num_seqs = engine.max_num_seqs,
-                  .parallelism = parallelism});
+  // With speculative decoding the pool also holds the drafter's layer or the draft model
+  // (model_with_drafter).
+  try {
+    p->pool = std::make_unique<GpuMemoryPool>(
+        engine.speculative ? model_with_drafter(model, *engine.speculative, parallelism) : model,
+        gpu, kv_node,
+        PoolOptions{.workspace_bytes = engine.workspace_bytes,
+                    .attention = engine.attention,
+                    .profile_batched_tokens = engine.max_num_batched_tokens,
+                    .profile_num_seqs = engine.max_num_seqs,
+                    .parallelism = parallelism});
+  } catch (const InputError& e) {
+    if (!engine.speculative || !engine.speculative->draft_model) throw;
+    // A target that fits alone but not beside its draft model: the error at the draft model.
+    std::string why = e.what();
+    if (const std::string at = kv_node.where() + ": "; why.rfind(at, 0) == 0) {
+      why = why.substr(at.size());
+    }
+    engine_node.child("speculative_config").child("model").fail(
+        fmt::format("with draft model {} beside {}: {}", engine.speculative->draft_model->name,
+                    model.name, why));
+  }
   if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {
     const ModelSpec& share = p->pool->model();
     p->gpu_layout = GpuLayoutSummary{

@@ -27,9 +27,33 @@ ModelSpec one_layer_drafter(const ModelSpec& target, SpeculativeConfig::Method m
 
 }  // namespace
 
+ModelSpec model_with_draft_model(const ModelSpec& target, const ModelSpec& draft,
+                                 const Parallelism& par) {
+  ModelSpec m = target;
+  // Weights: each GPU holds its share of both checkpoints (gpu_share divides the override by the
+  // GPUs, so it is written as the per-GPU sum times the GPUs).
+  const Parallelism draft_par{.tensor = par.tensor};  // dense or not, no experts split over DP
+  m.weights_bytes_override =
+      (weights_bytes_on_gpu(target, par, 0) + weights_bytes_on_gpu(draft, draft_par, 0)) *
+      par.gpus();
+  // KV: the draft model's bytes per token as whole target layers (rounded up), appended after
+  // the target's like the EAGLE layer, so every block holds both models' layers.
+  const int64_t per_layer = target.kv_bytes_per_token() / target.layers;
+  const int64_t draft_kv = draft.kv_bytes_per_token();
+  const int extra = static_cast<int>((draft_kv + per_layer - 1) / per_layer);
+  for (int i = 0; i < extra; ++i) {
+    const int index = m.layers++;
+    if (m.moe()) m.dense_layers.push_back(index);
+  }
+  return m;
+}
+
 ModelSpec model_with_drafter(const ModelSpec& target, const SpeculativeConfig& config,
-                             int pipeline_parallel) {
-  if (!config.one_layer_drafter() || pipeline_parallel > 1) return target;
+                             const Parallelism& par) {
+  if (config.method == SpeculativeConfig::Method::kDraftModel) {
+    return model_with_draft_model(target, *config.draft_model, par);
+  }
+  if (!config.one_layer_drafter() || par.pipeline > 1) return target;
   ModelSpec m = target;
   const int extra = m.layers++;  // its index: after the target's, outside every local group
   if (m.moe() && config.method != SpeculativeConfig::Method::kMtp) m.dense_layers.push_back(extra);
@@ -38,9 +62,16 @@ ModelSpec model_with_drafter(const ModelSpec& target, const SpeculativeConfig& c
 
 Speculator::Speculator(const SpeculativeConfig& config, const LatencyModel& target)
     : config_(config) {
-  if (!config_.one_layer_drafter()) return;
   Parallelism par = target.parallelism();
-  par.pipeline = 1;  // one layer is one stage
+  par.pipeline = 1;  // one layer is one stage; a draft model runs whole on the last stage
+  if (config_.method == SpeculativeConfig::Method::kDraftModel) {
+    // vLLM shards the draft model with the target's tensor parallelism (draft_tensor_parallel_size
+    // defaults to it) and runs it with the target's attention backend.
+    draft_ = std::make_unique<LatencyModel>(*config_.draft_model, target.gpu(), target.profile(),
+                                            target.attention(), Parallelism{.tensor = par.tensor});
+    return;
+  }
+  if (!config_.one_layer_drafter()) return;
   draft_ = std::make_unique<LatencyModel>(one_layer_drafter(target.model(), config_.method),
                                           target.gpu(), target.profile(), target.attention(), par);
 }

@@ -12,6 +12,7 @@
 
 #include "models/latency/latency_model.h"
 #include "models/memory/activation.h"
+#include "models/parallelism.h"
 #include "sim/metrics/recorder.h"
 #include "sim/request/request_state.h"
 #include "sim/serving/scheduler.h"
@@ -27,7 +28,14 @@ namespace kvsim {
 // engine (the drafter runs on the last stage only: not modelled). The fc / eh_proj projection
 // and EAGLE-3's own draft-vocabulary LM head are left out.
 ModelSpec model_with_drafter(const ModelSpec& target, const SpeculativeConfig& config,
-                             int pipeline_parallel);
+                             const Parallelism& par);
+// draft_model's share of model_with_drafter: the target with the draft model's weights added (each
+// GPU's share of it under `par`, as vLLM shards the draft model with the target's tensor
+// parallelism) and its KV bytes per token as extra target layers (its KV bytes divided by one
+// target layer's, rounded up: exact when they divide, as for llama-3-8b's 32 layers beside
+// llama-3-70b, both 8 KV heads of 128), so the pool's blocks hold both models' layers.
+ModelSpec model_with_draft_model(const ModelSpec& target, const ModelSpec& draft,
+                                 const Parallelism& par);
 
 class Speculator {
  public:
@@ -45,9 +53,9 @@ class Speculator {
                           std::vector<BatchChunk>& chunks) const;
 
   // The drafter's seconds in a step whose target pass is `shape` (verification_shape's):
-  // EAGLE/EAGLE-3/MTP run their one layer over every token of the step, then k - 1 more times
-  // over one row per sequence that samples (vLLM's EagleProposer.propose); ngram costs no GPU
-  // time. Only the passes' GPU time: the step's fixed overhead is the target pass's.
+  // EAGLE/EAGLE-3/MTP run their one layer, draft_model its whole draft model, over every token
+  // of the step, then k - 1 more times over one row per sequence that samples (vLLM's
+  // EagleProposer.propose, which DraftModelProposer inherits); ngram costs no GPU time. Only the passes' GPU time: the step's fixed overhead is the target pass's.
   double draft_seconds(const BatchShape& shape) const;
 
   // The end of a step for the decode `r` that ran with r.spec_drafts drafts: how many tokens it
@@ -63,7 +71,7 @@ class Speculator {
 
  private:
   SpeculativeConfig config_;
-  std::unique_ptr<LatencyModel> draft_;  // the one-layer drafter; nullptr for ngram
+  std::unique_ptr<LatencyModel> draft_;  // the one-layer drafter or draft model; nullptr: ngram
   std::vector<int64_t> gained_;          // the requests whose spec_last_gain is set
 };
 

@@ -25,18 +25,27 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
   if (!n.is_map()) n.fail_expected("a speculative_config section (a map)");
   SpeculativeConfig c;
   using Method = SpeculativeConfig::Method;
-  if (const std::optional<ConfigNode> m = n.peek("method"); m && m->is_scalar() &&
-                                                            m->as<std::string>() == "draft_model") {
-    n.optional_child("method")->fail(
-        "method draft_model (a separate small model, with its own weights and KV in the pool) is "
-        "not modelled; use eagle, eagle3, mtp or ngram");
-  }
   c.method = n.get_enum<Method>("method",
                                 {{"eagle", Method::kEagle},
                                  {"eagle3", Method::kEagle3},
                                  {"mtp", Method::kMtp},
-                                 {"ngram", Method::kNgram}});
+                                 {"ngram", Method::kNgram},
+                                 {"draft_model", Method::kDraftModel}});
   c.method_name = n.get<std::string>("method");
+  // The draft model's name is read here; the scenario's setup resolves it (it needs the catalog)
+  // as SpeculativeConfig::draft_model.
+  const std::optional<ConfigNode> model = n.optional_child("model");
+  if (c.method == Method::kDraftModel) {
+    if (!model) {
+      n.child("method").fail(
+          "method draft_model needs `model:` (the draft model: a catalog name or a model file)");
+    }
+    c.draft_model_name = model->as<std::string>();
+  } else if (model) {
+    model->fail(fmt::format("`model:` names a separate draft model, read only with method "
+                            "draft_model (the {} drafter is built from the target's shape)",
+                            c.method_name));
+  }
   c.num_speculative_tokens = n.get<int>("num_speculative_tokens", {.min = 1, .max = 64});
   const std::optional<ConfigNode> rate = n.optional_child("acceptance_rate");
   const std::optional<ConfigNode> per_pos = n.optional_child("acceptance_per_position");

@@ -9,15 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "models/model_spec.h"
+
 namespace kvsim {
 
 class ConfigNode;
 
 struct SpeculativeConfig {
   // vLLM's SpeculativeConfig.method. eagle, eagle3 and mtp draft with one extra layer run k times
-  // (vLLM's EagleProposer for all three); ngram matches the context on the CPU. (draft_model, a
-  // separate small model with its own weights and KV, is refused: not modelled.)
-  enum class Method { kEagle, kEagle3, kMtp, kNgram };
+  // (vLLM's EagleProposer for all three); ngram matches the context on the CPU; draft_model runs
+  // a separate small model k times (vLLM's DraftModelProposer), its weights and KV beside the
+  // target's.
+  enum class Method { kEagle, kEagle3, kMtp, kNgram, kDraftModel };
   Method method = Method::kEagle;
   std::string method_name = "eagle";
   int num_speculative_tokens = 1;  // k: drafts proposed per decode step
@@ -26,9 +29,15 @@ struct SpeculativeConfig {
   // entry per position: position i can only be accepted when i-1 was.
   std::vector<double> acceptance_per_position;
   uint64_t seed = 0;  // the acceptance draws' seed (never the wall clock)
+  // draft_model only: the draft model as `model:` names it (a catalog name or a model file,
+  // resolved as the scenario's top-level `model:`), and its spec once the scenario's setup has
+  // resolved it (with the engine's weights_dtype / kv_cache_dtype, as for the target).
+  std::string draft_model_name;
+  std::optional<ModelSpec> draft_model;
 
   // vLLM's Scheduler.num_lookahead_tokens: k for EAGLE-style drafters (use_eagle(): their next
-  // drafts' KV is written in the same step), 0 for ngram.
+  // drafts' KV is written in the same step) and for a draft model (uses_draft_model(): its k
+  // passes write the draft model's KV of the drafts), 0 for ngram.
   int64_t lookahead_tokens() const {
     return method == Method::kNgram ? 0 : num_speculative_tokens;
   }
