@@ -90,6 +90,14 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
     if (k != "auto") c.attention_kernel = k == "fa3" ? FlashKernel::kFa3 : FlashKernel::kFa2;
   }
   c.tensor_parallel = e.get<int>("tensor_parallel", 1, {.min = 1, .max = 64});
+  if (c.speculative && c.speculative->draft_tensor_parallel &&
+      *c.speculative->draft_tensor_parallel != c.tensor_parallel) {
+    e.child("speculative_config")
+        .child("draft_tensor_parallel_size")
+        .fail(fmt::format("a drafter under another tensor parallelism than the target's ({}) is "
+                          "not modelled",
+                          c.tensor_parallel));
+  }
   c.pipeline_parallel = e.get<int>("pipeline_parallel", 1, {.min = 1, .max = 64});
   c.data_parallel = e.get<int>("data_parallel", 1, {.min = 1, .max = 1024});
   c.expert_parallel = e.get<bool>("expert_parallel", false);

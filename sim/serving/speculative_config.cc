@@ -78,6 +78,9 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
       c.acceptance_per_position.push_back(before = p);
     }
   }
+  // vLLM's draft_tensor_parallel_size (default: the target's tensor parallelism); read here, held
+  // to the target's by the engine's parse (another degree is not modelled).
+  c.draft_tensor_parallel = n.get_optional<int>("draft_tensor_parallel_size");
   c.seed = static_cast<uint64_t>(n.get<int64_t>("seed", 0, {.min = 0, .max = 9.0e15}));
   return c;
 }

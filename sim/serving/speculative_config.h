@@ -34,6 +34,7 @@ struct SpeculativeConfig {
   // resolved it (with the engine's weights_dtype / kv_cache_dtype, as for the target).
   std::string draft_model_name;
   std::optional<ModelSpec> draft_model;
+  std::optional<int> draft_tensor_parallel;  // as written; only the target's degree is modelled
 
   // vLLM's Scheduler.num_lookahead_tokens: k for EAGLE-style drafters (use_eagle(): their next
   // drafts' KV is written in the same step) and for a draft model (uses_draft_model(): its k

@@ -180,6 +180,14 @@ policies: [{{name: p}}]
       "{method: eagle, model: llama-3-8b, num_speculative_tokens: 2, acceptance_rate: 0.5}");
   CHECK_THAT(eagle, Catch::Contains("bad.yaml:7:46"));
   CHECK_THAT(eagle, Catch::Contains("read only with method draft_model"));
+  // vLLM's draft_tensor_parallel_size: the target's degree runs; another is not modelled.
+  const std::string dtp = err(
+      "{method: draft_model, model: llama-3-8b, draft_tensor_parallel_size: 1, "
+      "num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  CHECK_THAT(dtp, Catch::Contains("bad.yaml:7:92"));
+  CHECK_THAT(dtp, Catch::Contains("tensor parallelism than the target's (4)"));
+  CHECK(err("{method: draft_model, model: llama-3-8b, draft_tensor_parallel_size: 4, "
+            "num_speculative_tokens: 2, acceptance_rate: 0.5}") == "no error");
   // TP 2: llama-3-70b alone fits an 80 GB GPU's 0.9 (about 65.7 GiB of weights a GPU), not with
   // llama-3-8b's 7.5 GiB more.
   const std::string full = err(
