@@ -5,7 +5,11 @@
 // k passes, tokens a step at acceptance 0 and 1, and bad configs at their file:line:col.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -202,4 +206,49 @@ engine: {{max_model_len: 4096, tensor_parallel: 2}}
 workload: {{arrivals: {{type: fixed, rate: 1}}, max_requests: 1, prompt_tokens: 8, output_tokens: 8}}
 policies: [{{name: p}}]
 )")) == "no error");
+}
+
+TEST_CASE("draft_model from a config.json path: Llama-3.2-1B's shape drafting for llama-3-8b",
+          "[engine][speculative]") {
+  // Llama-3.2-1B's config.json (16 layers, hidden 2048, 32 heads, 8 KV heads of 64, MLP 8192,
+  // tied embeddings, vocab 128256 as Llama-3's), written per process.
+  const std::string path = fmt::format("/tmp/kvsim_draft_{}.json", getpid());
+  {
+    std::ofstream f(path);
+    f << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 2048,
+      "intermediate_size": 8192, "num_attention_heads": 32, "num_key_value_heads": 8,
+      "num_hidden_layers": 16, "vocab_size": 128256, "max_position_embeddings": 131072,
+      "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
+  }
+  const auto run = [&](const std::string& spec) {
+    return run_yaml(fmt::format(R"(
+name: draft-json
+model: llama-3-8b
+gpu: a100-sxm4-80gb
+engine: {{max_model_len: 4096, kv: {{type: paged, block_size: 16}}{}}}
+workload: {{arrivals: {{type: fixed, rate: 1000}}, max_requests: 1, prompt_tokens: 10, output_tokens: 2}}
+policies: [{{name: p}}]
+)",
+                                spec))
+        .policies.at(0);
+  };
+  const PolicySummary plain = run("");
+  const PolicySummary drafted = run(fmt::format(
+      ", speculative_config: {{method: draft_model, model: {}, num_speculative_tokens: 3, "
+      "acceptance_rate: 0.5}}",
+      path));
+  std::remove(path.c_str());
+  // Weights: the embedding once (tied) 128,256 x 2,048 = 262,668,288; a layer q and o 2048 x 2048,
+  // k and v 2048 x 512, the MLP 3 x 2048 x 8192, two norms of 2048: 60,821,504, x 16 =
+  // 973,144,064; the final norm 2,048. 1,235,814,400 parameters, 2,471,628,800 B in BF16.
+  const auto weights = [](const PolicySummary& p) {
+    return p.category_peaks_bytes[static_cast<size_t>(MemCategory::kWeights)];
+  };
+  CHECK(weights(drafted) - weights(plain) == 2471628800);
+  // KV a token: 16 x 2 x 8 x 64 x 2 B = 32,768 B = 8 of llama-3-8b's 4,096-B layers: blocks of
+  // 16 x 40 x 4,096 = 2,621,440 B. Prompt 10, output 2, k = 3: 17 slots with the lookahead, 2
+  // blocks.
+  CHECK(drafted.kv_pool_bytes % (16 * 40 * 4096) == 0);
+  const double held = drafted.kv_pool_peak_occupancy * static_cast<double>(drafted.kv_pool_bytes);
+  CHECK(held / (16.0 * 40 * 4096) == Approx(2).epsilon(1e-12));
 }
