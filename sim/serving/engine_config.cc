@@ -47,7 +47,14 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
     }
   }
   if (c.scheduler == "continuous") {
-    c.async_scheduling = async.value_or(true);
+    // With speculation vLLM resolves an unset value by the method (async_by_default).
+    c.async_scheduling = async.value_or(!c.speculative || c.speculative->async_by_default());
+    if (async && *async && c.speculative && !c.speculative->async_allowed()) {
+      e.peek("async_scheduling")->fail(fmt::format(
+          "vLLM runs speculative decoding with async scheduling only for EAGLE-style methods "
+          "and draft_model, not method {}; set async_scheduling: false or leave it unset",
+          c.speculative->method_name));
+    }
   } else {
     if (async && *async) {
       e.peek("async_scheduling")->fail(fmt::format(

@@ -30,6 +30,7 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
                                  {"eagle3", Method::kEagle3},
                                  {"mtp", Method::kMtp},
                                  {"ngram", Method::kNgram},
+                                 {"ngram_gpu", Method::kNgramGpu},
                                  {"draft_model", Method::kDraftModel}});
   c.method_name = n.get<std::string>("method");
   // The draft model's name is read here; the scenario's setup resolves it (it needs the catalog)

@@ -17,10 +17,12 @@ class ConfigNode;
 
 struct SpeculativeConfig {
   // vLLM's SpeculativeConfig.method. eagle, eagle3 and mtp draft with one extra layer run k times
-  // (vLLM's EagleProposer for all three); ngram matches the context on the CPU; draft_model runs
+  // (vLLM's EagleProposer for all three); ngram matches the context on the CPU, ngram_gpu the
+  // same on the GPU (both modelled as costing no GPU time; they differ in async scheduling,
+  // async_by_default); draft_model runs
   // a separate small model k times (vLLM's DraftModelProposer), its weights and KV beside the
   // target's.
-  enum class Method { kEagle, kEagle3, kMtp, kNgram, kDraftModel };
+  enum class Method { kEagle, kEagle3, kMtp, kNgram, kNgramGpu, kDraftModel };
   Method method = Method::kEagle;
   std::string method_name = "eagle";
   int num_speculative_tokens = 1;  // k: drafts proposed per decode step
@@ -40,12 +42,21 @@ struct SpeculativeConfig {
   // drafts' KV is written in the same step) and for a draft model (uses_draft_model(): its k
   // passes write the draft model's KV of the drafts), 0 for ngram.
   int64_t lookahead_tokens() const {
-    return method == Method::kNgram ? 0 : num_speculative_tokens;
+    return method == Method::kNgram || method == Method::kNgramGpu ? 0 : num_speculative_tokens;
   }
   // Whether the draft runs on the GPU with one extra decoder layer (EAGLE, EAGLE-3, MTP).
   bool one_layer_drafter() const {
     return method == Method::kEagle || method == Method::kEagle3 || method == Method::kMtp;
   }
+  // Whether vLLM turns an unset async_scheduling on with this method: only for its
+  // EagleModelTypes (eagle, eagle3, the MTP types) and NgramGPUTypes (ngram_gpu), not for the
+  // CPU `ngram` nor `draft_model` (VllmConfig.__post_init__, the `async_scheduling is None`
+  // branch).
+  bool async_by_default() const { return one_layer_drafter() || method == Method::kNgramGpu; }
+  // Whether vLLM accepts async_scheduling: true with it: EAGLE-style methods and draft_model;
+  // the CPU `ngram` raises "Currently, async scheduling is only supported with EAGLE/MTP/Draft
+  // Model/NGram GPU kind of speculative decoding".
+  bool async_allowed() const { return method != Method::kNgram; }
 };
 
 // Reads `speculative_config:` (a map); nullopt when absent or null. Throws ConfigError at the

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "models/latency/profile.h"
+#include "core/config_node.h"
+#include "sim/serving/engine_config.h"
 #include "sim/serving/speculative_config.h"
 #include "tests/engine/engine_test_util.h"
 
@@ -372,4 +374,38 @@ policies: [{{name: p}}]
   }();
   CHECK_THAT(err, Catch::Contains("bad.csv:2: acceptance_rate: expected a number from 0 to 1"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("async scheduling's default with speculation is vLLM's, by method", "[engine][speculative]") {
+  // VllmConfig.__post_init__ turns an unset async_scheduling on for EagleModelTypes (eagle,
+  // eagle3, mtp) and NgramGPUTypes (ngram_gpu) only: the CPU ngram and draft_model run
+  // synchronously unless told otherwise; without speculation it is on.
+  auto async_of = [](const std::string& spec) {
+    return parse_engine_config(
+               ConfigNode::parse_string("{scheduler: continuous, speculative_config: " + spec + "}",
+                                        "engine.yaml"))
+        .async_scheduling;
+  };
+  CHECK(parse_engine_config(ConfigNode::parse_string("{scheduler: continuous}", "engine.yaml"))
+            .async_scheduling);
+  CHECK(async_of("{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.5}"));
+  CHECK(async_of("{method: eagle3, num_speculative_tokens: 3, acceptance_rate: 0.5}"));
+  CHECK(async_of("{method: mtp, num_speculative_tokens: 1, acceptance_rate: 0.5}"));
+  CHECK(async_of("{method: ngram_gpu, num_speculative_tokens: 3, acceptance_rate: 0.5}"));
+  CHECK_FALSE(async_of("{method: ngram, num_speculative_tokens: 3, acceptance_rate: 0.5}"));
+  CHECK_FALSE(async_of(
+      "{method: draft_model, model: llama-3-8b, num_speculative_tokens: 3, acceptance_rate: 0.5}"));
+  // Set explicitly: vLLM raises for the CPU ngram ("only supported with EAGLE/MTP/Draft
+  // Model/NGram GPU"); kvsim refuses it at the key (line 1, column 43: the `true`).
+  const std::string bad =
+      "{scheduler: continuous, async_scheduling: true, speculative_config: {method: ngram, "
+      "num_speculative_tokens: 3, acceptance_rate: 0.5}}";
+  CHECK_THROWS_WITH(parse_engine_config(ConfigNode::parse_string(bad, "engine.yaml")),
+                    Catch::Contains("engine.yaml:1:43") && Catch::Contains("method ngram"));
+  CHECK(parse_engine_config(
+            ConfigNode::parse_string(
+                "{scheduler: continuous, async_scheduling: true, speculative_config: {method: "
+                "draft_model, model: llama-3-8b, num_speculative_tokens: 3, acceptance_rate: 0.5}}",
+                "engine.yaml"))
+            .async_scheduling);
 }

@@ -188,8 +188,11 @@ def make_cases():
         "method": "ngram", "num_speculative_tokens": 5,
         "acceptance_per_position": [0.5, 0.25, 0.125, 0.0625, 0.03125], "seed": 3}),
         cases["bursts"][1])
-    cases["spec-ngram-async"] = (dict(cases["spec-ngram"][0], async_scheduling=True),
-                                 cases["bursts"][1])
+    # vLLM accepts async scheduling with the GPU n-gram proposer, not the CPU one; the two
+    # schedule alike (no lookahead).
+    spec_ngram_gpu = dict(cases["spec-ngram"][0]["speculative_config"], method="ngram_gpu")
+    cases["spec-ngram-async"] = (dict(cases["spec-ngram"][0], async_scheduling=True,
+                                      speculative_config=spec_ngram_gpu), cases["bursts"][1])
     return cases
 
 
