@@ -16,10 +16,12 @@
 #include "sim/serving/engine_config.h"
 #include "sim/serving/speculative_config.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/engine/speculative_test_util.h"
 
 using namespace kvsim;
 using kvsim::test::count;
 using kvsim::test::prepare_error;
+using kvsim::test::batch_token_sum;
 using kvsim::test::run_yaml;
 
 namespace {
@@ -28,24 +30,7 @@ namespace {
 // A100 80 GB, paged blocks of 16, requests of `prompt` + `output` tokens arriving 1 ms apart.
 std::string scenario(const std::string& spec, int requests, int prompt, int output,
                      const std::string& engine_extra = "") {
-  const std::string sc = spec.empty() ? "" : fmt::format(", speculative_config: {}", spec);
-  return fmt::format(R"(
-name: spec
-model: llama-3-8b
-gpu: a100-sxm4-80gb
-engine: {{max_model_len: 4096, kv: {{type: paged, block_size: 16}}{}{}}}
-workload:
-  arrivals: {{type: fixed, rate: 1000}}
-  max_requests: {}
-  prompt_tokens: {}
-  output_tokens: {}
-policies: [{{name: p}}]
-)",
-                     sc, engine_extra, requests, prompt, output);
-}
-
-double batch_token_sum(const PolicySummary& p) {
-  return p.batch.batch_tokens.mean * static_cast<double>(p.batch.iterations);
+  return kvsim::test::spec_scenario("llama-3-8b", spec, requests, prompt, output, engine_extra);
 }
 
 }  // namespace
@@ -218,25 +203,14 @@ TEST_CASE("a speculative step's time: the target verifies 1 + k tokens, the draf
   ModelSpec head = cat.model("llama-3-8b");
   head.layers = 1;
   const LatencyModel drafter(head, gpu, default_profile(gpu), AttentionKind::kFlash);
-  BatchShape prefill, verify, row1, row2;
-  for (BatchShape* s : {&prefill, &verify, &row1, &row2}) s->block_tokens = 16;
-  prefill.prefill = {{.tokens = 16, .context_tokens = 0, .emits_token = true}};
-  row1.decode_seqs = 1, row1.decode_context_tokens = 17;
-  verify.prefill = {{.tokens = 3, .context_tokens = 16, .emits_token = true}};
-  row2.decode_seqs = 1, row2.decode_context_tokens = 20;
-  const SimTime d1 = seconds_to_sim(target.iteration(prefill).seconds +
-                                    drafter.iteration(prefill).ops_seconds +
-                                    drafter.iteration(row1).ops_seconds);
-  const SimTime d2 = seconds_to_sim(target.iteration(verify).seconds +
-                                    drafter.iteration(verify).ops_seconds +
-                                    drafter.iteration(row2).ops_seconds);
-  CHECK(p.batch.busy_s == sim_to_seconds(d1 + d2));
+  const kvsim::test::TwoSpeculativeSteps steps;
+  CHECK(p.batch.busy_s == sim_to_seconds(steps.busy(target, drafter)));
   // ngram drafts on the CPU: the same steps cost the target's passes only.
   const RunResult n = run_yaml(scenario(
       "{method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.0}", 1, 16, 2));
   CHECK(n.policies.at(0).batch.busy_s ==
-        sim_to_seconds(seconds_to_sim(target.iteration(prefill).seconds) +
-                       seconds_to_sim(target.iteration(verify).seconds)));
+        sim_to_seconds(seconds_to_sim(target.iteration(steps.prefill).seconds) +
+                       seconds_to_sim(target.iteration(steps.verify).seconds)));
 }
 
 TEST_CASE("the acceptance draw: per-position rates as configured, deterministic",

@@ -18,6 +18,7 @@
 #include "models/parallelism.h"
 #include "sim/serving/speculative.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/engine/speculative_test_util.h"
 
 using namespace kvsim;
 using kvsim::test::count;
@@ -29,20 +30,8 @@ namespace {
 // One policy on llama-3-70b, TP 4 on A100 80 GB, paged blocks of 16, `spec` its
 // speculative_config (none when empty), requests of `prompt` + `output` tokens 1 ms apart.
 std::string draft_scenario(const std::string& spec, int requests, int prompt, int output) {
-  const std::string sc = spec.empty() ? "" : fmt::format(", speculative_config: {}", spec);
-  return fmt::format(R"(
-name: draft
-model: llama-3-70b
-gpu: a100-sxm4-80gb
-engine: {{max_model_len: 4096, tensor_parallel: 4, kv: {{type: paged, block_size: 16}}{}}}
-workload:
-  arrivals: {{type: fixed, rate: 1000}}
-  max_requests: {}
-  prompt_tokens: {}
-  output_tokens: {}
-policies: [{{name: p}}]
-)",
-                     sc, requests, prompt, output);
+  return kvsim::test::spec_scenario("llama-3-70b", spec, requests, prompt, output,
+                                    ", tensor_parallel: 4");
 }
 
 std::string draft_spec(int k, double rate) {
@@ -116,8 +105,7 @@ TEST_CASE("draft_model: tokens a step at acceptance 1 and 0 as for EAGLE", "[eng
   const PolicySummary zero = run_yaml(draft_scenario(draft_spec(3, 0.0), 1, 16, 10)).policies.at(0);
   CHECK(zero.batch.iterations == 10);
   CHECK(zero.speculative->accepted_tokens == 0);
-  CHECK(zero.batch.batch_tokens.mean * static_cast<double>(zero.batch.iterations) ==
-        Approx(52).epsilon(1e-12));
+  CHECK(kvsim::test::batch_token_sum(zero) == Approx(52).epsilon(1e-12));
 }
 
 TEST_CASE("draft_model's step time: the target verifies, the draft model runs k passes",
@@ -137,19 +125,7 @@ TEST_CASE("draft_model's step time: the target verifies, the draft model runs k 
                             AttentionKind::kFlash, tp4);
   const LatencyModel drafter(cat.model("llama-3-8b"), gpu, default_profile(gpu),
                              AttentionKind::kFlash, tp4);
-  BatchShape prefill, verify, row1, row2;
-  for (BatchShape* s : {&prefill, &verify, &row1, &row2}) s->block_tokens = 16;
-  prefill.prefill = {{.tokens = 16, .context_tokens = 0, .emits_token = true}};
-  row1.decode_seqs = 1, row1.decode_context_tokens = 17;
-  verify.prefill = {{.tokens = 3, .context_tokens = 16, .emits_token = true}};
-  row2.decode_seqs = 1, row2.decode_context_tokens = 20;
-  const SimTime d1 = seconds_to_sim(target.iteration(prefill).seconds +
-                                    drafter.iteration(prefill).ops_seconds +
-                                    drafter.iteration(row1).ops_seconds);
-  const SimTime d2 = seconds_to_sim(target.iteration(verify).seconds +
-                                    drafter.iteration(verify).ops_seconds +
-                                    drafter.iteration(row2).ops_seconds);
-  CHECK(p.batch.busy_s == sim_to_seconds(d1 + d2));
+  CHECK(p.batch.busy_s == sim_to_seconds(kvsim::test::TwoSpeculativeSteps().busy(target, drafter)));
 }
 
 TEST_CASE("bad draft_model configs fail at their file:line:col", "[engine][speculative]") {
