@@ -96,7 +96,7 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   y += fmt::format("  max_num_seqs: {}\n", e.max_num_seqs.value_or(default_max_num_seqs(gpu)));
   y += fmt::format("  max_num_batched_tokens: {}\n",
                    e.max_num_batched_tokens.value_or(default_max_num_batched_tokens(gpu)));
-  // vLLM's SchedulerConfig.async_scheduling (unset: VllmConfig.__post_init__ resolves it, as
+  // vLLM's SchedulerConfig.async_scheduling (vllm/config/scheduler.py; unset: VllmConfig.__post_init__ resolves it, as
   // kvsim's engine does), SchedulerConfig.long_prefill_token_threshold (0: no cap) and
   // SpeculativeConfig, each as the run set it (engine_kwargs.cc checked them).
   if (e.async_scheduling) {
