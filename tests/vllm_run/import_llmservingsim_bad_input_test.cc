@@ -19,10 +19,10 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::filesystem::path kBundle =
+const std::filesystem::path kTinyBundle =
     std::filesystem::path(KVSIM_TEST_DATA) / "llmservingsim" / "tiny" / "bf16";
 
-std::string slurp(const std::filesystem::path& p) {
+std::string slurp_text(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
@@ -38,12 +38,12 @@ std::filesystem::path bundle_with(const std::string& file, int line, const std::
                  ("kvsim-lss-bad-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d / tp_folder);
-  std::filesystem::copy_file(kBundle / "meta.yaml", d / "meta.yaml");
-  for (const auto& f : std::filesystem::directory_iterator(kBundle / "tp1")) {
+  std::filesystem::copy_file(kTinyBundle / "meta.yaml", d / "meta.yaml");
+  for (const auto& f : std::filesystem::directory_iterator(kTinyBundle / "tp1")) {
     std::filesystem::copy_file(f.path(), d / tp_folder / f.path().filename());
   }
   if (file.empty()) return d;
-  std::istringstream in(slurp(kBundle / "tp1" / file));
+  std::istringstream in(slurp_text(kTinyBundle / "tp1" / file));
   std::string out, l;
   int i = 0;
   while (std::getline(in, l)) out += (++i == line ? text : l) + "\n";

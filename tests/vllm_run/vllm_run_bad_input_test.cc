@@ -29,7 +29,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::filesystem::path kRuns = std::filesystem::path(KVSIM_TEST_DATA) / "vllm-runs";
+const std::filesystem::path kRunsDir = std::filesystem::path(KVSIM_TEST_DATA) / "vllm-runs";
 
 std::filesystem::path fresh_dir(const std::string& stem) {
   static int n = 0;
@@ -40,21 +40,21 @@ std::filesystem::path fresh_dir(const std::string& stem) {
   return d;
 }
 
-std::string slurp(const std::filesystem::path& p) {
+std::string slurp_file(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
-void write(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
+void write_file(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
 
 // A run folder: tiny's requests.jsonl and a meta.json whose engine_kwargs are `kwargs` (text, so
 // a test can place a value at a known line:col).
 std::filesystem::path run_with_kwargs(const std::string& kwargs) {
   const auto d = fresh_dir("kvsim-vllm-bad");
-  std::filesystem::copy_file(kRuns / "tiny" / "requests.jsonl", d / "requests.jsonl");
-  write(d / "meta.json",
+  std::filesystem::copy_file(kRunsDir / "tiny" / "requests.jsonl", d / "requests.jsonl");
+  write_file(d / "meta.json",
         "{\"model\": \"meta-llama/Llama-3.1-8B\",\n\"engine_kwargs\": " + kwargs + "}\n");
   return d;
 }
@@ -82,7 +82,7 @@ std::filesystem::path bench_with(const nlohmann::json& changes) {
                       {"start_times", {10.5, 11.0}}};
   for (const auto& [k, v] : changes.items()) j[k] = v;
   const auto d = fresh_dir("kvsim-vllm-bench");
-  write(d / "bench.json", j.dump());
+  write_file(d / "bench.json", j.dump());
   return d / "bench.json";
 }
 
@@ -123,23 +123,26 @@ TEST_CASE("speculative_config, async_scheduling false and long_prefill_token_thr
 
 TEST_CASE("an engine argument kvsim does not carry is refused at its line:col",
           "[vllm_run][bad-input]") {
-  // Line 2 of meta.json is `"engine_kwargs": {...}`; the key's quote at column 37.
+  // Line 2 of meta.json is `"engine_kwargs": {...}`: 17 characters of `"engine_kwargs": `, the
+  // object's '{' at column 18, its first key's quote at 19; `"max_num_seqs": 4, ` is 19 more,
+  // so the quote of "enforce_eager" is at column 38.
   CHECK_THAT(read_error(run_with_kwargs(R"({"max_num_seqs": 4, "enforce_eager": true})")),
-             Contains("meta.json:2:37: engine argument 'enforce_eager' is not carried"));
+             Contains("meta.json:2:38: engine argument 'enforce_eager' is not carried"));
   CHECK_THAT(read_error(run_with_kwargs(R"("oops")")),
              Contains("meta.json:2:1: 'engine_kwargs': expected an object") &&
                  Contains("got \"oops\""));
   CHECK_THAT(read_error(run_with_kwargs(R"({"speculative_config": {"method": "ngram",
 "num_speculative_tokens": 2}})")),
-             Contains("meta.json:2:20: speculative_config: vLLM records no acceptance rate"));
+             Contains("meta.json:2:19: speculative_config: vLLM records no acceptance rate"));
   CHECK_THAT(read_error(run_with_kwargs(R"({"speculative_config": {"method": "ngram",
 "num_speculative_tokens": 2, "prompt_lookup_max": 5, "acceptance_rate": 0.5}})")),
-             Contains("meta.json:3:29: speculative_config 'prompt_lookup_max': not modelled"));
+             // `"num_speculative_tokens": 2, ` is 29 characters: the key's quote at column 30.
+             Contains("meta.json:3:30: speculative_config 'prompt_lookup_max': not modelled"));
   // Checked here, at meta.json's own line:col, not in the scenario kvsim would write.
   CHECK_THAT(read_error(run_with_kwargs(R"({"dtype": "int8"})")),
-             Contains("meta.json:2:20: 'dtype': \"int8\": expected auto"));
+             Contains("meta.json:2:19: 'dtype': \"int8\": expected auto"));
   CHECK_THAT(read_error(run_with_kwargs(R"({"tensor_parallel_size": 65})")),
-             Contains("meta.json:2:20: 'tensor_parallel_size': expected an integer in [1, 64]"));
+             Contains("meta.json:2:19: 'tensor_parallel_size': expected an integer in [1, 64]"));
   CHECK_THAT(read_error(run_with_kwargs(R"({"max_num_seqs": 18446744073709551615})")),
              Contains("expected an integer in [1, 1048576], got 18446744073709551615"));
 }
@@ -147,15 +150,20 @@ TEST_CASE("an engine argument kvsim does not carry is refused at its line:col",
 TEST_CASE("a 100,000-deep or 10 MB JSON value is refused in one short line",
           "[vllm_run][bad-input]") {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  // meta.json: the 65th '[' opens the level past the bound; it is byte 64 of the value.
+  // meta.json, line 2: `"engine_kwargs": {"max_num_seqs": [[[...`. The top-level object and
+  // engine_kwargs are levels 1 and 2, so the list opening level 65 is the 63rd '[': the first
+  // is at column 35 (17 characters of `"engine_kwargs": `, 17 of `{"max_num_seqs": `), the
+  // 63rd at 35 + 62 = 97.
   std::string e = read_error(run_with_kwargs("{\"max_num_seqs\": " + deep + "}"));
-  CHECK_THAT(e, Contains("meta.json:2:82: malformed JSON: nested deeper than 64 levels"));
+  CHECK_THAT(e, Contains("meta.json:2:97: malformed JSON: nested deeper than 64 levels"));
   CHECK(e.size() < 300);
-  // A requests.jsonl line: the column is counted within the line.
+  // A requests.jsonl line, the column counted within it: `{"input_toks": ` puts the first '['
+  // (level 2) at column 16, the 64th (level 65) at 16 + 63 = 79.
   const auto run = run_with_kwargs("{}");
-  write(run / "requests.jsonl", "{\"input_toks\": " + deep + "}\n");
-  CHECK_THAT(read_error(run), Contains("requests.jsonl:1:80: malformed JSON: nested deeper"));
-  e = read_error(bench_with({{"ttfts", nlohmann::json::parse(std::string(60, '[') + std::string(60, ']'))}}));
+  write_file(run / "requests.jsonl", "{\"input_toks\": " + deep + "}\n");
+  CHECK_THAT(read_error(run), Contains("requests.jsonl:1:79: malformed JSON: nested deeper"));
+  e = read_error(bench_with(
+      {{"ttfts", {nlohmann::json::parse(std::string(60, '[') + std::string(60, ']')), 0.08}}}));
   CHECK_THAT(e, Contains("'ttfts'[0]: expected a number >= 0, got a list of 1 element(s)"));
   CHECK(e.size() < 300);
   // A 10 MB string is cut in the message.
@@ -195,7 +203,7 @@ TEST_CASE("a prompt longer than max_model_len is refused, not compared over anot
 TEST_CASE("a refused vllm-run writes nothing; a measured 0 is n/a, not 0% error",
           "[vllm_run][bad-input]") {
   const auto out = fresh_dir("kvsim-vllm-out");
-  write(out / "trace.csv", "an earlier result\n");
+  write_file(out / "trace.csv", "an earlier result\n");
   VllmRunOptions o;
   o.gpu = "rtx-pro-6000";
   o.out_dir = out;
@@ -205,23 +213,23 @@ TEST_CASE("a refused vllm-run writes nothing; a measured 0 is n/a, not 0% error"
   // set up, before the first file is written.
   o.run = run_with_kwargs(R"({"num_gpu_blocks_override": 65536})");
   CHECK_THAT(error_of([&] { run_vllm_run(o); }), Contains("do not fit"));
-  CHECK(slurp(out / "trace.csv") == "an earlier result\n");
+  CHECK(slurp_file(out / "trace.csv") == "an earlier result\n");
   CHECK(std::distance(std::filesystem::directory_iterator(out), {}) == 1);
 
   // Both TTFTs measured 0 (a server's clock that did not tick): every TTFT figure is 0. OUT
   // holds an earlier result's figure: a result's marks go before its first new file is written,
   // so this run (without --plot) leaves no e2e.png beside its new files.
-  write(out / "e2e.png", "an earlier figure");
+  write_file(out / "e2e.png", "an earlier figure");
   o.run = bench_with({{"ttfts", {0.0, 0.0}}});
   const double worst = run_vllm_run(o);
-  const auto j = nlohmann::json::parse(slurp(out / "e2e.json"));
+  const auto j = nlohmann::json::parse(slurp_file(out / "e2e.json"));
   for (const auto& m : j["metrics"]) {
     const std::string name = m["metric"];
     INFO(name);
     if (name.rfind("ttft", 0) == 0) CHECK(m["error_pct"].is_null());
   }
   CHECK(std::isfinite(worst));
-  CHECK_THAT(slurp(out / "e2e.txt"), Contains("n/a") && !Contains("nan%"));
+  CHECK_THAT(slurp_file(out / "e2e.txt"), Contains("n/a") && !Contains("nan%"));
   CHECK_FALSE(std::filesystem::exists(out / "e2e.png"));
 }
 
@@ -235,7 +243,7 @@ TEST_CASE("the bad vllm-run catalogue: one line each, at the file:line:col its s
     const std::string name = f.path().filename().string();
     if (f.path().extension() != ".json") continue;
     INFO(name);
-    std::string expected = slurp(f.path().string() + ".expected");
+    std::string expected = slurp_file(f.path().string() + ".expected");
     expected.erase(expected.find('\n'));
     const std::string e = name.find(".meta.") != std::string::npos
                               ? error_of([&] { read_vllm_meta(f.path()); })
