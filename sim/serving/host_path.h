@@ -2,10 +2,11 @@
 // where a step's output processing runs and when a token becomes visible to the client
 // (docs/latency.md, "The host path of a vLLM version").
 //
-//   V1 (vLLM >= 0.8.0, where V1 became the default engine; vLLM's docs/usage/v1_guide.md and
-//   PR 15064): the EngineCore process only samples; the API server's AsyncLLM output handler
-//   detokenises (OutputProcessor.process_outputs), so output processing never blocks the GPU
-//   loop and a token is counted when its step ends. This is kvsim's default (no key).
+//   V1 (vLLM >= 0.8.0, where V1 became the default engine: "V1 is now enabled by default",
+//   vLLM's docs/source/getting_started/v1_user_guide.md as of PR 15064): the EngineCore process
+//   only samples; the API server's AsyncLLM output handler detokenises
+//   (OutputProcessor.process_outputs), so output processing never blocks the GPU loop and a
+//   token is counted when its step ends. This is kvsim's default (no key).
 //
 //   V0 with async output processing (vLLM 0.6.0 to 0.7.x, PR 7049 implementing RFC 6913; on
 //   unless ModelConfig.verify_async_output_proc turns it off): step N's outputs are processed
