@@ -18,6 +18,7 @@
 
 #include "core/data_path.h"
 #include "apps/cli_main.h"
+#include "apps/kvsim-validate/stop_signals.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "models/catalog.h"
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   add_commands(app, exit_code);
+  kvsim::validate_cli::install_stop_signals();
   // exit_code: a measure whose correctness check failed still ran to the end, and says so.
   const int code = kvsim::parse_and_report(app, argc, argv, "kvsim-validate", 0);
   return code != 0 ? code : exit_code;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/echo_text.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "models/parallelism.h"
@@ -34,6 +35,17 @@ namespace {
 // (docs/fidelity.md, "The per-step cost outside the kernels").
 constexpr double kVllmHostStepOverhead_s = 976e-6;
 
+// N of a "tpN" folder name; InputError when N is not a count of GPUs ("tpabc").
+int tp_of_folder(const std::string& leaf, const std::filesystem::path& bundle) {
+  const std::string digits = leaf.substr(2);
+  if (digits.empty() || digits.size() > 4 ||
+      digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 1) {
+    throw InputError(fmt::format("{}/{}: expected a tpN folder (N: the tensor-parallel degree)",
+                                 bundle.string(), echo_text(leaf)));
+  }
+  return std::stoi(digits);
+}
+
 }  // namespace
 
 double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
@@ -44,7 +56,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   if (leaf.rfind("tp", 0) == 0 && std::filesystem::is_regular_file(bundle / "dense.csv")) {
     tp_dir = bundle;
     bundle = std::filesystem::absolute(bundle).parent_path();
-    tp = std::stoi(leaf.substr(2));
+    tp = tp_of_folder(leaf, bundle);
   } else {
     tp_dir = bundle / fmt::format("tp{}", tp);
   }
@@ -96,14 +108,14 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   const BundleCsv dense = read_bundle_csv(tp_dir / "dense.csv");
   const size_t c_layer = dense.col("layer"), c_tok = dense.col("tokens"), c_us = dense.col("time_us");
   std::map<int64_t, std::string> split_of;
-  for (size_t i = 0; i < dense.rows.size(); ++i) split_of[static_cast<int64_t>(dense.num(i, c_tok))];
+  for (size_t i = 0; i < dense.rows.size(); ++i) split_of[dense.count(i, c_tok, 1)];
   {
     size_t k = 0;
     for (auto& [t, s] : split_of) s = k++ % 2 == 1 ? "test" : "train";
   }
   double min_ew_us = 1e30;
   for (size_t i = 0; i < dense.rows.size(); ++i) {
-    const auto t = static_cast<int64_t>(dense.num(i, c_tok));
+    const int64_t t = dense.count(i, c_tok, 1);
     const std::string& op = dense.rows[i][c_layer];
     const auto c = dense_case(op, t, d);
     if (!c) {
@@ -122,7 +134,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     std::map<std::string, int> seen;
     for (size_t i = 0; i < per_seq.rows.size(); ++i) {
       const std::string& op = per_seq.rows[i][p_layer];
-      const auto n = static_cast<int64_t>(per_seq.num(i, p_seq));
+      const int64_t n = per_seq.count(i, p_seq, 1);
       const double us = per_seq.num(i, p_us);
       const std::string split = seen[op]++ % 2 == 1 ? "test" : "train";
       if (op == "lm_head") {
@@ -146,14 +158,20 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   std::vector<Mixed> mixed;
   int n_prefill = 0, n_decode = 0;
   for (size_t i = 0; i < attn.rows.size(); ++i) {
-    const auto pc = static_cast<int64_t>(attn.num(i, a_pc)), kp = static_cast<int64_t>(attn.num(i, a_kp)),
-               nd = static_cast<int64_t>(attn.num(i, a_nd)), kd = static_cast<int64_t>(attn.num(i, a_kd));
+    const int64_t pc = attn.count(i, a_pc, 0), kp = attn.count(i, a_kp, 0), nd = attn.count(i, a_nd, 0),
+                  kd = attn.count(i, a_kd, 0);
     const double us = attn.num(i, a_us);
     if (pc > 0 && nd == 0) {
       add(flash_case(d, pc, kp), us, n_prefill++ % 2 == 1 ? "test" : "train", "prefill", pc);
     } else if (pc == 0 && nd > 0 && kd > 0) {
       add(decode_case(d, nd, kd, meta.block_size), us, n_decode++ % 2 == 1 ? "test" : "train", "decode", nd);
     } else if (pc > 0 && nd > 0 && kd > 0) {
+      // The mixed factor's fit divides by the measured time: a 0 would make it NaN.
+      if (!(us > 0)) {
+        throw InputError(fmt::format("{}:{}: column time_us: expected a positive time for a mixed "
+                                     "batch, got {}",
+                                     attn.path.string(), attn.lines[i], us));
+      }
       mixed.push_back({pc, kp, nd, kd, us});
     }
   }
@@ -224,6 +242,19 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
                                          "of moe.csv (docs/fidelity.md)", provenance));
     p.routed_experts = moe->cost;
   }
+  // skew.csv is read and checked before the first file is written: a bad one writes nothing.
+  std::optional<BundleCsv> skew_csv;
+  if (std::filesystem::is_regular_file(tp_dir / "skew.csv")) {
+    skew_csv = read_bundle_csv(tp_dir / "skew.csv");
+    const size_t cols[] = {skew_csv->col("n"), skew_csv->col("pc"), skew_csv->col("t_mean_us"),
+                           skew_csv->col("t_skew_us")};
+    for (size_t i = 0; i < skew_csv->rows.size(); ++i) {
+      (void)skew_csv->count(i, cols[0], 1);
+      (void)skew_csv->count(i, cols[1], 0);
+      (void)skew_csv->num(i, cols[2]);
+      (void)skew_csv->num(i, cols[3]);
+    }
+  }
   std::filesystem::create_directories(o.out_dir);
   write_file_atomic(o.out_dir / "profile.yaml", write_profile_yaml(p));
 
@@ -247,8 +278,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     held.push_back({"sampler", "sampler", static_cast<int64_t>(n), us * 1e-6,
                     (sa + sb * n) * 1e-6});
   }
-  if (std::filesystem::is_regular_file(tp_dir / "skew.csv")) {
-    const BundleCsv skew = read_bundle_csv(tp_dir / "skew.csv");
+  if (skew_csv) {
+    const BundleCsv& skew = *skew_csv;
     // skew.csv times come from LLMServingSim's own skew harness (its uniform batches run
     // slower than attention.csv's at the same shape), so what is checked is kvsim's rule, not an
     // absolute time: a decode batch costs what a uniform one of the same context sum costs. The
@@ -257,7 +288,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     const size_t s_n = skew.col("n"), s_pc = skew.col("pc"), s_tm = skew.col("t_mean_us"),
                  s_t = skew.col("t_skew_us");
     for (size_t i = 0; i < skew.rows.size(); ++i) {
-      const auto n = static_cast<int64_t>(skew.num(i, s_n)), pc = static_cast<int64_t>(skew.num(i, s_pc));
+      const int64_t n = skew.count(i, s_n, 1), pc = skew.count(i, s_pc, 0);
       held.push_back({pc > 0 ? "skew_mixed" : "skew_decode", "skew", pc + n,
                       skew.num(i, s_t) * 1e-6, skew.num(i, s_tm) * 1e-6});
     }

@@ -8,6 +8,7 @@
 
 #include "core/config_node.h"
 #include "core/csv_line.h"
+#include "core/echo_text.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
@@ -44,7 +45,18 @@ double BundleCsv::num(size_t row, size_t c) const {
   } catch (const std::logic_error&) {
   }
   throw InputError(fmt::format("{}:{}: column {}: expected a number, got \"{}\"", path.string(),
-                               lines[row], header[c], s));
+                               lines[row], header[c], echo_text(s)));
+}
+
+int64_t BundleCsv::count(size_t row, size_t c, int64_t min) const {
+  constexpr double kMax = 2147483647.0;
+  const double v = num(row, c);
+  if (!(v >= static_cast<double>(min) && v <= kMax && v == std::floor(v))) {
+    throw InputError(fmt::format("{}:{}: column {}: expected a whole count in [{}, {}], got \"{}\"",
+                                 path.string(), lines[row], header[c], min, 2147483647,
+                                 echo_text(rows[row][c])));
+  }
+  return static_cast<int64_t>(v);
 }
 
 BundleCsv read_bundle_csv(const std::filesystem::path& path) {

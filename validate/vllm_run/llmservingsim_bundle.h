@@ -27,6 +27,9 @@ struct BundleCsv {
   size_t col(const std::string& name) const;
   // Field (row, c) as a finite number; InputError naming file:line and column otherwise.
   double num(size_t row, size_t c) const;
+  // Field (row, c) as a whole count in [min, 2^31 - 1] (tokens, sequences); InputError naming
+  // file:line and column otherwise (a fraction, 1e30 or a negative count).
+  int64_t count(size_t row, size_t c, int64_t min) const;
 };
 BundleCsv read_bundle_csv(const std::filesystem::path& path);
 

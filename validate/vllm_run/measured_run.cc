@@ -11,12 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "validate/vllm_run/engine_kwargs.h"
+#include "validate/vllm_run/json_fields.h"
+#include "validate/vllm_run/json_input.h"
 
 namespace kvsim::validate {
 
 namespace {
 
 using Json = nlohmann::json;
+using Fields = JsonFields;
 
 std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -26,118 +30,15 @@ std::string read_text(const std::filesystem::path& p) {
   return s.str();
 }
 
-// "line:col" (1-based) of byte offset `at` of `text`.
-std::string line_col(const std::string& text, size_t at) {
-  at = std::min(at, text.size());
-  int line = 1;
-  size_t start = 0;
-  for (size_t i = 0; i < at; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      start = i + 1;
-    }
+// vLLM refuses a prompt longer than max_model_len (vllm/v1/engine/processor.py,
+// Processor._validate_model_input), so such a request cannot be in a measured run; kvsim would
+// count it too long and compare the errors over a different set of requests.
+void check_model_len(const VllmEngineArgs& e, int64_t input_tokens, const std::string& where) {
+  if (e.max_model_len && input_tokens > *e.max_model_len) {
+    throw InputError(fmt::format("{}: {} prompt tokens, above the run's max_model_len {} (vLLM "
+                                 "refuses such a prompt)",
+                                 where, input_tokens, *e.max_model_len));
   }
-  return fmt::format("{}:{}", line, at - start + 1);
-}
-
-// Parses `text`; a syntax error names `where` and the line:col the parser stopped at (plus
-// `line_offset` lines, for one line of a JSON-lines file).
-Json parse_json(const std::string& text, const std::string& where) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    std::string what = e.what();
-    if (const size_t p = what.find("parse error"); p != std::string::npos) {
-      const size_t colon = what.find(": ", p);
-      what = colon == std::string::npos ? what.substr(p) : what.substr(colon + 2);
-    }
-    throw InputError(fmt::format("{}:{}: malformed JSON: {}", where,
-                                 line_col(text, e.byte > 0 ? e.byte - 1 : 0), what));
-  }
-}
-
-// Reads the keys of one JSON object, naming the file and the key's place in messages.
-class Fields {
- public:
-  Fields(const Json& j, const std::string& text, std::string where, int line = 0)
-      : j_(j), text_(text), where_(std::move(where)), line_(line) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& msg) const {
-    if (line_ > 0) throw InputError(fmt::format("{}:{}: {}", where_, line_, msg));
-    const size_t at = text_.find("\"" + key + "\"");
-    throw InputError(fmt::format("{}:{}: {}", where_,
-                                 line_col(text_, at == std::string::npos ? 0 : at), msg));
-  }
-  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
-  const Json& at(const std::string& key) const {
-    if (!has(key)) fail(key, fmt::format("no '{}'", key));
-    return j_.at(key);
-  }
-  double number(const std::string& key) const {
-    const Json& v = at(key);
-    if (!v.is_number() || !std::isfinite(v.get<double>())) {
-      fail(key, fmt::format("'{}': expected a number, got {}", key, v.dump()));
-    }
-    return v.get<double>();
-  }
-  int64_t integer(const std::string& key, int64_t min, int64_t max) const {
-    const Json& v = at(key);
-    if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > max) {
-      fail(key, fmt::format("'{}': expected an integer in [{}, {}], got {}", key, min, max, v.dump()));
-    }
-    return v.get<int64_t>();
-  }
-  std::optional<int64_t> opt_integer(const std::string& key, int64_t min, int64_t max) const {
-    if (!has(key)) return std::nullopt;
-    return integer(key, min, max);
-  }
-  std::string string(const std::string& key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    const Json& v = j_.at(key);
-    if (!v.is_string()) fail(key, fmt::format("'{}': expected a string, got {}", key, v.dump()));
-    return v.get<std::string>();
-  }
-  bool boolean(const std::string& key, bool fallback) const {
-    if (!has(key)) return fallback;
-    const Json& v = j_.at(key);
-    if (!v.is_boolean()) fail(key, fmt::format("'{}': expected true or false, got {}", key, v.dump()));
-    return v.get<bool>();
-  }
-
- private:
-  const Json& j_;
-  const std::string& text_;
-  std::string where_;
-  int line_;
-};
-
-VllmEngineArgs engine_args(const Json& j, const std::string& text, const std::string& where,
-                           const std::string& fallback_model) {
-  const Fields f(j, text, where);
-  VllmEngineArgs e;
-  e.model = f.string("model", fallback_model);
-  e.tensor_parallel = static_cast<int>(f.opt_integer("tensor_parallel_size", 1, 1024).value_or(1));
-  e.data_parallel = static_cast<int>(f.opt_integer("data_parallel_size", 1, 1024).value_or(1));
-  e.expert_parallel = f.boolean("enable_expert_parallel", false);
-  e.max_num_seqs = f.opt_integer("max_num_seqs", 1, 1 << 20);
-  e.max_num_batched_tokens = f.opt_integer("max_num_batched_tokens", 1, int64_t{1} << 30);
-  e.max_model_len = f.opt_integer("max_model_len", 1, int64_t{1} << 32);
-  e.num_gpu_blocks = f.opt_integer("num_gpu_blocks_override", 1, int64_t{1} << 40);
-  if (!e.num_gpu_blocks) e.num_gpu_blocks = f.opt_integer("num_gpu_blocks", 1, int64_t{1} << 40);
-  e.block_size = static_cast<int>(f.opt_integer("block_size", 1, 1 << 16).value_or(16));
-  if (f.has("gpu_memory_utilization")) {
-    e.gpu_memory_utilization = f.number("gpu_memory_utilization");
-    if (!(e.gpu_memory_utilization > 0 && e.gpu_memory_utilization <= 1)) {
-      f.fail("gpu_memory_utilization",
-             fmt::format("'gpu_memory_utilization': expected a number in (0, 1], got {}",
-                         e.gpu_memory_utilization));
-    }
-  }
-  e.enable_prefix_caching = f.boolean("enable_prefix_caching", true);
-  e.dtype = f.string("dtype", "auto");
-  e.kv_cache_dtype = f.string("kv_cache_dtype", "auto");
-  e.seed = static_cast<uint64_t>(f.opt_integer("seed", 0, int64_t{1} << 62).value_or(0));
-  return e;
 }
 
 std::vector<std::string> split_lines(const std::string& text) {
@@ -187,13 +88,7 @@ MeasuredRun read_run_folder(const std::filesystem::path& dir) {
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
     const int line = static_cast<int>(i + 1);
     const std::string where = reqs.string();
-    Json j;
-    try {
-      j = Json::parse(lines[i]);
-    } catch (const Json::parse_error& e) {
-      throw InputError(fmt::format("{}:{}:{}: malformed JSON line", where, line,
-                                   e.byte > 0 ? e.byte : 1));
-    }
+    const Json j = parse_json_input(lines[i], where, line);
     if (!j.is_object()) throw InputError(fmt::format("{}:{}: expected a JSON object", where, line));
     const Fields f(j, lines[i], where, line);
     Raw w;
@@ -210,6 +105,7 @@ MeasuredRun read_run_folder(const std::filesystem::path& dir) {
                                    "first_token_ts {} <= last_token_ts {} expected)",
                                    where, line, w.queued, w.first, w.last));
     }
+    check_model_len(run.engine, w.r.input_tokens, fmt::format("{}:{}", where, line));
     raw.push_back(w);
   }
   if (raw.empty()) throw InputError(fmt::format("{}: no requests", reqs.string()));
@@ -235,7 +131,7 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
   run.format = "vllm-bench-serve";
   run.source = file;
   const std::string text = read_text(file);
-  const Json j = parse_json(text, file.string());
+  const Json j = parse_json_input(text, file.string());
   if (!j.is_object()) {
     throw InputError(fmt::format("{}:1:1: expected a vllm bench serve result object", file.string()));
   }
@@ -261,12 +157,24 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
     run.engine.model = f.string("model_id", "");
   }
   const bool has_errors = j.contains("errors") && j["errors"].is_array() && j["errors"].size() == n;
-  auto num_at = [&](const char* key, size_t i) {
+  // Each value at its list's key, with its index: a finite number, at least 0 for the
+  // latencies, and whole token counts (vllm/benchmarks/serve.py writes ints).
+  auto num_at = [&](const char* key, size_t i, double min) {
     const Json& v = j[key][i];
-    if (!v.is_number() || !std::isfinite(v.get<double>())) {
-      f.fail(key, fmt::format("'{}'[{}]: expected a number, got {}", key, i, v.dump()));
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < min) {
+      f.fail(key, fmt::format("'{}'[{}]: expected a number >= {}, got {}", key, i, min,
+                              describe_json(v)));
     }
     return v.get<double>();
+  };
+  auto count_at = [&](const char* key, size_t i) {
+    const Json& v = j[key][i];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (int64_t{1} << 32) ||
+        (v.is_number_unsigned() && v.get<uint64_t>() > (uint64_t{1} << 32))) {
+      f.fail(key, fmt::format("'{}'[{}]: expected a token count (an integer in [0, 2^32]), got {}",
+                              key, i, describe_json(v)));
+    }
+    return v.get<int64_t>();
   };
   double t0 = 0;
   bool first = true;
@@ -277,23 +185,35 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
     }
     MeasuredRequest r;
     r.id = fmt::format("{}", i);
-    r.input_tokens = static_cast<int64_t>(num_at("input_lens", i));
-    r.output_tokens = static_cast<int64_t>(num_at("output_lens", i));
+    r.input_tokens = count_at("input_lens", i);
+    r.output_tokens = count_at("output_lens", i);
     if (r.input_tokens < 1 || r.output_tokens < 1) {
       ++run.skipped_failed;  // a failed request: no tokens came back
       continue;
     }
-    const double start = num_at("start_times", i);
-    r.ttft_s = num_at("ttfts", i);
+    check_model_len(run.engine, r.input_tokens, f.place("input_lens") + fmt::format(": 'input_lens'[{}]", i));
+    const double start = num_at("start_times", i, -1e300);
+    r.ttft_s = num_at("ttfts", i, 0);
     const Json& itl = j["itls"][i];
     if (!itl.is_array()) f.fail("itls", fmt::format("'itls'[{}]: expected a list of seconds", i));
+    // One gap between each two streamed chunks: at most output_len - 1 (fewer when a chunk
+    // carries several tokens).
+    if (static_cast<int64_t>(itl.size()) > r.output_tokens - 1) {
+      f.fail("itls", fmt::format("'itls'[{}]: {} inter-token gaps for {} output tokens (at most {})",
+                                 i, itl.size(), r.output_tokens, r.output_tokens - 1));
+    }
     double decode = 0;
     for (const Json& v : itl) {
-      if (!v.is_number()) f.fail("itls", fmt::format("'itls'[{}]: expected numbers", i));
+      if (!v.is_number() || !(v.get<double>() >= 0)) {
+        f.fail("itls", fmt::format("'itls'[{}]: expected seconds >= 0, got {}", i, describe_json(v)));
+      }
       decode += v.get<double>();
     }
     // vllm/benchmarks/serve.py: latency = ttft + sum(itl); tpot = (latency - ttft) / (output - 1).
     r.e2e_s = r.ttft_s + decode;
+    if (!std::isfinite(r.e2e_s)) {
+      f.fail("itls", fmt::format("'itls'[{}]: TTFT plus the gaps is not a finite number of seconds", i));
+    }
     if (r.output_tokens > 1) r.tpot_s = decode / static_cast<double>(r.output_tokens - 1);
     r.arrival_s = start;
     if (first || start < t0) t0 = start;
@@ -310,18 +230,28 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
 
 VllmEngineArgs read_vllm_meta(const std::filesystem::path& meta_json) {
   const std::string text = read_text(meta_json);
-  const Json j = parse_json(text, meta_json.string());
-  if (!j.is_object()) throw InputError(fmt::format("{}:1:1: expected a JSON object", meta_json.string()));
-  const std::string model = j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : "";
-  VllmEngineArgs e = j.contains("engine_kwargs") && j["engine_kwargs"].is_object()
-                         ? engine_args(j["engine_kwargs"], text, meta_json.string(), model)
-                         : engine_args(j, text, meta_json.string(), model);
-  if (j.contains("vllm_version") && j["vllm_version"].is_string()) {
-    e.vllm_version = j["vllm_version"].get<std::string>();
+  const std::string where = meta_json.string();
+  const Json j = parse_json_input(text, where);
+  if (!j.is_object()) {
+    throw InputError(fmt::format("{}:1:1: expected a JSON object, got {}", where, describe_json(j)));
   }
+  const Fields top(j, text, where);
+  const std::string model = top.string("model", "");
+  VllmEngineArgs e;
+  if (top.has("engine_kwargs")) {
+    if (!j["engine_kwargs"].is_object()) {
+      top.fail("engine_kwargs", fmt::format("'engine_kwargs': expected an object (vLLM's engine "
+                                            "arguments), got {}",
+                                            describe_json(j["engine_kwargs"])));
+    }
+    e = read_engine_kwargs(Fields(j["engine_kwargs"], text, where), model, /*strict=*/true);
+  } else {
+    e = read_engine_kwargs(top, model, /*strict=*/false);
+  }
+  e.vllm_version = top.string("vllm_version", "");
   if (e.model.empty()) {
     throw InputError(fmt::format("{}:1:1: no 'model' (the Hugging Face name of the served model)",
-                                 meta_json.string()));
+                                 where));
   }
   return e;
 }

@@ -36,6 +36,11 @@ struct VllmEngineArgs {
   std::string dtype = "auto";              // auto | bfloat16 | float16 | half | float32
   std::string kv_cache_dtype = "auto";     // auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16 ...
   uint64_t seed = 0;
+  std::optional<bool> async_scheduling;  // unset: vLLM resolves it (on, or by the drafter)
+  std::optional<int64_t> long_prefill_token_threshold;
+  // vLLM's speculative_config as the scenario's engine speculative_config (a JSON flow map,
+  // engine_kwargs.cc); "" when the run did not speculate.
+  std::string speculative_config;
 };
 
 // One request as the server saw it, in seconds. arrival_s is relative to the run's first

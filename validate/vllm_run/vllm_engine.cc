@@ -99,6 +99,16 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   y += fmt::format("  max_num_seqs: {}\n", e.max_num_seqs.value_or(default_max_num_seqs(gpu)));
   y += fmt::format("  max_num_batched_tokens: {}\n",
                    e.max_num_batched_tokens.value_or(default_max_num_batched_tokens(gpu)));
+  // vLLM's SchedulerConfig.async_scheduling (vllm/config/scheduler.py; unset: VllmConfig.__post_init__ resolves it, as
+  // kvsim's engine does), SchedulerConfig.long_prefill_token_threshold (0: no cap) and
+  // SpeculativeConfig, each as the run set it (engine_kwargs.cc checked them).
+  if (e.async_scheduling) {
+    y += fmt::format("  async_scheduling: {}\n", *e.async_scheduling ? "true" : "false");
+  }
+  if (e.long_prefill_token_threshold) {
+    y += fmt::format("  long_prefill_token_threshold: {}\n", *e.long_prefill_token_threshold);
+  }
+  if (!e.speculative_config.empty()) y += fmt::format("  speculative_config: {}\n", e.speculative_config);
   // Unset: the model's max_position_embeddings, as vLLM's ModelConfig derives max_model_len.
   if (e.max_model_len) y += fmt::format("  max_model_len: {}\n", *e.max_model_len);
   y += fmt::format("  tensor_parallel: {}\n", e.tensor_parallel);

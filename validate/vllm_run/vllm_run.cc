@@ -2,20 +2,25 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/config_node.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "models/latency/profile.h"
 #include "sim/config/scenario.h"
 #include "sim/run/scenario_runner.h"
 #include "validate/replay/e2e_plot.h"
+#include "validate/scratch_folder.h"
 #include "validate/vllm_run/measured_run.h"
 #include "validate/vllm_run/serving_metrics.h"
 #include "validate/vllm_run/vllm_engine.h"
@@ -55,7 +60,9 @@ nlohmann::ordered_json llmservingsim_summary(const std::filesystem::path& dir) {
           pct = std::stod(diff);
         } catch (const std::logic_error&) {
         }
-        out[key] = {{"measured", vllm * 1e-3}, {"simulated", sim * 1e-3}, {"error_pct", pct}};
+        if (!std::isfinite(vllm) || !std::isfinite(sim)) continue;
+        const nlohmann::ordered_json err = std::isfinite(pct) ? nlohmann::ordered_json(pct) : nullptr;
+        out[key] = {{"measured", vllm * 1e-3}, {"simulated", sim * 1e-3}, {"error_pct", err}};
       }
     }
   }
@@ -65,6 +72,27 @@ nlohmann::ordered_json llmservingsim_summary(const std::filesystem::path& dir) {
 std::string fmt_value(const std::string& metric, double v) {
   if (metric.find("throughput") != std::string::npos) return fmt::format("{:.2f}", v);
   return fmt::format("{:.1f} ms", v * 1e3);
+}
+
+// "+12.3%", or "n/a" where there is no error to show (a measured figure of 0).
+std::string percent_cell(const nlohmann::ordered_json& pct) {
+  if (!pct.is_number() || !std::isfinite(pct.get<double>())) return "n/a";
+  return fmt::format("{:+.1f}%", pct.get<double>());
+}
+
+// OUT must be a folder or not exist yet, under folders (a regular file on the way is refused
+// here, not met by create_directories' system error half-way through).
+void check_output_folder(const std::filesystem::path& out) {
+  std::error_code ec;
+  for (std::filesystem::path p = out; !p.empty(); p = p.parent_path()) {
+    if (std::filesystem::exists(p, ec)) {
+      if (!std::filesystem::is_directory(p, ec)) {
+        throw InputError(fmt::format("{}: -o: {} is not a folder", out.string(), p.string()));
+      }
+      return;
+    }
+    if (p == p.parent_path()) return;
+  }
 }
 
 }  // namespace
@@ -84,8 +112,14 @@ double run_vllm_run(const VllmRunOptions& o) {
   } else if (catalog.models().count(model) == 0) {
     model = std::filesystem::absolute(model).string();
   }
-  std::filesystem::create_directories(o.out_dir);
   const std::filesystem::path out = std::filesystem::absolute(o.out_dir);
+  check_output_folder(out);
+
+  VllmScenarioInputs in;
+  in.engine = run.engine;
+  in.model = model;
+  in.gpu = gpu.name;
+  in.trace = out / "trace.csv";
 
   // The requests as a normalized trace: arrivals relative to the first, lengths as served.
   std::string trace = "arrival_s,prompt_tokens,output_tokens\n";
@@ -98,22 +132,37 @@ double run_vllm_run(const VllmRunOptions& o) {
                                 r.tpot_s ? fmt::format("{:.9f}", *r.tpot_s) : "", r.e2e_s);
     measured.push_back({r.arrival_s, r.output_tokens, r.ttft_s, r.e2e_s, r.tpot_s});
   }
+  if (!o.profile.empty()) in.profile = std::filesystem::absolute(o.profile);
+  in.moe = load_model(model, catalog).moe();
+  // Everything that can be refused is checked before the first file in OUT is written: the
+  // scenario as it will be written, set up as `kvsim check` does (its trace a scratch copy).
+  // meta.json's values were checked at their own positions; this catches what kvsim cannot run.
+  {
+    const ScratchFolder check(std::filesystem::temp_directory_path() /
+                              fmt::format("kvsim-vllm-run-check.{}", ::getpid()));
+    write_file_atomic(check.path() / "trace.csv", trace);
+    VllmScenarioInputs checked = in;
+    checked.trace = check.path() / "trace.csv";
+    const Scenario scenario = load_scenario(
+        ConfigNode::parse_string(vllm_scenario_yaml(checked, gpu), (out / "scenario.yaml").string()),
+        catalog);
+    (void)prepare_scenario(scenario, RunOptions{});
+  }
+  // The old result's completion marks go first (kvsim's manifest.json; e2e.json, which this
+  // command writes last): a run stopped part-way never leaves new files under an old manifest.
+  for (const char* done : {"manifest.json", "e2e.json", "e2e.txt", "e2e.png"}) {
+    std::error_code ec;
+    std::filesystem::remove(out / done, ec);
+  }
   write_file_atomic(out / "trace.csv", trace);
   write_file_atomic(out / "measured_requests.csv", measured_csv);
   if (run.timeseries) {
-    std::ifstream in(*run.timeseries, std::ios::binary);
+    std::ifstream ts(*run.timeseries, std::ios::binary);
     std::stringstream s;
-    s << in.rdbuf();
+    s << ts.rdbuf();
     write_file_atomic(out / "measured_timeseries.csv", s.str());
   }
 
-  VllmScenarioInputs in;
-  in.engine = run.engine;
-  in.model = model;
-  in.gpu = gpu.name;
-  in.trace = out / "trace.csv";
-  if (!o.profile.empty()) in.profile = std::filesystem::absolute(o.profile);
-  in.moe = load_model(model, catalog).moe();
   const ServingMetrics m = serving_metrics(measured);
 
   // Runs kvsim on the run into `dir` with `in`'s profile; the completed requests.
@@ -140,7 +189,8 @@ double run_vllm_run(const VllmRunOptions& o) {
   if (o.fit_step_overhead) {
     const Profile base = o.profile.empty() ? default_profile(gpu) : load_profile(o.profile);
     const double target = m[4].second;  // tpot_mean_s
-    const auto fit_dir = out / "step-overhead-fit";
+    const ScratchFolder scratch(out / "step-overhead-fit");
+    const auto& fit_dir = scratch.path();
     int steps = 0;
     auto tpot_at = [&](double added_s) {
       Profile p = base;
@@ -167,7 +217,6 @@ double run_vllm_run(const VllmRunOptions& o) {
         base.overheads_source, hi * 1e6, run.source.filename().string(), target * 1e3);
     write_file_atomic(out / "profile-fitted.yaml", write_profile_yaml(fitted));
     in.profile = out / "profile-fitted.yaml";
-    std::filesystem::remove_all(fit_dir);
     fit_record = {{"fitted_to", "tpot_mean_s"}, {"added_iteration_us", hi * 1e6},
                   {"iteration_us", fitted.iteration_overhead_s * 1e6}, {"runs", steps},
                   {"profile", (out / "profile-fitted.yaml").string()}};
@@ -200,18 +249,21 @@ double run_vllm_run(const VllmRunOptions& o) {
   for (size_t i = 0; i < m.size(); ++i) {
     const auto& [name, mv] = m[i];
     const double sv = s[i].second;
-    const double err = mv != 0 ? 100.0 * (sv - mv) / mv : 0.0;
+    // A measured figure of 0 has no relative error (n/a, null in e2e.json), not 0%.
+    const std::optional<double> err =
+        mv > 0 ? std::optional<double>(100.0 * (sv - mv) / mv) : std::nullopt;
     nlohmann::ordered_json r = {{"metric", name}, {"measured", mv}, {"simulated", sv},
-                                {"error_pct", err}};
+                                {"error_pct", err ? nlohmann::ordered_json(*err) : nullptr}};
     std::string lss_cell;
     if (!lss.is_null() && lss.contains(name)) {
       r["llmservingsim_error_pct"] = lss[name]["error_pct"];
-      lss_cell = fmt::format(" {:>13.1f}%", lss[name]["error_pct"].get<double>());
+      lss_cell = fmt::format(" {:>14}", percent_cell(lss[name]["error_pct"]));
     }
     rows.push_back(r);
-    if (headline(name)) worst = std::max(worst, std::abs(err));
-    table += fmt::format("{:<26} {:>12} {:>12} {:>+7.1f}%{}\n", name, fmt_value(name, mv),
-                         fmt_value(name, sv), err, lss_cell);
+    if (headline(name) && err) worst = std::max(worst, std::abs(*err));
+    table += fmt::format("{:<26} {:>12} {:>12} {:>8}{}\n", name, fmt_value(name, mv),
+                         fmt_value(name, sv), percent_cell(err ? nlohmann::ordered_json(*err) : nullptr),
+                         lss_cell);
   }
   j["metrics"] = rows;
   if (!fit_record.is_null()) j["step_overhead_fit"] = fit_record;
