@@ -11,6 +11,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
+#include "sim/serving/host_path.h"
 #include "sim/serving/speculative_config.h"
 
 namespace kvsim {
@@ -90,6 +91,13 @@ struct EngineConfig {
   P2pSetting p2p = P2pSetting::kAuto;
   bool disable_custom_all_reduce = false;
   bool enforce_eager = false;
+  // The vLLM version being modelled (`vllm_version`, sim/serving/host_path.h): where output
+  // processing runs and when a token becomes visible. nullopt: V1's, as vLLM runs today. A V0
+  // version turns async scheduling off (V0 has no AsyncScheduler) and needs the continuous or
+  // vllm_v0 scheduler, no speculation and pipeline_parallel 1 (vLLM turns async output
+  // processing off with pipeline parallelism and speculative decoding).
+  std::optional<VllmVersion> vllm_version;
+  HostPath host_path = HostPath::kV1FrontEnd;
 };
 
 // The latency model's collective settings for this engine: its switches, and vLLM's default CUDA
