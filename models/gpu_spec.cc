@@ -38,6 +38,7 @@ GpuSpec parse_gpu_spec(const ConfigNode& n, const std::string& name) {
   g.l2_bytes = gib_to_bytes(n.get<double>("l2_mib", 0.0, {.min = 0, .max = 1e6}) / 1024.0);
   g.pcie_bytes_per_s = n.get<double>("pcie_gb_per_s", 25.0, {.min = 0.1, .max = 1e5}) * 1e9;
   g.nvlink_bytes_per_s = n.get<double>("nvlink_gb_per_s", 0.0, {.min = 0, .max = 1e6}) * 1e9;
+  g.p2p = n.get<bool>("p2p", true);
   g.gpu_hour_usd = n.get<double>("gpu_hour_usd", 0.0, {.min = 0, .max = 1e6});
   g.price_source = n.get<std::string>("price_source", "");
   n.get<std::string>("notes", "");

@@ -26,6 +26,9 @@ struct GpuSpec {
   int64_t l2_bytes = 0;
   double pcie_bytes_per_s = 0;       // host link, one direction (swap traffic)
   double nvlink_bytes_per_s = 0;     // 0 when the part has none (all-reduce falls back to PCIe)
+  // CUDA peer-to-peer access between two such GPUs in one host (vLLM's custom all-reduce needs
+  // it; GeForce drivers refuse it). An engine's `p2p: on|off` overrides it.
+  bool p2p = true;
   // What one GPU costs per hour (capacity search, docs/capacity.md): 0 = unknown. The catalog's
   // price_source says where the figure comes from or that it is an assumption.
   double gpu_hour_usd = 0;

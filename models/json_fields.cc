@@ -24,6 +24,16 @@ nlohmann::ordered_json to_json(const OpCost& o) {
   j["overhead_s"] = o.overhead_s;
   j["seconds"] = o.seconds;
   j["bound"] = std::string(bound_name(o.bound));
+  if (o.comm.source != CommSource::kNone) {
+    // A collective: how vLLM runs it and where its time came from (docs/latency.md).
+    nlohmann::ordered_json c;
+    if (o.name == "allreduce") c["path"] = std::string(path_name(o.comm.path));
+    c["cuda_graph"] = o.comm.graph;
+    c["source"] = std::string(comm_source_name(o.comm.source));
+    c["message_bytes"] = o.comm.message_bytes;
+    c["calls"] = o.comm.calls;
+    j["collective"] = c;
+  }
   return j;
 }
 

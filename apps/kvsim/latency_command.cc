@@ -2,6 +2,7 @@
 // GPU, next to the physical lower bound of each, with the per-operation breakdown on --verbose.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <optional>
 
 #include <fmt/format.h>
@@ -54,6 +55,14 @@ void print_breakdown(const char* title, const IterationCost& est, const Iteratio
   t.add_row({"engine step overhead", "-", "0.0", "0.000",
              fmt::format("{:.3f}", est.overhead_seconds * 1e3), "-", "0.000"});
   fmt::print("{}", t.render());
+  for (const OpCost& o : est.ops) {
+    if (o.comm.source == CommSource::kNone) continue;
+    fmt::print("  {}: {}{}, {} B x {} calls, {:.2f} us a call ({})\n", o.name,
+               o.name == "allreduce" ? fmt::format("{}, ", path_name(o.comm.path)) : "",
+               o.comm.graph ? "CUDA graph" : "eager", with_commas(std::llround(o.comm.message_bytes)),
+               with_commas(std::llround(o.comm.calls)), o.seconds / o.comm.calls * 1e6,
+               comm_source_name(o.comm.source));
+  }
 }
 
 // "1" for one batch size, "1, 8" for several.

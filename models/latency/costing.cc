@@ -128,29 +128,81 @@ OpCost Costing::elementwise(std::string_view name, std::initializer_list<double>
   return o;
 }
 
+Rates Costing::link_rates(double m) const {
+  Rates r = rates(OpClass::kAllReduce, m);
+  if (!ideal_ && comm_ != nullptr && !comm_->p2p() && g_.nvlink_bytes_per_s > 0) {
+    r.bytes_per_s *= g_.pcie_bytes_per_s / peak_bytes(OpClass::kAllReduce);  // no P2P: no NVLink
+  }
+  r.launch_s += ideal_ ? 0.0 : p_.allreduce_latency_s;
+  return r;
+}
+
+OpCost Costing::collective(std::string_view name, double traffic, double per_call_s, double calls,
+                           const CommDetail& detail) {
+  OpCost o;
+  o.name = name;
+  o.op_class = OpClass::kAllReduce;
+  o.bytes = traffic * calls;
+  o.memory_s = per_call_s * calls;
+  o.seconds = o.memory_s;
+  o.bound = Bound::kMemory;
+  o.comm = detail;
+  o.comm.calls = calls;
+  return o;
+}
+
 // All-reduce of m x hidden activations, twice per layer (after O and after the MLP).
 OpCost Costing::allreduce(double m) const {
   const double payload = m * s_.hidden * kActBytes;
   const double traffic = 2.0 * (s_.tp - 1) / s_.tp * payload;  // ring: send and receive
-  Rates r = rates(OpClass::kAllReduce, m);
-  const double latency = ideal_ ? 0.0 : p_.allreduce_latency_s;
-  r.launch_s += latency;
-  return op("allreduce", OpClass::kAllReduce, 0.0, traffic, 1, 2 * s_.layers, r);
+  const double calls = 2 * s_.layers;
+  CollectiveTime t;
+  if (!ideal_ && comm_ != nullptr) t = comm_->allreduce(payload, m);
+  if (t.seconds >= 0) return collective("allreduce", traffic, t.seconds, calls, t.detail);
+  OpCost o = op("allreduce", OpClass::kAllReduce, 0.0, traffic, 1, calls, link_rates(m));
+  if (!ideal_ && comm_ != nullptr) o.comm = t.detail;
+  o.comm.calls = calls;
+  return o;
 }
 
 OpCost Costing::all_to_all(double m) const {
+  if (!ideal_ && comm_ != nullptr) {
+    const double d = s_.moe_token_scale;  // the data-parallel ranks whose tokens meet
+    const double total = d * m * s_.hidden * kActBytes;
+    const CollectiveTime gather = comm_->ep_exchange(CollectiveOp::kAllGather, total);
+    const CollectiveTime scatter = comm_->ep_exchange(CollectiveOp::kReduceScatter, total);
+    if (gather.seconds >= 0 && scatter.seconds >= 0) {
+      // Each rank receives the others' (d - 1) / d of the gathered rows and sends as much back.
+      const double traffic = 2 * total * (d - 1) / d;
+      return collective("all_to_all", traffic, gather.seconds + scatter.seconds, s_.moe_layers,
+                        gather.detail);
+    }
+  }
   const double g = s_.ep_group;
   const double payload = m / s_.tp * s_.topk * s_.hidden * kActBytes * (g - 1) / g;
-  Rates r = rates(OpClass::kAllReduce, m);
-  r.launch_s += ideal_ ? 0.0 : p_.allreduce_latency_s;
-  return op("all_to_all", OpClass::kAllReduce, 0.0, 2 * payload, 2, s_.moe_layers, r);
+  OpCost o = op("all_to_all", OpClass::kAllReduce, 0.0, 2 * payload, 2, s_.moe_layers, link_rates(m));
+  if (!ideal_ && comm_ != nullptr) o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
+  o.comm.calls = s_.moe_layers;
+  return o;
 }
 
 OpCost Costing::pipeline_send(double m) const {
   const double payload = m * s_.hidden * kActBytes;
-  Rates r = rates(OpClass::kAllReduce, m);
-  r.launch_s += ideal_ ? 0.0 : p_.allreduce_latency_s;
-  return op("pp_send", OpClass::kAllReduce, 0.0, payload, 1, s_.pp - 1, r);
+  const double boundaries = s_.pp - 1;
+  if (!ideal_ && comm_ != nullptr) {
+    const double slice = payload / s_.tp;  // one tensor's slice from each TP rank
+    const CollectiveTime send = comm_->pp_send(slice);
+    const CollectiveTime gather = s_.tp > 1 ? comm_->tp_all_gather(payload) : CollectiveTime{0, {}};
+    if (send.seconds >= 0 && gather.seconds >= 0) {
+      // Two tensors (hidden states and residual), each sent then gathered.
+      return collective("pp_send", 2 * slice, 2 * (send.seconds + gather.seconds), boundaries,
+                        send.detail);
+    }
+  }
+  OpCost o = op("pp_send", OpClass::kAllReduce, 0.0, payload, 1, boundaries, link_rates(m));
+  if (!ideal_ && comm_ != nullptr) o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
+  o.comm.calls = boundaries;
+  return o;
 }
 
 }  // namespace kvsim

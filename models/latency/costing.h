@@ -14,6 +14,7 @@
 
 #include "models/attention_kind.h"
 #include "models/gpu_spec.h"
+#include "models/latency/collectives.h"
 #include "models/latency/latency_model.h"
 #include "models/latency/latency_shape.h"
 #include "models/latency/profile.h"
@@ -109,8 +110,10 @@ enum class Weights { kLinear, kExperts, kUnquantized };
 class Costing {
  public:
   using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
-  Costing(const LatencyShape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr)
-      : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo) {}
+  // `comm`: the measured collectives (nullptr: every collective from the derived link formula).
+  Costing(const LatencyShape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr,
+          const Collectives* comm = nullptr)
+      : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo), comm_(comm) {}
 
   // The profile's tables of a class (nullptr: none).
   struct ClassTables {
@@ -193,19 +196,24 @@ class Costing {
   OpCost decode_attention(double n, double t, int block_tokens, AttentionKind impl,
                           bool mixed = false) const;
 
-  // All-reduce of m x hidden activations, twice per layer (after O and after the MLP).
+  // All-reduce of m x hidden activations, twice per layer (after O and after the MLP). With
+  // `comm_` and a measured curve, each call takes the curve's time for its message (m x hidden
+  // x 2 bytes) on the path vLLM picks (collectives.h); else, and in the lower bound, the derived
+  // ring formula: 2 (t - 1) / t of the message over the link, plus the profile's latency.
   OpCost allreduce(double m) const;
 
-  // Expert parallelism across data-parallel replicas: each MoE layer sends this GPU's share
-  // of its rows (m / t tokens x top-k, 16-bit) to the experts' GPUs and gets the results back
-  // (dispatch and combine), over the node's link one way; the (g - 1) / g of them whose expert
-  // lives on another GPU cross it. Two collectives per MoE layer, each with the all-reduce's
-  // fixed latency.
+  // Expert parallelism across data-parallel replicas. Measured (vLLM's default
+  // allgather_reducescatter backend): per MoE layer, an all-gather of the d replicas' m x hidden
+  // rows (d x m x hidden x 2 bytes in all) and a reduce-scatter of the same size. Derived: this
+  // GPU's share of its rows (m / t tokens x top-k, 16-bit) to the experts' GPUs and back, the
+  // (g - 1) / g of them whose expert lives on another GPU over the link, two collectives per
+  // MoE layer, each with the all-reduce's fixed latency.
   OpCost all_to_all(double m) const;
 
-  // Pipeline parallelism: the batch's m x hidden activations go from each stage to the next,
-  // p - 1 point-to-point sends over the same link as the all-reduce, one way, each with the
-  // all-reduce's fixed latency.
+  // Pipeline parallelism: p - 1 stage boundaries. Measured: vLLM sends the hidden states and
+  // the residual (two m x hidden tensors), each TP rank a 1 / t slice (send_tensor_dict with
+  // the TP group as all_gather_group), and the next stage all-gathers them over its TP group.
+  // Derived: m x hidden x 2 bytes over the all-reduce's link, one way, plus its fixed latency.
   OpCost pipeline_send(double m) const;
 
  private:
@@ -217,12 +225,19 @@ class Costing {
 
   // The flash curve's head-dimension factor (the same for every chunk).
   double flash_head_dim_curve() const;
+  // A collective of `traffic` bytes per call taking `per_call_s`, `calls` times.
+  static OpCost collective(std::string_view name, double traffic, double per_call_s, double calls,
+                           const CommDetail& detail);
+  // The derived formula's rates: the link at the profile's efficiency plus its fixed latency
+  // (over PCIe when GPU peer-to-peer is off).
+  Rates link_rates(double m) const;
 
   const LatencyShape& s_;
   const GpuSpec& g_;
   const Profile& p_;
   bool ideal_;
   Memo* memo_;
+  const Collectives* comm_;
 };
 
 }  // namespace kvsim

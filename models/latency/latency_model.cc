@@ -104,6 +104,15 @@ LatencyModel::LatencyModel(ModelSpec model, GpuSpec gpu, Profile profile, Attent
   }
   check_parallelism(model_, par_);
   shape_ = std::make_shared<const LatencyShape>(latency_shape_of(model_, gpu_, par_));
+  set_collective_settings(CollectiveSettings{});
+}
+
+void LatencyModel::set_collective_settings(const CollectiveSettings& settings) {
+  KVSIM_CHECK(gemm_memo_.empty() && decode_memo_.empty() && row_memo_.empty(),
+              "collective settings after costing");
+  comm_settings_ = settings;
+  if (par_.single()) return;  // one GPU: no collective runs (and no table is read)
+  comm_ = std::make_shared<const Collectives>(gpu_, par_, settings, CollectiveTables::builtin());
 }
 
 IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal,
@@ -121,7 +130,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     const char* row = reinterpret_cast<const char*>(&gemm_memo_[static_cast<size_t>(m)]);
     for (size_t line = 0; line < sizeof(gemm_memo_[0]); line += 64) __builtin_prefetch(row + line);
   }
-  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_);
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_, ideal ? nullptr : comm_.get());
 
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;

@@ -17,6 +17,8 @@
 
 #include "models/attention_kind.h"
 #include "models/gpu_spec.h"
+#include "models/latency/collective_path.h"
+#include "models/latency/collectives.h"
 #include "models/latency/decode_step_fixed.h"
 #include "models/latency/profile.h"
 #include "models/model_spec.h"
@@ -76,6 +78,7 @@ struct OpCost {
   // per-sequence memory (keeps it affine in the total context; see decode_step_affine).
   double seconds = 0;
   Bound bound = Bound::kMemory;  // which of compute_s/memory_s dominated
+  CommDetail comm;               // collectives: path, graph or eager, where the time came from
 };
 
 struct IterationCost {
@@ -161,6 +164,13 @@ class LatencyModel {
   double decode_step_lower_bound_seconds(int64_t num_seqs, int64_t total_context_tokens,
                                          int block_tokens = 0) const;
 
+  // How collectives run (peer-to-peer, custom all-reduce, CUDA graphs: collectives.h); the
+  // default is vLLM's defaults with the catalog's P2P. Requires: called before any costing.
+  void set_collective_settings(const CollectiveSettings& settings);
+  const CollectiveSettings& collective_settings() const { return comm_settings_; }
+  // The measured collectives (nullptr on one GPU: none run).
+  const Collectives* collectives() const { return comm_.get(); }
+
   const ModelSpec& model() const { return model_; }
   const GpuSpec& gpu() const { return gpu_; }
   const Profile& profile() const { return profile_; }
@@ -222,6 +232,8 @@ class LatencyModel {
   // The per-GPU dimensions of model_ on gpu_ split tp_ x pp_, computed once (immutable: copies
   // share it).
   std::shared_ptr<const LatencyShape> shape_;
+  CollectiveSettings comm_settings_;
+  std::shared_ptr<const Collectives> comm_;
 };
 
 // The figures `kvsim latency` prints for `batch` identical requests of `seq_len` prompt tokens

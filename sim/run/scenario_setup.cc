@@ -173,6 +173,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
     profile = load_profile(engine.profile_path);
   }
   p->latency = std::make_unique<LatencyModel>(model, gpu, profile, engine.attention, parallelism);
+  p->latency->set_collective_settings(collective_settings(engine));
   p->guards = make_guards(
       policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), model,
       kv_node.get<std::string>("type"));

@@ -141,6 +141,11 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.pipeline_parallel = e.get<int>("pipeline_parallel", 1, {.min = 1, .max = 64});
   c.data_parallel = e.get<int>("data_parallel", 1, {.min = 1, .max = 1024});
   c.expert_parallel = e.get<bool>("expert_parallel", false);
+  c.p2p = e.get_enum<P2pSetting>(
+      "p2p", {{"auto", P2pSetting::kAuto}, {"on", P2pSetting::kOn}, {"off", P2pSetting::kOff}},
+      P2pSetting::kAuto);
+  c.disable_custom_all_reduce = e.get<bool>("disable_custom_all_reduce", false);
+  c.enforce_eager = e.get<bool>("enforce_eager", false);
   // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.
   if (c.host_path == HostPath::kV0AsyncOutput && c.pipeline_parallel > 1) {
     e.peek("pipeline_parallel")->fail(fmt::format(
@@ -199,6 +204,16 @@ void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec&
         "max_model_len, or turn chunked_prefill on",
         c.max_num_batched_tokens, c.max_model_len));
   }
+}
+
+CollectiveSettings collective_settings(const EngineConfig& c) {
+  CollectiveSettings s;
+  s.p2p = c.p2p;
+  s.disable_custom_all_reduce = c.disable_custom_all_reduce;
+  s.enforce_eager = c.enforce_eager;
+  const int spec = c.speculative ? c.speculative->num_speculative_tokens : 0;
+  s.max_graph_tokens = default_max_graph_tokens(c.max_num_seqs, c.max_num_batched_tokens, spec);
+  return s;
 }
 
 }  // namespace kvsim

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "models/dtype.h"
+#include "models/latency/collectives.h"
 #include "models/latency/fixed_step_time.h"
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
@@ -84,6 +85,12 @@ struct EngineConfig {
   // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
   // scheduler, without long_prefill_token_threshold; the fast-forward is off with it.
   std::optional<SpeculativeConfig> speculative;
+  // How collectives run (models/latency/collectives.h, docs/latency.md "Collectives"): GPU
+  // peer-to-peer (`p2p: auto|on|off`; auto: the catalog GPU's `p2p`), vLLM's
+  // --disable-custom-all-reduce and --enforce-eager (here: every all-reduce timed eager).
+  P2pSetting p2p = P2pSetting::kAuto;
+  bool disable_custom_all_reduce = false;
+  bool enforce_eager = false;
   // The vLLM version being modelled (`vllm_version`, sim/serving/host_path.h): where output
   // processing runs and when a token becomes visible. nullopt: V1's, as vLLM runs today. A V0
   // version turns async scheduling off (V0 has no AsyncScheduler) and needs the continuous or
@@ -92,6 +99,10 @@ struct EngineConfig {
   std::optional<VllmVersion> vllm_version;
   HostPath host_path = HostPath::kV1FrontEnd;
 };
+
+// The latency model's collective settings for this engine: its switches, and vLLM's default CUDA
+// graph capture size from max_num_seqs, max_num_batched_tokens and the speculative tokens.
+CollectiveSettings collective_settings(const EngineConfig& c);
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws
 // ConfigError.

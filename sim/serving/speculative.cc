@@ -69,11 +69,13 @@ Speculator::Speculator(const SpeculativeConfig& config, const LatencyModel& targ
     // defaults to it) and runs it with the target's attention backend.
     draft_ = std::make_unique<LatencyModel>(*config_.draft_model, target.gpu(), target.profile(),
                                             target.attention(), Parallelism{.tensor = par.tensor});
+    draft_->set_collective_settings(target.collective_settings());
     return;
   }
   if (!config_.one_layer_drafter()) return;
   draft_ = std::make_unique<LatencyModel>(one_layer_drafter(target.model(), config_.method),
                                           target.gpu(), target.profile(), target.attention(), par);
+  draft_->set_collective_settings(target.collective_settings());
 }
 
 void Speculator::verification_shape(const IterationPlan& it, const ModelSpec& model,

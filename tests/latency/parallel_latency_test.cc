@@ -23,8 +23,9 @@ TEST_CASE("PP adds p - 1 sends of the batch's activations and keeps every layer"
   const auto one = build(llama3_8b(), "h100-sxm", 1, 1).iteration(prefill_batch(1000));
   const auto pp4 = build(llama3_8b(), "h100-sxm", 1, 4).iteration(prefill_batch(1000));
   CHECK_FALSE(has_op(one, "pp_send"));
-  // 3 sends of 1000 tokens x 4096 hidden x 2 bytes = 24,576,000 bytes.
-  CHECK(find_op(pp4, "pp_send").bytes == 24'576'000.0);
+  // 3 boundaries, each sending the hidden states and the residual (vLLM's IntermediateTensors),
+  // 1000 tokens x 4096 hidden x 2 bytes each: 3 x 2 x 8,192,000 = 49,152,000 bytes.
+  CHECK(find_op(pp4, "pp_send").bytes == 49'152'000.0);
   // The stages run in turn: the same layer operations, plus the sends.
   CHECK(find_op(pp4, "qkv_proj").seconds == find_op(one, "qkv_proj").seconds);
   CHECK(pp4.seconds == Approx(one.seconds + find_op(pp4, "pp_send").seconds).epsilon(1e-12));

@@ -132,6 +132,10 @@ TEST_CASE("changing one class's efficiency changes exactly that class's operatio
           INFO("class " << op_class_name(cls) << " metric " << metric << " op " << x.name);
           if (x.op_class != cls) {
             CHECK(y.seconds == x.seconds);
+          } else if (x.comm.source == CommSource::kMeasured) {
+            // A collective timed from the GPU's measured curve (the A100's TP 2 all-reduce):
+            // the profile's link efficiency is not used.
+            CHECK(y.seconds == x.seconds);
           } else {
             // The rate of the named metric halves; the operation never gets faster.
             CHECK(y.seconds >= x.seconds);
