@@ -81,8 +81,12 @@ struct EngineConfig {
   bool fast_forward = true;
   // Speculative decoding (`speculative_config:`, vLLM's --speculative-config; sim/serving/
   // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
-  // scheduler, without long_prefill_token_threshold; the fast-forward is off with it.
+  // scheduler; the fast-forward is off with it.
   std::optional<SpeculativeConfig> speculative;
+  // vLLM's --limit-mm-per-prompt '{"image": 0}' (`limit_mm_per_prompt: {image: 0}`): a
+  // multimodal checkpoint serves text only, and vLLM builds no vision tower
+  // (ModelSpec::vision_params not loaded). Unset: images allowed, the tower loaded.
+  bool images_off = false;
 };
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws

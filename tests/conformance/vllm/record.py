@@ -193,6 +193,41 @@ def make_cases():
     spec_ngram_gpu = dict(cases["spec-ngram"][0]["speculative_config"], method="ngram_gpu")
     cases["spec-ngram-async"] = (dict(cases["spec-ngram"][0], async_scheduling=True,
                                       speculative_config=spec_ngram_gpu), cases["bursts"][1])
+    # Speculative decoding with long_prefill_token_threshold: vLLM's running loop cuts every
+    # running request's new tokens to the threshold, a prefill's chunk and a decode's 1 + k
+    # alike. 256 cuts prefills only; 3 cuts the decodes' 1 + 3 too.
+    cases["spec-eagle-threshold"] = (
+        _engine(700, 1024, seqs=64, speculative_config=eagle, long_prefill_token_threshold=256),
+        cases["long-among-chat"][1])
+    cases["spec-eagle-threshold-async"] = (
+        _engine(700, 1024, seqs=64, speculative_config=eagle, long_prefill_token_threshold=256,
+                async_scheduling=True), cases["long-among-chat"][1])
+    cases["spec-eagle-threshold-3"] = (
+        _engine(3000, 256, seqs=128, speculative_config=eagle, long_prefill_token_threshold=3),
+        cases["spec-eagle"][1])
+    cases.update(prefix_tight_cases())
+    return cases
+
+
+def prefix_tight_cases():
+    """Shared prefixes in a tight pool: six system prompts of one 512-token hash block each,
+    chat turns behind them (a realistic mix of prompt and output lengths), prefix caching on,
+    pools from one that preempts often to one that barely does; synchronous and async."""
+    r = random.Random(111)
+    rows, uniq = [], 7000
+    for a in _poisson(r, 90, 6.0):
+        g = r.randrange(6)
+        p = HASH_TOKENS + min(2500, int(r.lognormvariate(5.5, 0.9)) + 1)
+        n = -(-p // HASH_TOKENS)
+        ids = [800 + g] + list(range(uniq, uniq + n - 1))
+        uniq += 10
+        rows.append({"arrival_ms": a, "prompt": p, "output": min(600, int(r.lognormvariate(4.8, 0.8)) + 1),
+                     "hash_ids": ids})
+    cases = {}
+    for pool in (260, 320, 400):
+        for sync in (True, False):
+            name = f"prefix-tight-{pool}" + ("" if sync else "-async")
+            cases[name] = (_engine(pool, 1024, seqs=32, prefix=True, async_scheduling=not sync), rows)
     return cases
 
 
