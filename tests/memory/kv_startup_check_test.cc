@@ -61,12 +61,12 @@ TEST_CASE("vLLM's refusal and its hint: the longest max_model_len that fits", "[
 TEST_CASE("The KV cache size vLLM logs: max_model_len x blocks / one request's blocks",
           "[memory][startup]") {
   // Gemma-3-27B at 8,192, budget 2,048: 1,670 blocks a request. A pool of 10,000 blocks (the
-  // null block included) serves 10,000 / 1,670 = 5.988 such requests: 49,054 tokens
-  // (floor of 10,000 x 8,192 / 1,670 = 49,054.09).
+  // null block included) serves 10,000 / 1,670 = 5.988 such requests: 49,053 tokens
+  // (floor of 10,000 x 8,192 / 1,670 = 81,920,000 / 1,670 = 49,053.9).
   CHECK(vllm_kv_cache_size_tokens(layout_of("gemma-3-27b"),
                                   {.block_tokens = 16, .max_model_len = 8192,
                                    .max_num_batched_tokens = 2048},
-                                  10000) == 49054);
+                                  10000) == 49053);
   // Full attention: max_model_len x blocks / ceil(len / 16) = every slot when 16 divides it.
   CHECK(vllm_kv_cache_size_tokens(layout_of("llama-3-8b"),
                                   {.block_tokens = 16, .max_model_len = 8192,
