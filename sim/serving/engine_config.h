@@ -10,6 +10,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
+#include "sim/serving/host_path.h"
 #include "sim/serving/speculative_config.h"
 
 namespace kvsim {
@@ -87,6 +88,13 @@ struct EngineConfig {
   // multimodal checkpoint serves text only, and vLLM builds no vision tower
   // (ModelSpec::vision_params not loaded). Unset: images allowed, the tower loaded.
   bool images_off = false;
+  // The vLLM version being modelled (`vllm_version`, sim/serving/host_path.h): where output
+  // processing runs and when a token becomes visible. nullopt: V1's, as vLLM runs today. A V0
+  // version turns async scheduling off (V0 has no AsyncScheduler) and needs the continuous or
+  // vllm_v0 scheduler, no speculation and pipeline_parallel 1 (vLLM turns async output
+  // processing off with pipeline parallelism and speculative decoding).
+  std::optional<VllmVersion> vllm_version;
+  HostPath host_path = HostPath::kV1FrontEnd;
 };
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws
