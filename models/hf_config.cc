@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "models/hf_families.h"
 #include "models/hf_json.h"
+#include "models/hf_vision.h"
 
 namespace kvsim {
 
@@ -86,6 +87,18 @@ const HfArchitecture& hf_architecture(const HfJson& j, const HfReader& r) {
                                       "(supported: {})", echo_text(name), supported));
 }
 
+// A multimodal checkpoint's vision tower and projector, which vLLM loads beside the language
+// model (kept in 16-bit: the checkpoints' quantization leaves them out).
+void read_vision_tower(const HfJson& j, const std::string& text, const std::string& source,
+                       const HfArchitecture& arch, ModelSpec& m) {
+  if (!arch.text_config || !j.contains("vision_config") || !j.at("vision_config").is_object()) {
+    return;
+  }
+  const HfReader v(j.at("vision_config"), text, source);
+  if (arch.extra == HfExtra::kGemma3) m.vision_params = gemma3_vision_params(v, m.hidden);
+  if (arch.extra == HfExtra::kLlama4) m.vision_params = llama4_vision_params(v, m.hidden);
+}
+
 ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::string& source) {
   const HfReader top(j, text, source);
   const HfArchitecture* arch = &hf_architecture(j, top);
@@ -151,6 +164,7 @@ ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::str
     case HfExtra::kPhiMoe: read_phimoe(r, m); break;
   }
   read_quantization(top, m);
+  read_vision_tower(j, text, source, *arch, m);
   return m;
 }
 

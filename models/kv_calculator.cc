@@ -4,8 +4,22 @@
 
 #include "core/errors.h"
 #include "core/units.h"
+#include "models/memory/kv_groups.h"
 
 namespace kvsim {
+
+namespace {
+
+// A request's KV bytes at `seq` tokens (nothing when it overflows).
+std::optional<int64_t> request_bytes(const KvQuery& q, int64_t seq) {
+  if (!q.model.hybrid()) return checked_mul(q.model.kv_bytes_per_token(), seq);
+  const KvGroupLayout l = kv_group_layout(q.model);
+  int64_t blocks = 0;
+  for (const KvGroup& g : l.groups) blocks += kv_group_blocks_held(g, seq, q.block_tokens);
+  return checked_mul(blocks, l.block_bytes(q.block_tokens));
+}
+
+}  // namespace
 
 std::string_view risk_name(Risk r) {
   switch (r) {
@@ -38,7 +52,7 @@ std::vector<KvRow> kv_table(const KvQuery& q) {
     KvRow r;
     r.seq_len = seq;
     r.batch = q.batch;
-    auto per_req = checked_mul(q.model.kv_bytes_per_token(), seq);
+    auto per_req = request_bytes(q, seq);
     if (!per_req) throw overflow(seq);
     auto total = checked_mul(*per_req, q.batch);
     if (!total) throw overflow(seq);

@@ -40,9 +40,14 @@ struct KvQuery {
   int64_t batch = 1;
   std::optional<int64_t> capacity_bytes;
   int64_t weights_bytes = 0;
+  // The paged block: a hybrid local/global model's request holds what vLLM's KV cache groups
+  // hold (models/memory/kv_groups.h), whole blocks of its windows and chunks, not every token.
+  int64_t block_tokens = 16;
 };
 
-// One row per sequence length. Throws InputError when a figure would overflow 64 bits.
+// One row per sequence length: a request's KV is every token's (kv_bytes_per_token x seq_len),
+// or for a hybrid model the blocks its groups hold (kv_group_blocks_held x block bytes, summed).
+// Throws InputError when a figure would overflow 64 bits.
 std::vector<KvRow> kv_table(const KvQuery& q);
 
 }  // namespace kvsim

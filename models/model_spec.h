@@ -48,6 +48,11 @@ struct ModelSpec {
   // DeepSeek-V3's multi-token-prediction modules in the checkpoint (num_nextn_predict_layers):
   // counted by mtp_param_count, not loaded by a server that does not speculate with them.
   int mtp_layers = 0;
+  // A multimodal checkpoint's vision tower and projector (from config.json's vision_config:
+  // hf_families.h vision_tower_params), in 16-bit weights on the first pipeline stage, split
+  // over tensor parallelism. vLLM loads them unless images are off (limit_mm_per_prompt
+  // image: 0, the engine key): not in param_count(), which is the language model.
+  int64_t vision_params = 0;
   bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
   bool o_bias = false;         // the output projection carries a bias (gpt-oss, Phi-3.5-MoE)
   // One learned logit per query head and layer that every softmax row also normalises over

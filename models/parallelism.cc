@@ -183,7 +183,7 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   const int64_t embed = vocab_per_gpu(m, t) * h * mb;
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
-  if (first) bytes += embed;
+  if (first) bytes += embed + round_up_div(m.vision_params * mb, t);
   if (last) {
     bytes += h * mb;                                    // final norm
     if (!m.tied_embeddings || !first) bytes += embed;  // LM head

@@ -53,15 +53,22 @@ kvsim_build() {
   local launcher=()
   command -v ccache >/dev/null &&
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # The CUDA kernels build when nvcc is found (find_nvcc.sh: PATH, then /usr/local/cuda/bin).
+  local cuda=()
+  kvsim_find_nvcc
+  [[ -n "$KVSIM_NVCC" ]] && cuda=(-DCMAKE_CUDA_COMPILER="$KVSIM_NVCC")
   # Quiet when all is well; the whole log when something fails.
   if ! { cmake -S "$KVSIM_ROOT" -B "$KVSIM_BUILD" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
-           ${KVSIM_CMAKE_ARGS:-} &&
+           "${cuda[@]}" ${KVSIM_CMAKE_ARGS:-} &&
          cmake --build "$KVSIM_BUILD" -j "$jobs"; } >"$log" 2>&1; then
     cat "$log" >&2
     echo "kvsim setup: build failed (log: $log)" >&2
     return 1
   fi
+  kvsim_cuda_status "$log" >&2
 }
 
+# shellcheck source=scripts/find_nvcc.sh
+source "$KVSIM_ROOT/scripts/find_nvcc.sh"
 kvsim_install
 kvsim_build

@@ -21,6 +21,15 @@ namespace kvsim::cli {
 
 namespace {
 
+// "gpu=b200 tensor_parallel=2": a configuration by its --over values ("the scenario" without).
+std::string config_label(const CapacityReport& r, const CapacityConfig& c) {
+  std::string what;
+  for (size_t i = 0; i < c.values.size(); ++i) {
+    what += fmt::format("{}{}={}", i ? " " : "", r.over_keys[i], c.values[i]);
+  }
+  return what.empty() ? "the scenario" : what;
+}
+
 struct CapacityArgs {
   std::string scenario;
   std::string out_dir;
@@ -59,15 +68,22 @@ void capacity(CapacityArgs& a) {
   if (r.configs.size() > 1) {
     if (r.cheapest >= 0) {
       const CapacityConfig& c = r.configs[r.cheapest];
-      std::string what;
-      for (size_t i = 0; i < c.values.size(); ++i) {
-        what += fmt::format("{}{}={}", i ? " " : "", r.over_keys[i], c.values[i]);
-      }
       fmt::print("cheapest meeting the SLO at the scenario's load: {} ({} GPUs, ${:.2f}/h)\n",
-                 what, c.cost.gpus, c.cost.cost_per_hour_usd());
+                 config_label(r, c), c.cost.gpus, c.cost.cost_per_hour_usd());
     } else {
-      fmt::print("no configuration meets the SLO at the scenario's load\n");
+      fmt::print("no {}configuration meets the SLO at the scenario's load\n",
+                 r.unpriced.empty() ? "" : "priced ");
     }
+  }
+  if (!r.unpriced.empty()) {
+    std::string which;
+    for (int i : r.unpriced) {
+      const CapacityConfig& c = r.configs[i];
+      which += fmt::format("{}{} (gpu {})", which.empty() ? "" : ", ", config_label(r, c), c.cost.gpu);
+    }
+    fmt::print("unpriced, left out of the cheapest{}: {}; give their GPUs a price with the "
+               "scenario's cost: block\n",
+               r.search_key.empty() ? "" : " and the Pareto front", which);
   }
   fmt::print("probes: {} run, {} already complete\nresults: {}/capacity.csv, the probes' run "
              "folders under {}/\n",

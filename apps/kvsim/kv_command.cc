@@ -138,6 +138,11 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
                with_commas(*q.capacity_bytes), to_gb(*q.capacity_bytes), to_gib(*q.capacity_bytes),
                with_commas(q.weights_bytes), to_gb(q.weights_bytes), to_gib(q.weights_bytes));
   }
+  if (m.hybrid()) {
+    fmt::print("hybrid local/global attention: a request holds what vLLM's KV cache groups hold "
+               "(the table after this one), not every token's KV ({} bytes a token)\n",
+               with_commas(m.kv_bytes_per_token()));
+  }
   fmt::print("GB = 1e9 bytes, GiB = 2^30 bytes; columns show GB / GiB\n\n");
   std::vector<std::string> header = {"seq_len", "KV per request",
                                      fmt::format("KV for batch of {}", q.batch)};
@@ -242,6 +247,7 @@ void run_kv(const KvOptions& o) {
   if (!o.gpu.empty()) q.capacity_bytes = catalog.gpu(o.gpu).memory_bytes;
   if (o.capacity_gb) q.capacity_bytes = gb_to_bytes(*o.capacity_gb);
   q.weights_bytes = o.weights_gb ? gb_to_bytes(*o.weights_gb) : q.model.weights_bytes();
+  q.block_tokens = o.block_size;
   const auto rows = kv_table(q);
   if (o.out.json) {
     nlohmann::ordered_json arr = to_json_array(rows);
@@ -267,6 +273,8 @@ void run_kv(const KvOptions& o) {
         arr[i]["block_size"] = o.block_size;
         arr[i]["group_size"] = l.group_size;
         arr[i]["groups"] = groups;
+        // kv_bytes_per_request is the groups' sum; what every token's KV would take beside it.
+        arr[i]["every_token_kv_bytes_per_request"] = q.model.kv_bytes_per_token() * rows[i].seq_len;
       }
     }
     fmt::print("{}\n", arr.dump(2));

@@ -183,6 +183,11 @@ class KvStore {
   virtual const CachingAllocator* caching_allocator() const { return nullptr; }
 };
 
+// vLLM's memory for KV cache: floor(capacity x the node's gpu_memory_utilization (0.9)) less
+// everything that is not KV (the available_memory vLLM's profile run hands get_kv_cache_configs).
+// Throws ConfigError at `node` when nothing is left for `what`.
+int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget, const char* what);
+
 // Builds a store from a `kv:` node: `type: paged|contiguous|caching_allocator` plus that type's
 // keys (docs/memory.md lists them); unknown keys are ConfigErrors with file:line:col.
 //   paged:             block_size (16), num_blocks | gpu_memory_utilization (0.9), enable_prefix_caching

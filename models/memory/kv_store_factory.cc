@@ -19,8 +19,6 @@
 
 namespace kvsim {
 
-namespace {
-
 // vLLM: KV bytes = total x gpu_memory_utilization - everything that is not KV.
 int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget,
                                   const char* what) {
@@ -36,6 +34,8 @@ int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget
   }
   return kv;
 }
+
+namespace {
 
 std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& model,
                                     const KvBudget& budget) {

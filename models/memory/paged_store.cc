@@ -86,12 +86,7 @@ int32_t PagedStore::pop_free() {
   const int32_t b = head_;
   unlink(b);
   // A free block that still carries a prefix key is evicted from the prefix cache now.
-  uint64_t& key = blk(b).key;
-  if (key != 0) {
-    auto it = by_key_.find(key);
-    if (it != by_key_.end() && it->second == b) by_key_.erase(it);
-    key = 0;
-  }
+  if (blk(b).key != 0) unindex_key(b);
   return b;
 }
 
@@ -164,8 +159,7 @@ void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
     const uint64_t key = t.keyed < t.keys.size()
                              ? t.keys[t.keyed]
                              : own_key(t.owner, static_cast<int64_t>(t.keyed));
-    blk(b).key = key;
-    by_key_[key] = b;
+    index_key(b, key);
   }
 }
 
@@ -179,8 +173,7 @@ void PagedStore::uncache_past(RequestId request, int64_t tokens) {
     const size_t i = t.keyed - 1;
     const int32_t b = t.blocks[i - static_cast<size_t>(r.skipped)];
     if (blk(b).ref != 1) break;  // shared: another holder keeps it cached
-    if (auto it = by_key_.find(blk(b).key); it != by_key_.end() && it->second == b) by_key_.erase(it);
-    blk(b).key = 0;
+    unindex_key(b);
     t.keyed = i;
   }
 }

@@ -206,6 +206,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     int32_t prev = -1;
     int32_t next = -1;
     uint64_t key = 0;
+    int32_t dup_next = -1;  // the next younger cached block with the same key (-1: none)
   };
   std::vector<Block> blocks_;
   Block& blk(int32_t b) { return blocks_[static_cast<size_t>(b)]; }
@@ -237,7 +238,15 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   }
   void grow_totals(int64_t tokens, int64_t crossings, int64_t swaps = 0);
   KvUsage usage_of(const GrowthTotals& g) const;
+  // Prefix key -> the oldest cached block with it; younger blocks of the same key (a request that
+  // recomputed a block another still caches, e.g. a prompt's last block, which is never a hit)
+  // follow through Block::dup_next, oldest first. vLLM's BlockHashToBlockMap keeps them all in
+  // insertion order and get_one_block returns the first, so a lookup finds the oldest: which
+  // copy it finds decides whether the hit is held (shared) or free (taken off the free list),
+  // and evicting one copy leaves the others findable (paged_store_keys.cc).
   std::unordered_map<uint64_t, int32_t> by_key_;
+  void index_key(int32_t b, uint64_t key);  // b joins key's copies, youngest
+  void unindex_key(int32_t b);              // b (keyed) leaves its key's copies
   std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,
   // so steady-state growth does not allocate) found through a small hash index. tables_ runs

@@ -100,8 +100,10 @@ void PagedStore::check_block_records() const {
   KVSIM_CHECK(live + reservation_tokens_ + internal_tokens_ == used * block_tokens_,
               "live {} + slack {} != {} held tokens", live,
               reservation_tokens_ + internal_tokens_, used * block_tokens_);
-  for (const auto& [key, b] : by_key_) {
-    KVSIM_CHECK(blk(b).key == key, "prefix key of block {} is stale", b);
+  for (const auto& [key, first] : by_key_) {
+    for (int32_t b = first; b >= 0; b = blk(b).dup_next) {
+      KVSIM_CHECK(blk(b).key == key, "prefix key of block {} is stale", b);
+    }
   }
 }
 

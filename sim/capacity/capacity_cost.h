@@ -43,6 +43,9 @@ struct ConfigCost {
   std::string price_source;
   double total_usd_per_hour = 0;  // 0: some group's price is unknown
   double cost_per_hour_usd() const { return total_usd_per_hour; }
+  // Every group has a price. An unpriced configuration is not free: it stays out of "cheapest"
+  // and the Pareto front.
+  bool priced() const { return total_usd_per_hour > 0; }
 };
 
 // `root` is a whole scenario (a sweep or search point, wrapped with the scenario's marks so that

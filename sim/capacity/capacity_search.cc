@@ -311,11 +311,12 @@ CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalo
     if (c.figures.empty()) c.figures.assign(o.criterion.bounds.size(), std::nan(""));
     rep.configs.push_back(std::move(c));
   }
-  // The cheapest configuration serving the scenario's load; among equal costs the one with the
-  // most headroom (largest attainable load, with --search), then the first in grid order.
+  // The cheapest priced configuration serving the scenario's load; among equal costs the one
+  // with the most headroom (largest attainable load, with --search), then the first in grid order.
   for (size_t i = 0; i < rep.configs.size(); ++i) {
     const CapacityConfig& c = rep.configs[i];
-    if (!c.met) continue;
+    if (!c.cost.priced()) rep.unpriced.push_back(static_cast<int>(i));
+    if (!c.met || !c.cost.priced()) continue;
     const CapacityConfig* best = rep.cheapest < 0 ? nullptr : &rep.configs[rep.cheapest];
     if (!best || c.cost.cost_per_hour_usd() < best->cost.cost_per_hour_usd() ||
         (c.cost.cost_per_hour_usd() == best->cost.cost_per_hour_usd() &&
@@ -323,14 +324,14 @@ CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalo
       rep.cheapest = static_cast<int>(i);
     }
   }
-  // Pareto front: no other configuration attains at least as much load for less, or more load
-  // for the same cost.
+  // Pareto front of the priced configurations: no other attains at least as much load for less,
+  // or more load for the same cost.
   if (!o.search_key.empty()) {
     for (CapacityConfig& c : rep.configs) {
-      if (c.max_load <= 0) continue;
+      if (c.max_load <= 0 || !c.cost.priced()) continue;
       c.pareto = std::none_of(rep.configs.begin(), rep.configs.end(), [&](const CapacityConfig& d) {
         const double dc = d.cost.cost_per_hour_usd(), cc = c.cost.cost_per_hour_usd();
-        return &d != &c && d.max_load > 0 &&
+        return &d != &c && d.max_load > 0 && d.cost.priced() &&
                ((dc < cc && d.max_load >= c.max_load) || (dc <= cc && d.max_load > c.max_load));
       });
     }
@@ -411,7 +412,7 @@ std::string capacity_table(const CapacityReport& r) {
     const CapacityConfig& c = r.configs[i];
     std::vector<std::string> row = c.values;
     row.push_back(std::to_string(c.cost.gpus));
-    row.push_back(c.cost.cost_per_hour_usd() > 0 ? fmt::format("{:.2f}", c.cost.cost_per_hour_usd()) : "-");
+    row.push_back(c.cost.priced() ? fmt::format("{:.2f}", c.cost.cost_per_hour_usd()) : "unpriced");
     if (s) {
       row.push_back(c.max_load > 0 ? num(c.max_load) : "none");
       row.push_back(c.fail_load > 0 ? num(c.fail_load) : "-");

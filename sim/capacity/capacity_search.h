@@ -82,7 +82,8 @@ struct CapacityReport {
   double load = 0;        // the scenario's value of search_key (search only)
   CapacityCriterion criterion;
   std::vector<CapacityConfig> configs;
-  int cheapest = -1;      // the cheapest configuration that serves the scenario's load (-1: none)
+  int cheapest = -1;      // the cheapest priced configuration serving the scenario's load (-1: none)
+  std::vector<int> unpriced;  // configurations with a GPU of no known price (indices into configs)
   size_t points_run = 0, points_skipped = 0;
 };
 

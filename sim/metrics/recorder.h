@@ -35,7 +35,9 @@ struct GpuLayoutSummary {
   std::string kv_cache_dtype;
   int64_t weights_bytes_per_gpu = 0;
   int64_t kv_bytes_per_token_per_gpu = 0;
-  int64_t kv_pool_tokens_per_gpu = 0;  // the pool's capacity in tokens (each GPU holds them all)
+  // The pool's capacity in tokens (each GPU holds them all); for a hybrid model what vLLM logs
+  // as its KV cache size (tokens max_model_len requests can use: sim/run/scenario_setup.cc).
+  int64_t kv_pool_tokens_per_gpu = 0;
 };
 
 // Batch and engine figures (docs/metrics.md "Batch and engine metrics"): one

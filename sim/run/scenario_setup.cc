@@ -9,6 +9,8 @@
 #include "core/fnv1a.h"
 #include "models/catalog.h"
 #include "models/latency/profile.h"
+#include "models/memory/kv_groups.h"
+#include "models/memory/kv_startup_check.h"
 #include "models/parallelism.h"
 #include "sim/cluster/cluster_config.h"
 #include "sim/run/prepared_policy.h"
@@ -87,6 +89,75 @@ void resolve_draft_model(EngineConfig& engine, const ConfigNode& engine_node,
   engine.speculative->draft_model = std::move(draft);
 }
 
+// method: mtp drafts with the target's own multi-token-prediction layers, which vLLM loads as
+// the drafter (deepseek_mtp.py, from num_nextn_predict_layers; SpeculativeConfig reads n_predict
+// from it): a model without them has nothing to draft with.
+void check_mtp_layers(const EngineConfig& engine, const ConfigNode& engine_node,
+                      const ModelSpec& target) {
+  if (!engine.speculative || engine.speculative->method != SpeculativeConfig::Method::kMtp ||
+      target.mtp_layers > 0) {
+    return;
+  }
+  engine_node.child("speculative_config").child("method").fail(fmt::format(
+      "method mtp drafts with the model's own multi-token-prediction layers and {} has none "
+      "(mtp_layers 0; a config.json gives them as num_nextn_predict_layers, DeepSeek-V3 has 1): "
+      "vLLM has no MTP module to load; use eagle, eagle3, ngram or draft_model",
+      target.name));
+}
+
+// vLLM refuses to start when its paged pool cannot hold one request of max_model_len
+// (models/memory/kv_startup_check.h). Checked where vLLM checks it, on the memory its profile run
+// leaves for KV (gpu_memory_utilization); a `num_blocks` pool is the modeller's own (as the
+// conformance cases' small pools), so it is not checked. The contiguous and caching-allocator
+// stores model servers without such a check: they start and fail at the request.
+// The KV cache groups of one GPU's share as a paged pool holds them.
+KvGroupLayout paged_layout(const ModelSpec& share, const ConfigNode& kv_node) {
+  KvGroupLayout layout = kv_group_layout(share);
+  if (share.hybrid() && kv_node.get<bool>("disable_hybrid_kv_cache_manager", false)) {
+    // vLLM's unify_hybrid_kv_cache_specs: every layer a full-attention one.
+    std::vector<int> all(share.layers);
+    for (int i = 0; i < share.layers; ++i) all[i] = i;
+    layout.groups = {KvGroup{KvGroup::Kind::kFull, 0, std::move(all)}};
+    layout.group_size = share.layers;
+  }
+  return layout;
+}
+
+KvRequestLimits request_limits(const ConfigNode& kv_node, const EngineConfig& engine) {
+  return {.block_tokens = kv_node.get<int64_t>("block_size", 16),
+          .max_model_len = engine.max_model_len,
+          .max_num_batched_tokens = engine.max_num_batched_tokens};
+}
+
+void check_one_request_fits(const GpuMemoryPool& pool, const ConfigNode& kv_node,
+                            const ConfigNode& engine_node, const EngineConfig& engine) {
+  if (kv_node.get<std::string>("type") != "paged" || kv_node.has("num_blocks")) return;
+  const KvGroupLayout layout = paged_layout(pool.model(), kv_node);
+  const int64_t available = kv_bytes_from_utilization(kv_node, pool.budget(), "paged KV pool");
+  if (auto error = one_request_fits_error(layout, request_limits(kv_node, engine), available)) {
+    if (auto len = engine_node.peek("max_model_len")) len->fail(*error);
+    if (engine_node.peek("kv")) kv_node.fail(*error);
+    engine_node.fail(*error);  // the model's own max_position on the default pool
+  }
+}
+
+// The pool's KV tokens per GPU as vLLM logs them ("GPU KV cache size"): for a hybrid paged pool
+// its blocks (the null block included) times max_model_len over one such request's blocks
+// (kv_startup_check.h); otherwise every token slot of the pool.
+int64_t pool_tokens_per_gpu(const GpuMemoryPool& pool, const ConfigNode& kv_node,
+                            const EngineConfig& engine) {
+  const ModelSpec& share = pool.model();
+  const int64_t capacity = pool.kv().usage().capacity_bytes;
+  if (kv_node.get<std::string>("type") != "paged" || !share.hybrid() ||
+      kv_node.get<bool>("disable_hybrid_kv_cache_manager", false)) {
+    return capacity / share.kv_bytes_per_token();
+  }
+  const KvGroupLayout layout = paged_layout(share, kv_node);
+  const KvRequestLimits limits = request_limits(kv_node, engine);
+  const int64_t blocks = capacity / layout.block_bytes(limits.block_tokens) + 1;
+  return vllm_kv_cache_size_tokens(layout, limits, blocks);
+}
+
 // A replica of `policy` running `base_model` on `gpu`; `group_engine`: its cluster group's
 // engine keys.
 PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
@@ -97,6 +168,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   const ConfigNode engine_node = policy_engine(s.root, policy, group_engine);
   p->engine = parse_engine_config(engine_node);
   resolve_model_limits(p->engine, engine_node, base_model);  // before the pool's profile run
+  check_mtp_layers(p->engine, engine_node, base_model);
   if (p->engine.speculative &&
       p->engine.speculative->method == SpeculativeConfig::Method::kDraftModel) {
     resolve_draft_model(p->engine, engine_node, base_model,
@@ -110,6 +182,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   ModelSpec model = base_model;
   if (engine.weights_dtype) model.weight_dtype = *engine.weights_dtype;
   if (engine.kv_cache_dtype) model.kv_dtype = *engine.kv_cache_dtype;
+  if (engine.images_off) model.vision_params = 0;  // vLLM builds no vision tower
   const Parallelism parallelism{engine.tensor_parallel, engine.pipeline_parallel,
                                 engine.data_parallel, engine.expert_parallel};
   try {
@@ -144,6 +217,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
         fmt::format("with draft model {} beside {}: {}", engine.speculative->draft_model->name,
                     model.name, why));
   }
+  check_one_request_fits(*p->pool, kv_node, engine_node, engine);
   if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {
     const ModelSpec& share = p->pool->model();
     p->gpu_layout = GpuLayoutSummary{
@@ -154,7 +228,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
         .kv_cache_dtype = std::string(dtype_name(model.kv_dtype)),
         .weights_bytes_per_gpu = share.weights_bytes(),
         .kv_bytes_per_token_per_gpu = share.kv_bytes_per_token(),
-        .kv_pool_tokens_per_gpu = p->pool->kv().usage().capacity_bytes / share.kv_bytes_per_token()};
+        .kv_pool_tokens_per_gpu = pool_tokens_per_gpu(*p->pool, kv_node, engine)};
   }
   engine_node.reject_unknown_keys();
   if (engine.attention_kernel && !engine.profile_path.empty()) {

@@ -72,10 +72,6 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
                             "needs scheduler: continuous, not '{}'",
                             c.scheduler));
     }
-    if (c.long_prefill_token_threshold > 0) {
-      spec.fail("speculative decoding with long_prefill_token_threshold is not modelled (the walk "
-                "over running requests in running order schedules one token per decode)");
-    }
   }
   if (c.host_path == HostPath::kV0AsyncOutput) {
     check_v0_engine(c, e, async);
@@ -170,6 +166,14 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   }
   if (auto st = e.optional_child("step_time"); st && !st->is_null()) {
     c.step_time = parse_fixed_step_time(*st);
+  }
+  if (auto mm = e.optional_child("limit_mm_per_prompt"); mm && !mm->is_null()) {
+    if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
+    mm->allow({"image", "video", "audio"});
+    c.images_off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
+    mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
+    mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
+    mm->reject_unknown_keys();
   }
   e.allow({"kv"});  // read by the memory pool
   return c;

@@ -83,7 +83,7 @@ struct EngineConfig {
   bool fast_forward = true;
   // Speculative decoding (`speculative_config:`, vLLM's --speculative-config; sim/serving/
   // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
-  // scheduler, without long_prefill_token_threshold; the fast-forward is off with it.
+  // scheduler; the fast-forward is off with it.
   std::optional<SpeculativeConfig> speculative;
   // How collectives run (models/latency/collectives.h, docs/latency.md "Collectives"): GPU
   // peer-to-peer (`p2p: auto|on|off`; auto: the catalog GPU's `p2p`), vLLM's
@@ -91,6 +91,10 @@ struct EngineConfig {
   P2pSetting p2p = P2pSetting::kAuto;
   bool disable_custom_all_reduce = false;
   bool enforce_eager = false;
+  // vLLM's --limit-mm-per-prompt '{"image": 0}' (`limit_mm_per_prompt: {image: 0}`): a
+  // multimodal checkpoint serves text only, and vLLM builds no vision tower
+  // (ModelSpec::vision_params not loaded). Unset: images allowed, the tower loaded.
+  bool images_off = false;
   // The vLLM version being modelled (`vllm_version`, sim/serving/host_path.h): where output
   // processing runs and when a token becomes visible. nullopt: V1's, as vLLM runs today. A V0
   // version turns async scheduling off (V0 has no AsyncScheduler) and needs the continuous or

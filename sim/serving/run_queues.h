@@ -215,6 +215,10 @@ class RunQueues final : public PlanSteps {
   // tokens its KV must reach (its drafts' and the lookahead's slots too). False when no budget is
   // left. Only with spec_k_ > 0 (otherwise a decode takes one token: prompt + generated).
   bool speculate(RequestState& r, const IterationPlan& it, int64_t& target) const;
+  // The same within `budget` tokens, its 1 + drafts also cut to `threshold` (> 0:
+  // long_prefill_token_threshold, which vLLM's running loop applies to every running request's
+  // new tokens, a decode's drafts included): for walk_running.
+  bool speculate_within(RequestState& r, int64_t budget, int64_t threshold, int64_t& target) const;
   // Whether the decode `r` is scheduled this step with speculation. Under async scheduling vLLM
   // plans before the step just ended has given its output: it skips r only when the tokens
   // known before that step and the one token it surely gave reach the output length, and

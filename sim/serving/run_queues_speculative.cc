@@ -18,8 +18,12 @@ bool RunQueues::spec_due(const RequestState& r) const {
 
 bool RunQueues::speculate(RequestState& r, const IterationPlan& it, int64_t& target) const {
   // Each decode already in the plan took 1 + its drafts.
-  const int64_t budget =
-      max_batched_tokens_ - static_cast<int64_t>(it.decode.size()) - it.spec_tokens;
+  return speculate_within(
+      r, max_batched_tokens_ - static_cast<int64_t>(it.decode.size()) - it.spec_tokens, 0, target);
+}
+
+bool RunQueues::speculate_within(RequestState& r, int64_t budget, int64_t threshold,
+                                 int64_t& target) const {
   if (budget <= 0) return false;
   const int64_t context = r.context_tokens();
   // num_computed_tokens as vLLM's schedule() sees it: context - 1 (the last token is new), or,
@@ -29,9 +33,11 @@ bool RunQueues::speculate(RequestState& r, const IterationPlan& it, int64_t& tar
                                ? context - r.spec_last_gain + r.spec_last_drafts
                                : context - 1;
   // num_new_tokens = num_tokens_with_spec + placeholders - num_computed_tokens = 1 + k, cut to
-  // the token budget and so that no position passes max_model_len (max_model_len - 1 -
-  // num_computed_tokens).
-  int64_t n = std::min(1 + spec_k_, budget);
+  // long_prefill_token_threshold when it is smaller, to the token budget and so that no position
+  // passes max_model_len (max_model_len - 1 - num_computed_tokens).
+  int64_t n = 1 + spec_k_;
+  if (threshold > 0) n = std::min(n, threshold);
+  n = std::min(n, budget);
   if (max_model_len_ > 0) n = std::min(n, max_model_len_ - 1 - computed);
   n = std::max<int64_t>(n, 1);
   r.spec_drafts = static_cast<int32_t>(n - 1);

@@ -3,7 +3,10 @@
 // step, so several partial prefills run at once, admitted among decoding requests; vLLM serves
 // the running requests in running order, each as many tokens as it lacks (a prefill at most the
 // threshold) within the token budget, and the order matters once the budget or the blocks run
-// short. Without it grow_decodes and admit_prefills' prefill walk take the same steps faster.
+// short. With speculative decoding a decode lacks 1 + its drafts (cut to the threshold too when
+// that is smaller, as vLLM cuts every running request's new tokens) and its KV reaches its
+// drafts' and the lookahead's slots (speculate_within). Without the threshold grow_decodes and
+// admit_prefills' prefill walk take the same steps faster.
 #include <algorithm>
 
 #include "core/check.h"
@@ -23,15 +26,20 @@ bool RunQueues::walk_running(IterationPlan& it, const BatchLimits& limits) {
     if (r.phase != Phase::kRunning) continue;  // preempted earlier in this walk
     const bool decoding = r.decoding();
     // Async scheduling: its last token is in flight (grow_decodes).
-    if (decoding && r.generated >= r.spec.output_tokens) continue;
+    if (decoding && (spec_k_ > 0 ? !spec_due(r) : r.generated >= r.spec.output_tokens)) continue;
+    int64_t target = r.prompt_tokens + r.generated;  // a decode's KV
+    if (decoding && spec_k_ > 0 &&
+        !speculate_within(r, budget, limits.long_prefill_token_threshold, target)) {
+      break;
+    }
+    const int64_t drafts = decoding && spec_k_ > 0 ? r.spec_drafts : 0;
     const int64_t chunk =
-        decoding ? 1
+        decoding ? 1 + drafts
                  : std::min({r.prefill_target - r.prefilled, limits.long_prefill_token_threshold, budget});
     bool self = false;
     while (true) {
       AllocResult a = AllocResult::success();
       if (decoding) {
-        const int64_t target = r.prompt_tokens + r.generated;
         if (ledger_.defer(r, target)) break;
         ledger_.settle(r);
         a = ledger_.grow_decode(r, target);
@@ -56,7 +64,7 @@ bool RunQueues::walk_running(IterationPlan& it, const BatchLimits& limits) {
       // A victim already served this step gives its tokens back (vLLM: token_budget +=
       // num_scheduled_tokens.pop(...)).
       if (auto d = std::find(it.decode.begin(), it.decode.end(), victim); d != it.decode.end()) {
-        budget += 1;
+        budget += 1 + (spec_k_ > 0 ? victim->spec_drafts : 0);
       }
       if (auto p = std::find(it.prefill_ids.begin(), it.prefill_ids.end(), victim->spec.id);
           p != it.prefill_ids.end()) {
@@ -79,6 +87,7 @@ bool RunQueues::walk_running(IterationPlan& it, const BatchLimits& limits) {
     }
     if (decoding) {
       it.decode.push_back(rp);
+      it.spec_tokens += drafts;
       it.decode_context += pool_.model().attended_tokens(r.context_tokens());
     } else {
       it.prefill_ids.push_back(r.spec.id);

@@ -117,3 +117,24 @@ TEST_CASE("kvsim check refuses a guard whose policy's KV store lacks a capabilit
                              "the watermark guard needs a paged KV store; this policy's "
                              "engine.kv.type is caching_allocator"));
 }
+
+TEST_CASE("kvsim check takes --set as kvsim run does", "[cli]") {
+  // serial.yaml (Llama-3-8B on an H100, 8,192-token context) passes as written. Patched to
+  // Llama-3.1-8B on an L4 at its full 131,072 tokens (chunked, 2,048-token steps), one request
+  // needs 16.00 GiB of KV against the 3.60 GiB the L4 leaves
+  // (tests/data/bad/scenario/max-model-len-over-pool.yaml): check
+  // finds that without a run, as `run --set` would. A --set to a key the scenario cannot have is
+  // refused as run refuses it.
+  const std::string serial = std::string(KVSIM_SOURCE_DIR) + "/tests/data/capacity/serial.yaml";
+  auto ok = run_cli("check '" + serial + "' --set engine.max_num_seqs=2");
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.out, Contains("ok (scenario 'serial', model llama-3-8b, gpu h100-sxm"));
+  auto patched = run_cli("check '" + serial +
+                         "' --set gpu=l4 --set model=llama-3.1-8b --set engine.max_model_len=131072"
+                         " --set engine.chunked_prefill=true --set engine.max_num_batched_tokens=2048");
+  CHECK(patched.exit_code == 2);
+  CHECK_THAT(patched.err, Contains("max_model_len 131072 needs 16.00 GiB of KV cache for one request"));
+  auto bad = run_cli("check '" + serial + "' --set engine.max_num_seq=2");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("max_num_seq"));
+}

@@ -13,12 +13,14 @@ using namespace kvsim::test;
 TEST_CASE("kvsim kv shows a hybrid model's KV per group", "[cli][hybrid]") {
   // gpt-oss-120b at 2,048 tokens, blocks of 16: 128 blocks a table. Full group: 128 blocks of
   // 589,824 bytes = 75,497,472. Sliding group (window 128): tokens before 2,048 - 128 + 1 = 1,921
-  // are skipped, 120 whole blocks: 8 held = 4,718,592. Every layer at every token would be
+  // are skipped, 120 whole blocks: 8 held = 4,718,592. A request holds their sum, 80,216,064
+  // (the headline and the risk use it); every layer at every token would be
   // 2,048 x 73,728 = 150,994,944.
   auto r = run_cli("kv --model gpt-oss-120b --seq 2048 --json");
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
-  CHECK(j[0]["kv_bytes_per_request"] == 150'994'944LL);
+  CHECK(j[0]["kv_bytes_per_request"] == 80'216'064LL);
+  CHECK(j[0]["every_token_kv_bytes_per_request"] == 150'994'944LL);
   CHECK(j[0]["group_size"] == 18);
   REQUIRE(j[0]["groups"].size() == 2);
   CHECK(j[0]["groups"][0]["attention"] == "full");
@@ -33,6 +35,32 @@ TEST_CASE("kvsim kv shows a hybrid model's KV per group", "[cli][hybrid]") {
   // A full-attention model's JSON has no groups.
   auto dense = nlohmann::json::parse(run_cli("kv --model llama-3-8b --seq 2048 --json").out);
   CHECK_FALSE(dense[0].contains("groups"));
+}
+
+TEST_CASE("kvsim kv headlines what a hybrid model's groups hold, and rates the risk on it",
+          "[cli][hybrid]") {
+  // Gemma 3 27B at 8,192 tokens: 62 layers, 10 full and 52 sliding (window 1,024), 16 KV heads
+  // of 128 in BF16 = 8,192 bytes a layer a token. Groups of 10 layers (52 > 1.5 x 10): one full,
+  // six sliding (60 slots, 8 padding); a block is 10 x 16 x 8,192 = 1,310,720 bytes. Full: 512
+  // blocks. Sliding: tokens before 8,192 - 1,024 + 1 = 7,169 are skipped, 448 whole blocks, so
+  // 64 held in each of six groups = 384. (512 + 384) x 1,310,720 = 1,174,405,120 bytes; every
+  // token's KV would be 8,192 x 62 x 8,192 = 4,160,749,568 (the 4.16 GB once headlined).
+  // The risk from what is held: a batch of 4 on 60 GB with 54 GB of weights leaves
+  // 6e9 - 4 x 1,174,405,120 = 1,302,379,520 bytes, 2.2% of the capacity: warning, where every
+  // token's KV (4 x 4,160,749,568) would not fit at all (critical).
+  auto r = run_cli("kv --model gemma-3-27b --seq 8192 --batch 4 --capacity-gb 60 --weights-gb 54 "
+                   "--json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j[0]["kv_bytes_per_request"] == 1'174'405'120LL);
+  CHECK(j[0]["kv_bytes_total"] == 4'697'620'480LL);
+  CHECK(j[0]["every_token_kv_bytes_per_request"] == 4'160'749'568LL);
+  CHECK(j[0]["remaining_bytes"] == 1'302'379'520LL);
+  CHECK(j[0]["risk"] == "warning");
+  auto human = run_cli("kv --model gemma-3-27b --seq 8192");
+  REQUIRE(human.exit_code == 0);
+  CHECK(human.out.find("1.17 / 1.09") != std::string::npos);  // GB / GiB of 1,174,405,120
+  CHECK(human.out.find("4.16 / 3.88") == std::string::npos);
 }
 
 TEST_CASE("The hybrid what-ifs: the window's memory serves more at once than full attention's",

@@ -45,7 +45,9 @@ const char* const kGemma3Config = R"({
                   "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
                   "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
   "torch_dtype": "bfloat16",
-  "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                    "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                    "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false}
 })";
 
 // meta-llama/Llama-4-Scout-17B-16E-Instruct's text_config (the keys kvsim reads).

@@ -229,3 +229,37 @@ policies: [{name: p}]
 )");
   CHECK(config_cost(u, "u.yaml", "p", Catalog::builtin()).cost_per_hour_usd() == 0);
 }
+
+TEST_CASE("capacity: a GPU without a price is unpriced, not free", "[capacity]") {
+  // The catalog prices the H100 SXM (2.99 $/h) but not the GB200 (no list price found:
+  // gpu_hour_usd 0). At 1.5 requests/s two sequences at a time serve the load on either GPU
+  // (the GB200 is faster still). Counted as $0.00/h the GB200 would be "cheapest"; it is
+  // unpriced instead: the H100 is the cheapest priced configuration, and with --search the
+  // GB200 is on no Pareto front (the H100 alone is priced, so it is the front).
+  const fs::path dir = fresh_dir("capacity-unpriced");
+  CapacityOptions o = options(dir, 2);
+  o.search_key.clear();
+  o.scenario["workload"]["arrivals"]["rate"] = 1.5;
+  o.scenario["engine"]["max_num_seqs"] = 2;
+  o.over = {parse_capacity_axis("gpu=h100-sxm,gb200")};
+  const CapacityReport r = run_capacity(o, Catalog::builtin());
+  REQUIRE(r.configs.size() == 2);
+  CHECK(r.configs[0].met);
+  CHECK(r.configs[1].met);
+  CHECK(r.configs[0].cost.priced());
+  CHECK_FALSE(r.configs[1].cost.priced());
+  CHECK(r.cheapest == 0);
+  CHECK(r.unpriced == std::vector<int>{1});
+  CHECK_THAT(capacity_table(r), Catch::Contains("unpriced"));
+
+  const fs::path sdir = fresh_dir("capacity-unpriced-search");
+  CapacityOptions s = options(sdir, 2);
+  s.over = {parse_capacity_axis("gpu=h100-sxm,gb200")};
+  const CapacityReport sr = run_capacity(s, Catalog::builtin());
+  REQUIRE(sr.configs.size() == 2);
+  CHECK(sr.configs[1].max_load > 0);  // it serves some load, yet is off the front
+  CHECK(sr.configs[0].pareto);
+  CHECK_FALSE(sr.configs[1].pareto);
+  fs::remove_all(dir);
+  fs::remove_all(sdir);
+}

@@ -193,6 +193,51 @@ def make_cases():
     spec_ngram_gpu = dict(cases["spec-ngram"][0]["speculative_config"], method="ngram_gpu")
     cases["spec-ngram-async"] = (dict(cases["spec-ngram"][0], async_scheduling=True,
                                       speculative_config=spec_ngram_gpu), cases["bursts"][1])
+    # Speculative decoding with long_prefill_token_threshold: vLLM's running loop cuts every
+    # running request's new tokens to the threshold, a prefill's chunk and a decode's 1 + k
+    # alike. 256 cuts prefills only; 3 cuts the decodes' 1 + 3 too.
+    cases["spec-eagle-threshold"] = (
+        _engine(700, 1024, seqs=64, speculative_config=eagle, long_prefill_token_threshold=256),
+        cases["long-among-chat"][1])
+    cases["spec-eagle-threshold-async"] = (
+        _engine(700, 1024, seqs=64, speculative_config=eagle, long_prefill_token_threshold=256,
+                async_scheduling=True), cases["long-among-chat"][1])
+    cases["spec-eagle-threshold-3"] = (
+        _engine(3000, 256, seqs=128, speculative_config=eagle, long_prefill_token_threshold=3),
+        cases["spec-eagle"][1])
+    cases.update(prefix_shared_cases())
+    return cases
+
+
+def prefix_shared_cases():
+    """Shared prefixes in a tight pool, prefix caching on: six system prompts (one or two 512-token
+    hash blocks each), chat turns behind them and one prompt in five shorter than its system
+    prompt, so that requests recompute blocks other requests still cache (a prompt's last block
+    is never a hit: vLLM computes at least its last token). Two traces, a 300-block pool, budgets
+    of 512 and 2,048, synchronous and async."""
+    cases = {}
+    for seed in (1, 4):
+        r = random.Random(500 + seed)
+        rows, uniq = [], 9000
+        n_requests = r.choice([60, 90, 120])
+        rate = r.choice([3.0, 6.0, 10.0])
+        shared_blocks = r.choice([1, 1, 2])
+        for a in _poisson(r, n_requests, rate):
+            g = r.randrange(6)
+            p = shared_blocks * HASH_TOKENS + min(2500, int(r.lognormvariate(5.5, 1.0)) + 1)
+            if r.random() < 0.2:
+                p = r.randint(100, shared_blocks * HASH_TOKENS)
+            n = -(-p // HASH_TOKENS)
+            ids = ([800 + 10 * g + k for k in range(min(n, shared_blocks))]
+                   + list(range(uniq, uniq + max(0, n - shared_blocks))))
+            uniq += 10
+            rows.append({"arrival_ms": a, "prompt": p,
+                         "output": min(600, int(r.lognormvariate(4.8, 0.8)) + 1), "hash_ids": ids})
+        for batched in (512, 2048):
+            for sync in (True, False):
+                name = f"prefix-shared-{seed}-{batched}" + ("" if sync else "-async")
+                cases[name] = (_engine(300, batched, seqs=48, prefix=True,
+                                       async_scheduling=not sync), rows)
     return cases
 
 
