@@ -119,15 +119,24 @@ TEST_CASE("speculative_config, async_scheduling false and long_prefill_token_thr
   CHECK_THAT(t, Contains("  long_prefill_token_threshold: 256\n"));
   CHECK(parse_engine_config(ConfigNode::parse_string(t, "scenario.yaml").child("engine"))
             .long_prefill_token_threshold == 256);
+
+  // vLLM's --enforce-eager and --disable-custom-all-reduce decide how the all-reduce runs.
+  in.engine = read_measured_run(
+                  run_with_kwargs(R"({"enforce_eager": true, "disable_custom_all_reduce": true})"))
+                  .engine;
+  const std::string g = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
+  const EngineConfig ge = parse_engine_config(ConfigNode::parse_string(g, "scenario.yaml").child("engine"));
+  CHECK(ge.enforce_eager);
+  CHECK(ge.disable_custom_all_reduce);
 }
 
 TEST_CASE("an engine argument kvsim does not carry is refused at its line:col",
           "[vllm_run][bad-input]") {
   // Line 2 of meta.json is `"engine_kwargs": {...}`: 17 characters of `"engine_kwargs": `, the
   // object's '{' at column 18, its first key's quote at 19; `"max_num_seqs": 4, ` is 19 more,
-  // so the quote of "enforce_eager" is at column 38.
-  CHECK_THAT(read_error(run_with_kwargs(R"({"max_num_seqs": 4, "enforce_eager": true})")),
-             Contains("meta.json:2:38: engine argument 'enforce_eager' is not carried"));
+  // so the quote of "cpu_offload_gb" is at column 38.
+  CHECK_THAT(read_error(run_with_kwargs(R"({"max_num_seqs": 4, "cpu_offload_gb": 4})")),
+             Contains("meta.json:2:38: engine argument 'cpu_offload_gb' is not carried"));
   CHECK_THAT(read_error(run_with_kwargs(R"("oops")")),
              Contains("meta.json:2:1: 'engine_kwargs': expected an object") &&
                  Contains("got \"oops\""));

@@ -17,12 +17,12 @@ namespace {
 using Json = nlohmann::json;
 
 // The engine arguments carried into the scenario (vllm_engine.cc writes each).
-constexpr std::array<std::string_view, 18> kCarried = {
+constexpr std::array<std::string_view, 20> kCarried = {
     "model", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel",
     "max_num_seqs", "max_num_batched_tokens", "max_model_len", "num_gpu_blocks_override",
     "num_gpu_blocks", "block_size", "gpu_memory_utilization", "enable_prefix_caching", "dtype",
     "kv_cache_dtype", "seed", "speculative_config", "async_scheduling",
-    "long_prefill_token_threshold"};
+    "long_prefill_token_threshold", "enforce_eager", "disable_custom_all_reduce"};
 // Arguments that change neither the schedule nor the memory (where the weights come from, how
 // requests are logged, the name the API serves): accepted and not carried.
 constexpr std::array<std::string_view, 9> kNoEffect = {
@@ -178,12 +178,12 @@ VllmEngineArgs read_engine_kwargs(const JsonFields& f, const std::string& fallba
   e.seed = static_cast<uint64_t>(f.opt_integer("seed", 0, 9'000'000'000'000'000).value_or(0));
   if (f.has("async_scheduling")) e.async_scheduling = f.boolean("async_scheduling", true);
   e.long_prefill_token_threshold = f.opt_integer("long_prefill_token_threshold", 0, 1'000'000'000);
+  // How vLLM runs its collectives (docs/latency.md "Collectives"): --enforce-eager captures no
+  // CUDA graph; --disable-custom-all-reduce leaves the all-reduce to symm-mem or NCCL.
+  e.enforce_eager = f.boolean("enforce_eager", false);
+  e.disable_custom_all_reduce = f.boolean("disable_custom_all_reduce", false);
   if (f.has("speculative_config")) {
     e.speculative_config = speculative_flow(f, f.text(), f.where(), e.tensor_parallel);
-    if (e.long_prefill_token_threshold.value_or(0) > 0) {
-      f.fail("long_prefill_token_threshold",
-             "speculative decoding with long_prefill_token_threshold is not modelled");
-    }
     if (e.async_scheduling.value_or(false) &&
         f.json()["speculative_config"].value("method", "") == "ngram") {
       f.fail("async_scheduling", "vLLM runs the CPU ngram drafter without async scheduling "

@@ -38,6 +38,8 @@ struct VllmEngineArgs {
   uint64_t seed = 0;
   std::optional<bool> async_scheduling;  // unset: vLLM resolves it (on, or by the drafter)
   std::optional<int64_t> long_prefill_token_threshold;
+  bool enforce_eager = false;              // --enforce-eager
+  bool disable_custom_all_reduce = false;  // --disable-custom-all-reduce
   // vLLM's speculative_config as the scenario's engine speculative_config (a JSON flow map,
   // engine_kwargs.cc); "" when the run did not speculate.
   std::string speculative_config;
