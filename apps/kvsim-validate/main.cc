@@ -7,7 +7,7 @@
 //   replay SCENARIO --backend cpu|cuda -o DIR [--profile P] [--repeats K] [--threads N] [--seed S]
 //   e2e SCENARIO --backend cpu|cuda -o DIR [--repeats K] [--threads N]
 //   import llmservingsim PERF_DIR -o DIR [--tp N] [--gpu NAME] [--model M]
-//   vllm-run RUN_DIR|BENCH.json --gpu NAME [--model M] [--profile P.yaml] -o OUT
+//   vllm-run RUN_DIR|BENCH.json --gpu NAME [--model M] [--profile P.yaml] [--p2p auto|on|off] -o OUT
 // Exit codes: 0 ok, 1 a correctness check failed (device: no usable CUDA device), 2 bad input,
 // 3 internal invariant, 4 other (CUDA errors included).
 #include <CLI/CLI.hpp>
@@ -92,6 +92,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   vr->add_option("--gpu", vo->gpu, "catalog GPU the run was served on")->required();
   vr->add_option("--model", vo->model, "catalog model or config.json (default: the run's model name in the catalog)");
   vr->add_option("--profile", vo->profile, "latency profile (default: the GPU's built-in one)")->check(CLI::ExistingFile);
+  vr->add_option("--p2p", vo->p2p, "GPU peer-to-peer on the run's host: auto (the catalog GPU's), on or off; decides vLLM's all-reduce path")->check(CLI::IsMember({"auto", "on", "off"}));
   vr->add_option("-o,--out", vo->out_dir, "output folder")->required();
   vr->add_flag("--quiet", vo->quiet, "no table");
   vr->add_flag_function("--no-plot", [vo](int64_t) { vo->plot = false; }, "do not render e2e.png");

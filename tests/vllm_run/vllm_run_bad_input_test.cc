@@ -124,10 +124,12 @@ TEST_CASE("speculative_config, async_scheduling false and long_prefill_token_thr
   in.engine = read_measured_run(
                   run_with_kwargs(R"({"enforce_eager": true, "disable_custom_all_reduce": true})"))
                   .engine;
+  in.p2p = "off";  // kvsim-validate vllm-run --p2p off: the host's GPUs do not reach each other
   const std::string g = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
   const EngineConfig ge = parse_engine_config(ConfigNode::parse_string(g, "scenario.yaml").child("engine"));
   CHECK(ge.enforce_eager);
   CHECK(ge.disable_custom_all_reduce);
+  CHECK(ge.p2p == P2pSetting::kOff);
 }
 
 TEST_CASE("an engine argument kvsim does not carry is refused at its line:col",

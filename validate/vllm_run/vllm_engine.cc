@@ -109,6 +109,7 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
     y += fmt::format("  long_prefill_token_threshold: {}\n", *e.long_prefill_token_threshold);
   }
   if (!e.speculative_config.empty()) y += fmt::format("  speculative_config: {}\n", e.speculative_config);
+  if (in.p2p != "auto") y += fmt::format("  p2p: {}\n", in.p2p);
   if (e.enforce_eager) y += "  enforce_eager: true\n";
   if (e.disable_custom_all_reduce) y += "  disable_custom_all_reduce: true\n";
   // Unset: the model's max_position_embeddings, as vLLM's ModelConfig derives max_model_len.

@@ -18,6 +18,7 @@ struct VllmScenarioInputs {
   std::string gpu;                 // a catalog GPU name
   std::filesystem::path trace;     // normalized CSV (arrival_s,prompt_tokens,output_tokens)
   std::filesystem::path profile;   // latency profile ("" = the GPU's built-in one)
+  std::string p2p = "auto";        // engine.p2p: auto | on | off
   bool moe = false;                // the model has routed experts (FusedMoE layers)
 };
 

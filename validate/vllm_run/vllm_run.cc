@@ -133,6 +133,7 @@ double run_vllm_run(const VllmRunOptions& o) {
     measured.push_back({r.arrival_s, r.output_tokens, r.ttft_s, r.e2e_s, r.tpot_s});
   }
   if (!o.profile.empty()) in.profile = std::filesystem::absolute(o.profile);
+  in.p2p = o.p2p;
   in.moe = load_model(model, catalog).moe();
   // Everything that can be refused is checked before the first file in OUT is written: the
   // scenario as it will be written, set up as `kvsim check` does (its trace a scratch copy).

@@ -17,6 +17,9 @@ struct VllmRunOptions {
   std::string gpu;                // catalog GPU the run was served on
   std::string model;              // catalog name or config.json ("" = from the run's model name)
   std::filesystem::path profile;  // latency profile ("" = the GPU's built-in one)
+  // Whether the host's GPUs reach each other peer to peer (auto: the catalog GPU's `p2p`). A
+  // run records no P2P state, yet it decides vLLM's all-reduce path (docs/latency.md).
+  std::string p2p = "auto";
   std::filesystem::path out_dir;
   bool quiet = false;
   bool plot = true;
