@@ -176,7 +176,8 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, moe_L, 4, Weights::kUnquantized));
     // The tokens entering the layer (d replicas' batches) route uniformly: this GPU's experts
     // (all of them without expert parallelism) take their share of the rows.
-    const double tokens = m * s.moe_token_scale;
+    const double tokens = batch.moe_group_tokens > 0 ? static_cast<double>(batch.moe_group_tokens)
+                                                     : m * s.moe_token_scale;
     const double share = s.local_experts / s.experts;
     rows = share == 1.0 ? tokens * s.topk : std::ceil(tokens * s.topk * share);
     const double touched = experts_touched(s.experts, s.topk, tokens) * share;
@@ -241,7 +242,8 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
 }
 
 IterationCost LatencyModel::iteration(const BatchShape& batch, OpDetail detail) const {
-  if (detail == OpDetail::kTotals) {
+  // (The memos are by row count: a lockstep group's expert tokens take the full costing.)
+  if (detail == OpDetail::kTotals && batch.moe_group_tokens == 0) {
     IterationCost it;
     // The engine's decode-only iterations (the aggregate form) come from the decode-step memo,
     // every other batch's from the row memo.

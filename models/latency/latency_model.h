@@ -58,6 +58,10 @@ struct BatchShape {
   // Requires: decode_context_tokens >= decode_seqs >= 0.
   int64_t decode_seqs = 0;
   int64_t decode_context_tokens = 0;
+  // Data parallelism with MoE layers: the tokens every rank's batch sends to the experts this
+  // step, when a lockstep group knows them (sim/cluster/lockstep_group.h); 0: this batch's
+  // tokens times data_parallel, the other ranks taken to carry the same load.
+  int64_t moe_group_tokens = 0;
 };
 
 enum class Bound { kCompute, kMemory };

@@ -9,6 +9,43 @@ namespace kvsim {
 Cluster::Cluster(EventQueue& events, std::unique_ptr<Router> router, Recorder& totals)
     : events_(events), router_(std::move(router)), totals_(totals) {
   KVSIM_CHECK(router_ != nullptr, "a cluster needs a router");
+  stats_interval_ = router_->stats_interval();
+}
+
+const LockstepGroup& Cluster::add_lockstep_group(const std::vector<size_t>& ranks,
+                                                 LockstepOptions options) {
+  std::vector<Replica*> replicas;
+  for (const size_t i : ranks) {
+    KVSIM_CHECK(i < members_.size(), "lockstep rank {} of {} replicas", i, members_.size());
+    replicas.push_back(members_[i]->replica.get());
+  }
+  lockstep_.push_back(std::make_unique<LockstepGroup>(events_, std::move(replicas), options));
+  return *lockstep_.back();
+}
+
+void Cluster::stats_changed() {
+  if (stats_interval_ <= 0 || publish_pending_) return;
+  publish_pending_ = true;
+  const SimTime at = last_publish_ < 0 ? events_.now()
+                                       : std::max(events_.now(), last_publish_ + stats_interval_);
+  // Background: publishing alone never keeps a run going.
+  events_.schedule_background_at(at, [this] { publish_stats(); });
+}
+
+void Cluster::publish_stats() {
+  publish_pending_ = false;
+  last_publish_ = events_.now();
+  int64_t in_flight = 0;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const Replica& r = *members_[i]->replica;
+    views_[i].waiting = r.waiting();
+    views_[i].running = r.running();
+    views_[i].up = !r.down() && members_[i]->role != ReplicaRole::kDecode;
+    in_flight += members_[i]->outstanding;
+  }
+  router_->on_stats(views_);
+  // Requests in flight change the counts at nearly every step: the next publish is due.
+  if (in_flight > 0) stats_changed();
 }
 
 Replica& Cluster::add_replica(std::string label, GpuMemoryPool& pool, const LatencyModel& latency,
@@ -70,6 +107,7 @@ void Cluster::arrive(const RequestSpec& spec) {
               "router chose replica {}, which is not up", i);
   Member& m = *members_[i];
   ++m.outstanding;  // before arrive(): it may finish the request at once
+  stats_changed();  // (scheduled first: it publishes the engine's counts before its next step)
   if (m.role == ReplicaRole::kPrefill) {
     handed_.emplace(spec.id, spec);
     m.replica->arrive_prefill_only(spec);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cluster/lockstep_group.h"
 #include "sim/cluster/router.h"
 #include "sim/metrics/recorder.h"
 #include "sim/serving/replica.h"
@@ -42,6 +43,9 @@ class Cluster {
                        Recorder& recorder, int64_t kv_pool_bytes,
                        ReplicaRole role = ReplicaRole::kMixed);
   void set_kv_transfer(KvTransfer t) { transfer_ = t; }
+  // The replicas `ranks` (indices in add_replica's order) step in lockstep as one data-parallel
+  // group of a MoE model (lockstep_group.h). After their add_replica calls, before any arrival.
+  const LockstepGroup& add_lockstep_group(const std::vector<size_t>& ranks, LockstepOptions options);
 
   // A request arrives now: the router picks an up replica, or it fails as failed_unavailable.
   void arrive(const RequestSpec& spec);
@@ -81,6 +85,11 @@ class Cluster {
   void dropped(int64_t id);        // the prefill side lost its KV: it ends on the decode side
   // Forgets `id`'s hand-off (its transfer will not end it); returns it.
   Handoff forget(int64_t id);
+  // The engines' request counts reach a stats-reading router (Router::stats_interval): the first
+  // publish after a quiet spell comes at once, the next ones every interval while requests are
+  // in flight (vllm/v1/engine/coordinator.py: at most every 100 ms while the stats change).
+  void stats_changed();
+  void publish_stats();
 
   EventQueue& events_;
   std::unique_ptr<Router> router_;
@@ -91,6 +100,10 @@ class Cluster {
   KvTransfer transfer_;
   std::map<int64_t, RequestSpec> handed_;  // prefill-only requests in flight: their full spec
   std::map<int64_t, Handoff> transfers_;   // first token out, transfer not yet ended
+  std::vector<std::unique_ptr<LockstepGroup>> lockstep_;
+  SimTime stats_interval_ = 0;  // the router's (0: no publishing)
+  SimTime last_publish_ = -1;   // never yet
+  bool publish_pending_ = false;
 };
 
 }  // namespace kvsim

@@ -1,5 +1,6 @@
 #include "sim/cluster/cluster_config.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -20,6 +21,17 @@ bool label_safe(const std::string& s) {
 }
 
 constexpr int kMaxReplicas = 4096;
+
+void parse_data_parallel(const ConfigNode& dp, ReplicaGroupConfig& group) {
+  if (!dp.is_map()) dp.fail_expected("a map like {lockstep: auto, cuda_graphs: true}");
+  using L = ReplicaGroupConfig::Lockstep;
+  group.lockstep = dp.get_enum<L>("lockstep", {{"auto", L::kAuto}, {"true", L::kOn}, {"false", L::kOff}},
+                                  L::kAuto);
+  group.cuda_graphs = dp.get<bool>("cuda_graphs", true);
+  group.dp_sync_us = dp.get<double>("sync_us", 0, {.min = 0, .max = 1e7});
+  dp.reject_unknown_keys();
+  group.data_parallel = dp;
+}
 
 // The replica groups of a `replicas:` list, checked: names, counts, roles (both halves of a
 // disaggregated cluster or neither).
@@ -50,6 +62,7 @@ std::vector<ReplicaGroupConfig> parse_groups(const ConfigNode& groups) {
     g.allow({"engine"});
     group.engine = g.peek("engine");
     if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");
+    if (auto dp = g.optional_child("data_parallel")) parse_data_parallel(*dp, group);
     replicas += group.count;
     out.push_back(std::move(group));
   }
@@ -74,6 +87,34 @@ int ClusterConfig::replicas() const {
   int n = 0;
   for (const auto& g : groups) n += g.count;
   return n;
+}
+
+std::vector<LockstepRanks> lockstep_groups(const ReplicaGroupConfig& g, bool moe,
+                                           const EngineConfig& engine, size_t first) {
+  using L = ReplicaGroupConfig::Lockstep;
+  const int data_parallel = engine.data_parallel;
+  if (g.lockstep == L::kOff) return {};
+  const bool on = g.lockstep == L::kOn;
+  if (data_parallel < 2 || g.count < data_parallel || g.count % data_parallel != 0) {
+    if (!on) return {};
+    g.data_parallel->child("lockstep").fail(fmt::format(
+        "lockstep needs the engine's data_parallel > 1 and a count that is a multiple of it "
+        "(data_parallel {}, count {})", data_parallel, g.count));
+  }
+  // vLLM runs DPEngineCoreProc, the lockstep loop, for MoE models only.
+  if (!on && !moe) return {};
+  const int64_t decode_query = 1 + (engine.speculative ? engine.speculative->num_speculative_tokens : 0);
+  const int64_t graph_max = std::min<int64_t>({engine.max_num_seqs * decode_query * 2, 512,
+                                               engine.max_num_batched_tokens});
+  std::vector<LockstepRanks> out;
+  for (int start = 0; start < g.count; start += data_parallel) {
+    LockstepRanks l{.options = {.cuda_graphs = g.cuda_graphs,
+                                .graph_max_tokens = graph_max,
+                                .sync = seconds_to_sim(g.dp_sync_us * 1e-6)}};
+    for (int k = 0; k < data_parallel; ++k) l.ranks.push_back(first + static_cast<size_t>(start + k));
+    out.push_back(std::move(l));
+  }
+  return out;
 }
 
 std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const ConfigNode& policy) {

@@ -31,6 +31,11 @@ void register_routers(Registry<RouterFactory>& registry) {
                                "prefix hashes: least_outstanding",
                 .keys = {},
                 .make = make_prefix_affinity_router});
+  registry.add({.name = "dp_balance",
+                .description = "vLLM's data-parallel balancer: the lowest 4 x waiting + running "
+                               "from the engines' counts published every stats_interval_ms (100)",
+                .keys = {"stats_interval_ms"},
+                .make = make_dp_balance_router});
 }
 
 const Registry<RouterFactory>& router_registry() {

@@ -13,6 +13,7 @@
 
 #include "core/config_node.h"
 #include "core/registry.h"
+#include "core/sim_time.h"
 #include "workloads/request_spec.h"
 
 namespace kvsim {
@@ -22,6 +23,10 @@ struct ReplicaView {
   int64_t outstanding = 0;  // routed here and not yet finished
   double kv_usage = 0;      // KV held for requests / the KV pool (vLLM's kv_cache_usage_perc)
   bool up = true;           // false while restarting after an OOM crash
+  // The engine's own request counts (vLLM's published [waiting, running]); given to a router
+  // only through on_stats, as published (routers with a stats_interval).
+  int64_t waiting = 0;
+  int64_t running = 0;
 };
 
 class Router {
@@ -29,6 +34,11 @@ class Router {
   virtual ~Router() = default;
   // The index of the replica `spec` goes to, or -1 when none is up. Only up replicas are chosen.
   virtual int route(const RequestSpec& spec, std::span<const ReplicaView> replicas) = 0;
+  // A router that reads the engines' published stats: the cluster publishes them (on_stats, with
+  // each replica's waiting and running counts) at most every stats_interval(), as vLLM's DP
+  // coordinator does. 0 (the default): no publishing.
+  virtual SimTime stats_interval() const { return 0; }
+  virtual void on_stats(std::span<const ReplicaView> /*replicas*/) {}
 };
 
 struct RouterContext {
@@ -52,5 +62,6 @@ std::unique_ptr<Router> make_least_outstanding_router(const ConfigNode&, const R
 std::unique_ptr<Router> make_least_kv_router(const ConfigNode&, const RouterContext&);
 std::unique_ptr<Router> make_session_affinity_router(const ConfigNode&, const RouterContext&);
 std::unique_ptr<Router> make_prefix_affinity_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_dp_balance_router(const ConfigNode&, const RouterContext&);  // dp_balancer.cc
 
 }  // namespace kvsim

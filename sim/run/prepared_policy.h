@@ -11,6 +11,7 @@
 #include "models/latency/latency_model.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/cluster/cluster.h"
+#include "sim/cluster/cluster_config.h"
 #include "sim/cluster/cluster_summary.h"
 #include "sim/guards/guard.h"
 #include "sim/metrics/slo.h"
@@ -36,6 +37,7 @@ struct PreparedPolicy {
   std::unique_ptr<Router> router;         // cluster runs only
   KvTransfer kv_transfer;                 // cluster runs only: the prefill-to-decode link
   std::string router_type;
+  std::vector<LockstepRanks> lockstep;     // cluster runs only: lockstep data-parallel groups
   std::string model, gpu;  // the policy's own `model:` / `gpu:` names ("" when it has none)
   Workload workload;
   std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top

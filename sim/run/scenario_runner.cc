@@ -162,6 +162,7 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
       member.set_clock(clock_for(static_cast<int>(ids.size()), r.id.label, *r.pool));
       ids.push_back(r.id);
     }
+    for (const LockstepRanks& l : p.lockstep) cluster.add_lockstep_group(l.ranks, l.options);
     cluster.set_check_invariants(o.check_invariants);
     cluster.set_kv_transfer(p.kv_transfer);
     drive(events, cluster, p.workload, o);

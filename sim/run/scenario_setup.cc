@@ -283,6 +283,7 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
     for (const ReplicaGroupConfig& g : cluster->groups) {
       const GpuSpec group_gpu = g.gpu ? resolve_gpu(*g.gpu, catalog) : gpu;
       const ModelSpec group_model = g.model ? load_model_node(*g.model, catalog) : model;
+      const size_t first = p->replicas.size();
       for (int i = 0; i < g.count; ++i) {
         PreparedReplica r = prepare_replica(s, policy, group_model, group_gpu, g.engine);
         r.id = ReplicaIdentity{.label = fmt::format("{}-{}", g.name, i),
@@ -293,6 +294,10 @@ std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNo
                                .gpus = r.engine.tensor_parallel * r.engine.pipeline_parallel,
                                .model = g.model ? group_model.name : ""};
         p->replicas.push_back(std::move(r));
+      }
+      for (LockstepRanks& l :
+           lockstep_groups(g, group_model.moe(), p->replicas.at(first).engine, first)) {
+        p->lockstep.push_back(std::move(l));
       }
     }
     p->router = make_router(cluster->router, RouterContext{.seed = s.seed});

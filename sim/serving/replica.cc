@@ -224,6 +224,10 @@ void Replica::run_admission() {
 
 void Replica::kick() {
   if (busy_ || down_ || kick_pending_) return;
+  if (gate_ != nullptr) {  // the group starts this rank's steps
+    gate_->wake();
+    return;
+  }
   kick_pending_ = true;
   events_.schedule_late(0, [this] {
     kick_pending_ = false;

@@ -34,6 +34,7 @@
 #include "sim/serving/run_queues.h"
 #include "sim/serving/scheduler.h"
 #include "sim/serving/speculative.h"
+#include "sim/serving/step_gate.h"
 
 namespace kvsim {
 
@@ -100,6 +101,37 @@ class Replica {
     update_fast_forward();
   }
 
+  // Lockstep data parallelism (sim/cluster/lockstep_group.h): with a gate (borrowed, set before
+  // any request) the replica never starts an iteration itself; it wakes the gate, which calls
+  // prepare_gated_step() on every rank, then launch_gated_step() with the group's duration. Like a
+  // clock, a gate turns the fast-forward off (every step must be asked for).
+  void set_step_gate(StepGate* gate) {
+    gate_ = gate;
+    if (gate_ != nullptr) fast_forward_ok_ = false;
+    update_fast_forward();
+  }
+  // Plans the next iteration now, as an ungated replica would start it (admission, plan,
+  // activations); false when nothing runs. Then gated_duration() is its own duration,
+  // gated_tokens() the tokens it computes (the count DP ranks pad to).
+  bool prepare_gated_step() { return prepare_iteration(); }
+  SimTime gated_duration() const { return prepared_duration_; }
+  int64_t gated_tokens() const;
+  // In a lockstep group: the prepared iteration's time padded to `to_tokens` tokens (CUDA
+  // graphs under DP: every rank pads to the largest rank's count) with `group_tokens` tokens,
+  // all ranks' together, through the expert layers; and the time of a dummy forward of one
+  // token padded likewise (a rank with nothing scheduled). The latency model's, as a change to
+  // the prepared duration: a padding token is a decode sequence of context 1 (it runs the
+  // linear and expert layers; attention for it does next to nothing). With a declared
+  // step_time: per_token for each padding token, and duration(tokens, 1 sequence) for the dummy.
+  SimTime lockstep_time(int64_t to_tokens, int64_t group_tokens) const;
+  SimTime dummy_time(int64_t to_tokens, int64_t group_tokens) const;
+  // Starts the prepared iteration, lasting `duration` (the group's step).
+  void launch_gated_step(SimTime duration) { launch_iteration(duration); }
+  // vLLM's published request counts (the DP load balancer's inputs): the scheduler's waiting
+  // queue (guard-queued requests included: the engine has them) and its running list.
+  int64_t waiting() const { return admission_.size() + queues_.waiting_size(); }
+  int64_t running() const { return queues_.running_size(); }
+
   // Sampler hook: a timeseries row now.
   void sample();
   // The run's timeseries sampler, when this replica alone is sampled (not a cluster's): its
@@ -126,6 +158,10 @@ class Replica {
   // due now (a late event), so the plan made at t sees every arrival and completion at t.
   void kick();
   void start_iteration();
+  // start_iteration's halves: plan and time the iteration (false: none), then start it lasting
+  // `duration` (its own, or a lockstep group's).
+  bool prepare_iteration();
+  void launch_iteration(SimTime duration);
   // Plans into planning_, breaking waits in which requests hold memory but none can run. False
   // when nothing is to run (idle, or an OOM ended the plan). With `nothing`, a plan that takes
   // nothing returns false at once, setting *nothing, without breaking a wait.
@@ -245,6 +281,9 @@ class Replica {
   bool check_ = false;
   ReplicaObserver* observer_ = nullptr;
   IterationClock* clock_ = nullptr;
+  StepGate* gate_ = nullptr;
+  SimTime prepared_duration_ = 0;  // prepare_iteration's duration and FLOPs
+  Int128 prepared_flops_ = 0;
   ClockBatch clock_batch_;  // reused: its vectors keep their capacity
   SimTime iteration_start_ = 0;  // when in_flight_ started
 

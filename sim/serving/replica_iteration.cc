@@ -55,19 +55,22 @@ bool Replica::plan(bool* nothing) {
 }
 
 void Replica::start_iteration() {
+  if (prepare_iteration()) launch_iteration(prepared_duration_);
+}
+
+bool Replica::prepare_iteration() {
   run_admission();
   if (v0_output_ && !v0_finished_.empty()) {
     // vLLM V0 schedules before it processes the last step's outputs: the finished requests
     // still run and hold their blocks. A schedule that takes nothing drains the outputs at once.
     bool nothing = false;
     if (!plan(&nothing)) {
-      if (!nothing) return v0_drain();
       v0_drain();
-      if (!plan()) return;
+      if (!nothing || !plan()) return false;
     }
   } else if (!(async_ ? plan_ahead() : plan())) {
     if (v0_output_) v0_drain();
-    return;
+    return false;
   }
   const IterationPlan& it = planning_;
   BatchShape& shape = shape_scratch_;
@@ -111,7 +114,7 @@ void Replica::start_iteration() {
   shape.decode_context_tokens = decode_context;
   if (AllocResult a = pool_.reserve_activations(chunks, shape.decode_seqs, decode_context); !a) {
     oom(it.prefill_ids.empty() ? queues_.last_decoding()->spec.id : it.prefill_ids.back(), a);
-    return;
+    return false;
   }
   ledger_.report();
   if (check_) {
@@ -146,6 +149,13 @@ void Replica::start_iteration() {
     flops = flops_to_fixed(cost.flops);
   }
   if (v0_output_) duration = v0_outputs_processed(duration);
+  prepared_duration_ = duration;
+  prepared_flops_ = flops;
+  return true;
+}
+
+void Replica::launch_iteration(SimTime duration) {
+  const IterationPlan& it = planning_;
   int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
   int64_t tokens = it.decode_seqs;
   for (const int64_t c : it.prefill_chunks) tokens += c;
@@ -155,8 +165,41 @@ void Replica::start_iteration() {
     seqs += static_cast<int64_t>(it.finished_in_flight.size());
     tokens += it.spec_tokens + it.finished_tokens();
   }
-  record_start(events_.now(), pool_.snapshot(), seqs, tokens, duration, flops);
+  record_start(events_.now(), pool_.snapshot(), seqs, tokens, duration, prepared_flops_);
   hand_over(planning_, duration);
+}
+
+int64_t Replica::gated_tokens() const {
+  const IterationPlan& it = planning_;
+  int64_t tokens = it.decode_seqs + it.spec_tokens + it.finished_tokens();
+  for (const int64_t c : it.prefill_chunks) tokens += c;
+  return tokens;
+}
+
+SimTime Replica::lockstep_time(int64_t to_tokens, int64_t group_tokens) const {
+  const int64_t pad = std::max<int64_t>(0, to_tokens - gated_tokens());
+  if (config_.step_time) return prepared_duration_ + config_.step_time->per_token_ns * pad;
+  BatchShape padded = shape_scratch_;
+  padded.decode_seqs += pad;
+  padded.decode_context_tokens += pad;
+  padded.moe_group_tokens = group_tokens;
+  const double change = latency_.iteration(padded, OpDetail::kTotals).seconds -
+                        latency_.iteration(shape_scratch_, OpDetail::kTotals).seconds;
+  return std::max<SimTime>(1, prepared_duration_ + seconds_to_sim(change));
+}
+
+SimTime Replica::dummy_time(int64_t to_tokens, int64_t group_tokens) const {
+  // vLLM's execute_dummy_batch: a forward of one decode token (uniform decode), padded like a
+  // real batch to the group's token count.
+  const int64_t tokens = std::max<int64_t>(1, to_tokens);
+  if (config_.step_time) return config_.step_time->duration(tokens, 1);
+  BatchShape dummy;
+  const PagedBlocks* paged = pool_.kv().paged();
+  dummy.block_tokens = paged != nullptr ? static_cast<int>(paged->block_tokens()) : 0;
+  dummy.decode_seqs = tokens;
+  dummy.decode_context_tokens = tokens;
+  dummy.moe_group_tokens = group_tokens;
+  return std::max<SimTime>(1, seconds_to_sim(latency_.iteration(dummy, OpDetail::kTotals).seconds));
 }
 
 DecodeStepFixed Replica::decode_step_fixed(int64_t n, int block_tokens) const {

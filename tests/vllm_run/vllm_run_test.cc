@@ -277,6 +277,8 @@ TEST_CASE("EP on a dense model or a lone GPU changes nothing, as in vLLM", "[vll
   in.engine.data_parallel = 2;
   const std::string dense_dp = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
   CHECK_THAT(dense_dp, Contains("count: 2\n") && !Contains("data_parallel"));
+  // vLLM's DP front end balances dense and MoE ranks alike (DPLBAsyncMPClient).
+  CHECK_THAT(dense_dp, Contains("router: {type: dp_balance}"));
   in.model = "qwen3-30b-a3b";
   in.moe = true;
   in.engine.data_parallel = 1;

@@ -145,19 +145,23 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   y += fmt::format("workload:\n  trace:\n    path: {}\n", quoted(in.trace.string()));
   if (e.data_parallel > 1) {
     // Data parallelism: data_parallel_size engines, each with its own KV pool and scheduler;
-    // the front end sends a request to the engine with the least load (waiting and running
-    // requests: vllm/v1/engine/core_client.py, DPLBAsyncMPClient.get_core_engine_for_request).
+    // the front end sends a request to the engine with the lowest 4 x waiting + running from
+    // the counts the engines last published (vllm/v1/engine/core_client.py,
+    // DPLBAsyncMPClient.get_core_engine_for_request): the dp_balance router, dense or MoE.
     y += fmt::format("cluster:\n  replicas:\n    - name: dp\n      count: {}\n", e.data_parallel);
     if (in.moe) {
       // A MoE model's replicas share their routed experts over the flattened DP x TP group:
       // with EP each GPU holds E / (d x t) whole experts and tokens reach them by all-to-all;
       // without it each GPU holds a 1 / (d x t) slice of every expert (flatten_tp_across_dp).
       // Attention and the dense layers stay on each replica's TP group (docs/models.md,
-      // "Expert parallelism"). A dense model's replicas are independent engines.
+      // "Expert parallelism"). Their ranks step in lockstep (vllm/v1/engine/core.py,
+      // DPEngineCoreProc: the group's `data_parallel: {lockstep: auto}` default for a MoE
+      // model, CUDA graphs on as vLLM's default). A dense model's replicas are independent
+      // engines.
       y += fmt::format("      engine: {{data_parallel: {}, expert_parallel: {}}}\n",
                        e.data_parallel, ep ? "true" : "false");
     }
-    y += "  router: {type: least_outstanding}\n";
+    y += "  router: {type: dp_balance}\n";
   }
   y += "policies:\n  - name: vllm\n    guards: []\n";
   return y;
