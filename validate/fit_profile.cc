@@ -42,9 +42,11 @@ double to_x(Transform t, double v) {
   return 0;
 }
 
-// A class's fitted parameters; `tiles`: the profile costs flash attention from its tiles
-// (Profile::flash_tiles), whose per-wave overhead replaces the flash curve's parameters.
-std::vector<Param> params_of(OpClass c, bool tiles) {
+// A class's fitted parameters, by the forms the start profile uses: `tiles`, flash attention
+// from its tiles (Profile::flash_tiles), whose per-wave overhead replaces the flash curve's
+// parameters; `l2`, elementwise bytes served from L2 (a start speedup above 1), whose speedup is
+// fitted with the class's HBM efficiency.
+std::vector<Param> params_of(OpClass c, bool tiles, bool l2) {
   auto cls = [c](auto member) {
     return [c, member](Profile& p) -> double& { return p.of(c).*member; };
   };
@@ -58,7 +60,7 @@ std::vector<Param> params_of(OpClass c, bool tiles) {
     out.push_back({"memory_efficiency", Transform::kEfficiency, cls(&ClassParams::memory_efficiency)});
   }
   out.push_back({"launch_overhead_us", Transform::kPositive, cls(&ClassParams::launch_overhead_s)});
-  if (c == OpClass::kElementwise) {
+  if (c == OpClass::kElementwise && l2) {
     out.push_back({"elementwise_l2_speedup", Transform::kAboveOne,
                    [](Profile& p) -> double& { return p.elementwise_l2_speedup; }});
   }
@@ -91,7 +93,7 @@ class ClassProblem {
  public:
   ClassProblem(OpClass c, std::vector<const Measurement*> pts, const GpuSpec& gpu, Profile base)
       : c_(c), pts_(std::move(pts)), gpu_(gpu), base_(std::move(base)),
-        params_(params_of(c, base_.flash_tiles.fitted)) {}
+        params_(params_of(c, base_.flash_tiles.fitted, base_.elementwise_l2_speedup > 1.0)) {}
 
   const std::vector<Param>& params() const { return params_; }
 
