@@ -163,7 +163,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   // the GPU's built-in profile with the elementwise floor at the shortest measured elementwise
   // kernel (the floor is not one of the fitted parameters), elementwise kernels served from L2
   // where they fit (the speedup fitted) and prefill attention from FlashAttention's tiles and
-  // waves (models/latency/flash_tiles.h: compute and memory efficiency, launch and per-wave
+  // waves (models/latency/flash_tiles.h: compute efficiency, launch and per-wave
   // overhead fitted on the prefill-only train rows).
   Profile start = default_profile(gpu);
   if (min_ew_us < 1e30) start.elementwise_floor_s = min_ew_us * 1e-6;
