@@ -38,6 +38,7 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
       tpot_.add(*per);
     }
     summary_.output_tokens_served += r.generated;
+    served_gaps_ns_ += r.finished_at - r.first_token_at;
     const RequestBreakdown b = request_breakdown(r);
     ns = {b.guard_queue, b.engine_wait, b.prefill, b.decode, b.preempted};
     for (size_t i = 0; i < ns.size(); ++i) breakdown_ns_[i] += ns[i];
@@ -206,6 +207,11 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
   s.ttft = ttft_.stats();
   s.tpot = tpot_.stats();
   s.e2e = e2e_.stats();
+  if (report_tpot_metrics_) {
+    s.tpot_metrics_s = s.output_tokens_served > 0 ? sim_to_seconds(served_gaps_ns_) /
+                                                        static_cast<double>(s.output_tokens_served)
+                                                  : 0.0;
+  }
   s.latency_sketched = ttft_.sketched() || tpot_.sketched() || e2e_.sketched();
   if (!kv_.empty()) s.kv = kv_.summary(end);
   s.prefix_hit_rate = s.prefix_query_tokens > 0 ? static_cast<double>(s.prefix_hit_tokens) /

@@ -117,6 +117,10 @@ struct PolicySummary {
   double duration_s = 0;              // first arrival to last outcome (0 with no request)
   double goodput_tokens_per_s = 0;    // output tokens of completed requests / duration
   LatencyStats ttft, tpot, e2e;       // seconds, completed requests only
+  // vLLM /metrics' TPOT as a whole-run figure (Recorder::report_tpot_metrics): the sum of
+  // every served request's inter-token gaps (first token to last) over all their output
+  // tokens, first tokens included; unset unless asked for.
+  std::optional<double> tpot_metrics_s;
   int64_t peak_driver_used_bytes = 0; // capacity - driver free: what nvidia-smi would show
   KvWasteSummary kv;                  // time-weighted fragmentation
 
@@ -191,6 +195,8 @@ class Recorder {
   void set_kv_pool_bytes(int64_t bytes) { summary_.kv_pool_bytes = bytes; }
   // The bounds SLO attainment is scored against (nullopt: no SLO figures).
   void set_slo(std::optional<SloBounds> slo) { summary_.slo = slo; }
+  // Adds PolicySummary::tpot_metrics_s (the scenario names engine.vllm_version).
+  void report_tpot_metrics(bool on) { report_tpot_metrics_ = on; }
 
   // Cluster replicas (sim/cluster): this recorder keeps the replica's own figures, and its
   // arrivals and outcomes also go to `cluster`'s recorder (the cluster totals and the
@@ -321,7 +327,9 @@ class Recorder {
     if (before > 0 && after == 0) held_to_ = t;
   }
   int64_t peak_held_bytes_ = 0;
-  int64_t slo_tokens_ = 0;  // output tokens of the requests that met the SLO
+  int64_t slo_tokens_ = 0;
+  bool report_tpot_metrics_ = false;
+  SimTime served_gaps_ns_ = 0;  // served requests' first-to-last-token spans, summed  // output tokens of the requests that met the SLO
   Int128 held_byte_ns_ = 0;  // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)
   // Batch metrics and the latency breakdown's sums.
   CountDistribution batch_size_, batch_tokens_;

@@ -115,6 +115,9 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
     o["ttft_s"] = stats_json(p.ttft);
     o["tpot_s"] = stats_json(p.tpot);
     o["e2e_s"] = stats_json(p.e2e);
+    // vLLM 0.6 /metrics' TPOT (docs/metrics.md); only with engine.vllm_version, so that other
+    // summaries keep their bytes.
+    if (p.tpot_metrics_s) o["tpot_metrics_s"] = *p.tpot_metrics_s;
     // Only when they apply, so exact, complete runs keep their bytes.
     if (p.latency_sketched) {
       o["latency_percentiles"] = "sketch";

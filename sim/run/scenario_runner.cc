@@ -113,6 +113,7 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
   }
   recorder.stream_to(requests_file, timeseries_file);
   recorder.set_slo(p.slo);
+  recorder.report_tpot_metrics(p.replicas.front().engine.vllm_version.has_value());
   // The replicas' clocks (none without make_clock); they outlive the replicas' runs.
   std::vector<std::unique_ptr<IterationClock>> clocks;
   auto clock_for = [&](int replica, const std::string& label, const GpuMemoryPool& pool) -> IterationClock* {

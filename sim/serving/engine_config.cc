@@ -12,6 +12,35 @@
 
 namespace kvsim {
 
+namespace {
+
+// A V0 engine (vllm_version below 0.8): no AsyncScheduler, and async output processing, which
+// vLLM turns off with speculative decoding (ModelConfig.verify_async_output_proc).
+void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async) {
+  const std::string& v = c.vllm_version->text;
+  if (async && *async) {
+    e.peek("async_scheduling")->fail(fmt::format(
+        "vLLM {} is a V0 engine, which has no async scheduling (V1's AsyncScheduler); set "
+        "async_scheduling: false or leave it unset",
+        v));
+  }
+  c.async_scheduling = false;
+  if (c.speculative) {
+    e.peek("speculative_config")->fail(fmt::format(
+        "vLLM {} runs speculative decoding without async output processing; that V0 host path "
+        "is not modelled",
+        v));
+  }
+  if (c.scheduler != "continuous" && c.scheduler != "vllm_v0") {
+    e.peek("scheduler")->fail(fmt::format(
+        "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
+        "continuous (chunked prefill on), not '{}'",
+        v, c.scheduler));
+  }
+}
+
+}  // namespace
+
 EngineConfig parse_engine_config(const ConfigNode& e) {
   EngineConfig c;
   if (e.is_null()) return c;
@@ -33,6 +62,8 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   // vLLM resolves an unset async_scheduling to on for its V1 engine; the V0-style schedulers
   // (static, vllm_v0) plan after each step ends and refuse it.
   const std::optional<bool> async = e.get_optional<bool>("async_scheduling");
+  c.vllm_version = parse_vllm_version(e);
+  c.host_path = host_path_of(c.vllm_version);
   c.speculative = parse_speculative_config(e);
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
@@ -46,7 +77,9 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
                 "over running requests in running order schedules one token per decode)");
     }
   }
-  if (c.scheduler == "continuous") {
+  if (c.host_path == HostPath::kV0AsyncOutput) {
+    check_v0_engine(c, e, async);
+  } else if (c.scheduler == "continuous") {
     // With speculation vLLM resolves an unset value by the method (async_by_default).
     c.async_scheduling = async.value_or(!c.speculative || c.speculative->async_by_default());
     if (async && *async && c.speculative && !c.speculative->async_allowed()) {
@@ -109,6 +142,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.data_parallel = e.get<int>("data_parallel", 1, {.min = 1, .max = 1024});
   c.expert_parallel = e.get<bool>("expert_parallel", false);
   // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.
+  if (c.host_path == HostPath::kV0AsyncOutput && c.pipeline_parallel > 1) {
+    e.peek("pipeline_parallel")->fail(fmt::format(
+        "vLLM {} turns async output processing off with pipeline parallelism "
+        "(ModelConfig.verify_async_output_proc); that V0 host path is not modelled",
+        c.vllm_version->text));
+  }
   if (e.optional_child("weights_dtype")) {
     const std::string w = e.get_enum("weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4",
                                                        "mxfp4", "nvfp4"});

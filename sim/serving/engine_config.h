@@ -10,6 +10,7 @@
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
 #include "core/sim_time.h"
+#include "sim/serving/host_path.h"
 #include "sim/serving/speculative_config.h"
 
 namespace kvsim {
@@ -83,6 +84,13 @@ struct EngineConfig {
   // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
   // scheduler, without long_prefill_token_threshold; the fast-forward is off with it.
   std::optional<SpeculativeConfig> speculative;
+  // The vLLM version being modelled (`vllm_version`, sim/serving/host_path.h): where output
+  // processing runs and when a token becomes visible. nullopt: V1's, as vLLM runs today. A V0
+  // version turns async scheduling off (V0 has no AsyncScheduler) and needs the continuous or
+  // vllm_v0 scheduler, no speculation and pipeline_parallel 1 (vLLM turns async output
+  // processing off with pipeline parallelism and speculative decoding).
+  std::optional<VllmVersion> vllm_version;
+  HostPath host_path = HostPath::kV1FrontEnd;
 };
 
 // Reads `engine:` (may be absent: all defaults). `kv:` is left for the memory pool. Throws

@@ -89,7 +89,10 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
   queues_.set_async(async_);
+  v0_output_ = config_.host_path == HostPath::kV0AsyncOutput;
   fast_forward_ok_ = config_.fast_forward &&
+                     // The V0 host path stamps each step's tokens in the next step.
+                     !v0_output_ &&
                      scheduler_->closed_form_periods() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
@@ -245,6 +248,9 @@ void Replica::oom(int64_t culprit, const AllocResult& why) {
   std::sort(lost.begin(), lost.end());
   for (int64_t id : lost) finish_request(id, Outcome::kLostOom);
   finishing_.clear();
+  v0_first_.clear();
+  v0_finished_.clear();
+  v0_processed_at_ = -1;
   plan_after_end_ = false;
   admission_.on_restart();
   pool_.restart();
@@ -265,7 +271,7 @@ void Replica::restart_done() {
   kick();
 }
 
-void Replica::finish_request(int64_t id, Outcome outcome) {
+void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
@@ -292,7 +298,7 @@ void Replica::finish_request(int64_t id, Outcome outcome) {
   queues_.remove(r);
   r.phase = Phase::kDone;
   r.outcome = outcome;
-  r.finished_at = events_.now();
+  r.finished_at = at >= 0 ? at : events_.now();
   recorder_.on_outcome(r);
   notify(ReplicaEvent::kFinished, id, outcome);
   observe(RequestEventKind::kFinished, r);

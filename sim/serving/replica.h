@@ -172,13 +172,27 @@ class Replica {
   }
   void complete(const std::vector<int64_t>& done) {
     for (const int64_t id : done) {
-      if (async_) {
+      if (v0_output_) {
+        v0_hold_finished(id);  // they end when the next step processes this one's outputs
+      } else if (async_) {
         hold_finishing(id);  // they finish after the next plan
       } else {
         finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
       }
     }
   }
+  // The V0 host path (engine.host_path kV0AsyncOutput; replica_v0_output.cc): a step's tokens
+  // are stamped when the next step's output processing has run. v0_token_made: `r`'s first
+  // token came with the step that just ended. v0_hold_finished: `id` made its last token there.
+  // v0_outputs_processed: the next step starts now (`host_s` of host work before its forward);
+  // stamps the held outputs and returns the step's duration, at least that work plus the
+  // processing. v0_drain: nothing is scheduled next: the outputs are processed at once.
+  // v0_release_processed: the step in which they were processed has ended: the finished ones end.
+  void v0_token_made(RequestState& r);
+  void v0_hold_finished(int64_t id);
+  SimTime v0_outputs_processed(SimTime duration);
+  void v0_drain();
+  void v0_release_processed();
   // A timeseries row at `t` of state `s` (sample()'s, and a quiet run's samples in line).
   void sample_at(SimTime t, const MemorySnapshot& s);
   // The seam: in fast-forward mode (fast_forward_ok_) a FastForward (sim/serving/fast_forward/),
@@ -190,7 +204,8 @@ class Replica {
   void oom(int64_t culprit, const AllocResult& why);
   void restart_done();
 
-  void finish_request(int64_t id, Outcome outcome);
+  // `at`: the time its end is stamped (the V0 host path's output processing); -1: now.
+  void finish_request(int64_t id, Outcome outcome, SimTime at = -1);
   // A prefill-only request's first token is out: its outcome is recorded, its KV stays.
   void hand_off(RequestState& r, Outcome outcome);
   // The clock's duration of the planned iteration `it` (clock_ set): its sequences as ClockSeqs.
@@ -260,6 +275,15 @@ class Replica {
   bool async_ = false;
   bool plan_after_end_ = false;
   std::vector<int64_t> finishing_;
+  // The V0 host path: on (v0_output_); the first tokens and the finished requests of the step
+  // that ended last, waiting for their output processing (v0_first_, v0_finished_), that step's
+  // sequences (v0_seqs_), and the time their processing was stamped (v0_processed_at_; -1: not
+  // yet), the finished ones ending with the step in which it ran.
+  bool v0_output_ = false;
+  std::vector<int64_t> v0_first_;
+  std::vector<int64_t> v0_finished_;
+  int64_t v0_seqs_ = 0;
+  SimTime v0_processed_at_ = -1;
   bool busy_ = false;
   bool down_ = false;
   bool kick_pending_ = false;  // a late kick is scheduled

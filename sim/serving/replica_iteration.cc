@@ -56,7 +56,19 @@ bool Replica::plan(bool* nothing) {
 
 void Replica::start_iteration() {
   run_admission();
-  if (!(async_ ? plan_ahead() : plan())) return;
+  if (v0_output_ && !v0_finished_.empty()) {
+    // vLLM V0 schedules before it processes the last step's outputs: the finished requests
+    // still run and hold their blocks. A schedule that takes nothing drains the outputs at once.
+    bool nothing = false;
+    if (!plan(&nothing)) {
+      if (!nothing) return v0_drain();
+      v0_drain();
+      if (!plan()) return;
+    }
+  } else if (!(async_ ? plan_ahead() : plan())) {
+    if (v0_output_) v0_drain();
+    return;
+  }
   const IterationPlan& it = planning_;
   BatchShape& shape = shape_scratch_;
   shape.prefill.clear();
@@ -133,6 +145,7 @@ void Replica::start_iteration() {
     }
     flops = flops_to_fixed(cost.flops);
   }
+  if (v0_output_) duration = v0_outputs_processed(duration);
   int64_t seqs = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
   int64_t tokens = it.decode_seqs;
   for (const int64_t c : it.prefill_chunks) tokens += c;
@@ -189,6 +202,7 @@ void Replica::end_iteration() {
   busy_ = false;
   close_iteration(false);
   const SimTime now = events_.now();
+  if (v0_output_) v0_release_processed();  // the step before's, processed during this one
   std::vector<int64_t>& done = done_scratch_;
   done.clear();
   // The decodes' step is counted first, so that a request whose prefill ends here joins the
@@ -206,13 +220,18 @@ void Replica::end_iteration() {
     if (r.prefilled < r.prefill_target) continue;
     ++r.generated;  // the prefill's token; decoding() from now on
     if (spec_) spec_->prefill_gained(r);
-    if (r.first_token_at < 0) r.first_token_at = now;
+    if (v0_output_) {
+      v0_token_made(r);
+    } else if (r.first_token_at < 0) {
+      r.first_token_at = now;
+    }
     const bool finished = r.generated >= r.spec.output_tokens;
     if (finished) done.push_back(r.spec.id);
     queues_.prefilled(r, finished);
   }
   done.insert(done.end(), decode_done.begin(), decode_done.end());  // in running order
   complete(done);
+  if (v0_output_) v0_seqs_ = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
   if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());

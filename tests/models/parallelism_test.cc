@@ -163,3 +163,32 @@ TEST_CASE("models that cannot be split are refused with the reason", "[models][p
                                                         Catch::Matchers::Contains("replicas"));
   CHECK_NOTHROW(check_parallelism(m, {16, 2}));
 }
+
+TEST_CASE("llama-3.1-70b and mistral-large-2407 with FP8 weights and KV at TP 4",
+          "[models][parallel][quant]") {
+  // llama-3.1-70b is Llama-3-70B's shape (80 layers, hidden 8192, 64 / 8 heads of 128, ffn
+  // 28672, vocab 128256) with 131,072 positions. FP8 weights at TP 4, per layer: the linear
+  // matrices (2 x 8192 x 8192 + 2 x 8192 x 1024 + 3 x 8192 x 28672 = 855,638,016) / 4 at one
+  // byte = 213,909,504, their 7 FP32 scales (28), the two BF16 norms (2 x 8192 x 2 = 32,768):
+  // 213,942,300; x 80 = 17,115,384,000. The BF16 embedding and LM head, 2 x (128256 / 4) x
+  // 8192 x 2 = 1,050,673,152, and the final norm, 16,384: 18,166,073,536 bytes.
+  ModelSpec llama = model("llama-3.1-70b");
+  CHECK(llama.max_position == 131'072);
+  llama.weight_dtype = DType::kFp8;
+  llama.kv_dtype = DType::kFp8;
+  CHECK(weights_bytes_on_gpu(llama, {4, 1}, 0) == 18'166'073'536);
+  // KV: 2 x 80 layers x (8 / 4) heads x 128 x 1 byte = 40,960 per token per GPU.
+  CHECK(kv_bytes_per_token_on_gpu(llama, {4, 1}, 0) == 40'960);
+  // mistral-large-2407: 88 layers, hidden 12288, 96 / 8 heads of 128, ffn 28672, vocab 32768.
+  // Per layer at TP 4: (2 x 12288 x 12288 + 2 x 12288 x 1024 + 3 x 12288 x 28672 =
+  // 1,384,120,320) / 4 = 346,030,080, + 28 + 2 x 12288 x 2 = 49,152: 346,079,260; x 88 =
+  // 30,454,974,880. Embedding and LM head 2 x (32768 / 4) x 12288 x 2 = 402,653,184, final norm
+  // 24,576: 30,857,652,640 bytes (28.74 GiB).
+  ModelSpec mistral = model("mistral-large-2407");
+  CHECK(mistral.param_count() == 122'610'069'504);  // 88 x 1,384,144,896 + 805,306,368 + 12,288
+  mistral.weight_dtype = DType::kFp8;
+  mistral.kv_dtype = DType::kFp8;
+  CHECK(weights_bytes_on_gpu(mistral, {4, 1}, 0) == 30'857'652'640);
+  // KV: 2 x 88 x (8 / 4) x 128 x 1 = 45,056 per token per GPU.
+  CHECK(kv_bytes_per_token_on_gpu(mistral, {4, 1}, 0) == 45'056);
+}

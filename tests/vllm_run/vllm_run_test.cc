@@ -153,6 +153,11 @@ TEST_CASE("vLLM's engine arguments become the scenario, with vLLM's defaults whe
   in.engine.max_num_seqs.reset();
   const std::string d = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
   CHECK_THAT(d, Contains("gpu_memory_utilization: 0.9\n") && Contains("max_num_seqs: 1024\n"));
+  // meta.json's top-level vllm_version ("0.19.0" in tiny/meta.json) selects the host path.
+  CHECK(in.engine.vllm_version == "0.19.0");
+  CHECK_THAT(d, Contains("  vllm_version: \"0.19.0\"\n"));
+  in.engine.vllm_version.clear();  // not recorded: V1's, kvsim's default, and no key
+  CHECK_THAT(vllm_scenario_yaml(in, c.gpu("rtx-pro-6000")), !Contains("vllm_version"));
 }
 
 TEST_CASE("vllm-run on a bench serve file: kvsim's run files, e2e.json and the measured requests",

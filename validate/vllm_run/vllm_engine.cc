@@ -93,6 +93,9 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   // prefill always on: vllm/v1/core/sched/scheduler.py) and preempts by recompute only.
   y += "  scheduler: continuous\n  chunked_prefill: true\n  preemption: recompute\n";
   y += "  attention: flash\n";
+  // The version's host path (sim/serving/host_path.h): where output processing runs and when
+  // a token counts; a V0 version (below 0.8) also turns async scheduling off.
+  if (!e.vllm_version.empty()) y += fmt::format("  vllm_version: {}\n", quoted(e.vllm_version));
   y += fmt::format("  max_num_seqs: {}\n", e.max_num_seqs.value_or(default_max_num_seqs(gpu)));
   y += fmt::format("  max_num_batched_tokens: {}\n",
                    e.max_num_batched_tokens.value_or(default_max_num_batched_tokens(gpu)));
