@@ -33,9 +33,10 @@ double run_compare(const CompareOptions& o) {
   const Profile profile = load_profile(o.profile);
   std::map<std::string, std::vector<Point>> by_class;
   std::vector<Point> all;
+  const KernelPredictor predictor(gpu, profile);
   for (const Measurement& m : rows) {
     if (m.c.split != "test" || !m.timed()) continue;
-    const auto pred = predict_seconds(m.c, gpu, profile);
+    const auto pred = predictor.seconds(m.c);
     if (!pred) continue;
     const Point p{&m, *pred, std::abs(*pred - m.seconds) / m.seconds};
     by_class[std::string(class_name(m.c.kind))].push_back(p);

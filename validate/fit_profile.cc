@@ -109,8 +109,9 @@ class ClassProblem {
 
   Eigen::VectorXd residuals_of(const Profile& p) const {
     Eigen::VectorXd r(static_cast<Eigen::Index>(pts_.size()));
+    const KernelPredictor predictor(gpu_, p);
     for (size_t i = 0; i < pts_.size(); ++i) {
-      const double pred = *predict_seconds(pts_[i]->c, gpu_, p);
+      const double pred = *predictor.seconds(pts_[i]->c);
       r[static_cast<Eigen::Index>(i)] = pred / pts_[i]->seconds - 1.0;
     }
     return r;
@@ -268,8 +269,9 @@ FitResult fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu, 
   for (auto& [c, pts] : by_class) {
     ClassFit fit = fit_class(c, pts, gpu, out.profile, start);
     double sq = 0, abs_sum = 0, worst = 0;
+    const KernelPredictor predictor(gpu, out.profile);
     for (const Measurement* m : pts) {
-      const double pred = *predict_seconds(m->c, gpu, out.profile);
+      const double pred = *predictor.seconds(m->c);
       const double rel = pred / m->seconds - 1.0;
       out.residuals.push_back({m, pred, rel});
       sq += rel * rel;

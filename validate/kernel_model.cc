@@ -64,40 +64,60 @@ std::optional<OpClass> model_class(const KernelCase& c) {
   return std::nullopt;
 }
 
-std::optional<double> predict_seconds(const KernelCase& c, const GpuSpec& gpu, const Profile& p) {
+const LatencyModel& KernelPredictor::model(const Shape& s) const {
+  auto it = models_.find(s);
+  if (it == models_.end()) {
+    const auto precision = static_cast<kernels::Precision>(s[4]);
+    it = models_
+             .try_emplace(s, one_layer(s[0], s[1], s[2], s[3], precision), gpu_, profile_,
+                          static_cast<AttentionKind>(s[5]))
+             .first;
+  }
+  return it->second;
+}
+
+std::optional<double> KernelPredictor::seconds(const KernelCase& c) const {
   if (!model_class(c)) return std::nullopt;
   auto i = [](int64_t v) { return static_cast<int>(v); };
+  const int precision = static_cast<int>(c.precision);
+  const int flash = static_cast<int>(AttentionKind::kFlash);
   BatchShape b;
   switch (c.kind) {
     case KernelClass::kNative:
     case KernelClass::kFlash: {
       const auto& a = c.attn;
-      const LatencyModel lm(one_layer(i(a.heads), i(a.kv_heads), i(a.head_dim), i(a.heads * a.head_dim), c.precision),
-                            gpu, p, c.kind == KernelClass::kFlash ? AttentionKind::kFlash : AttentionKind::kNative);
+      const auto kind = c.kind == KernelClass::kFlash ? AttentionKind::kFlash : AttentionKind::kNative;
+      const LatencyModel& lm = model({i(a.heads), i(a.kv_heads), i(a.head_dim),
+                                      i(a.heads * a.head_dim), precision, static_cast<int>(kind)});
       b.prefill.assign(static_cast<size_t>(a.batch), PrefillChunk{a.seq_q, a.seq_kv - a.seq_q, true});
       return op_seconds(lm, b, "attention_prefill");
     }
     case KernelClass::kPagedDecode: {
       const auto& d = c.paged;
-      const LatencyModel lm(one_layer(i(d.heads), i(d.kv_heads), i(d.head_dim), i(d.heads * d.head_dim), c.precision),
-                            gpu, p, AttentionKind::kFlash);  // a fused kernel: no score traffic
+      // A fused kernel: no score traffic (the flash implementation).
+      const LatencyModel& lm = model({i(d.heads), i(d.kv_heads), i(d.head_dim),
+                                      i(d.heads * d.head_dim), precision, flash});
       b.decode.assign(static_cast<size_t>(d.batch), DecodeSeq{d.context});
       b.block_tokens = i(d.block_size);
       return op_seconds(lm, b, "attention_decode");
     }
     case KernelClass::kGemm: {
-      const LatencyModel lm(one_layer(1, 1, i(c.gemm.k), i(c.gemm.n), c.precision), gpu, p, AttentionKind::kFlash);
+      const LatencyModel& lm = model({1, 1, i(c.gemm.k), i(c.gemm.n), precision, flash});
       b.prefill.push_back(PrefillChunk{c.gemm.m, 0, false});
       return op_seconds(lm, b, "o_proj");
     }
     case KernelClass::kMembwCopy: {
-      const LatencyModel lm(one_layer(1, 1, 64, kCopyRowElements, c.precision), gpu, p, AttentionKind::kFlash);
+      const LatencyModel& lm = model({1, 1, 64, kCopyRowElements, precision, flash});
       b.prefill.push_back(PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
       return op_seconds(lm, b, "embedding");
     }
     case KernelClass::kMembwRead: break;
   }
   return std::nullopt;
+}
+
+std::optional<double> predict_seconds(const KernelCase& c, const GpuSpec& gpu, const Profile& p) {
+  return KernelPredictor(gpu, p).seconds(c);
 }
 
 }  // namespace kvsim::validate

@@ -167,3 +167,33 @@ TEST_CASE("an fp32 GEMM's prediction reads 4-byte weights", "[validate][model]")
   CHECK(*predict_seconds(c, gpu, p) == Approx(67125248.0 / 2039e9).epsilon(1e-12));
   CHECK(c.bytes_moved() == 67141632.0);
 }
+
+// A KernelPredictor keeps one model per kernel shape, and its memos, across cases: each case's
+// prediction must be the bits of a fresh model's (predict_seconds), whatever came before it.
+// The cases run forward and then backward, so the GEMM memo that 8,192-row cases grew serves
+// the 1-row ones, and cases of different shapes (n, k, kv_heads, head_dim, dtype, native or
+// flash) must each find their own model.
+TEST_CASE("one predictor for many cases gives each case a fresh model's bits", "[validate][model]") {
+  const GpuSpec gpu = Catalog::builtin().gpu("h100-sxm");
+  const Grid g = parse_grid(R"(
+name: reuse
+kernels:
+  - {class: flash, heads: 16, kv_heads: [16, 4], seq: [128, 4096], head_dim: [64, 128], causal: true}
+  - {class: native, heads: 16, kv_heads: 16, seq: [128, 1024], head_dim: 64, causal: true}
+  - {class: paged_decode, batch: [1, 64], heads: 32, kv_heads: 8, head_dim: 128, context: [256, 16384], block_size: [16, 32]}
+  - {class: gemm, dtypes: [fp16, bf16], m: [1, 16, 129, 1024, 8192, 20000], n: [4096, 14336],
+     k: [4096, 1024]}
+  - {class: membw_copy, bytes_mib: [1, 256]}
+)", "reuse.yaml", "cuda");
+  const Profile p = default_profile(gpu);
+  const KernelPredictor predictor(gpu, p);
+  std::vector<const KernelCase*> order;
+  for (const KernelCase& c : g.cases) order.push_back(&c);
+  for (auto it = g.cases.rbegin(); it != g.cases.rend(); ++it) order.push_back(&*it);
+  REQUIRE(order.size() > 60);
+  for (const KernelCase* c : order) {
+    const auto fresh = predict_seconds(*c, gpu, p);
+    REQUIRE(fresh.has_value());
+    CHECK(*predictor.seconds(*c) == *fresh);  // bit for bit
+  }
+}

@@ -251,6 +251,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
 
   // Held out: the test rows, the mixed attention batches, the sampler's test rows, skew.csv.
   std::vector<Heldout> held;
+  const KernelPredictor predictor(gpu, p);
   for (size_t i = 0; i < rows.size(); ++i) {
     const Measurement& m = rows[i];
     if (m.c.split != "test" || !m.timed()) continue;
@@ -258,7 +259,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     const std::string name = row_ops[i] == "prefill" ? "attention_prefill"
                              : row_ops[i] == "decode" ? "attention_decode"
                                                       : std::string(op_class_name(*cls));
-    held.push_back({name, row_ops[i], row_tokens[i], m.seconds, *predict_seconds(m.c, gpu, p)});
+    held.push_back({name, row_ops[i], row_tokens[i], m.seconds, *predictor.seconds(m.c)});
   }
   for (const Mixed& x : mixed) {
     const double pred = attention_seconds(d, gpu, p, x.pc, x.kp, x.nd, x.kd, meta.block_size);
