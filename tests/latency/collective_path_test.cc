@@ -82,7 +82,7 @@ TEST_CASE("A100 and B200 caps", "[collectives]") {
   CHECK(select_allreduce_path(nvswitch(100, 2, 2 * MiB)) == AllReducePath::kSymmMem);
 }
 
-TEST_CASE("--disable-custom-all-reduce leaves torch symm-mem where it applies", "[collectives]") {
+TEST_CASE("disable_custom_all_reduce leaves torch symm-mem where it applies", "[collectives]") {
   // cuda_communicator.py creates the symm-mem communicator from VLLM_ALLREDUCE_USE_SYMM_MEM,
   // independently of the custom all-reduce switch.
   AllReduceCase h100 = nvswitch(90, 2, 8 * KiB);
