@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "core/units.h"
 
@@ -37,7 +38,9 @@ int64_t kv_blocks_for_one_request(const KvGroupLayout& layout, const KvRequestLi
 }
 
 int64_t kv_bytes_for_one_request(const KvGroupLayout& layout, const KvRequestLimits& limits) {
-  return kv_blocks_for_one_request(layout, limits) * layout.block_bytes(limits.block_tokens);
+  // Saturates: a length past what int64 bytes can count needs more than any pool holds.
+  return checked_mul(kv_blocks_for_one_request(layout, limits), layout.block_bytes(limits.block_tokens))
+      .value_or(std::numeric_limits<int64_t>::max());
 }
 
 int64_t estimate_max_model_len(const KvGroupLayout& layout, const KvRequestLimits& limits,
@@ -64,7 +67,10 @@ int64_t estimate_max_model_len(const KvGroupLayout& layout, const KvRequestLimit
 int64_t vllm_kv_cache_size_tokens(const KvGroupLayout& layout, const KvRequestLimits& limits,
                                   int64_t pool_blocks) {
   const int64_t per_request = kv_blocks_for_one_request(layout, limits);
-  return per_request > 0 ? pool_blocks * limits.max_model_len / per_request : 0;
+  if (per_request <= 0) return 0;
+  // pool_blocks x max_model_len can pass int64 for a huge length: the quotient cannot.
+  return static_cast<int64_t>(static_cast<__int128>(pool_blocks) * limits.max_model_len /
+                              per_request);
 }
 
 std::optional<std::string> one_request_fits_error(const KvGroupLayout& layout,

@@ -245,7 +245,10 @@ TEST_CASE("a huge model just inside the KV bound runs and billion-token requests
       "policies: [{name: none, guards: []}, {name: reserve, guards: [{type: reserve}]}]\n"
       // Past max_position and chunked (a 7.45M-token unchunked batch would leave no room for
       // the pool's activation profile): the requests reach the KV store, which refuses them.
-      "engine: {chunked_prefill: true, max_model_len: 2000000000, allow_long_max_model_len: true}\n"
+      // A pool of 10 blocks given by count: a pool sized by gpu_memory_utilization could not
+      // hold one 2e9-token request, and vLLM's start-up check would refuse the engine.
+      "engine: {kv: {type: paged, num_blocks: 10}, chunked_prefill: true, max_model_len: 2000000000,\n"
+      "         allow_long_max_model_len: true}\n"
       "workload:\n"
       "  clients: {type: closed_loop, count: 2}\n"
       "  prompt_tokens: 1000000000\n"
