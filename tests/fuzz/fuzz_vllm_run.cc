@@ -3,6 +3,7 @@
 // requests.jsonl beside a fixed meta.json, read as a run folder), "bench" (a vllm bench serve
 // result with no meta.json beside it) or "bundle_csv" (an LLMServingSim CSV, every cell read as
 // a number). Only InputError may escape the readers; anything else is a bug.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -51,7 +52,7 @@ void read_input(const std::string& kind, const std::filesystem::path& dir) {
     const MeasuredRun run = read_measured_run(dir / "bench.json");
     for (const MeasuredRequest& r : run.requests) {
       if (r.input_tokens < 1 || r.output_tokens < 1 || !(r.ttft_s >= 0) ||
-          !(r.e2e_s >= r.ttft_s) || !(r.e2e_s < 1e308)) {
+          !(r.e2e_s >= r.ttft_s) || !std::isfinite(r.e2e_s)) {
         __builtin_trap();
       }
     }
