@@ -91,6 +91,7 @@ std::string_view comm_source_name(CommSource s) {
     case CommSource::kMeasured: return "measured";
     case CommSource::kNcclTests: return "nccl-tests";
     case CommSource::kNoP2p: return "measured-no-p2p";
+    case CommSource::kFromAllReduce: return "from-all-reduce";
     case CommSource::kDerived: return "derived";
   }
   return "-";

@@ -51,6 +51,7 @@ enum class CommSource : uint8_t {
   kMeasured,   // the GPU's measured vLLM all-reduce (or send/recv, all-gather) curve
   kNcclTests,  // the GPU's nccl-tests curve (vLLM's path differs from the measured host's)
   kNoP2p,      // a curve measured without GPU peer-to-peer access
+  kFromAllReduce,  // an all-gather / reduce-scatter timed as the measured all-reduce of half its bytes
   kDerived,    // no measurement: latency floor plus bytes over the catalog link (profile)
 };
 std::string_view comm_source_name(CommSource s);

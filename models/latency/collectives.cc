@@ -77,8 +77,18 @@ CollectiveTime Collectives::allreduce(double bytes, double tokens) const {
   return t;
 }
 
-CollectiveTime Collectives::ep_exchange(CollectiveOp op, double total_bytes) const {
-  return from_curve(op, false, par_.data, p2p_, total_bytes, CommSource::kNcclTests);
+CollectiveTime Collectives::ep_exchange(CollectiveOp op, double total_bytes, double tokens) const {
+  CollectiveTime t = from_curve(op, false, par_.data, p2p_, total_bytes, CommSource::kNcclTests);
+  if (t.seconds >= 0) return t;
+  // With P2P vLLM's own all-reduce curve may be custom all-reduce: take nccl-tests' (eager, as
+  // the all-gather curves are); without P2P vLLM's all-reduce is NCCL through the host, measured
+  // in graph and eager mode as the forward runs.
+  t = p2p_ ? from_curve(CollectiveOp::kNcclAllReduce, false, par_.data, true, total_bytes / 2,
+                        CommSource::kFromAllReduce)
+           : from_curve(CollectiveOp::kAllReduce, graph(tokens), par_.data, false,
+                        total_bytes / 2, CommSource::kFromAllReduce);
+  t.detail.message_bytes = total_bytes;
+  return t;
 }
 
 CollectiveTime Collectives::pp_send(double bytes) const {

@@ -56,8 +56,12 @@ class Collectives {
   AllReduceCase allreduce_case(double bytes) const;
   // vLLM's default EP all2all backend (allgather_reducescatter): the dispatch all-gather and the
   // combine reduce-scatter over the d data-parallel ranks, each of `total_bytes` (the whole
-  // gathered buffer, nccl-tests' size). `op`: kAllGather or kReduceScatter.
-  CollectiveTime ep_exchange(CollectiveOp op, double total_bytes) const;
+  // gathered buffer, nccl-tests' size), in a forward of `tokens` rows on this rank. `op`:
+  // kAllGather or kReduceScatter. Where the host kind has no such curve (none was measured
+  // without P2P), the NCCL all-reduce of half the bytes on the same host kind: a ring all-gather
+  // or reduce-scatter of S bytes moves (w - 1) / w x S through each rank in one kernel, as the
+  // ring all-reduce of S / 2 does (2 (w - 1) / w x S / 2).
+  CollectiveTime ep_exchange(CollectiveOp op, double total_bytes, double tokens) const;
   // One pipeline-stage send of `bytes` over PyNCCL.
   CollectiveTime pp_send(double bytes) const;
   // The all-gather over the tensor-parallel group that rebuilds a TP-sliced PP send.

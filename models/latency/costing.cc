@@ -170,23 +170,23 @@ OpCost Costing::allreduce(double m) const {
   return o;
 }
 
-OpCost Costing::all_to_all(double m) const {
+OpCost Costing::all_to_all(double m, double gathered) const {
+  // AgRsAll2AllManager (vllm/distributed/device_communicators/all2all.py): all_gatherv of every
+  // rank's hidden states with the sizes DPMetadata gives, reduce_scatterv of the output rows.
+  const double d = s_.moe_token_scale;  // the data-parallel ranks whose tokens meet
+  const double total = gathered * s_.hidden * kActBytes;
+  // Each rank receives the others' (d - 1) / d of the gathered rows and sends as much back.
+  const double traffic = 2 * total * (d - 1) / d;
   if (!ideal_ && comm_ != nullptr) {
-    const double d = s_.moe_token_scale;  // the data-parallel ranks whose tokens meet
-    const double total = d * m * s_.hidden * kActBytes;
-    const CollectiveTime gather = comm_->ep_exchange(CollectiveOp::kAllGather, total);
-    const CollectiveTime scatter = comm_->ep_exchange(CollectiveOp::kReduceScatter, total);
+    const CollectiveTime gather = comm_->ep_exchange(CollectiveOp::kAllGather, total, m);
+    const CollectiveTime scatter = comm_->ep_exchange(CollectiveOp::kReduceScatter, total, m);
     if (gather.seconds >= 0 && scatter.seconds >= 0) {
-      // Each rank receives the others' (d - 1) / d of the gathered rows and sends as much back.
-      const double traffic = 2 * total * (d - 1) / d;
       return collective("all_to_all", traffic, gather.seconds + scatter.seconds, s_.moe_layers,
                         gather.detail);
     }
   }
-  const double g = s_.ep_group;
-  const double payload = m / s_.tp * s_.topk * s_.hidden * kActBytes * (g - 1) / g;
-  OpCost o = op("all_to_all", OpClass::kAllReduce, 0.0, 2 * payload, 2, s_.moe_layers, link_rates(m));
-  if (!ideal_ && comm_ != nullptr) o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
+  OpCost o = op("all_to_all", OpClass::kAllReduce, 0.0, traffic, 2, s_.moe_layers, link_rates(m));
+  if (!ideal_ && comm_ != nullptr) o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, total, 0};
   o.comm.calls = s_.moe_layers;
   return o;
 }

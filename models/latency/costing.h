@@ -211,13 +211,14 @@ class Costing {
   // ring formula: 2 (t - 1) / t of the message over the link, plus the profile's latency.
   OpCost allreduce(double m) const;
 
-  // Expert parallelism across data-parallel replicas. Measured (vLLM's default
-  // allgather_reducescatter backend): per MoE layer, an all-gather of the d replicas' m x hidden
-  // rows (d x m x hidden x 2 bytes in all) and a reduce-scatter of the same size. Derived: this
-  // GPU's share of its rows (m / t tokens x top-k, 16-bit) to the experts' GPUs and back, the
-  // (g - 1) / g of them whose expert lives on another GPU over the link, two collectives per
-  // MoE layer, each with the all-reduce's fixed latency.
-  OpCost all_to_all(double m) const;
+  // Expert parallelism across data-parallel replicas, as vLLM's default allgather_reducescatter
+  // backend runs it: per MoE layer, an all-gather of the `gathered` rows of hidden states the
+  // d replicas bring (their token counts as DPMetadata holds them, padding included) and a
+  // reduce-scatter of as many rows of expert output, `gathered` x hidden x 2 bytes each; this
+  // rank runs `m` rows. Measured curves where the GPU has them (Collectives::ep_exchange);
+  // derived: the (d - 1) / d of both buffers that cross the link, two collectives per MoE
+  // layer, each with the all-reduce's fixed latency.
+  OpCost all_to_all(double m, double gathered) const;
 
   // Pipeline parallelism: p - 1 stage boundaries. Measured: vLLM sends the hidden states and
   // the residual (two m x hidden tensors), each TP rank a 1 / t slice (send_tensor_dict with

@@ -208,7 +208,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                                k.gemm("", m, s.hidden, 2 * s.ffn, s.hidden * 2 * s.ffn, s.dense_layers, -1),
                                k.gemm("", m, s.ffn, s.hidden, s.ffn * s.hidden, s.dense_layers, -1)));
     }
-    if (s.ep_group > 1 && s.moe_token_scale > 1) add(it, keep_ops, k.all_to_all(m));
+    if (s.ep_group > 1 && s.moe_token_scale > 1) add(it, keep_ops, k.all_to_all(m, tokens));
   } else {
     add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * s.ffn, s.hidden * 2 * s.ffn, L, 2));
     add(it, keep_ops, k.gemm("mlp_down", rows, s.ffn, s.hidden, s.ffn * s.hidden, L, 3));
