@@ -21,6 +21,10 @@ Collectives::Collectives(const GpuSpec& gpu, Parallelism par, CollectiveSettings
       settings_(settings),
       tables_(&tables) {}
 
+int64_t v0_max_graph_tokens(int64_t max_num_seqs) {
+  return std::min<int64_t>((max_num_seqs + 7) / 8 * 8, 256);
+}
+
 bool Collectives::graph(double tokens) const {
   return !settings_.enforce_eager && tokens <= static_cast<double>(settings_.max_graph_tokens);
 }

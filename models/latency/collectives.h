@@ -25,7 +25,14 @@ struct CollectiveSettings {
   bool enforce_eager = false;              // vLLM --enforce-eager: no CUDA graphs
   // Batches of at most this many tokens run in a CUDA graph (vLLM's max_cudagraph_capture_size).
   int64_t max_graph_tokens = 512;
+  // vLLM V0 (below 0.8): only decode-only batches replay a CUDA graph; a batch with a prefill
+  // runs eagerly whatever its size (ModelInputForGPUBuilder._use_captured_graph).
+  bool graph_decode_only = false;
 };
+
+// vLLM V0's largest captured batch (vllm/worker/model_runner.py, _get_max_graph_batch_size):
+// max_num_seqs rounded up to a multiple of 8, at most 256 (_BATCH_SIZES_TO_CAPTURE).
+int64_t v0_max_graph_tokens(int64_t max_num_seqs);
 
 // vLLM's default max_cudagraph_capture_size (VllmConfig._set_cudagraph_sizes):
 // min(max_num_seqs x (1 + speculative tokens) x 2, 512), then at most max_num_batched_tokens.

@@ -45,6 +45,8 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   if (r.m == 0) return true;  // cost()'s empty batch
   const auto rows = static_cast<int64_t>(r.m);
   if (rows > kRowMemoMaxRows) return false;
+  // The row memo's collectives are the decode steps' (graph); V0 runs a prefill's eagerly.
+  if (comm_eager_ != nullptr && !batch.prefill.empty()) return false;
   // Attention, the only operations that depend on more than the row counts.
   const Costing k(*shape_, gpu_, profile_, false);
   std::array<double, 3> prefill{}, decode{};  // (seconds, flops, bytes)

@@ -113,6 +113,15 @@ void LatencyModel::set_collective_settings(const CollectiveSettings& settings) {
   comm_settings_ = settings;
   if (par_.single()) return;  // one GPU: no collective runs (and no table is read)
   comm_ = std::make_shared<const Collectives>(gpu_, par_, settings, CollectiveTables::builtin());
+  if (settings.graph_decode_only) {
+    CollectiveSettings eager = settings;
+    eager.enforce_eager = true;
+    comm_eager_ = std::make_shared<const Collectives>(gpu_, par_, eager, CollectiveTables::builtin());
+  }
+}
+
+const Collectives* LatencyModel::collectives_for(const BatchShape& batch) const {
+  return comm_eager_ != nullptr && !batch.prefill.empty() ? comm_eager_.get() : comm_.get();
 }
 
 IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool ideal,
@@ -130,7 +139,8 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     const char* row = reinterpret_cast<const char*>(&gemm_memo_[static_cast<size_t>(m)]);
     for (size_t line = 0; line < sizeof(gemm_memo_[0]); line += 64) __builtin_prefetch(row + line);
   }
-  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_, ideal ? nullptr : comm_.get());
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_,
+                  ideal ? nullptr : collectives_for(batch));
 
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;

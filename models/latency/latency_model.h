@@ -185,6 +185,8 @@ class LatencyModel {
 
  private:
   IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal, bool keep_ops) const;
+  // The collectives a batch runs with: comm_, or comm_eager_ for a V0 batch with a prefill.
+  const Collectives* collectives_for(const BatchShape& batch) const;
   // iteration(kTotals) of a decode-only aggregate batch of n sequences and context t, from
   // decode_memo_ (built on first use); false when n is past the memo's range.
   bool decode_step_totals(int64_t n, int64_t t, int block_tokens, IterationCost& out) const;
@@ -238,6 +240,8 @@ class LatencyModel {
   std::shared_ptr<const LatencyShape> shape_;
   CollectiveSettings comm_settings_;
   std::shared_ptr<const Collectives> comm_;
+  // With graph_decode_only (V0): the same collectives all eager, for batches with a prefill.
+  std::shared_ptr<const Collectives> comm_eager_;
 };
 
 // The figures `kvsim latency` prints for `batch` identical requests of `seq_len` prompt tokens

@@ -217,6 +217,10 @@ CollectiveSettings collective_settings(const EngineConfig& c) {
   s.enforce_eager = c.enforce_eager;
   const int spec = c.speculative ? c.speculative->num_speculative_tokens : 0;
   s.max_graph_tokens = default_max_graph_tokens(c.max_num_seqs, c.max_num_batched_tokens, spec);
+  if (c.host_path == HostPath::kV0AsyncOutput) {
+    s.graph_decode_only = true;
+    s.max_graph_tokens = v0_max_graph_tokens(c.max_num_seqs);
+  }
   return s;
 }
 

@@ -147,3 +147,33 @@ TEST_CASE("PP sends the hidden states and the residual, TP-sliced, then all-gath
   // = 35.8358 us. Two tensors: 2 x (19.1120 + 35.8358) = 109.8956 us.
   CHECK(s.seconds == Approx(109.8956e-6).epsilon(1e-5));
 }
+
+TEST_CASE("vLLM V0 runs a prefill's all-reduces eagerly; its decodes replay graphs up to 256",
+          "[collectives]") {
+  // Llama-3-70B (80 layers, hidden 8192) on 8 x H100, a 100-token prefill: 100 x 8192 x 2 =
+  // 1,638,400 B a call, 160 calls, torch symm-mem (above 8 GPUs' 256 KiB custom cap). V1: 100 <=
+  // 512 tokens, a piecewise graph: 14.97 us at 1,048,576 B and 19.39 at 2,097,152 -> 14.97 +
+  // 4.42 x 589,824 / 1,048,576 = 17.45625 us. V0 (graph_decode_only): the eager curve, 42.07 and
+  // 41.42 -> 42.07 - 0.65 x 0.5625 = 41.704375 us.
+  CollectiveSettings v0;
+  v0.graph_decode_only = true;
+  v0.max_graph_tokens = v0_max_graph_tokens(256);
+  CHECK(v0.max_graph_tokens == 256);
+  CHECK(v0_max_graph_tokens(100) == 104);
+  CHECK(v0_max_graph_tokens(1000) == 256);
+  const OpCost v1 = find_op(build("llama-3-70b", "h100-sxm", Parallelism{8, 1}).iteration(prefill_batch(100)),
+                            "allreduce");
+  CHECK(v1.comm.graph);
+  CHECK(v1.seconds == Approx(160 * 17.45625e-6).epsilon(1e-9));
+  const LatencyModel lm = build("llama-3-70b", "h100-sxm", Parallelism{8, 1}, v0);
+  const OpCost pre = find_op(lm.iteration(prefill_batch(100)), "allreduce");
+  CHECK_FALSE(pre.comm.graph);
+  CHECK(pre.seconds == Approx(160 * 41.704375e-6).epsilon(1e-9));
+  // 100 decodes (the same message) replay a graph under V0 too.
+  const OpCost dec = find_op(lm.iteration(decode_batch(std::vector<int64_t>(100, 500))), "allreduce");
+  CHECK(dec.comm.graph);
+  CHECK(dec.seconds == Approx(160 * 17.45625e-6).epsilon(1e-9));
+  // The engine's totals path takes the prefill's eager collectives as the full costing does.
+  CHECK(lm.iteration(prefill_batch(100), OpDetail::kTotals).seconds ==
+        lm.iteration(prefill_batch(100)).seconds);
+}
