@@ -120,7 +120,8 @@ void LatencyModel::set_collective_settings(const CollectiveSettings& settings) {
   }
 }
 
-const Collectives* LatencyModel::collectives_for(const BatchShape& batch) const {
+const Collectives* LatencyModel::collectives_for(const BatchShape& batch, bool ideal) const {
+  if (ideal) return nullptr;  // the lower bound: the derived formula at peak
   return comm_eager_ != nullptr && !batch.prefill.empty() ? comm_eager_.get() : comm_.get();
 }
 
@@ -139,8 +140,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     const char* row = reinterpret_cast<const char*>(&gemm_memo_[static_cast<size_t>(m)]);
     for (size_t line = 0; line < sizeof(gemm_memo_[0]); line += 64) __builtin_prefetch(row + line);
   }
-  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_,
-                  ideal ? nullptr : collectives_for(batch));
+  const Costing k(s, gpu_, p, ideal, ideal ? nullptr : &gemm_memo_, collectives_for(batch, ideal));
 
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;

@@ -185,8 +185,9 @@ class LatencyModel {
 
  private:
   IterationCost cost(const BatchShape& batch, const Profile& p, bool ideal, bool keep_ops) const;
-  // The collectives a batch runs with: comm_, or comm_eager_ for a V0 batch with a prefill.
-  const Collectives* collectives_for(const BatchShape& batch) const;
+  // The collectives a batch runs with: comm_, or comm_eager_ for a V0 batch with a prefill;
+  // none for the lower bound.
+  const Collectives* collectives_for(const BatchShape& batch, bool ideal) const;
   // iteration(kTotals) of a decode-only aggregate batch of n sequences and context t, from
   // decode_memo_ (built on first use); false when n is past the memo's range.
   bool decode_step_totals(int64_t n, int64_t t, int block_tokens, IterationCost& out) const;
