@@ -116,7 +116,8 @@ struct RequestState {
         now - preempted_at;
     preempted_at = -1;
   }
-  // Running with its (re)prefill done: each iteration adds one token.
+  // Running with its (re)prefill done: each iteration adds its new tokens (one, or with
+  // speculative decoding one plus the drafts it accepts).
   bool decoding() const { return phase == Phase::kRunning && prefilled >= prefill_target; }
 };
 

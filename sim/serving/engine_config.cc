@@ -16,7 +16,8 @@ namespace {
 
 // A V0 engine (vllm_version below 0.8): no AsyncScheduler, and async output processing, which
 // vLLM turns off with speculative decoding (ModelConfig.verify_async_output_proc).
-void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async) {
+void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async,
+                     const Scheduler& scheduler) {
   const std::string& v = c.vllm_version->text;
   if (async && *async) {
     e.peek("async_scheduling")->fail(fmt::format(
@@ -31,12 +32,20 @@ void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> a
         "is not modelled",
         v));
   }
-  if (c.scheduler != "continuous" && c.scheduler != "vllm_v0") {
+  if (!scheduler.in_vllm_v0()) {
     e.peek("scheduler")->fail(fmt::format(
         "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
         "continuous (chunked prefill on), not '{}'",
         v, c.scheduler));
   }
+}
+
+// The scheduler the engine names, into c.scheduler; the other keys ask it what it supports
+// (runs_speculation, caps_long_prefills, plans_ahead, in_vllm_v0), never its name.
+std::unique_ptr<Scheduler> chosen_scheduler(const ConfigNode& e, EngineConfig& c) {
+  const auto& entry = scheduler_registry().choose(e, "scheduler", "continuous");
+  c.scheduler = entry.name;
+  return entry.make();
 }
 
 }  // namespace
@@ -45,7 +54,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   EngineConfig c;
   if (e.is_null()) return c;
   if (!e.is_map()) e.fail_expected("an engine section (a map)");
-  c.scheduler = scheduler_registry().choose(e, "scheduler", "continuous").name;
+  const std::unique_ptr<Scheduler> scheduler = chosen_scheduler(e, c);
   c.max_num_seqs = e.get<int64_t>("max_num_seqs", c.max_num_seqs, {.min = 1, .max = 1e7});
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
@@ -54,7 +63,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.fast_forward = e.get<bool>("fast_forward", true);
   c.long_prefill_token_threshold =
       e.get<int64_t>("long_prefill_token_threshold", 0, {.min = 0, .max = 1e9});
-  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && c.scheduler == "continuous")) {
+  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && scheduler->caps_long_prefills())) {
     e.peek("long_prefill_token_threshold")
         ->fail("long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
                "continuous with chunked_prefill: true");
@@ -67,15 +76,15 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.speculative = parse_speculative_config(e);
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
-    if (c.scheduler != "continuous") {
+    if (!scheduler->runs_speculation()) {
       spec.fail(fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
                             "needs scheduler: continuous, not '{}'",
                             c.scheduler));
     }
   }
   if (c.host_path == HostPath::kV0AsyncOutput) {
-    check_v0_engine(c, e, async);
-  } else if (c.scheduler == "continuous") {
+    check_v0_engine(c, e, async, *scheduler);
+  } else if (scheduler->plans_ahead()) {
     // With speculation vLLM resolves an unset value by the method (async_by_default).
     c.async_scheduling = async.value_or(!c.speculative || c.speculative->async_by_default());
     if (async && *async && c.speculative && !c.speculative->async_allowed()) {

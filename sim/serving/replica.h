@@ -4,7 +4,8 @@
 //   AdmissionQueue  guards at admission, their queue and its timeouts
 //   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
 //   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
-//   KvLedger        every KV call about a request, with the deferred decode growth protocol
+//   KvLedger        every growth, settlement and release of a request's KV, with the deferred
+//                   decode growth protocol (first allocations are RunQueues' own)
 //   FastForward     the decode-only periods in closed form (sim/serving/fast_forward/), in
 //                   fast-forward mode: entered at one seam, update_fast_forward
 // One forward pass is one event; its duration comes from the latency model, or from an
