@@ -29,6 +29,13 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
         totals.speculative->merge(*r.speculative);
       }
     }
+    if (r.kv_offloading) {
+      if (!totals.kv_offloading) {
+        totals.kv_offloading = *r.kv_offloading;
+      } else {
+        totals.kv_offloading->merge(*r.kv_offloading);
+      }
+    }
     if (r.peak_in_use_bytes > replicas[worst].peak_in_use_bytes) worst = i;
     // A prefill replica's completions are first tokens handed to a decode replica, whose outcome
     // is the request's (docs/cluster.md, disaggregation); its failures are the request's own.

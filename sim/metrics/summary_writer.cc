@@ -160,6 +160,27 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
+    if (p.kv_offloading) {  // only for a policy with kv_offloading
+      const OffloadStats& k = *p.kv_offloading;
+      o["kv_offloading"] = {{"backend", k.backend},
+                            {"cpu",
+                             {{"block_tokens", k.block_tokens},
+                              {"block_bytes", k.block_bytes},
+                              {"capacity_blocks", k.capacity_blocks},
+                              {"query_tokens", k.query_tokens},
+                              {"hit_tokens", k.hit_tokens},
+                              {"hit_rate", k.hit_rate()},
+                              {"loads", k.loads},
+                              {"loaded_blocks", k.loaded_blocks},
+                              {"loaded_bytes", k.loaded_bytes()},
+                              {"stored_blocks", k.stored_blocks},
+                              {"stored_bytes", k.stored_bytes()},
+                              {"evicted_blocks", k.evicted_blocks},
+                              {"skipped_stores", k.skipped_stores},
+                              {"peak_blocks", k.peak_blocks},
+                              {"load_link_busy_s", k.load_busy_s},
+                              {"store_link_busy_s", k.store_busy_s}}}};
+    }
     if (p.speculative) {  // only for a policy with speculative_config
       const SpecDecodeStats& sd = *p.speculative;
       o["speculative_decoding"] = {{"method", sd.method},

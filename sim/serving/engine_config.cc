@@ -65,6 +65,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.vllm_version = parse_vllm_version(e);
   c.host_path = host_path_of(c.vllm_version);
   c.speculative = parse_speculative_config(e);
+  c.kv_offloading = parse_kv_offloading(e);
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
     if (c.scheduler != "continuous") {
@@ -180,6 +181,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
 }
 
 void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec& model) {
+  if (c.kv_offloading) check_kv_offloading_model(e, model);
   const std::optional<ConfigNode> len_node = e.is_map() ? e.peek("max_model_len") : std::nullopt;
   if (c.max_model_len == 0) {
     c.max_model_len = model.max_position;
