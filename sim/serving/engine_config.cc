@@ -39,6 +39,19 @@ void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> a
   }
 }
 
+// limit_mm_per_prompt: whether it turns images off ({image: 0}).
+bool images_off(const ConfigNode& e) {
+  const std::optional<ConfigNode> mm = e.optional_child("limit_mm_per_prompt");
+  if (!mm || mm->is_null()) return false;
+  if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
+  mm->allow({"image", "video", "audio"});
+  const bool off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
+  mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
+  mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
+  mm->reject_unknown_keys();
+  return off;
+}
+
 }  // namespace
 
 EngineConfig parse_engine_config(const ConfigNode& e) {
@@ -168,14 +181,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   if (auto st = e.optional_child("step_time"); st && !st->is_null()) {
     c.step_time = parse_fixed_step_time(*st);
   }
-  if (auto mm = e.optional_child("limit_mm_per_prompt"); mm && !mm->is_null()) {
-    if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
-    mm->allow({"image", "video", "audio"});
-    c.images_off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
-    mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
-    mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
-    mm->reject_unknown_keys();
-  }
+  c.images_off = images_off(e);
   e.allow({"kv"});  // read by the memory pool
   return c;
 }

@@ -103,21 +103,21 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      config_.long_prefill_token_threshold == 0 &&
                      // Speculative decoding's steps gain 1 + accepted tokens each, which the
                      // closed-form stretches do not model: it steps every iteration.
-                     !config_.speculative &&
-                     // KV offloading's loads and stores end at their own events.
-                     !config_.kv_offloading;
+                     !config_.speculative;
   if (config_.kv_offloading) set_up_offload();
-  if (config_.speculative) {
-    spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
-    queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
-    recorder_.on_speculative(config_.speculative->method_name,
-                             config_.speculative->num_speculative_tokens);
-  }
+  if (config_.speculative) set_up_speculative();
   update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
 Replica::~Replica() = default;
+
+void Replica::set_up_speculative() {
+  spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
+  queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
+  recorder_.on_speculative(config_.speculative->method_name,
+                           config_.speculative->num_speculative_tokens);
+}
 
 void Replica::update_fast_forward() {
   const bool on = fast_forward_ok_ && !check_ &&

@@ -215,7 +215,14 @@ class RunQueues final : public PlanSteps {
   // KV offloading: the waiting head `r` (GPU prefix hit `cached`, of `target` tokens) starts
   // loading `hit` more from the CPU tier if its KV fits now. kStarted: it left the queue;
   // kWait: no room yet (the queue waits, FCFS); kNever: an empty pool cannot hold it.
-  enum class LoadStart { kStarted, kWait, kNever };
+  // kNone: no load (no tier, already loaded, or no hit past the GPU's).
+  enum class LoadStart { kNone, kStarted, kWait, kNever };
+  // The load, if any, of the waiting head `r` before its prefill (kNever: it was rejected).
+  LoadStart offload_first(RequestState& r, const PrefixHashes& prefix, int64_t cached,
+                          int64_t target, bool nothing_else);
+  // The prefix figures of `r`'s lookup: `cached` of `target` tokens on the GPU, `hit` more in the
+  // CPU tier; once per request, at its first admission or load.
+  void count_lookup(RequestState& r, int64_t target, int64_t cached, int64_t hit);
   LoadStart start_load(RequestState& r, const PrefixHashes& prefix, int64_t cached, int64_t hit,
                        int64_t target, bool nothing_else);
   std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started

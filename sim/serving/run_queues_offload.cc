@@ -8,6 +8,27 @@
 
 namespace kvsim {
 
+RunQueues::LoadStart RunQueues::offload_first(RequestState& r, const PrefixHashes& prefix,
+                                              int64_t cached, int64_t target, bool nothing_else) {
+  if (!hooks_.offload_match || r.offload_loaded) return LoadStart::kNone;
+  const int64_t hit = hooks_.offload_match(r, cached, target);
+  if (hit == 0) return LoadStart::kNone;
+  const LoadStart s = start_load(r, prefix, cached, hit, target, nothing_else);
+  if (s == LoadStart::kNever) hooks_.finish(r.spec.id, Outcome::kRejectedTooLong);
+  return s;
+}
+
+void RunQueues::count_lookup(RequestState& r, int64_t target, int64_t cached, int64_t hit) {
+  // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
+  // recompute's lookup goes to its separate preempted_* figures, which kvsim does not report); a
+  // request whose prefix was loaded is counted when its load starts.
+  if (r.preemptions == 0 && !r.offload_loaded) {
+    recorder_.on_prefix_lookup(target, cached, cached / pool_.kv().paged()->block_tokens());
+    if (hooks_.offload_match) recorder_.on_offload_lookup(target - cached, hit);
+  }
+  r.offload_loaded = false;  // a recompute after a preemption looks the tier up again
+}
+
 RunQueues::LoadStart RunQueues::start_load(RequestState& r, const PrefixHashes& prefix,
                                            int64_t cached, int64_t hit, int64_t target,
                                            bool nothing_else) {
@@ -18,12 +39,9 @@ RunQueues::LoadStart RunQueues::start_load(RequestState& r, const PrefixHashes& 
   waiting_.pop_front();
   KvLedger::forget(r);
   r.phase = Phase::kLoading;
+  count_lookup(r, target, cached, hit);
   r.offload_loaded = true;
   ++loading_;
-  if (r.preemptions == 0) {
-    recorder_.on_prefix_lookup(target, cached, cached / pool_.kv().paged()->block_tokens());
-    recorder_.on_offload_lookup(target - cached, hit);
-  }
   hooks_.offload_load(r, cached, hit);
   return LoadStart::kStarted;
 }

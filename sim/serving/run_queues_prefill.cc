@@ -94,15 +94,9 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;
     const bool nothing_else = running_.empty() && it.prefill_ids.empty() && swapped_.empty() &&
                               receiving_ == 0 && handing_off_ == 0 && loading_ == 0;
-    // KV offloading: a prefix the CPU tier holds past the GPU hit is loaded first.
-    if (hooks_.offload_match && lookup && !r.offload_loaded) {
-      if (const int64_t hit = hooks_.offload_match(r, cached, target); hit > 0) {
-        const LoadStart s = start_load(r, prefix, cached, hit, target, nothing_else);
-        if (s == LoadStart::kWait) break;
-        if (s == LoadStart::kNever) hooks_.finish(id, Outcome::kRejectedTooLong);
-        continue;
-      }
-    }
+    const LoadStart load = offload_first(r, prefix, cached, target, nothing_else);
+    if (load == LoadStart::kWait) break;
+    if (load != LoadStart::kNone) continue;
     const int64_t todo = target - cached;
     // Without chunking a prompt runs whole; one longer than the budget runs alone.
     if (!chunked && todo > budget && !it.prefill_ids.empty()) break;
@@ -153,14 +147,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     r.end_preemption(hooks_.now());
     r.prefill_target = target;
     r.prefilled = cached;
-    // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
-    // recompute's lookup goes to its separate preempted_* figures, which kvsim does not report).
-    // (A request whose prefix was loaded was counted when its load started.)
-    if (lookup && r.preemptions == 0 && !r.offload_loaded) {
-      recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
-      if (hooks_.offload_match) recorder_.on_offload_lookup(target - cached, 0);
-    }
-    r.offload_loaded = false;  // a recompute after a preemption looks the tier up again
+    if (lookup) count_lookup(r, target, cached, 0);
     enter_running(r);
     decodes_->started_prefill(r);
     if (hooks_.scheduled) hooks_.scheduled(r);
