@@ -153,3 +153,24 @@ policies: [{name: p, guards: []}]
   CHECK_THROWS_WITH(run_yaml(yaml), Catch::Contains("test.yaml:5:") &&
                                         Catch::Contains("enable_prefix_caching: true"));
 }
+
+// block_size_multiple 4: offloaded blocks of 64 tokens (8,388,608 bytes), 4 GiB / 8 MiB = 512 of
+// them. The repeat's GPU hit, 1,408 tokens, is 22 offloaded blocks; the tier's lookup runs from
+// block 22 to (8,192 - 1) / 64 = 127: 105 blocks = 6,720 tokens (8,128 in all), loaded in
+// 105 x 8,388,608 B / 50e9 B/s = 0.0176160768 s (17,616,077 ns); then 64 tokens are prefilled
+// after 8,128. A's and B's 128 blocks each are stored.
+TEST_CASE("offloaded blocks of several GPU blocks load in whole offloaded blocks",
+          "[engine][offload]") {
+  const RunResult r = run_two_turns("{backend: native, size_gib: 4, block_size_multiple: 4}");
+  const PolicySummary& cpu = r.policies.at(1);
+  const double first = iteration_s(8192, 0);
+  const double repeat = sim_to_seconds(17'616'077) + iteration_s(64, 8128);
+  CHECK(cpu.ttft.mean == Approx((2 * first + repeat) / 3).epsilon(1e-12));
+  const OffloadStats& k = *cpu.kv_offloading;
+  CHECK(k.block_tokens == 64);
+  CHECK(k.capacity_blocks == 512);
+  CHECK(k.hit_tokens == 6720);
+  CHECK(k.loaded_blocks == 105);
+  CHECK(k.loaded_bytes() == 880'803'840);
+  CHECK(k.stored_blocks == 256);
+}
