@@ -48,6 +48,19 @@ std::unique_ptr<Scheduler> chosen_scheduler(const ConfigNode& e, EngineConfig& c
   return entry.make();
 }
 
+// limit_mm_per_prompt: whether it turns images off ({image: 0}).
+bool images_off(const ConfigNode& e) {
+  const std::optional<ConfigNode> mm = e.optional_child("limit_mm_per_prompt");
+  if (!mm || mm->is_null()) return false;
+  if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
+  mm->allow({"image", "video", "audio"});
+  const bool off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
+  mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
+  mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
+  mm->reject_unknown_keys();
+  return off;
+}
+
 }  // namespace
 
 EngineConfig parse_engine_config(const ConfigNode& e) {
@@ -74,6 +87,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.vllm_version = parse_vllm_version(e);
   c.host_path = host_path_of(c.vllm_version);
   c.speculative = parse_speculative_config(e);
+  c.kv_offloading = parse_kv_offloading(e);
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
     if (!scheduler->runs_speculation()) {
@@ -176,19 +190,13 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   if (auto st = e.optional_child("step_time"); st && !st->is_null()) {
     c.step_time = parse_fixed_step_time(*st);
   }
-  if (auto mm = e.optional_child("limit_mm_per_prompt"); mm && !mm->is_null()) {
-    if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
-    mm->allow({"image", "video", "audio"});
-    c.images_off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
-    mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
-    mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
-    mm->reject_unknown_keys();
-  }
+  c.images_off = images_off(e);
   e.allow({"kv"});  // read by the memory pool
   return c;
 }
 
 void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec& model) {
+  if (c.kv_offloading) check_kv_offloading_model(e, model);
   const std::optional<ConfigNode> len_node = e.is_map() ? e.peek("max_model_len") : std::nullopt;
   if (c.max_model_len == 0) {
     c.max_model_len = model.max_position;

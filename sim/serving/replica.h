@@ -40,6 +40,7 @@
 namespace kvsim {
 
 class FastForward;  // sim/serving/fast_forward/fast_forward.h
+class OffloadConnector;  // sim/serving/offload/offload_connector.h
 
 class Replica {
  public:
@@ -301,6 +302,15 @@ class Replica {
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
+  // KV offloading (config_.kv_offloading; replica_offload.cc), else nullptr: the connector, set
+  // up with its hooks into the queues (the fast-forward goes off: loads and stores end at their
+  // own events); a request's load ended (it waits again, or it ended).
+  std::unique_ptr<OffloadConnector> offload_;
+  void set_up_offload();
+  void offload_loaded(int64_t id);
+  // The launched step's prefill chunks are planned as stores (build_connector_meta).
+  void plan_offload_stores(const IterationPlan& it);
+  void set_up_speculative();  // config_.speculative: spec_ and its decode gain
   std::unique_ptr<Speculator> spec_;  // speculative decoding (config_.speculative); else nullptr
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
   // growth); on (fast_forward_) unless something reads every request at every step.

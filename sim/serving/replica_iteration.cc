@@ -8,6 +8,7 @@
 #include "models/memory/kv_capabilities.h"
 #include "sim/serving/fast_forward/fast_forward.h"
 #include "sim/serving/replica.h"
+#include "sim/serving/offload/offload_connector.h"
 
 namespace kvsim {
 
@@ -166,6 +167,7 @@ void Replica::launch_iteration(SimTime duration) {
     tokens += it.spec_tokens + it.finished_tokens();
   }
   record_start(events_.now(), pool_.snapshot(), seqs, tokens, duration, prepared_flops_);
+  if (offload_) plan_offload_stores(it);
   hand_over(planning_, duration);
 }
 
@@ -244,6 +246,7 @@ void Replica::end_iteration() {
   const IterationPlan& it = in_flight_;
   busy_ = false;
   close_iteration(false);
+  if (offload_) offload_->forward_ended();
   const SimTime now = events_.now();
   if (v0_output_) v0_release_processed();  // the step before's, processed during this one
   std::vector<int64_t>& done = done_scratch_;
