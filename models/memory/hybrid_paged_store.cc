@@ -56,6 +56,16 @@ int64_t HybridPagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t
   return static_cast<int64_t>(layout_.groups.size()) * hybrid_ceil_div(tokens, block_tokens_);
 }
 
+int64_t HybridPagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                           int64_t batched) const {
+  (void)prefix;
+  int64_t need = 0;
+  for (const KvGroup& g : layout_.groups) {
+    need += kv_group_admission_blocks(g, tokens, block_tokens_, batched);
+  }
+  return need;
+}
+
 AllocResult HybridPagedStore::allocate(RequestId request, int64_t prompt_tokens,
                                        int64_t max_total_tokens, const PrefixHashes& prefix) {
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);

@@ -50,6 +50,9 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   int64_t cached_prefix_tokens(const PrefixHashes&, int64_t) const override { return 0; }
   // A block per block_tokens in every group: nothing is computed yet, nothing freed.
   int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const override;
+  // Each group's table, a local group's capped at what it ever holds (kv_group_admission_blocks).
+  int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                           int64_t batched) const override;
   int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
   int64_t window_freed_blocks() const override { return window_freed_; }
   int64_t window_frees(RequestId request, int64_t target) const override;
