@@ -113,3 +113,36 @@ TEST_CASE("Hybrid prefix cache: generated tokens are cached under the request's 
   CHECK(off.cached_prefix_tokens(own, 49) == 0);
   CHECK_FALSE(off.prefix_caching());
 }
+
+TEST_CASE("Hybrid prefix cache: a chunked group looks up only its current chunk",
+          "[memory][hybrid][prefix]") {
+  // Groups full {1, 3} (group 0) and chunked {0, 2} (group 1), chunks of 32 tokens (2 blocks).
+  HybridPagedStore s(kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kChunked, 32)), 16,
+                     20, /*prefix_caching=*/true);
+  // A: 64 prompt tokens, 4 hashed blocks keyed in each group (ids 0-3 full, 4-7 chunked). To 65:
+  // 64 computed tokens open a chunk at 64, so the chunked group frees blocks 0-3 (ids 7, 6, 5, 4
+  // to the back, still keyed); each group takes a block (8, 9). Free: 10-19, 7, 6, 5, 4.
+  REQUIRE(s.allocate(1, 64, 100, apc_prompt(64)));
+  REQUIRE(s.grow(1, 65));
+  CHECK(s.window_freed_blocks() == 4);
+  CHECK(s.free_blocks() == 14);
+  // B: 56 tokens, at most 3 blocks: full 3; chunked, the chunk of 48 tokens starts at block 2:
+  // blocks 0-1 count without a lookup, block 2 (freed, cached) is found: 3 blocks, 48 tokens.
+  CHECK(s.cached_prefix_tokens(apc_prompt(56), 56) == 48);
+  // C: 112 tokens without hashes take 7 blocks in each group, every free block: the cached
+  // chunked blocks are evicted.
+  REQUIRE(s.allocate(3, 112, 200, {}));
+  s.release(3);
+  // B again: the chunked group's block 2 is gone: 2 blocks; at 2 the chunk starts at block 2,
+  // nothing to look up: 2 blocks, 32 tokens.
+  CHECK(s.cached_prefix_tokens(apc_prompt(56), 56) == 32);
+  // 72 tokens, at most 4 blocks (the 4 hashes): full 4 (A holds them); chunked, the chunk of 64
+  // starts at block 4: all 4 without a lookup, though none is cached. 64 tokens; it takes one
+  // new block in each group (the chunked hits are all before its chunk: null).
+  CHECK(s.cached_prefix_tokens(apc_prompt(72), 72) == 64);
+  CHECK(s.blocks_to_allocate(apc_prompt(72), 72) == 2);
+  REQUIRE(s.allocate(2, 72, 100, apc_prompt(72)));
+  CHECK(s.held_blocks(2, 0) == 5);
+  CHECK(s.held_blocks(2, 1) == 1);
+  s.check_invariants();
+}
