@@ -82,3 +82,26 @@ TEST_CASE("The gate caps each local group at what it ever holds, and admits a lo
     CHECK(test::count(small.policies[0], Outcome::kRejectedTooLong) == 1);
   }
 }
+
+TEST_CASE("The watermark guard counts a block per block_size tokens in every group",
+          "[engine][hybrid]") {
+  // gpt-oss-120b: 2 groups (full, sliding 128). 100 blocks, watermark 0.01: the mark is 1 block.
+  // A prompt of 800 tokens takes 50 blocks in each group, 100: 100 - 100 < 1, never above the
+  // mark (rejected as too long), though the full-sequence gate alone would admit it (50 + the
+  // sliding group's min(50, cap) = 100, the cap being over 8 blocks for any token budget). 784
+  // tokens take 2 x 49 = 98: 100 - 98 = 2 >= 1, ok.
+  const auto run = [](int64_t prompt) {
+    return test::run_yaml(fmt::format(R"(
+name: t
+model: gpt-oss-120b
+gpu: h100-sxm
+engine: {{kv: {{type: paged, block_size: 16, num_blocks: 100}}}}
+workload: {{arrivals: {{type: fixed, rate: 1}}, max_requests: 1, prompt_tokens: {},
+           output_tokens: 1}}
+policies: [{{name: p, guards: [{{type: watermark, watermark: 0.01}}]}}]
+)",
+                                      prompt));
+  };
+  CHECK(test::count(run(800).policies[0], Outcome::kRejectedTooLong) == 1);
+  CHECK(test::count(run(784).policies[0], Outcome::kCompleted) == 1);
+}
