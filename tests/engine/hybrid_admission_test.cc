@@ -105,3 +105,25 @@ policies: [{{name: p, guards: [{{type: watermark, watermark: 0.01}}]}}]
   CHECK(test::count(run(800).policies[0], Outcome::kRejectedTooLong) == 1);
   CHECK(test::count(run(784).policies[0], Outcome::kCompleted) == 1);
 }
+
+TEST_CASE("A lone request that preempts itself is scheduled again at the next step, not lost",
+          "[engine][hybrid]") {
+  // Gemma-3-27B (7 groups, window 1,024) in 64 blocks, synchronous scheduling: a 100-token
+  // prompt takes 7 x 7 = 49 blocks; decoding, 113 tokens take 7 x 8 = 56, 129 take 63, and the
+  // 145th token needs a tenth block in every group, 70 > 64: the request preempts itself, and
+  // that step admits nothing. The next step's gate asks 7 x ceil(145 / 16) = 70 blocks of an
+  // empty pool of 64: rejected as too long. (The replica used to go idle there, the request
+  // left waiting until the run's end.)
+  const RunResult r = test::run_yaml(R"(
+name: t
+model: gemma-3-27b
+gpu: h100-sxm
+engine: {async_scheduling: false, kv: {type: paged, block_size: 16, num_blocks: 64}}
+workload: {arrivals: {type: fixed, rate: 1}, max_requests: 1, prompt_tokens: 100,
+           output_tokens: 300}
+policies: [{name: p, guards: []}]
+)");
+  const PolicySummary& p = r.policies[0];
+  CHECK(p.preemptions == 1);
+  CHECK(test::count(p, Outcome::kRejectedTooLong) == 1);
+}
