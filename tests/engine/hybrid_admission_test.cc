@@ -38,7 +38,8 @@ int64_t peak_blocks(const PolicySummary& p, int64_t blocks) {
 
 TEST_CASE("The gate caps each local group at what it ever holds, and admits a long prompt",
           "[engine][hybrid]") {
-  // Each model runs with a pool of exactly the gate's blocks (admitted) and one fewer (never).
+  // Each model runs with a pool of exactly the gate's blocks (admitted), a roomier one (the same
+  // peak) and one block fewer than the gate (never).
   // Gemma-3-27B: groups 1 full (10 layers) and 6 sliding, window 1,024. A
   // 5,000-token prompt is ceil(5,000 / 16) = 313 blocks a table; uncapped the gate would ask
   // 7 x 313 = 2,191 > 1,000. The cap of a sliding group: ceil(min(1,024 - 1 + 512, 5,000) / 16)
@@ -68,16 +69,18 @@ TEST_CASE("The gate caps each local group at what it ever holds, and admits a lo
     const char* model;
     const char* gpu;
     int tp;
-    int64_t prompt, gate, peak;
+    int64_t prompt, gate, peak, pool;  // pool: a roomier one, where the peak is the same
   };
-  for (const Case& c : {Case{"gemma-3-27b", "h100-sxm", 1, 5'000, 895, 864},
-                        Case{"llama-4-scout", "h200", 2, 20'000, 2'882, 2'560}}) {
+  for (const Case& c : {Case{"gemma-3-27b", "h100-sxm", 1, 5'000, 895, 864, 1'000},
+                        Case{"llama-4-scout", "h200", 2, 20'000, 2'882, 2'560, 3'000}}) {
     INFO(c.model);
-    const RunResult r = one_long_prompt(c.model, c.gpu, c.tp, c.prompt, c.gate);
-    REQUIRE(r.policies.size() == 1);
-    const PolicySummary& p = r.policies[0];
-    CHECK(test::count(p, Outcome::kCompleted) == 1);
-    CHECK(peak_blocks(p, c.gate) == c.peak);
+    for (const int64_t blocks : {c.gate, c.pool}) {
+      const RunResult r = one_long_prompt(c.model, c.gpu, c.tp, c.prompt, blocks);
+      REQUIRE(r.policies.size() == 1);
+      const PolicySummary& p = r.policies[0];
+      CHECK(test::count(p, Outcome::kCompleted) == 1);
+      CHECK(peak_blocks(p, blocks) == c.peak);
+    }
     const RunResult small = one_long_prompt(c.model, c.gpu, c.tp, c.prompt, c.gate - 1);
     CHECK(test::count(small.policies[0], Outcome::kRejectedTooLong) == 1);
   }
