@@ -36,7 +36,16 @@ bool Replica::plan(bool* nothing) {
       *nothing = true;
       return false;
     }
-    if (!queues_.has_running() && !queues_.has_swapped()) return false;  // idle, or waiting
+    if (!queues_.has_running() && !queues_.has_swapped()) {
+      // The step preempted every running request (the last one itself) and so admitted nothing;
+      // vLLM's engine loop steps on while requests wait, and its next schedule() takes the
+      // waiting queue again. Otherwise the replica is idle, or waits for an arrival.
+      if (it.preempted > 0 && queues_.waiting_size() > 0) {
+        it.clear();
+        continue;
+      }
+      return false;
+    }
     // Nothing can run although requests hold memory: they wait on each other. Swapped requests
     // come back as recomputes; otherwise the scheduling policy's victim (the newest running
     // request under fcfs) yields its memory (preemption) or, with preemption off, the server is

@@ -168,16 +168,7 @@ bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_fre
 
 int64_t RunQueues::full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
                                         const BatchLimits& limits) const {
-  const PagedBlocks& paged = *pool_.kv().paged();
-  int64_t need = paged.blocks_to_allocate(prefix, target);
-  // A sliding window holds at most a window and a chunk: vLLM caps the reservation there
-  // (SlidingWindowSpec.max_admission_blocks_per_request).
-  if (const int64_t w = pool_.model().sliding_window.value_or(0); w > 0) {
-    const int64_t bt = paged.block_tokens();
-    const int64_t window_tokens = w - 1 + limits.max_num_batched_tokens;
-    need = std::min(need, (window_tokens + bt - 1) / bt + 1);
-  }
-  return need;
+  return pool_.kv().paged()->admission_blocks(prefix, target, limits.max_num_batched_tokens);
 }
 
 int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {
