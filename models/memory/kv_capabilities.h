@@ -107,8 +107,14 @@ class PagedBlocks {
   // Free blocks that allocate(request, tokens, ..., prefix) takes now: one per block of the
   // `tokens` its prefix hits do not cover, and one per hit that sits cached on the free list
   // (vLLM v1's SingleTypeKVCacheManager.get_num_blocks_to_allocate, evictable hits counted).
-  // The admission gate of vLLM's scheduler_reserve_full_isl asks it for a whole sequence.
   virtual int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const = 0;
+  // Free blocks the admission gate of vLLM's scheduler_reserve_full_isl asks of a waiting
+  // `tokens`-token sequence when a step computes at most `batched` tokens: blocks_to_allocate,
+  // with each sliding-window or chunked group's share capped at the most it ever holds at once
+  // (KVCacheManager.allocate_slots with full_sequence_must_fit: get_num_blocks_to_allocate with
+  // apply_admission_cap=True; kv_group_admission_cap).
+  virtual int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                   int64_t batched) const = 0;
   // Free blocks that grow_to_at_least(request, tokens) needs now (0 when the request holds that
   // many tokens already): it fails, changing nothing, exactly when this exceeds free_blocks().
   // Requires: held, no deferral window open.

@@ -11,19 +11,11 @@ namespace kvsim {
 
 namespace {
 
-int64_t startup_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // One group's pages for a request of `len` tokens (the group's spec.max_memory_usage_bytes /
 // page_size in vllm/v1/kv_cache_interface.py: FullAttentionSpec, SlidingWindowSpec,
-// ChunkedLocalAttentionSpec).
+// ChunkedLocalAttentionSpec): the admission cap, or every block under full attention.
 int64_t group_blocks(const KvGroup& g, int64_t len, int64_t block, int64_t batched) {
-  switch (g.kind) {
-    case KvGroup::Kind::kFull: return startup_ceil_div(len, block);
-    case KvGroup::Kind::kSlidingWindow:
-      return startup_ceil_div(std::min(g.span - 1 + batched, len), block) + 1;
-    case KvGroup::Kind::kChunked: return startup_ceil_div(std::min(g.span + batched, len), block);
-  }
-  return 0;
+  return kv_group_admission_cap(g, len, block, batched).value_or((len + block - 1) / block);
 }
 
 }  // namespace

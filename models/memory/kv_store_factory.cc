@@ -51,11 +51,6 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   const bool hybrid =
       model.hybrid() && !node.get<bool>("disable_hybrid_kv_cache_manager", false);
   const KvGroupLayout layout = hybrid ? kv_group_layout(model) : KvGroupLayout{};
-  if (hybrid && o.enable_prefix_caching) {
-    node.child("enable_prefix_caching").fail(
-        "prefix caching is not modelled for hybrid local/global attention models (the hybrid "
-        "KV store keeps no block ids)");
-  }
   const int64_t block_bytes = hybrid ? layout.block_bytes(o.block_tokens)
                                              : o.block_tokens * model.kv_bytes_per_token();
   if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
@@ -79,7 +74,10 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
     if (o.num_blocks < 1) node.fail("the KV budget is smaller than two blocks (one is vLLM's null block)");
     o.num_blocks = std::min<int64_t>(o.num_blocks, (1LL << 31) - 1);
   }
-  if (hybrid) return std::make_unique<HybridPagedStore>(layout, o.block_tokens, o.num_blocks);
+  if (hybrid) {
+    return std::make_unique<HybridPagedStore>(layout, o.block_tokens, o.num_blocks,
+                                              o.enable_prefix_caching);
+  }
   return std::make_unique<PagedStore>(model.kv_bytes_per_token(), o);
 }
 

@@ -8,22 +8,12 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "models/memory/block_keys.h"
 
 namespace kvsim {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Key of paged block `i` from the trace's prefix hashes: the hash entry that covers the block's
-// last token names the whole prefix up to there; mixing in `i` tells apart blocks inside one
-// hash block. 0 is reserved for "no key".
-uint64_t block_key(uint64_t prefix_hash, int64_t i) {
-  uint64_t x = prefix_hash ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1));
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x == 0 ? 1 : x;
-}
 }  // namespace
 
 PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
@@ -101,11 +91,7 @@ void PagedStore::unref(int32_t b) {
 }
 
 int64_t PagedStore::keyable_blocks(const PrefixHashes& prefix, int64_t limit) const {
-  if (!prefix_caching_ || prefix.block_tokens <= 0 || prefix.hashes.empty()) return 0;
-  const int64_t prompt = prefix.prompt_tokens > 0 ? prefix.prompt_tokens : limit;
-  const int64_t covered =
-      std::min(prompt, static_cast<int64_t>(prefix.hashes.size()) * prefix.block_tokens);
-  return covered / block_tokens_;
+  return prefix_caching_ ? keyable_prefix_blocks(prefix, limit, block_tokens_) : 0;
 }
 
 int64_t PagedStore::owner_of(const PrefixHashes& prefix) const {
@@ -117,16 +103,11 @@ int64_t PagedStore::lookup_blocks(const PrefixHashes& prefix, int64_t tokens) co
   return owner_of(prefix) >= 0 ? tokens / block_tokens_ : keyable_blocks(prefix, tokens);
 }
 
-uint64_t PagedStore::own_key(int64_t owner, int64_t i) {
-  // A 64-bit mix of the owner, apart from any prompt hash (a collision is a 2^-64 event).
-  return block_key(0xd6e8feb86659fd93ULL * static_cast<uint64_t>(owner + 1) ^ 0x632be59bd9b4e019ULL,
-                   i);
-}
+uint64_t PagedStore::own_key(int64_t owner, int64_t i) { return own_block_key(owner, i); }
 
 uint64_t PagedStore::key_of(const PrefixHashes& prefix, int64_t i) const {
   if (i >= keyable_blocks(prefix, 0) && owner_of(prefix) >= 0) return own_key(prefix.owner, i);
-  const int64_t last_token = (i + 1) * block_tokens_ - 1;
-  return block_key(prefix.hashes[static_cast<size_t>(last_token / prefix.block_tokens)], i);
+  return hashed_block_key(prefix, i, block_tokens_);
 }
 
 int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const {
@@ -146,6 +127,13 @@ int64_t PagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t token
     if (blk(by_key_.at(key_of(prefix, i))).ref > 0) --need;  // shared: no free block taken
   }
   return need;
+}
+
+int64_t PagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                     int64_t batched) const {
+  const int64_t need = blocks_to_allocate(prefix, tokens);
+  if (sliding_window_ == 0) return need;
+  return std::min(need, *kv_group_admission_cap(window_group(), tokens, block_tokens_, batched));
 }
 
 void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
@@ -276,10 +264,8 @@ AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
 
 int64_t PagedStore::blocks_to_skip(const Req& r, int64_t tokens) const {
   if (sliding_window_ == 0) return 0;
-  // The next query (position `tokens`) attends to positions tokens - window + 1 onwards; the
-  // blocks wholly before that are never read again.
-  const int64_t first_needed = tokens - sliding_window_ + 1;
-  return first_needed <= 0 ? 0 : first_needed / block_tokens_ - r.skipped;
+  const int64_t skipped = kv_group_skipped_blocks(window_group(), tokens, block_tokens_);
+  return skipped == 0 ? 0 : skipped - r.skipped;
 }
 
 int64_t PagedStore::window_frees(RequestId request, int64_t target) const {

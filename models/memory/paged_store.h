@@ -26,6 +26,7 @@
 
 #include "models/memory/id_index.h"
 #include "models/memory/kv_capabilities.h"
+#include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/store_accounts.h"
 
@@ -67,6 +68,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   bool prefix_caching() const override { return prefix_caching_; }
   int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
   int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const override;
+  int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                           int64_t batched) const override;
   int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
 
   // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
@@ -116,6 +119,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     int64_t owner = -1;  // full blocks past `keys` are keyed as this request's own (-1: none)
   };
   // Token capacity up to the end of the request's last block, freed leading blocks included.
+  // The one attention type of every layer, as a KV cache group: its window's skip rule.
+  KvGroup window_group() const { return {KvGroup::Kind::kSlidingWindow, sliding_window_, {}}; }
   int64_t span_tokens(const Req& r) const { return (r.skipped + r.held) * block_tokens_; }
   // Sliding window: how many more leading blocks of `r` lie wholly before the window of its
   // `tokens` (by default its r.tokens) computed tokens (0 without a window).

@@ -18,6 +18,7 @@
 #include "sim/metrics/distribution.h"
 #include "sim/metrics/in_order_rows.h"
 #include "sim/metrics/latency_stats.h"
+#include "sim/metrics/offload_stats.h"
 #include "sim/metrics/spec_decode_stats.h"
 #include "sim/metrics/slo.h"
 #include "sim/request/request_state.h"
@@ -157,6 +158,8 @@ struct PolicySummary {
 
   // Speculative decoding (the engine's speculative_config); nullopt without it.
   std::optional<SpecDecodeStats> speculative;
+  // KV offloading (the engine's kv_offloading); nullopt without it.
+  std::optional<OffloadStats> kv_offloading;
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
   int gpus = 1;  // every GPU the policy runs on: each replica's TP x PP, summed (manifest.json)
@@ -266,6 +269,12 @@ class Recorder {
   void on_decode_tokens(int64_t tokens) {
     ++summary_.speculative->decode_steps;
     summary_.speculative->decode_tokens += tokens;
+  }
+  // KV offloading: the summary's figures, filled in by the replica's connector as it runs.
+  OffloadStats& on_kv_offloading() { return summary_.kv_offloading.emplace(); }
+  void on_offload_lookup(int64_t query_tokens, int64_t hit_tokens) {
+    summary_.kv_offloading->query_tokens += query_tokens;
+    summary_.kv_offloading->hit_tokens += hit_tokens;
   }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;

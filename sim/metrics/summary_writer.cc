@@ -91,6 +91,42 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
   return out;
 }
 
+// A policy's kv_offloading figures (docs/metrics.md), the CPU tier's under "cpu".
+nlohmann::ordered_json offload_json(const OffloadStats& k) {
+  return {{"backend", k.backend},
+          {"cpu",
+           {{"block_tokens", k.block_tokens},
+            {"block_bytes", k.block_bytes},
+            {"capacity_blocks", k.capacity_blocks},
+            {"query_tokens", k.query_tokens},
+            {"hit_tokens", k.hit_tokens},
+            {"hit_rate", k.hit_rate()},
+            {"loads", k.loads},
+            {"loaded_blocks", k.loaded_blocks},
+            {"loaded_bytes", k.loaded_bytes()},
+            {"stored_blocks", k.stored_blocks},
+            {"stored_bytes", k.stored_bytes()},
+            {"evicted_blocks", k.evicted_blocks},
+            {"skipped_stores", k.skipped_stores},
+            {"peak_blocks", k.peak_blocks},
+            {"load_link_busy_s", k.load_busy_s},
+            {"store_link_busy_s", k.store_busy_s}}}};
+}
+
+// A policy's speculative decoding figures (docs/metrics.md).
+nlohmann::ordered_json speculative_json(const SpecDecodeStats& sd) {
+  return {{"method", sd.method},
+          {"num_speculative_tokens", sd.num_speculative_tokens},
+          {"drafts", sd.drafts},
+          {"draft_tokens", sd.draft_tokens},
+          {"accepted_tokens", sd.accepted_tokens},
+          {"mean_acceptance_length", sd.mean_acceptance_length()},
+          {"draft_acceptance_rate", sd.draft_acceptance_rate()},
+          {"acceptance_per_position", sd.acceptance_per_position()},
+          {"decode_steps", sd.decode_steps},
+          {"tokens_per_decode_step", sd.tokens_per_decode_step()}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) {
@@ -160,19 +196,9 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
-    if (p.speculative) {  // only for a policy with speculative_config
-      const SpecDecodeStats& sd = *p.speculative;
-      o["speculative_decoding"] = {{"method", sd.method},
-                                   {"num_speculative_tokens", sd.num_speculative_tokens},
-                                   {"drafts", sd.drafts},
-                                   {"draft_tokens", sd.draft_tokens},
-                                   {"accepted_tokens", sd.accepted_tokens},
-                                   {"mean_acceptance_length", sd.mean_acceptance_length()},
-                                   {"draft_acceptance_rate", sd.draft_acceptance_rate()},
-                                   {"acceptance_per_position", sd.acceptance_per_position()},
-                                   {"decode_steps", sd.decode_steps},
-                                   {"tokens_per_decode_step", sd.tokens_per_decode_step()}};
-    }
+    // Only for a policy with kv_offloading, or with speculative_config.
+    if (p.kv_offloading) o["kv_offloading"] = offload_json(*p.kv_offloading);
+    if (p.speculative) o["speculative_decoding"] = speculative_json(*p.speculative);
     o["batch"] = batch_json(p.batch);
     o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
     if (p.gpu_layout) {  // parallelism / quantization: only where set, see recorder.h

@@ -22,6 +22,9 @@ enum class Phase {
   // ends; on the decode replica, its KV is allocated and the transfer is under way.
   kHandingOff,
   kReceiving,
+  // KV offloading (engine.kv_offloading): its KV is allocated and its prefix is loading from the
+  // CPU tier (vLLM's WAITING_FOR_REMOTE_KVS); it is in no queue and is not scheduled meanwhile.
+  kLoading,
   kDone,
 };
 
@@ -79,6 +82,7 @@ struct RequestState {
   SimTime guard_expires_at = -1;
   SimTime deadline_at = -1;
   bool scheduled = false;           // admitted into the running batch at least once
+  bool offload_loaded = false;      // its prefix was loaded from the CPU tier (kv_offloading)
   std::optional<EventId> timeout;   // the pending timeout event, if any
   SimTime timeout_at = -1;          // when it fires
   // The engine's view of the request's deferral window while decoding (DeferredGrowth, through
@@ -116,7 +120,8 @@ struct RequestState {
         now - preempted_at;
     preempted_at = -1;
   }
-  // Running with its (re)prefill done: each iteration adds one token.
+  // Running with its (re)prefill done: each iteration adds its new tokens (one, or with
+  // speculative decoding one plus the drafts it accepts).
   bool decoding() const { return phase == Phase::kRunning && prefilled >= prefill_target; }
 };
 

@@ -16,7 +16,8 @@ namespace {
 
 // A V0 engine (vllm_version below 0.8): no AsyncScheduler, and async output processing, which
 // vLLM turns off with speculative decoding (ModelConfig.verify_async_output_proc).
-void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async) {
+void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async,
+                     const Scheduler& scheduler) {
   const std::string& v = c.vllm_version->text;
   if (async && *async) {
     e.peek("async_scheduling")->fail(fmt::format(
@@ -31,12 +32,33 @@ void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> a
         "is not modelled",
         v));
   }
-  if (c.scheduler != "continuous" && c.scheduler != "vllm_v0") {
+  if (!scheduler.in_vllm_v0()) {
     e.peek("scheduler")->fail(fmt::format(
         "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
         "continuous (chunked prefill on), not '{}'",
         v, c.scheduler));
   }
+}
+
+// The scheduler the engine names, into c.scheduler; the other keys ask it what it supports
+// (runs_speculation, caps_long_prefills, plans_ahead, in_vllm_v0), never its name.
+std::unique_ptr<Scheduler> chosen_scheduler(const ConfigNode& e, EngineConfig& c) {
+  const auto& entry = scheduler_registry().choose(e, "scheduler", "continuous");
+  c.scheduler = entry.name;
+  return entry.make();
+}
+
+// limit_mm_per_prompt: whether it turns images off ({image: 0}).
+bool images_off(const ConfigNode& e) {
+  const std::optional<ConfigNode> mm = e.optional_child("limit_mm_per_prompt");
+  if (!mm || mm->is_null()) return false;
+  if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
+  mm->allow({"image", "video", "audio"});
+  const bool off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
+  mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
+  mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
+  mm->reject_unknown_keys();
+  return off;
 }
 
 }  // namespace
@@ -45,7 +67,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   EngineConfig c;
   if (e.is_null()) return c;
   if (!e.is_map()) e.fail_expected("an engine section (a map)");
-  c.scheduler = scheduler_registry().choose(e, "scheduler", "continuous").name;
+  const std::unique_ptr<Scheduler> scheduler = chosen_scheduler(e, c);
   c.max_num_seqs = e.get<int64_t>("max_num_seqs", c.max_num_seqs, {.min = 1, .max = 1e7});
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
@@ -54,7 +76,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.fast_forward = e.get<bool>("fast_forward", true);
   c.long_prefill_token_threshold =
       e.get<int64_t>("long_prefill_token_threshold", 0, {.min = 0, .max = 1e9});
-  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && c.scheduler == "continuous")) {
+  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && scheduler->caps_long_prefills())) {
     e.peek("long_prefill_token_threshold")
         ->fail("long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
                "continuous with chunked_prefill: true");
@@ -65,17 +87,18 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.vllm_version = parse_vllm_version(e);
   c.host_path = host_path_of(c.vllm_version);
   c.speculative = parse_speculative_config(e);
+  c.kv_offloading = parse_kv_offloading(e);
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
-    if (c.scheduler != "continuous") {
+    if (!scheduler->runs_speculation()) {
       spec.fail(fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
                             "needs scheduler: continuous, not '{}'",
                             c.scheduler));
     }
   }
   if (c.host_path == HostPath::kV0AsyncOutput) {
-    check_v0_engine(c, e, async);
-  } else if (c.scheduler == "continuous") {
+    check_v0_engine(c, e, async, *scheduler);
+  } else if (scheduler->plans_ahead()) {
     // With speculation vLLM resolves an unset value by the method (async_by_default).
     c.async_scheduling = async.value_or(!c.speculative || c.speculative->async_by_default());
     if (async && *async && c.speculative && !c.speculative->async_allowed()) {
@@ -167,19 +190,13 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   if (auto st = e.optional_child("step_time"); st && !st->is_null()) {
     c.step_time = parse_fixed_step_time(*st);
   }
-  if (auto mm = e.optional_child("limit_mm_per_prompt"); mm && !mm->is_null()) {
-    if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
-    mm->allow({"image", "video", "audio"});
-    c.images_off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
-    mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
-    mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
-    mm->reject_unknown_keys();
-  }
+  c.images_off = images_off(e);
   e.allow({"kv"});  // read by the memory pool
   return c;
 }
 
 void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec& model) {
+  if (c.kv_offloading) check_kv_offloading_model(e, model);
   const std::optional<ConfigNode> len_node = e.is_map() ? e.peek("max_model_len") : std::nullopt;
   if (c.max_model_len == 0) {
     c.max_model_len = model.max_position;

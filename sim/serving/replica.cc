@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
 #include "sim/serving/fast_forward/fast_forward.h"
+#include "sim/serving/offload/offload_connector.h"
 
 namespace kvsim {
 
@@ -103,17 +104,20 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      // Speculative decoding's steps gain 1 + accepted tokens each, which the
                      // closed-form stretches do not model: it steps every iteration.
                      !config_.speculative;
-  if (config_.speculative) {
-    spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
-    queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
-    recorder_.on_speculative(config_.speculative->method_name,
-                             config_.speculative->num_speculative_tokens);
-  }
+  if (config_.kv_offloading) set_up_offload();
+  if (config_.speculative) set_up_speculative();
   update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
 Replica::~Replica() = default;
+
+void Replica::set_up_speculative() {
+  spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
+  queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
+  recorder_.on_speculative(config_.speculative->method_name,
+                           config_.speculative->num_speculative_tokens);
+}
 
 void Replica::update_fast_forward() {
   const bool on = fast_forward_ok_ && !check_ &&
@@ -298,6 +302,7 @@ void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
     return;
   }
   ledger_.release_if_held(r);
+  if (offload_) offload_->request_finished(id);
   admission_.on_finish(r);
   queues_.remove(r);
   r.phase = Phase::kDone;
@@ -316,7 +321,10 @@ void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
   on_finished_(done);
 }
 
-void Replica::sample() { sample_at(events_.now(), pool_.snapshot()); }
+void Replica::sample() {
+  if (check_ && offload_) offload_->check();  // every sample: stored - evicted = occupancy
+  sample_at(events_.now(), pool_.snapshot());
+}
 
 void Replica::sample_at(SimTime t, const MemorySnapshot& s) {
   recorder_.on_sample(t, s, admission_.size(), queues_.waiting_size(), queues_.running_size());
@@ -355,6 +363,7 @@ void Replica::check() const {
               "request bookkeeping: {} in flight vs {} guard-queued + {} admitted",
               requests_.size(), admission_.size(), queues_.size());
   queues_.check();
+  if (offload_) offload_->check();
 }
 
 }  // namespace kvsim

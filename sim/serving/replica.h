@@ -4,7 +4,8 @@
 //   AdmissionQueue  guards at admission, their queue and its timeouts
 //   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
 //   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
-//   KvLedger        every KV call about a request, with the deferred decode growth protocol
+//   KvLedger        every growth, settlement and release of a request's KV, with the deferred
+//                   decode growth protocol (first allocations are RunQueues' own)
 //   FastForward     the decode-only periods in closed form (sim/serving/fast_forward/), in
 //                   fast-forward mode: entered at one seam, update_fast_forward
 // One forward pass is one event; its duration comes from the latency model, or from an
@@ -39,6 +40,7 @@
 namespace kvsim {
 
 class FastForward;  // sim/serving/fast_forward/fast_forward.h
+class OffloadConnector;  // sim/serving/offload/offload_connector.h
 
 class Replica {
  public:
@@ -300,6 +302,15 @@ class Replica {
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
+  // KV offloading (config_.kv_offloading; replica_offload.cc), else nullptr: the connector, set
+  // up with its hooks into the queues (the fast-forward goes off: loads and stores end at their
+  // own events); a request's load ended (it waits again, or it ended).
+  std::unique_ptr<OffloadConnector> offload_;
+  void set_up_offload();
+  void offload_loaded(int64_t id);
+  // The launched step's prefill chunks are planned as stores (build_connector_meta).
+  void plan_offload_stores(const IterationPlan& it);
+  void set_up_speculative();  // config_.speculative: spec_ and its decode gain
   std::unique_ptr<Speculator> spec_;  // speculative decoding (config_.speculative); else nullptr
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
   // growth); on (fast_forward_) unless something reads every request at every step.

@@ -8,6 +8,7 @@
 #include "models/memory/kv_capabilities.h"
 #include "sim/serving/fast_forward/fast_forward.h"
 #include "sim/serving/replica.h"
+#include "sim/serving/offload/offload_connector.h"
 
 namespace kvsim {
 
@@ -35,7 +36,16 @@ bool Replica::plan(bool* nothing) {
       *nothing = true;
       return false;
     }
-    if (!queues_.has_running() && !queues_.has_swapped()) return false;  // idle, or waiting
+    if (!queues_.has_running() && !queues_.has_swapped()) {
+      // The step preempted every running request (the last one itself) and so admitted nothing;
+      // vLLM's engine loop steps on while requests wait, and its next schedule() takes the
+      // waiting queue again. Otherwise the replica is idle, or waits for an arrival.
+      if (it.preempted > 0 && queues_.waiting_size() > 0) {
+        it.clear();
+        continue;
+      }
+      return false;
+    }
     // Nothing can run although requests hold memory: they wait on each other. Swapped requests
     // come back as recomputes; otherwise the scheduling policy's victim (the newest running
     // request under fcfs) yields its memory (preemption) or, with preemption off, the server is
@@ -166,6 +176,7 @@ void Replica::launch_iteration(SimTime duration) {
     tokens += it.spec_tokens + it.finished_tokens();
   }
   record_start(events_.now(), pool_.snapshot(), seqs, tokens, duration, prepared_flops_);
+  if (offload_) plan_offload_stores(it);
   hand_over(planning_, duration);
 }
 
@@ -244,6 +255,7 @@ void Replica::end_iteration() {
   const IterationPlan& it = in_flight_;
   busy_ = false;
   close_iteration(false);
+  if (offload_) offload_->forward_ended();
   const SimTime now = events_.now();
   if (v0_output_) v0_release_processed();  // the step before's, processed during this one
   std::vector<int64_t>& done = done_scratch_;

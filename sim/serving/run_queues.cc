@@ -168,6 +168,7 @@ void RunQueues::remove(RequestState& r) {
       erase_from(swapped_, r.spec.id);
       break;
     case Phase::kReceiving: --receiving_; break;
+    case Phase::kLoading: --loading_; break;
     case Phase::kHandingOff: --handing_off_; break;
     case Phase::kGuardQueue:
     case Phase::kDone: break;
@@ -349,12 +350,17 @@ void RunQueues::check() const {
   for (int64_t id : waiting_) {
     KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);
   }
-  int64_t receiving = 0, handing_off = 0;
+  int64_t receiving = 0, handing_off = 0, loading = 0;
   for (const auto& [id, r] : requests_) {
+    if (r.phase == Phase::kLoading) {
+      ++loading;
+      KVSIM_CHECK(pool_.kv().holds(id), "request {} holds no KV while its prefix loads", id);
+    }
     if (r.phase != Phase::kReceiving && r.phase != Phase::kHandingOff) continue;
     (r.phase == Phase::kReceiving ? receiving : handing_off) += 1;
     KVSIM_CHECK(pool_.kv().holds(id), "request {} holds no KV during its transfer", id);
   }
+  KVSIM_CHECK(loading == loading_, "{} requests loading vs counted {}", loading, loading_);
   KVSIM_CHECK(receiving == receiving_ && handing_off == handing_off_,
               "transfers: {} receiving, {} handing off vs counted {}, {}", receiving, handing_off,
               receiving_, handing_off_);
