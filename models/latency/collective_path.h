@@ -47,12 +47,13 @@ namespace kvsim {
 
 // Where a collective's time came from (shown in `kvsim latency --verbose`).
 enum class CommSource : uint8_t {
-  kNone,       // not a collective
-  kMeasured,   // the GPU's measured vLLM all-reduce (or send/recv, all-gather) curve
-  kNcclTests,  // the GPU's nccl-tests curve (vLLM's path differs from the measured host's)
-  kNoP2p,      // a curve measured without GPU peer-to-peer access
-  kFromAllReduce,  // an all-gather / reduce-scatter timed as the measured all-reduce of half its bytes
-  kDerived,    // no measurement: latency floor plus bytes over the catalog link (profile)
+  kNone,           // not a collective
+  kMeasured,       // the GPU's measured vLLM all-reduce (or send/recv, all-gather) curve
+  kNcclTests,      // the GPU's nccl-tests curve (vLLM's path differs from the measured host's)
+  kNoP2p,          // a curve measured without GPU peer-to-peer access
+  kFromAllReduce,  // an all-gather / reduce-scatter timed as the measured all-reduce of half its
+                   // bytes
+  kDerived,        // no measurement: latency floor plus bytes over the catalog link (profile)
 };
 std::string_view comm_source_name(CommSource s);
 

@@ -68,9 +68,11 @@ CollectiveTime Collectives::allreduce(double bytes, double tokens) const {
   host.disable_custom_all_reduce = false;
   CollectiveTime t;
   if (!p2p_) {
-    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, false, bytes, CommSource::kNoP2p);
+    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, false, bytes,
+                   CommSource::kNoP2p);
   } else if (path == select_allreduce_path(host)) {
-    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, true, bytes, CommSource::kMeasured);
+    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, true, bytes,
+                   CommSource::kMeasured);
   } else {
     // Custom all-reduce (or symm-mem) turned off: PyNCCL, as nccl-tests times it.
     t = from_curve(CollectiveOp::kNcclAllReduce, false, par_.tensor, true, bytes,
@@ -89,8 +91,8 @@ CollectiveTime Collectives::ep_exchange(CollectiveOp op, double total_bytes, dou
   // in graph and eager mode as the forward runs.
   t = p2p_ ? from_curve(CollectiveOp::kNcclAllReduce, false, par_.data, true, total_bytes / 2,
                         CommSource::kFromAllReduce)
-           : from_curve(CollectiveOp::kAllReduce, graph(tokens), par_.data, false,
-                        total_bytes / 2, CommSource::kFromAllReduce);
+           : from_curve(CollectiveOp::kAllReduce, graph(tokens), par_.data, false, total_bytes / 2,
+                        CommSource::kFromAllReduce);
   t.detail.message_bytes = total_bytes;
   return t;
 }

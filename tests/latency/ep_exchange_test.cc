@@ -55,8 +55,8 @@ TEST_CASE("EP exchange without P2P: each collective is the no-P2P all-reduce of 
   CHECK(a.bytes == Approx(48 * 524'288.0));
   // With P2P the same exchange reads the nccl-tests all-gather and reduce-scatter (524,288 B:
   // 23.95 and 22.16 us, measured points).
-  const OpCost& p = find_op(qwen3_moe_dp2("rtx-pro-6000", P2pSetting::kOn).iteration(decodes(64, 128)),
-                            "all_to_all");
+  const OpCost& p = find_op(
+      qwen3_moe_dp2("rtx-pro-6000", P2pSetting::kOn).iteration(decodes(64, 128)), "all_to_all");
   CHECK(p.comm.source == CommSource::kNcclTests);
   CHECK(p.seconds == Approx(48 * (23.95e-6 + 22.16e-6)).epsilon(1e-9));
 }
