@@ -150,8 +150,8 @@ void AtomicFile::commit() {
     const int err = errno;
     ::unlink(tmp_.c_str());
     release_slot(slot_);
-    throw InputError(fmt::format("{}: cannot rename output into place: {}", path_.string(),
-                                 std::strerror(err)));
+    throw InputError(
+        fmt::format("{}: cannot rename output into place: {}", path_.string(), std::strerror(err)));
   }
   release_slot(slot_);  // after the rename: a signal in between finds no temporary to unlink
   committed_ = true;

@@ -126,8 +126,8 @@ Workload make_trace(const ConfigNode& n, uint64_t) {
 }  // namespace
 
 void register_workload_kinds(WorkloadKindRegistry& r) {
-  const std::vector<std::string> common = {"prompt_tokens", "output_tokens", "duration_s",
-                                           "max_requests", "bursts", "priority",
+  const std::vector<std::string> common = {"prompt_tokens",   "output_tokens", "duration_s",
+                                           "max_requests",    "bursts",        "priority",
                                            "max_queue_time_s"};
   auto with = [&](std::string key) {
     std::vector<std::string> keys{std::move(key)};

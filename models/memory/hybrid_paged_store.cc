@@ -63,8 +63,8 @@ void HybridPagedStore::add_reservation(const Req& r, int sign) {
   // max_total, padding layers) is internal. Live bytes follow the blocks (set_filled).
   const int64_t cap = hybrid_ceil_div(r.tokens, block_tokens_) * block_tokens_;
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    reservation_bytes_ += sign * reservation_tokens(r.tokens, cap, r.max_total) *
-                          layout_.group_bytes_per_token(g);
+    reservation_bytes_ +=
+        sign * reservation_tokens(r.tokens, cap, r.max_total) * layout_.group_bytes_per_token(g);
   }
 }
 
@@ -72,9 +72,8 @@ int64_t HybridPagedStore::group_blocks_to_allocate(const PrefixHashes& prefix, s
                                                    int64_t hits, int64_t table) const {
   // vLLM: max(required - max(skipped, hits), 0), and the hits inside the window or chunk that
   // sit on the free list (taking them takes free blocks). The skipped ones are never touched.
-  const int64_t skipped =
-      std::min(hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_,
-                                             block_tokens_));
+  const int64_t skipped = std::min(
+      hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_, block_tokens_));
   int64_t evictable = 0;
   for (int64_t i = skipped; i < hits; ++i) {
     evictable += blocks_[static_cast<size_t>(hit_block(prefix, g, i))].ref == 0;
@@ -272,9 +271,9 @@ void HybridPagedStore::check_invariants() const {
       const std::vector<int32_t>& t = r.tables[g];
       KVSIM_CHECK(static_cast<int64_t>(t.size()) == table, "request {} group {}: {} blocks, not {}",
                   id, g, t.size(), table);
-      KVSIM_CHECK(r.skipped[g] <= kv_group_skipped_blocks(layout_.groups[g], r.tokens,
-                                                          block_tokens_),
-                  "request {} group {}: {} blocks freed inside its window", id, g, r.skipped[g]);
+      KVSIM_CHECK(
+          r.skipped[g] <= kv_group_skipped_blocks(layout_.groups[g], r.tokens, block_tokens_),
+          "request {} group {}: {} blocks freed inside its window", id, g, r.skipped[g]);
       for (size_t i = 0; i < t.size(); ++i) {
         const bool freed = static_cast<int64_t>(i) < r.skipped[g];
         KVSIM_CHECK(freed == (t[i] < 0), "request {} group {}: entry {} is {}", id, g, i, t[i]);

@@ -113,8 +113,7 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   // The longest hit, in blocks, that every group serves (find_longest_cache_hit).
   int64_t hit_blocks(const PrefixHashes& prefix, int64_t tokens) const;
   // One attention type's hit at most `most` blocks long (its groups `gs`).
-  int64_t type_hit(const PrefixHashes& prefix, const std::vector<size_t>& gs,
-                   int64_t most) const;
+  int64_t type_hit(const PrefixHashes& prefix, const std::vector<size_t>& gs, int64_t most) const;
   // The cached block of group g for key index i (the oldest copy).
   int32_t hit_block(const PrefixHashes& prefix, size_t g, int64_t i) const;
   // Free blocks a new sequence of `tokens` with `hits` hit blocks takes in group g, its table

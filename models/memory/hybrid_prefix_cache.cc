@@ -96,9 +96,8 @@ void HybridPagedStore::key_full_blocks(Req& r) {
   const auto own = static_cast<int64_t>(r.keys.size()) * block_tokens_;
   const int64_t keyable = r.owner >= 0 ? r.tokens : std::min(r.tokens, own);
   for (auto i = static_cast<int64_t>(r.keyed); i < keyable / block_tokens_; ++i) {
-    const uint64_t key = i < static_cast<int64_t>(r.keys.size())
-                             ? r.keys[static_cast<size_t>(i)]
-                             : own_block_key(r.owner, i);
+    const uint64_t key = i < static_cast<int64_t>(r.keys.size()) ? r.keys[static_cast<size_t>(i)]
+                                                                 : own_block_key(r.owner, i);
     for (size_t g = 0; g < layout_.groups.size(); ++g) {
       const int32_t b = r.tables[g][static_cast<size_t>(i)];
       if (b >= 0) index_key(b, group_key(key, g));  // a freed block was never full and kept
@@ -215,8 +214,10 @@ void HybridPagedStore::check_blocks() const {
   KVSIM_CHECK(per_group == group_held_, "per-group held blocks disagree");
   for (const auto& [key, copies] : by_key_) {
     for (int32_t b : copies) {
-      KVSIM_CHECK(blocks_[static_cast<size_t>(b)].key == key, "block {} indexed under a key it "
-                  "does not carry", b);
+      KVSIM_CHECK(blocks_[static_cast<size_t>(b)].key == key,
+                  "block {} indexed under a key it "
+                  "does not carry",
+                  b);
     }
   }
 }

@@ -83,8 +83,7 @@ std::optional<int64_t> kv_group_admission_cap(const KvGroup& g, int64_t max_len,
   const auto blocks = [&](int64_t tokens) { return (tokens + block_tokens - 1) / block_tokens; };
   switch (g.kind) {
     case KvGroup::Kind::kFull: return std::nullopt;
-    case KvGroup::Kind::kSlidingWindow:
-      return blocks(std::min(g.span - 1 + batched, max_len)) + 1;
+    case KvGroup::Kind::kSlidingWindow: return blocks(std::min(g.span - 1 + batched, max_len)) + 1;
     case KvGroup::Kind::kChunked: return blocks(std::min(g.span + batched, max_len));
   }
   return std::nullopt;

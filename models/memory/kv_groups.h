@@ -27,7 +27,7 @@ struct KvGroup {
 
 struct KvGroupLayout {
   std::vector<KvGroup> groups;
-  int group_size = 0;               // layers per group, padding included
+  int group_size = 0;                 // layers per group, padding included
   int64_t layer_bytes_per_token = 0;  // one layer's K and V of one token (one page / block_size)
 
   // One block: group_size layers of `block_tokens` tokens.

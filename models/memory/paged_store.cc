@@ -137,16 +137,16 @@ int64_t PagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
 }
 
 void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
-  const int64_t keyable = t.owner >= 0 ? r.tokens : static_cast<int64_t>(t.keys.size()) * block_tokens_;
+  const int64_t keyable =
+      t.owner >= 0 ? r.tokens : static_cast<int64_t>(t.keys.size()) * block_tokens_;
   const auto full = static_cast<size_t>(std::min(keyable, r.tokens) / block_tokens_);
   // Keying follows the tokens and skipping lags them, so no freed block is ever keyed here.
   KVSIM_CHECK(t.keyed >= full || static_cast<int64_t>(t.keyed) >= r.skipped,
               "keying block {} of a request that freed {}", t.keyed, r.skipped);
   for (; t.keyed < full; ++t.keyed) {
     const int32_t b = t.blocks[t.keyed - static_cast<size_t>(r.skipped)];
-    const uint64_t key = t.keyed < t.keys.size()
-                             ? t.keys[t.keyed]
-                             : own_key(t.owner, static_cast<int64_t>(t.keyed));
+    const uint64_t key =
+        t.keyed < t.keys.size() ? t.keys[t.keyed] : own_key(t.owner, static_cast<int64_t>(t.keyed));
     index_key(b, key);
   }
 }
@@ -166,8 +166,8 @@ void PagedStore::uncache_past(RequestId request, int64_t tokens) {
   }
 }
 
-AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
-                                 int64_t max_total_tokens, const PrefixHashes& prefix) {
+AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
+                                 const PrefixHashes& prefix) {
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);
   KVSIM_CHECK(prompt_tokens >= 1 && prompt_tokens <= max_total_tokens,
               "request {}: prompt {} max_total {}", request, prompt_tokens, max_total_tokens);
@@ -244,9 +244,9 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
 void PagedStore::fail_held(const Req* r, RequestId request, const char* op) {
   KVSIM_CHECK(r != nullptr, "{}: request {} holds no KV", op, request);
   // held() calls this only for a missing request or an open window.
-  detail::check_failed(__FILE__, __LINE__, "r->window < 0",
-                       fmt::format("{}: request {} has its deferral window open (settle first)",
-                                   op, request));
+  detail::check_failed(
+      __FILE__, __LINE__, "r->window < 0",
+      fmt::format("{}: request {} has its deferral window open (settle first)", op, request));
 }
 
 AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {

@@ -96,7 +96,8 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
   for (size_t o = 0; o < routed_outcomes.size(); ++o) {
     KVSIM_CHECK(o == unavailable ? routed_outcomes[o] <= totals.outcomes[o]
                                  : routed_outcomes[o] == totals.outcomes[o],
-                "cluster outcome {}: replicas {} vs totals {}", o, routed_outcomes[o], totals.outcomes[o]);
+                "cluster outcome {}: replicas {} vs totals {}", o, routed_outcomes[o],
+                totals.outcomes[o]);
   }
   totals.prefix_hit_rate = totals.prefix_query_tokens > 0
                                ? static_cast<double>(totals.prefix_hit_tokens) /

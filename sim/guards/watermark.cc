@@ -30,9 +30,10 @@ class WatermarkGuard final : public Guard {
                                 CheckAt::kSchedule)) {
     if (at_ == CheckAt::kSchedule) {
       if (c.has("timeout_s")) {
-        c.child("timeout_s").fail(
-            "applies only with check_at: arrival (the scheduler-side watermark holds "
-            "requests in the engine's waiting queue, not in a guard queue)");
+        c.child("timeout_s")
+            .fail(
+                "applies only with check_at: arrival (the scheduler-side watermark holds "
+                "requests in the engine's waiting queue, not in a guard queue)");
       }
       timeout_ = -1;
     } else {

@@ -18,17 +18,18 @@ struct OffloadStats {
   int64_t capacity_blocks = 0;  // the tier's size in offloaded blocks
   int64_t query_tokens = 0;
   int64_t hit_tokens = 0;
-  int64_t loads = 0;             // requests that waited for a load (WAITING_FOR_REMOTE_KVS)
+  int64_t loads = 0;  // requests that waited for a load (WAITING_FOR_REMOTE_KVS)
   int64_t loaded_blocks = 0;
-  int64_t stored_blocks = 0;     // blocks written to the tier
-  int64_t evicted_blocks = 0;    // blocks evicted from it
-  int64_t skipped_stores = 0;    // store requests refused: nothing evictable (vLLM logs them)
-  int64_t peak_blocks = 0;       // the tier's peak occupancy
-  double load_busy_s = 0;        // host-to-device link time spent on loads
-  double store_busy_s = 0;       // device-to-host link time spent on stores
+  int64_t stored_blocks = 0;   // blocks written to the tier
+  int64_t evicted_blocks = 0;  // blocks evicted from it
+  int64_t skipped_stores = 0;  // store requests refused: nothing evictable (vLLM logs them)
+  int64_t peak_blocks = 0;     // the tier's peak occupancy
+  double load_busy_s = 0;      // host-to-device link time spent on loads
+  double store_busy_s = 0;     // device-to-host link time spent on stores
 
   double hit_rate() const {
-    return query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens) : 0;
+    return query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens)
+                            : 0;
   }
   int64_t loaded_bytes() const { return loaded_blocks * block_bytes; }
   int64_t stored_bytes() const { return stored_blocks * block_bytes; }

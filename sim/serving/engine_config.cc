@@ -20,23 +20,26 @@ void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> a
                      const Scheduler& scheduler) {
   const std::string& v = c.vllm_version->text;
   if (async && *async) {
-    e.peek("async_scheduling")->fail(fmt::format(
-        "vLLM {} is a V0 engine, which has no async scheduling (V1's AsyncScheduler); set "
-        "async_scheduling: false or leave it unset",
-        v));
+    e.peek("async_scheduling")
+        ->fail(fmt::format(
+            "vLLM {} is a V0 engine, which has no async scheduling (V1's AsyncScheduler); set "
+            "async_scheduling: false or leave it unset",
+            v));
   }
   c.async_scheduling = false;
   if (c.speculative) {
-    e.peek("speculative_config")->fail(fmt::format(
-        "vLLM {} runs speculative decoding without async output processing; that V0 host path "
-        "is not modelled",
-        v));
+    e.peek("speculative_config")
+        ->fail(fmt::format(
+            "vLLM {} runs speculative decoding without async output processing; that V0 host path "
+            "is not modelled",
+            v));
   }
   if (!scheduler.in_vllm_v0()) {
-    e.peek("scheduler")->fail(fmt::format(
-        "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
-        "continuous (chunked prefill on), not '{}'",
-        v, c.scheduler));
+    e.peek("scheduler")
+        ->fail(fmt::format(
+            "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
+            "continuous (chunked prefill on), not '{}'",
+            v, c.scheduler));
   }
 }
 
@@ -76,10 +79,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.fast_forward = e.get<bool>("fast_forward", true);
   c.long_prefill_token_threshold =
       e.get<int64_t>("long_prefill_token_threshold", 0, {.min = 0, .max = 1e9});
-  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && scheduler->caps_long_prefills())) {
+  if (c.long_prefill_token_threshold > 0 &&
+      !(c.chunked_prefill && scheduler->caps_long_prefills())) {
     e.peek("long_prefill_token_threshold")
-        ->fail("long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
-               "continuous with chunked_prefill: true");
+        ->fail(
+            "long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
+            "continuous with chunked_prefill: true");
   }
   // vLLM resolves an unset async_scheduling to on for its V1 engine; the V0-style schedulers
   // (static, vllm_v0) plan after each step ends and refuse it.
@@ -91,9 +96,10 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
     if (!scheduler->runs_speculation()) {
-      spec.fail(fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
-                            "needs scheduler: continuous, not '{}'",
-                            c.scheduler));
+      spec.fail(
+          fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
+                      "needs scheduler: continuous, not '{}'",
+                      c.scheduler));
     }
   }
   if (c.host_path == HostPath::kV0AsyncOutput) {
@@ -102,18 +108,21 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
     // With speculation vLLM resolves an unset value by the method (async_by_default).
     c.async_scheduling = async.value_or(!c.speculative || c.speculative->async_by_default());
     if (async && *async && c.speculative && !c.speculative->async_allowed()) {
-      e.peek("async_scheduling")->fail(fmt::format(
-          "vLLM runs speculative decoding with async scheduling only for EAGLE-style methods "
-          "and draft_model, not method {}; set async_scheduling: false or leave it unset",
-          c.speculative->method_name));
+      e.peek("async_scheduling")
+          ->fail(fmt::format(
+              "vLLM runs speculative decoding with async scheduling only for EAGLE-style methods "
+              "and draft_model, not method {}; set async_scheduling: false or leave it unset",
+              c.speculative->method_name));
     }
   } else {
     if (async && *async) {
-      e.peek("async_scheduling")->fail(fmt::format(
-          "async_scheduling is vLLM V1's AsyncScheduler, which the '{}' scheduler does not have "
-          "(it plans each step after the one before has ended); use scheduler: continuous or "
-          "set async_scheduling: false",
-          c.scheduler));
+      e.peek("async_scheduling")
+          ->fail(fmt::format(
+              "async_scheduling is vLLM V1's AsyncScheduler, which the '{}' scheduler does not "
+              "have "
+              "(it plans each step after the one before has ended); use scheduler: continuous or "
+              "set async_scheduling: false",
+              c.scheduler));
     }
     c.async_scheduling = false;
   }
@@ -125,11 +134,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   }
   c.batch_size = e.get<int64_t>("batch_size", c.batch_size, {.min = 1, .max = 1e6});
   using Policy = EngineConfig::SchedulingPolicy;
-  c.scheduling_policy = e.get_enum<Policy>("scheduling_policy",
-                                           {{"fcfs", Policy::kFcfs},
-                                            {"priority", Policy::kPriority},
-                                            {"shortest_prompt_first", Policy::kShortestPromptFirst}},
-                                           Policy::kFcfs);
+  c.scheduling_policy =
+      e.get_enum<Policy>("scheduling_policy",
+                         {{"fcfs", Policy::kFcfs},
+                          {"priority", Policy::kPriority},
+                          {"shortest_prompt_first", Policy::kShortestPromptFirst}},
+                         Policy::kFcfs);
   using Preemption = EngineConfig::Preemption;
   c.preemption = e.get_enum<Preemption>("preemption",
                                         {{"recompute", Preemption::kRecompute},
@@ -167,14 +177,15 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.enforce_eager = e.get<bool>("enforce_eager", false);
   // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.
   if (c.host_path == HostPath::kV0AsyncOutput && c.pipeline_parallel > 1) {
-    e.peek("pipeline_parallel")->fail(fmt::format(
-        "vLLM {} turns async output processing off with pipeline parallelism "
-        "(ModelConfig.verify_async_output_proc); that V0 host path is not modelled",
-        c.vllm_version->text));
+    e.peek("pipeline_parallel")
+        ->fail(
+            fmt::format("vLLM {} turns async output processing off with pipeline parallelism "
+                        "(ModelConfig.verify_async_output_proc); that V0 host path is not modelled",
+                        c.vllm_version->text));
   }
   if (e.optional_child("weights_dtype")) {
-    const std::string w = e.get_enum("weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4",
-                                                       "mxfp4", "nvfp4"});
+    const std::string w = e.get_enum(
+        "weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"});
     if (w != "auto") c.weights_dtype = parse_dtype(w);
   }
   if (e.optional_child("kv_cache_dtype")) {
@@ -209,9 +220,8 @@ void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec&
   }
   // A scheduler without the chunked_prefill key (static) prefills whole prompts whatever it says.
   const auto* entry = scheduler_registry().find(c.scheduler);
-  const bool can_chunk =
-      entry != nullptr && std::find(entry->keys.begin(), entry->keys.end(), "chunked_prefill") !=
-                              entry->keys.end();
+  const bool can_chunk = entry != nullptr && std::find(entry->keys.begin(), entry->keys.end(),
+                                                       "chunked_prefill") != entry->keys.end();
   if (c.chunked_prefill && can_chunk) return;
   const std::optional<ConfigNode> batched_node =
       e.is_map() ? e.peek("max_num_batched_tokens") : std::nullopt;

@@ -5,12 +5,12 @@
 #include <optional>
 #include <string>
 
+#include "core/sim_time.h"
 #include "models/dtype.h"
 #include "models/latency/collectives.h"
 #include "models/latency/fixed_step_time.h"
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
-#include "core/sim_time.h"
 #include "sim/serving/host_path.h"
 #include "sim/serving/offload/kv_offloading_config.h"
 #include "sim/serving/speculative_config.h"

@@ -83,18 +83,15 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); },
                   .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); },
-                  .guard_decided =
-                      [this](const RequestState& r, std::string_view guard, const Decision& d) {
-                        observe_guard(r, guard, d);
-                      }}) {
+                  .guard_decided = [this](const RequestState& r, std::string_view guard,
+                                          const Decision& d) { observe_guard(r, guard, d); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
   queues_.set_async(async_);
   v0_output_ = config_.host_path == HostPath::kV0AsyncOutput;
   fast_forward_ok_ = config_.fast_forward &&
                      // The V0 host path stamps each step's tokens in the next step.
-                     !v0_output_ &&
-                     scheduler_->closed_form_periods() &&
+                     !v0_output_ && scheduler_->closed_form_periods() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.
@@ -120,12 +117,13 @@ void Replica::set_up_speculative() {
 }
 
 void Replica::update_fast_forward() {
-  const bool on = fast_forward_ok_ && !check_ &&
-                  (observer_ == nullptr || !observer_->needs_every_iteration());
+  const bool on =
+      fast_forward_ok_ && !check_ && (observer_ == nullptr || !observer_->needs_every_iteration());
   if (on == (fast_forward_ != nullptr)) return;
   fast_forward_.reset();
   if (on) {
-    fast_forward_ = std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
+    fast_forward_ =
+        std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
   } else {
     queues_.set_decodes(nullptr);  // stepping's
   }
@@ -143,12 +141,14 @@ void Replica::arrive(const RequestSpec& spec) {
   }
   // The server refuses at once what asks for more than max_model_len tokens in all (vLLM's
   // OpenAI server answers HTTP 400), before any guard sees it.
-  if (config_.max_model_len > 0 && spec.prompt_tokens + spec.output_tokens > config_.max_model_len) {
+  if (config_.max_model_len > 0 &&
+      spec.prompt_tokens + spec.output_tokens > config_.max_model_len) {
     finish_request(spec.id, Outcome::kRejectedTooLong);
     return;
   }
   // The request's own deadline, else the engine's; it runs from the arrival.
-  const std::optional<SimTime> wait = spec.max_queue_time ? spec.max_queue_time : config_.max_queue_time;
+  const std::optional<SimTime> wait =
+      spec.max_queue_time ? spec.max_queue_time : config_.max_queue_time;
   if (wait) r.deadline_at = events_.now() + *wait;
   if (admission_.arrive(r)) kick();
 }
@@ -242,7 +242,8 @@ void Replica::kick() {
 void Replica::oom(int64_t culprit, const AllocResult& why) {
   recorder_.on_oom();
   pool_.release_activations();
-  engine_log()->info("t={:.6f}s OOM on req={}: {}", sim_to_seconds(events_.now()), culprit, why.message());
+  engine_log()->info("t={:.6f}s OOM on req={}: {}", sim_to_seconds(events_.now()), culprit,
+                     why.message());
   if (config_.on_oom == EngineConfig::OnOom::kAbortRequest) {
     notify(ReplicaEvent::kOomAbort, culprit);
     if (requests_.count(culprit)) finish_request(culprit, Outcome::kLostOom);
@@ -283,7 +284,7 @@ void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
-  queues_.leave_decodes(r);  // its figures written out before anything reads them
+  queues_.leave_decodes(r);             // its figures written out before anything reads them
   if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
     ledger_.release_if_held(r);
     queues_.remove(r);

@@ -7,8 +7,8 @@
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
 #include "sim/serving/fast_forward/fast_forward.h"
-#include "sim/serving/replica.h"
 #include "sim/serving/offload/offload_connector.h"
+#include "sim/serving/replica.h"
 
 namespace kvsim {
 
@@ -93,8 +93,9 @@ bool Replica::prepare_iteration() {
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     const RequestState& r = requests_.at(it.prefill_ids[i]);
     const int64_t chunk = it.prefill_chunks[i];
-    shape.prefill.push_back(
-        {.tokens = chunk, .context_tokens = r.prefilled, .emits_token = r.prefilled + chunk >= r.prefill_target});
+    shape.prefill.push_back({.tokens = chunk,
+                             .context_tokens = r.prefilled,
+                             .emits_token = r.prefilled + chunk >= r.prefill_target});
     chunks.push_back({.query_tokens = chunk, .context_tokens = r.prefilled + chunk});
   }
   // Decode sequences enter the latency and activation models through their count and context
@@ -117,7 +118,8 @@ bool Replica::prepare_iteration() {
       }
     }
     int64_t sum = 0;
-    for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
+    for (const RequestState* r : it.decode)
+      sum += pool_.model().attended_tokens(r->context_tokens());
     KVSIM_CHECK(sum == it.decode_context, "decode context {} != tracked {}", sum,
                 it.decode_context);
   }
@@ -135,8 +137,8 @@ bool Replica::prepare_iteration() {
   // (Nothing below changes the pool or the recorder before record_start.)
   SimTime duration = 0;
   Int128 flops = 0;
-  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0 &&
-      !spec_) {
+  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr &&
+      it.extra_seconds == 0 && !spec_) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
     // stretches also use (sim/serving/fast_forward/stretch.cc).
     const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
@@ -152,8 +154,9 @@ bool Replica::prepare_iteration() {
     if (config_.step_time && clock_ == nullptr) {
       int64_t tokens = it.decode_seqs + it.spec_tokens + it.finished_tokens();
       for (const int64_t c : it.prefill_chunks) tokens += c;
-      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) +
-                           it.decode_seqs;
+      const int64_t seqs =
+          static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) +
+          it.decode_seqs;
       duration = config_.step_time->duration(tokens, seqs) + seconds_to_sim(it.extra_seconds);
     }
     flops = flops_to_fixed(cost.flops);
@@ -240,8 +243,10 @@ double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
                         .emits_token = true});
   }
   for (const IterationPlan::Finished& f : it.finished_in_flight) {
-    b.decode.push_back(
-        {.request_id = f.id, .kv_before = f.kv_before, .new_tokens = f.tokens, .emits_token = true});
+    b.decode.push_back({.request_id = f.id,
+                        .kv_before = f.kv_before,
+                        .new_tokens = f.tokens,
+                        .emits_token = true});
   }
   b.start_s = sim_to_seconds(events_.now());
   b.shape = &shape;
@@ -289,7 +294,8 @@ void Replica::end_iteration() {
   if (v0_output_) v0_seqs_ = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
-  if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
+  if (observer_)
+    observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
   if (fast_forward_ != nullptr) fast_forward_->run();
   kick();
 }

@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "models/memory/gpu_memory_pool.h"
+#include "sim/guards/guard.h"
 #include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
-#include "sim/guards/guard.h"
+#include "sim/request/outcome.h"
+#include "sim/serving/decode_set.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/serving/decode_set.h"
-#include "sim/request/outcome.h"
 #include "sim/serving/scheduler.h"
 
 namespace kvsim {
@@ -42,7 +42,7 @@ class RunQueues final : public PlanSteps {
  public:
   struct Hooks {
     std::function<void(int64_t culprit, const AllocResult& why)> oom;  // crash or abort
-    std::function<void(int64_t id, Outcome outcome)> finish;          // ends a request
+    std::function<void(int64_t id, Outcome outcome)> finish;           // ends a request
     // The guards' scheduler-side check before `tokens` of KV are allocated for the waiting
     // request `r` (AdmissionQueue::check_allocation); absent = always kOk.
     std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
@@ -90,7 +90,9 @@ class RunQueues final : public PlanSteps {
   void prefilled(RequestState& r, bool done);
   // The step `it` ran (end_iteration, before its prefills are counted): its decodes get their
   // token and the completed ones (in running order) are appended to `done`.
-  void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) { decodes_->commit(it, done); }
+  void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) {
+    decodes_->commit(it, done);
+  }
   // What a decode gains when its step ends (StepDecodes::commit): with speculative decoding, one
   // token and its accepted drafts (Speculator::tokens_gained); empty (the default): one token.
   // Only stepping's set reads it: the fast-forward is off with speculation.
@@ -136,7 +138,9 @@ class RunQueues final : public PlanSteps {
   // Preempts `r` (running): its KV is freed, and it is swapped out or waits to recompute.
   void preempt(RequestState& r, IterationPlan& it);
   // Whether a KV shortage may be met by preempting (preallocated KV, preemption on).
-  bool can_preempt() const { return preallocated_ && preemption_ != EngineConfig::Preemption::kOff; }
+  bool can_preempt() const {
+    return preallocated_ && preemption_ != EngineConfig::Preemption::kOff;
+  }
   // The first swapped request (the oldest under fcfs) comes back as a recompute: waiting at the
   // front under fcfs, in its place by the policy's key otherwise.
   void unswap_oldest();
@@ -162,7 +166,8 @@ class RunQueues final : public PlanSteps {
   }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
   int64_t size() const {
-    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() + swapped_.size()) +
+    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() +
+                                swapped_.size()) +
            receiving_ + handing_off_ + loading_;
   }
 

@@ -34,7 +34,8 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     if (r.decoding()) continue;
     if (r.phase == Phase::kRunning) --prefills_left;  // as grow_decodes counted them
     if (r.prefilled >= r.prefill_target) continue;
-    if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
+    if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end())
+      continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
     // A prefill whose next chunk finds no blocks is treated as any running request is (vLLM V1's
     // running loop in Scheduler.schedule): the scheduling policy's victim is preempted until the
@@ -42,7 +43,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     // fcfs, so usually itself); then the walk ends. Without preemption it stalls and keeps its
     // blocks. A stalled prefill costs no failed allocation, whose error would describe the pool
     // for nobody.
-    bool stop = false;  // it stalled, or preempted itself: the walk ends
+    bool stop = false;                    // it stalled, or preempted itself: the walk ends
     const int64_t chunk_budget = budget;  // the chunk is fixed before any preemption
     while (true) {
       AllocResult a = AllocResult::success();
@@ -88,7 +89,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
                               .block_tokens = r.spec.hash_block_tokens,
                               .prompt_tokens = r.prompt_tokens,
-                            .owner = r.spec.id};
+                              .owner = r.spec.id};
     const PagedBlocks* paged = pool_.kv().paged();
     const bool lookup = paged != nullptr && paged->prefix_caching();
     const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;

@@ -21,10 +21,11 @@ namespace kvsim {
 // What one iteration may hold. A scheduler plans within them; it may derive narrower ones (the
 // static scheduler's batch) but never changes the caller's.
 struct BatchLimits {
-  int64_t max_num_seqs = 256;              // sequences running at once
-  int64_t max_num_batched_tokens = 16384;  // tokens per iteration (one longer whole prompt runs alone)
-  bool chunked_prefill = false;            // split prompts to fill the token budget
-  int64_t batch_size = 8;                  // static batching: requests per fixed batch
+  int64_t max_num_seqs = 256;  // sequences running at once
+  int64_t max_num_batched_tokens =
+      16384;                     // tokens per iteration (one longer whole prompt runs alone)
+  bool chunked_prefill = false;  // split prompts to fill the token budget
+  int64_t batch_size = 8;        // static batching: requests per fixed batch
   // vLLM V1's scheduler_reserve_full_isl: a waiting request (new or preempted) is admitted only
   // when the free blocks hold its whole sequence (prompt + tokens generated so far, less its
   // prefix hits), though only its first chunk is allocated (KVCacheManager.allocate_slots,
@@ -151,7 +152,8 @@ class QueueView {
   // nothing and makes no call with an effect, and keeps so while free blocks only shrink, as if
   // `walk_frees` more blocks were free (RunQueues::prefills_blocked, with the replica's guards).
   // Conservative: false when unsure.
-  virtual bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const = 0;
+  virtual bool prefills_blocked(const BatchLimits& limits, int64_t decoding,
+                                int64_t walk_frees) const = 0;
   // Whether a running request is still prefilling.
   virtual bool has_prefilling() const = 0;
 

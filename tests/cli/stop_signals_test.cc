@@ -101,7 +101,8 @@ TEST_CASE("a sweep stopped by SIGTERM or SIGINT removes its temporaries and exit
   for (const int sig : {SIGTERM, SIGINT}) {
     const std::string d = make_temp_dir("stop-sweep");
     const std::string out = d + "/out";
-    const pid_t pid = spawn_for_signal({"sweep", write_long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
+    const pid_t pid =
+        spawn_for_signal({"sweep", write_long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
     // Two points running: requests.csv and timeseries.csv each.
     REQUIRE(wait_for_temporaries(out, pid, 4));
     ::kill(pid, sig);
@@ -126,7 +127,8 @@ TEST_CASE("a run writing a timeline stopped by SIGTERM removes its temporaries",
   fs::remove_all(d);
 }
 
-TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left", "[cli][sweep][signals]") {
+TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left",
+          "[cli][sweep][signals]") {
   const std::string d = make_temp_dir("stale-sweep");
   const std::string out = d + "/out";
   const std::string f = write_long_sweep(d);

@@ -26,8 +26,8 @@ RunResult run_repeat(const std::string& model, const std::string& gpu, int tp) {
     std::ofstream out(trace);
     for (int t : {0, 10'000}) {
       out << fmt::format(
-          R"({{"timestamp": {}, "input_length": 2048, "output_length": 1, "hash_ids": [1, 2, 3, 4]}})",
-          t)
+                 R"({{"timestamp": {}, "input_length": 2048, "output_length": 1, "hash_ids": [1, 2, 3, 4]}})",
+                 t)
           << "\n";
     }
   }
@@ -57,9 +57,9 @@ TEST_CASE("Hybrid models run with prefix caching: a repeated prompt hits in ever
   // ceil(127 / 16) = 8 blocks; Gemma: 1,024, 64 blocks) finds its run ending at block 127; a
   // chunked group (Scout: 8,192) has no chunk start before block 127 and finds blocks 0-126. The
   // hit: 127 x 16 = 2,032 tokens of 2,048 looked up by the two requests (4,096).
-  for (const auto& [model, gpu, tp] : {std::tuple{"gpt-oss-120b", "h100-sxm", 1},
-                                       std::tuple{"gemma-3-27b", "h100-sxm", 1},
-                                       std::tuple{"llama-4-scout", "h200", 2}}) {
+  for (const auto& [model, gpu, tp] :
+       {std::tuple{"gpt-oss-120b", "h100-sxm", 1}, std::tuple{"gemma-3-27b", "h100-sxm", 1},
+        std::tuple{"llama-4-scout", "h200", 2}}) {
     INFO(model);
     const RunResult r = run_repeat(model, gpu, tp);
     REQUIRE(r.policies.size() == 1);

@@ -53,11 +53,13 @@ policies:
 }
 
 RunResult run_two_turns(const std::string& offloading) {
-  const fs::path trace = fs::temp_directory_path() / fmt::format("kvsim-offload-{}.jsonl", ::getpid());
+  const fs::path trace =
+      fs::temp_directory_path() / fmt::format("kvsim-offload-{}.jsonl", ::getpid());
   {
     std::ofstream out(trace);
     const auto row = [&](int t, int first) {
-      out << fmt::format(R"({{"timestamp": {}, "input_length": 8192, "output_length": 1, "hash_ids": [)", t);
+      out << fmt::format(
+          R"({{"timestamp": {}, "input_length": 8192, "output_length": 1, "hash_ids": [)", t);
       for (int i = 0; i < 16; ++i) out << (i ? ", " : "") << first + i;
       out << "]}\n";
     };

@@ -1,4 +1,5 @@
-// Golden results: each shipped scenario (scenarios/*.yaml, and tests/data/golden-scenarios/*.yaml) is run as a user runs it
+// Golden results: each shipped scenario (scenarios/*.yaml, and tests/data/golden-scenarios/*.yaml)
+// is run as a user runs it
 // (`kvsim run FILE -o DIR`; a scenario with a `sweep:` section is also swept) and compared with
 // tests/golden/<scenario>/:
 //   summary.json  the run's summary; counts and strings must match exactly, floating-point
@@ -48,7 +49,8 @@ json digest(const fs::path& file) {
   const std::string text = read_text(file.string());
   int64_t rows = 0;
   for (char c : text) rows += c == '\n';
-  return {{"lines", rows}, {"bytes", static_cast<int64_t>(text.size())},
+  return {{"lines", rows},
+          {"bytes", static_cast<int64_t>(text.size())},
           {"fnv1a64", fmt::format("{:016x}", kvsim::fnv1a64(text))}};
 }
 
@@ -79,14 +81,17 @@ void compare(const json& want, const json& got, const std::string& path,
     for (const auto& [k, v] : want.items()) keys.insert(k);
     for (const auto& [k, v] : got.items()) keys.insert(k);
     for (const auto& k : keys) {
-      if (!want.contains(k)) diffs.push_back(path + "." + k + ": not in the golden result");
-      else if (!got.contains(k)) diffs.push_back(path + "." + k + ": missing");
-      else compare(want[k], got[k], path + "." + k, diffs);
+      if (!want.contains(k))
+        diffs.push_back(path + "." + k + ": not in the golden result");
+      else if (!got.contains(k))
+        diffs.push_back(path + "." + k + ": missing");
+      else
+        compare(want[k], got[k], path + "." + k, diffs);
     }
   } else if (want.is_array()) {
     if (want.size() != got.size()) {
-      diffs.push_back(fmt::format("{}: expected {} elements, got {}", path, want.size(),
-                                  got.size()));
+      diffs.push_back(
+          fmt::format("{}: expected {} elements, got {}", path, want.size(), got.size()));
       return;
     }
     for (size_t i = 0; i < want.size(); ++i) {

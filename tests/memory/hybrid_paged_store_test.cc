@@ -156,8 +156,7 @@ TEST_CASE("Per-group block tables: a sliding group frees the blocks that leave i
   s.check_invariants();
 }
 
-TEST_CASE("Per-group block tables: a chunked group frees its finished chunks",
-          "[memory][hybrid]") {
+TEST_CASE("Per-group block tables: a chunked group frees its finished chunks", "[memory][hybrid]") {
   // Chunk 32 on layers 0 and 2. A 64-token prompt: 4 blocks a table. Growing to 65 with 64
   // computed: the current chunk starts at 64, so the chunked table frees its 4 blocks and
   // takes a fifth: full 5 held, chunked 1.

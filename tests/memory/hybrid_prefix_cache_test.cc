@@ -117,8 +117,8 @@ TEST_CASE("Hybrid prefix cache: generated tokens are cached under the request's 
 TEST_CASE("Hybrid prefix cache: a chunked group looks up only its current chunk",
           "[memory][hybrid][prefix]") {
   // Groups full {1, 3} (group 0) and chunked {0, 2} (group 1), chunks of 32 tokens (2 blocks).
-  HybridPagedStore s(kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kChunked, 32)), 16,
-                     20, /*prefix_caching=*/true);
+  HybridPagedStore s(kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kChunked, 32)), 16, 20,
+                     /*prefix_caching=*/true);
   // A: 64 prompt tokens, 4 hashed blocks keyed in each group (ids 0-3 full, 4-7 chunked). To 65:
   // 64 computed tokens open a chunk at 64, so the chunked group frees blocks 0-3 (ids 7, 6, 5, 4
   // to the back, still keyed); each group takes a block (8, 9). Free: 10-19, 7, 6, 5, 4.

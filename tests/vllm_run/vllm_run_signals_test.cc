@@ -111,8 +111,8 @@ TEST_CASE("vllm-run --fit-step-overhead stopped by a signal leaves no partial fi
     CHECK(wait_exit(pid) == 128 + sig);
     CHECK_FALSE(fs::exists(out / "step-overhead-fit"));
     CHECK(temporaries_in(out).empty());
-    CHECK_FALSE(fs::exists(fs::temp_directory_path() /
-                           ("kvsim-vllm-run-check." + std::to_string(pid))));
+    CHECK_FALSE(
+        fs::exists(fs::temp_directory_path() / ("kvsim-vllm-run-check." + std::to_string(pid))));
   }
   fs::remove_all(d);
 }

@@ -32,7 +32,8 @@ bool same_prefix(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
 // Turn 0: 1,000 tokens, 1,000 / 16 = 62 hash blocks. Turn 1 resends its history (1,000 + 100)
 // and 200 new tokens: 1,300 tokens, 81 blocks, the first 62 hashes turn 0's. Turn 2: 1,300 +
 // 100 + 200 = 1,600 tokens, 100 blocks, sharing turn 1's 81. Turn 3 starts a new session: 1,000
-// tokens again, with none of the first session's hashes. Each turn arrives 2 s after the last ended.
+// tokens again, with none of the first session's hashes. Each turn arrives 2 s after the last
+// ended.
 TEST_CASE("a session's prompt grows by its history and new tokens", "[workloads][sessions]") {
   ClosedLoopClients c(session_params(), 7);
   const RequestSpec t0 = c.first_request(0);

@@ -48,7 +48,9 @@ class PositionedDom : public nlohmann::json_sax<Json> {
   bool boolean(bool v) override { return dom_.boolean(v); }
   bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
   bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
-  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return dom_.number_float(v, s);
+  }
   bool string(string_t& v) override { return dom_.string(v); }
   bool binary(binary_t& v) override { return dom_.binary(v); }
   bool start_object(std::size_t n) override { return dom_.start_object(n); }

@@ -70,8 +70,8 @@ std::optional<RequestSpec> ClosedLoopClients::next_after_completion(int client,
   if (p_.max_requests && issued_ >= *p_.max_requests) return std::nullopt;
   Rng& think_rng = think_rngs_[static_cast<size_t>(client)];
   SimTime think = p_.think;
-  if (p_.sessions && session_clients_[static_cast<size_t>(client)].next_is_tool(*p_.sessions,
-                                                                                 think_rng)) {
+  if (p_.sessions &&
+      session_clients_[static_cast<size_t>(client)].next_is_tool(*p_.sessions, think_rng)) {
     think = p_.sessions->tool_gap;  // a tool call's gap instead of the user's think time
   }
   if (p_.exponential_think && think > 0) {

@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "workloads/lengths.h"
 #include "workloads/generators/sessions.h"
+#include "workloads/lengths.h"
 #include "workloads/random.h"
 #include "workloads/request_spec.h"
 

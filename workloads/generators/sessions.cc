@@ -22,8 +22,8 @@ uint64_t SessionClient::block_hash(int64_t block) const {
   return mix(session ^ mix(static_cast<uint64_t>(block)));
 }
 
-SessionClient::Turn SessionClient::next(const SessionParams& p, int64_t first_prompt,
-                                        int64_t added, int64_t output) {
+SessionClient::Turn SessionClient::next(const SessionParams& p, int64_t first_prompt, int64_t added,
+                                        int64_t output) {
   int64_t prompt = turn_ == 0 ? first_prompt : history_ + added;
   if (turn_ > 0 && p.max_context_tokens > 0 && prompt + output > p.max_context_tokens) {
     ++session_;  // the history is too long: a new session begins with this turn

@@ -21,8 +21,8 @@ namespace kvsim {
 struct SessionParams {
   int64_t turns = 1;
   LengthDist turn_tokens = LengthDist::fixed(1);  // new tokens of each turn after the first
-  double tool_share = 0;    // share of later turns that answer a tool call
-  SimTime tool_gap = 0;     // the gap before such a turn (exponential when think is)
+  double tool_share = 0;                          // share of later turns that answer a tool call
+  SimTime tool_gap = 0;  // the gap before such a turn (exponential when think is)
   int64_t hash_block_tokens = 16;
   int64_t max_context_tokens = 0;  // 0: none
 };
@@ -51,8 +51,8 @@ class SessionClient {
 
   int client_;
   int64_t session_ = 0;
-  int64_t turn_ = 0;      // turns made in the current session
-  int64_t history_ = 0;   // tokens of its history: the last prompt and its output
+  int64_t turn_ = 0;     // turns made in the current session
+  int64_t history_ = 0;  // tokens of its history: the last prompt and its output
 };
 
 }  // namespace kvsim

@@ -39,7 +39,8 @@ void OffloadTier::prepare_load(std::span<const uint64_t> keys) {
 void OffloadTier::complete_load(std::span<const uint64_t> keys) {
   for (const uint64_t k : keys) {
     auto f = index_.find(k);
-    KVSIM_CHECK(f != index_.end() && f->second.pins > 0, "offloaded block {:#x} was not loading", k);
+    KVSIM_CHECK(f != index_.end() && f->second.pins > 0, "offloaded block {:#x} was not loading",
+                k);
     --f->second.pins;
   }
 }
@@ -49,8 +50,7 @@ std::optional<OffloadTier::StorePlan> OffloadTier::prepare_store(std::span<const
   for (const uint64_t k : keys) {
     if (index_.count(k) == 0) plan.to_store.push_back(k);
   }
-  int64_t to_evict =
-      static_cast<int64_t>(plan.to_store.size()) - (capacity_ - occupied_blocks());
+  int64_t to_evict = static_cast<int64_t>(plan.to_store.size()) - (capacity_ - occupied_blocks());
   if (to_evict > 0) {
     for (const uint64_t k : order_) {
       const Entry& e = index_.at(k);

@@ -19,8 +19,9 @@ void check_store(const ConfigNode& engine, const ConfigNode& at) {
   const bool paged = !type || type->as<std::string>() == "paged";
   const auto apc = kv && kv->is_map() ? kv->peek("enable_prefix_caching") : std::nullopt;
   if (!paged || !apc || !apc->as<bool>()) {
-    at.fail("kv_offloading needs engine.kv {type: paged, enable_prefix_caching: true}: kvsim "
-            "finds offloaded blocks by the prefix hashes of the GPU prefix cache");
+    at.fail(
+        "kv_offloading needs engine.kv {type: paged, enable_prefix_caching: true}: kvsim "
+        "finds offloaded blocks by the prefix hashes of the GPU prefix cache");
   }
 }
 
@@ -34,8 +35,9 @@ std::optional<KvOffloadingConfig> parse_kv_offloading(const ConfigNode& engine) 
   KvOffloadingConfig c;
   c.backend = n.get_enum("backend", {"native", "lmcache"}, std::string("native"));
   if (c.backend == "lmcache") {
-    n.child("backend").fail("backend lmcache is not modelled yet: use native (vLLM's "
-                            "OffloadingConnector)");
+    n.child("backend").fail(
+        "backend lmcache is not modelled yet: use native (vLLM's "
+        "OffloadingConnector)");
   }
   c.size_gib = n.get<double>("size_gib", {.min = 1.0 / 1024, .max = 1e6});
   c.block_size_multiple = n.get<int64_t>("block_size_multiple", 1, {.min = 1, .max = 4096});
@@ -48,10 +50,11 @@ void check_kv_offloading_model(const ConfigNode& engine, const ModelSpec& model)
   const std::optional<ConfigNode> n = engine.is_map() ? engine.peek("kv_offloading") : std::nullopt;
   if (!n || n->is_null()) return;
   if (model.sliding_window.value_or(0) > 0 || model.hybrid()) {
-    n->fail(fmt::format("kv_offloading is modelled for full attention only: {} has sliding-window "
-                        "or chunked-attention layers, whose per-group offload (vLLM's "
-                        "HybridOffloadPlanner) kvsim does not model",
-                        model.name));
+    n->fail(
+        fmt::format("kv_offloading is modelled for full attention only: {} has sliding-window "
+                    "or chunked-attention layers, whose per-group offload (vLLM's "
+                    "HybridOffloadPlanner) kvsim does not model",
+                    model.name));
   }
 }
 

@@ -29,9 +29,9 @@ uint64_t mix(uint64_t z) {
 
 OffloadConnector::OffloadConnector(const KvOffloadingConfig& config, Link link, EventQueue& events,
                                    OffloadStats& stats, std::function<void(int64_t id)> loaded)
-    : tier_(capacity_blocks(config, link,
-                            link.gpu_block_tokens * config.block_size_multiple *
-                                link.kv_bytes_per_token)),
+    : tier_(capacity_blocks(
+          config, link,
+          link.gpu_block_tokens * config.block_size_multiple * link.kv_bytes_per_token)),
       block_tokens_(link.gpu_block_tokens * config.block_size_multiple),
       block_bytes_(block_tokens_ * link.kv_bytes_per_token),
       bytes_per_s_(link.bytes_per_s),
@@ -55,17 +55,20 @@ int64_t OffloadConnector::keyable_blocks(const RequestState& r) const {
 
 uint64_t OffloadConnector::key(const RequestState& r, int64_t i) const {
   const int64_t last_token = (i + 1) * block_tokens_ - 1;
-  const uint64_t h = r.spec.prefix_hashes[static_cast<size_t>(last_token / r.spec.hash_block_tokens)];
+  const uint64_t h =
+      r.spec.prefix_hashes[static_cast<size_t>(last_token / r.spec.hash_block_tokens)];
   return mix(h ^ mix(static_cast<uint64_t>(i)));
 }
 
-std::vector<uint64_t> OffloadConnector::keys(const RequestState& r, int64_t from, int64_t to) const {
+std::vector<uint64_t> OffloadConnector::keys(const RequestState& r, int64_t from,
+                                             int64_t to) const {
   std::vector<uint64_t> out;
   for (int64_t i = from; i < to; ++i) out.push_back(key(r, i));
   return out;
 }
 
-int64_t OffloadConnector::matched_tokens(const RequestState& r, int64_t gpu_cached, int64_t target) {
+int64_t OffloadConnector::matched_tokens(const RequestState& r, int64_t gpu_cached,
+                                         int64_t target) {
   // Whole blocks, at most up to the prompt's last token (which is always computed: the GPU
   // lookup's max_cache_hit_length = num_tokens - 1, applied to the tier as well).
   const int64_t n = std::min(keyable_blocks(r), (target - 1) / block_tokens_);
@@ -134,8 +137,8 @@ void OffloadConnector::forward_ended() {
 void OffloadConnector::check() const {
   tier_.check_invariants();
   KVSIM_CHECK(stats_.stored_blocks - stats_.evicted_blocks == tier_.occupied_blocks(),
-              "kv_offloading: {} blocks stored - {} evicted != {} in the tier", stats_.stored_blocks,
-              stats_.evicted_blocks, tier_.occupied_blocks());
+              "kv_offloading: {} blocks stored - {} evicted != {} in the tier",
+              stats_.stored_blocks, stats_.evicted_blocks, tier_.occupied_blocks());
 }
 
 }  // namespace kvsim

@@ -62,7 +62,8 @@ class OffloadConnector {
   uint64_t key(const RequestState& r, int64_t i) const;
   int64_t keyable_blocks(const RequestState& r) const;
   std::vector<uint64_t> keys(const RequestState& r, int64_t from, int64_t to) const;
-  // A transfer of `blocks` blocks on a link free at `free_at`: its end; the link is busy until then.
+  // A transfer of `blocks` blocks on a link free at `free_at`: its end; the link is busy until
+  // then.
   SimTime transfer(int64_t blocks, SimTime& free_at, double& busy_s);
 
   OffloadTier tier_;
