@@ -198,6 +198,7 @@ void AtomicFile::append(std::string_view text) {
 }
 
 void AtomicFile::fail(const char* what, int err) {
+  if (g_stopping.load()) wait_for_stop({});  // as in commit(): the process is ending
   ::close(fd_);
   fd_ = -1;
   ::unlink(tmp_.c_str());
@@ -223,6 +224,8 @@ void AtomicFile::commit() {
   fd_ = -1;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
+    // The stop handler unlinked the temporary: no error to report, the process is ending.
+    if (g_stopping.load()) wait_for_stop({});
     ::unlink(tmp_.c_str());
     release_slot(slot_);
     throw InputError(fmt::format("{}: cannot rename output into place: {}", path_.string(),
