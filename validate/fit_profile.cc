@@ -14,7 +14,7 @@ namespace kvsim::validate {
 
 namespace {
 
-enum class Transform { kEfficiency, kPositive, kExponent };
+enum class Transform { kEfficiency, kPositive, kExponent, kAboveOne };
 
 struct Param {
   std::string name;
@@ -27,6 +27,7 @@ double to_value(Transform t, double x) {
     case Transform::kEfficiency: return 1.0 / (1.0 + std::exp(-x));
     case Transform::kPositive: return std::exp(x);
     case Transform::kExponent: return 4.0 / (1.0 + std::exp(-x));
+    case Transform::kAboveOne: return 1.0 + std::exp(x);
   }
   return 0;
 }
@@ -36,11 +37,16 @@ double to_x(Transform t, double v) {
     case Transform::kEfficiency: v = std::clamp(v, 1e-6, 1.0 - 1e-6); return std::log(v / (1 - v));
     case Transform::kPositive: return std::log(std::max(v, 1e-12));
     case Transform::kExponent: v = std::clamp(v, 1e-4, 4.0 - 1e-4); return std::log(v / (4.0 - v));
+    case Transform::kAboveOne: return std::log(std::max(v - 1.0, 1e-12));
   }
   return 0;
 }
 
-std::vector<Param> params_of(OpClass c) {
+// A class's fitted parameters, by the forms the start profile uses: `tiles`, flash attention
+// from its tiles (Profile::flash_tiles), whose per-wave overhead replaces the flash curve's
+// parameters; `l2`, elementwise bytes served from L2 (a start speedup above 1), whose speedup is
+// fitted with the class's HBM efficiency.
+std::vector<Param> params_of(OpClass c, bool tiles, bool l2) {
   auto cls = [c](auto member) {
     return [c, member](Profile& p) -> double& { return p.of(c).*member; };
   };
@@ -48,9 +54,20 @@ std::vector<Param> params_of(OpClass c) {
   if (c != OpClass::kElementwise) {
     out.push_back({"compute_efficiency", Transform::kEfficiency, cls(&ClassParams::compute_efficiency)});
   }
-  out.push_back({"memory_efficiency", Transform::kEfficiency, cls(&ClassParams::memory_efficiency)});
+  // Prefill-only chunks leave the tiled kernel compute-bound: its memory efficiency, which only
+  // mixed batches of long decodes reach, would drift unchecked; it keeps the start's value.
+  if (!(c == OpClass::kAttentionFlash && tiles)) {
+    out.push_back({"memory_efficiency", Transform::kEfficiency, cls(&ClassParams::memory_efficiency)});
+  }
   out.push_back({"launch_overhead_us", Transform::kPositive, cls(&ClassParams::launch_overhead_s)});
-  if (c == OpClass::kAttentionFlash) {
+  if (c == OpClass::kElementwise && l2) {
+    out.push_back({"elementwise_l2_speedup", Transform::kAboveOne,
+                   [](Profile& p) -> double& { return p.elementwise_l2_speedup; }});
+  }
+  if (c == OpClass::kAttentionFlash && tiles) {
+    out.push_back({"wave_overhead_us", Transform::kPositive,
+                   [](Profile& p) -> double& { return p.flash_tiles.wave_overhead_s; }});
+  } else if (c == OpClass::kAttentionFlash) {
     out.push_back({"flash_seq_half_tokens", Transform::kPositive,
                    [](Profile& p) -> double& { return p.flash_seq_half_tokens; }});
     out.push_back({"flash_head_dim_exponent", Transform::kExponent,
@@ -75,7 +92,8 @@ double median(std::vector<double> v) {
 class ClassProblem {
  public:
   ClassProblem(OpClass c, std::vector<const Measurement*> pts, const GpuSpec& gpu, Profile base)
-      : c_(c), pts_(std::move(pts)), gpu_(gpu), base_(std::move(base)), params_(params_of(c)) {}
+      : c_(c), pts_(std::move(pts)), gpu_(gpu), base_(std::move(base)),
+        params_(params_of(c, base_.flash_tiles.fitted, base_.elementwise_l2_speedup > 1.0)) {}
 
   const std::vector<Param>& params() const { return params_; }
 
@@ -127,6 +145,8 @@ class ClassProblem {
       else if (n == "memory_efficiency") v = std::clamp(median(me), 1e-4, 0.95);
       else if (n == "launch_overhead_us") v = 0.05 * *std::min_element(t.begin(), t.end());
       else if (n == "flash_head_dim_exponent") v = 0.5;
+      else if (n == "elementwise_l2_speedup") v = 2.0;
+      else if (n == "wave_overhead_us") v = 0.2 * *std::min_element(t.begin(), t.end());
       else v = curve < curve_starts.size() ? curve_starts[curve++] : 64.0;
       x[static_cast<Eigen::Index>(i)] = to_x(params_[i].t, v);
     }
@@ -202,7 +222,7 @@ ClassFit fit_class(OpClass c, const std::vector<const Measurement*>& pts, const 
   // The max() in the roofline makes the problem piecewise smooth: try a few starting points for
   // the curve parameters and keep the best fit.
   std::vector<std::vector<double>> starts = {{64.0, 4.0}};
-  if (c == OpClass::kAttentionFlash) starts = {{64.0}, {512.0}, {4096.0}};
+  if (c == OpClass::kAttentionFlash && !profile.flash_tiles.fitted) starts = {{64.0}, {512.0}, {4096.0}};
   if (c == OpClass::kAttentionDecode) starts = {{16.0, 1.0}, {256.0, 8.0}, {2048.0, 32.0}};
   Eigen::VectorXd best;
   double best_cost = INFINITY;

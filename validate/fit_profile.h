@@ -7,6 +7,9 @@
 // positive quantities), so the result always satisfies the profile format's bounds. Parameters
 // the data cannot determine (a zero Jacobian column, e.g. the compute efficiency of a class that
 // is memory-bound at every measured shape) keep kvsim's default value and are reported as kept.
+// The start profile picks the forms: with `flash_tiles` the flash class fits the tiles' per-wave
+// overhead instead of the flash curve (and keeps its memory efficiency); with an
+// `elementwise_l2_speedup` above 1 the elementwise class fits the speedup too.
 #pragma once
 
 #include <string>

@@ -1,6 +1,7 @@
 // The attention operations of the costing (Costing, costing.h): prefill attention (flash or
 // eager) over a batch's chunks and decode attention as its affine terms in the total context.
 #include "models/latency/costing.h"
+#include "models/latency/flash_tiles.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,8 +41,46 @@ double Costing::flash_head_dim_curve() const {
   return base == 1.0 ? 1.0 : std::pow(base, p_.flash_head_dim_exponent);
 }
 
-OpCost Costing::prefill_attention(const std::vector<PrefillChunk>& chunks,
-                                  AttentionKind impl) const {
+OpCost Costing::varlen_attention(const std::vector<PrefillChunk>& chunks, double n_decode,
+                                 double decode_context) const {
+  const OpClass c = OpClass::kAttentionFlash;
+  const double sms = std::max(1, g_.sm_count);
+  const FlashTileWork w =
+      flash_tile_work(chunks, n_decode, n_decode > 0 ? decode_context / n_decode : 0, s_.q_heads,
+                      s_.head_dim, static_cast<int>(sms), s_.window);
+  // Useful work and traffic: Q read and O written, K and V of every key read once.
+  double pairs = 0, bytes = 0;
+  for (const PrefillChunk& ch : chunks) {
+    const double q = static_cast<double>(ch.tokens), ctx = static_cast<double>(ch.context_tokens);
+    const double keys = s_.window > 0 ? std::min(ctx + q, s_.window - 1 + q) : ctx + q;
+    pairs += causal_pairs(q, ctx);
+    bytes += 2.0 * q * s_.q_heads * s_.head_dim * kActBytes +
+             2.0 * keys * s_.kv_heads * s_.head_dim * s_.kvb;
+  }
+  pairs += decode_context;
+  bytes += 2.0 * n_decode * s_.q_heads * s_.head_dim * kActBytes +
+           2.0 * decode_context * s_.kv_heads * s_.head_dim * s_.kvb;
+  const Rates r = rates(c, 0.0);
+  // A whole tile's FLOPs (QK^T and PV over kBlockM rows and kBlockN keys) at one SM's share.
+  const double tile_flops = 4.0 * kFlashBlockM * flash_block_n(s_.head_dim) * s_.head_dim;
+  const double compute = w.waves * p_.flash_tiles.wave_overhead_s +
+                         w.wave_blocks * tile_flops / (r.flops_per_s / sms);
+  OpCost o;
+  o.name = "attention_prefill";
+  o.op_class = c;
+  o.flops = 4.0 * s_.head_dim * s_.q_heads * pairs * s_.layers;
+  o.bytes = bytes * s_.layers;
+  o.compute_s = compute * s_.layers;
+  o.memory_s = o.bytes / r.bytes_per_s;
+  o.overhead_s = r.launch_s * s_.layers;
+  o.seconds = std::max(o.compute_s, o.memory_s) + o.overhead_s;
+  o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
+  return o;
+}
+
+OpCost Costing::prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionKind impl,
+                                  double n_decode, double decode_context) const {
+  if (varlen_tiles(impl)) return varlen_attention(chunks, n_decode, decode_context);
   const OpClass c =
       impl == AttentionKind::kFlash ? OpClass::kAttentionFlash : OpClass::kAttentionNative;
   OpCost total;

@@ -118,9 +118,14 @@ OpCost Costing::elementwise(std::string_view name, std::initializer_list<double>
   double bytes = 0;
   double one = 0;
   const double floor = ideal_ ? 0.0 : p_.elementwise_floor_s;
+  // Bytes that fit in L2 (the previous kernel's output is still there) move at the L2 rate, the
+  // profile's speedup over the HBM rate; the rest at the HBM rate. Speedup 1: every byte at HBM.
+  const double speedup = ideal_ ? 1.0 : p_.elementwise_l2_speedup;
+  const double l2 = speedup != 1.0 ? static_cast<double>(g_.l2_bytes) : 0.0;
   for (double b : kernel_bytes) {
     bytes += b;
-    one += std::max(floor, b / r.bytes_per_s);
+    const double in_l2 = std::min(b, l2);
+    one += std::max(floor, in_l2 / (r.bytes_per_s * speedup) + (b - in_l2) / r.bytes_per_s);
   }
   OpCost o = op(name, OpClass::kElementwise, flops, bytes,
                 static_cast<double>(kernel_bytes.size()), reps, r);

@@ -181,8 +181,17 @@ class Costing {
   // min(ctx + i + 1, window) keys.
   double causal_pairs(double q, double ctx) const;
 
-  // Prefill attention over all chunks, per layer, summed over layers.
-  OpCost prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionKind impl) const;
+  // Prefill attention over all chunks, per layer, summed over layers. With varlen_tiles(impl),
+  // the chunks and `n_decode` decodes of total context `decode_context` as one FlashAttention
+  // varlen kernel (models/latency/flash_tiles.h); otherwise the decodes are not costed here.
+  OpCost prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionKind impl,
+                           double n_decode = 0, double decode_context = 0) const;
+
+  // Whether a batch with prefill chunks runs its attention, decodes included, as one tiled
+  // varlen kernel (the profile's fitted `flash_tiles`; the lower bound keeps the roofline).
+  bool varlen_tiles(AttentionKind impl) const {
+    return !ideal_ && p_.flash_tiles.fitted && impl == AttentionKind::kFlash && s_.kv_lora == 0;
+  }
 
   // Decode attention's terms for n sequences (those that do not depend on their context).
   DecodeTerms decode_terms(double n, int block_tokens, AttentionKind impl) const;
@@ -231,6 +240,9 @@ class Costing {
   // The derived formula's rates: the link at the profile's efficiency plus its fixed latency
   // (over PCIe when GPU peer-to-peer is off).
   Rates link_rates(double m) const;
+  // prefill_attention under varlen_tiles().
+  OpCost varlen_attention(const std::vector<PrefillChunk>& chunks, double n_decode,
+                          double decode_context) const;
 
   const LatencyShape& s_;
   const GpuSpec& g_;

@@ -48,11 +48,12 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   // Attention, the only operations that depend on more than the row counts.
   const Costing k(*shape_, gpu_, profile_, false);
   std::array<double, 3> prefill{}, decode{};  // (seconds, flops, bytes)
+  const bool varlen = !batch.prefill.empty() && k.varlen_tiles(attention_);
   if (!batch.prefill.empty()) {
-    const OpCost a = k.prefill_attention(batch.prefill, attention_);
+    const OpCost a = k.prefill_attention(batch.prefill, attention_, varlen ? r.n : 0, varlen ? r.t : 0);
     prefill = {a.seconds, a.flops, a.bytes};
   }
-  if (r.n > 0) {
+  if (r.n > 0 && !varlen) {
     // Its terms depend on n and the block size only: the decode-step memo's.
     const DecodeStepMemo* d = decode_step_memo(static_cast<int64_t>(r.n), batch.block_tokens);
     DecodeTerms terms =
@@ -71,7 +72,7 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   it.flops = row[1];
   it.bytes = row[2];
   if (!batch.prefill.empty()) add_totals(it, prefill[0], prefill[1], prefill[2]);
-  if (r.n > 0) add_totals(it, decode[0], decode[1], decode[2]);
+  if (r.n > 0 && !varlen) add_totals(it, decode[0], decode[1], decode[2]);
   const double* o = row + 3;
   for (int i = 0; i < row_head_at_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
   if (head != nullptr) add_totals(it, (*head)[0], (*head)[1], (*head)[2]);

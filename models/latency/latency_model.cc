@@ -155,8 +155,12 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     }
     add(it, keep_ops, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   }
-  if (!batch.prefill.empty()) add(it, keep_ops, k.prefill_attention(batch.prefill, attention_));
-  if (n > 0) {
+  // With the tiled varlen kernel, a mixed batch's decodes run inside the prefill kernel.
+  const bool varlen = !batch.prefill.empty() && k.varlen_tiles(attention_);
+  if (!batch.prefill.empty()) {
+    add(it, keep_ops, k.prefill_attention(batch.prefill, attention_, varlen ? n : 0, varlen ? t : 0));
+  }
+  if (n > 0 && !varlen) {
     add(it, keep_ops, k.decode_attention(n, t, batch.block_tokens, attention_, !batch.prefill.empty()));
   }
   if (s.kv_lora > 0) {
@@ -210,8 +214,13 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     add(it, keep_ops, k.gemm("mlp_down", rows, s.ffn, s.hidden, s.ffn * s.hidden, L, 3));
   }
 
-  // Two RMSNorms (read+write), two residual adds (2 reads, 1 write), SiLU x up (2 reads,
-  // 1 write of the ffn rows), rotary on Q and K (read+write).
+  // Per layer, as vLLM runs them: two fused residual-add + RMSNorm kernels (LlamaDecoderLayer and
+  // the other decoders call input_layernorm and post_attention_layernorm with the residual, and
+  // RMSNorm.forward_cuda then runs fused_add_rms_norm: one kernel that reads x and the residual
+  // and writes both in place; vllm/model_executor/layers/layernorm.py, models/llama.py), SiLU x
+  // up (2 reads, 1 write of the ffn rows), rotary on Q and K (read+write). Across the model that
+  // is the 2L - 1 fused norms of the layers plus the final norm (also fused); the first layer's
+  // input norm, a plain rms_norm (no residual yet), is the one norm left out.
   const double norm_elems = m * s.hidden;
   // Activation elements per layer: the routed rows (and shared experts) of MoE layers, the
   // dense MLP's elsewhere, averaged over the layers.
@@ -223,11 +232,10 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   }
   const double rope_elems =
       s.kv_lora > 0 ? m * (s.q_heads + 1) * s.rope_dim : m * (q_out + kv_out);
-  const double norm_b = 2 * norm_elems * kActBytes;
-  const double add_b = 3 * norm_elems * kActBytes;
+  const double fused_norm_b = 4 * norm_elems * kActBytes;
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
   add(it, keep_ops, k.elementwise("norm_act_residual",
-                        {norm_b, norm_b, add_b, add_b, 3 * act_elems * kActBytes,
+                        {fused_norm_b, fused_norm_b, 3 * act_elems * kActBytes,
                          2 * rope_elems * kActBytes},
                         ew_flops, L, m));
   if (emit > 0) {

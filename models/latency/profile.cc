@@ -308,6 +308,8 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
         c->get<double>("gemm_combine_exponent", p.gemm_combine_exponent, {.min = 1, .max = 64});
     p.elementwise_floor_s =
         c->get<double>("elementwise_floor_us", p.elementwise_floor_s * 1e6, kMicros) * 1e-6;
+    p.elementwise_l2_speedup =
+        c->get<double>("elementwise_l2_speedup", p.elementwise_l2_speedup, {.min = 1, .max = 100});
     p.mixed_decode_slope_factor = c->get<double>("mixed_decode_slope_factor",
                                                  p.mixed_decode_slope_factor, {.min = 0.1, .max = 100});
     p.curves_source = c->get<std::string>("source", p.curves_source);
@@ -330,6 +332,12 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
     x.memory_efficiency = r->get<double>("memory_efficiency", 1.0, {.min = 1e-3, .max = 10});
     x.compute_efficiency = r->get<double>("compute_efficiency", 1.0, {.min = 1e-3, .max = 10});
     x.source = r->get<std::string>("source", "");
+  }
+  if (auto f = root.optional_child("flash_tiles")) {
+    if (!f->is_map()) f->fail_expected("a map");
+    p.flash_tiles.fitted = true;
+    p.flash_tiles.wave_overhead_s = f->get<double>("wave_overhead_us", 0.0, kMicros) * 1e-6;
+    p.flash_tiles.source = f->get<std::string>("source", "");
   }
   if (auto tables = root.optional_child("tables")) {
     if (!tables->is_sequence()) tables->fail_expected("a list of tables");
@@ -377,8 +385,12 @@ std::string write_profile_yaml(const Profile& p) {
       num(p.decode_context_half_tokens), num(p.paged_block_half_tokens), num(p.native_score_passes),
       num(p.native_score_bytes), num(p.gemm_tile_half_intensity), num(p.gemm_combine_exponent),
       num(p.elementwise_floor_s * 1e6), quoted(p.curves_source));
-  if (p.mixed_decode_slope_factor != 1.0) {  // written only when set: older profiles unchanged
-    const std::string key = "  source: ";
+  // Written only when set: older profiles unchanged.
+  const std::string key = "  source: ";
+  if (p.elementwise_l2_speedup != 1.0) {
+    o.insert(o.rfind(key), fmt::format("  elementwise_l2_speedup: {}\n", num(p.elementwise_l2_speedup)));
+  }
+  if (p.mixed_decode_slope_factor != 1.0) {
     o.insert(o.rfind(key), fmt::format("  mixed_decode_slope_factor: {}\n",
                                        num(p.mixed_decode_slope_factor)));
   }
@@ -395,6 +407,10 @@ std::string write_profile_yaml(const Profile& p) {
                      "  compute_efficiency: {}\n  source: {}\n",
                      num(x.constant_s * 1e6), num(x.memory_efficiency), num(x.compute_efficiency),
                      quoted(x.source));
+  }
+  if (p.flash_tiles.fitted) {
+    o += fmt::format("flash_tiles:\n  wave_overhead_us: {}\n  source: {}\n",
+                     num(p.flash_tiles.wave_overhead_s * 1e6), quoted(p.flash_tiles.source));
   }
   o += "tables:";
   if (p.tables.empty()) o += " []";

@@ -81,6 +81,18 @@ struct RoutedExpertsCost {
   std::string source;
 };
 
+// Prefill and mixed attention costed from FlashAttention-2's tiles and waves
+// (models/latency/flash_tiles.h) instead of the flash curve, when `fitted`: per layer,
+//   launch + max(waves x wave_overhead_s + wave tiles x one tile's FLOPs / (the tensor peak / SMs
+//   x flash compute efficiency), bytes / (HBM peak x flash memory efficiency)),
+// and a mixed batch's decodes run inside the same kernel (no attention_decode operation, no
+// mixed_decode_slope_factor). Fitted by `kvsim-validate import llmservingsim` (docs/fidelity.md).
+struct FlashTiles {
+  bool fitted = false;
+  double wave_overhead_s = 0.0;  // per wave: a CTA's prologue and epilogue (Q load, O write)
+  std::string source;
+};
+
 struct Profile {
   std::string name;    // e.g. "a100-sxm4-80gb-default"
   std::string gpu;     // catalog GPU this profile describes ("" = any)
@@ -113,6 +125,10 @@ struct Profile {
   // The shortest an elementwise kernel (norm, activation, add, rotary, gather, KV write) can
   // run, however little it moves: seconds = max(floor, bytes / rate) per kernel.
   double elementwise_floor_s = 0.0;
+  // An elementwise kernel's bytes, as far as they fit in the GPU's L2 (the activations the
+  // previous kernel wrote are still there), move this many times faster than the class's HBM
+  // rate; the bytes beyond L2 move at the HBM rate. 1 = no L2 effect (kvsim's default profiles).
+  double elementwise_l2_speedup = 1.0;
   // Decode attention in a batch that also holds a prefill chunk: its per-context-token time
   // (the slope) times this factor. vLLM's FlashAttention backend runs such a batch as one varlen
   // kernel whose decode rows lose the decode-only path's GQA packing and split-KV (measured on
@@ -130,6 +146,7 @@ struct Profile {
   std::string overheads_source;
 
   RoutedExpertsCost routed_experts;  // YAML `routed_experts:` (absent: not fitted)
+  FlashTiles flash_tiles;            // YAML `flash_tiles:` (absent: the flash curve)
 
   std::vector<EfficiencyTable> tables;
 

@@ -10,7 +10,8 @@
 //   attention.csv  prefill-only rows: causal flash attention (a chunk after kv_prefill cached
 //                  tokens); decode-only rows: paged decode (n sequences of kv_decode tokens);
 //                  mixed rows (one chunk and n decodes in one varlen kernel): held out whole,
-//                  predicted as kvsim's engine charges them (the two operations summed)
+//                  predicted as kvsim's engine charges them (the profile's flash tiles: the
+//                  decodes inside the chunk's kernel, models/latency/flash_tiles.h)
 //   per_sequence   lm_head: a GEMM (m = sequences, n = the GPU's vocabulary share); sampler:
 //                  the profile's per-sequence overhead and its constant (a least-squares line)
 //   skew.csv       decode batches of unequal contexts: held out, predicted from the context sum
