@@ -14,6 +14,7 @@
 
 #include "models/catalog.h"
 #include "apps/kvsim/commands.h"
+#include "core/atomic_file.h"
 #include "core/config_node.h"
 #include "sim/config/scenario.h"
 #include "core/data_path.h"
@@ -64,6 +65,8 @@ void run(RunArgs& a) {
     a.options.timeline_end_s = w.end_s;
   }
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
+  if (!a.options.out_dir.empty()) check_output_folder(a.options.out_dir);
+  if (!a.options.timeline_path.empty()) check_output_path(a.options.timeline_path);
   a.options.progress = isatty(fileno(stderr)) != 0;  // never in pipes, tests or CI
   std::unique_ptr<RequestTrace> trace;
   if (a.trace_request) {
