@@ -60,7 +60,7 @@ void check_output_folder(const std::filesystem::path& dir);
 // they made when left empty; from then on no AtomicFile creates a temporary (a thread about to
 // waits for the process to end). Async-signal-safe (unlink, rmdir and atomics only): what a
 // SIGINT, SIGTERM or SIGXFSZ handler calls before _exit, which skips every destructor
-// (apps/kvsim's stop_signals.h). It waits for a file another thread is opening, so the handler
+// (core/stop_signals.h). It waits for a file another thread is opening, so the handler
 // must not run on a thread that is opening one: AtomicFile blocks those signals while it does.
 // A temporary beyond the table's slots is left to the next run's removal of stale temporaries.
 void remove_open_temporaries() noexcept;

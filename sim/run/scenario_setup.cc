@@ -207,15 +207,25 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
                     .profile_num_seqs = engine.max_num_seqs,
                     .parallelism = parallelism});
   } catch (const InputError& e) {
-    if (!engine.speculative || !engine.speculative->draft_model) throw;
-    // A target that fits alone but not beside its draft model: the error at the draft model.
+    // The error without the kv node's place (the default node's is "default kv:1:1").
     std::string why = e.what();
     if (const std::string at = kv_node.where() + ": "; why.rfind(at, 0) == 0) {
       why = why.substr(at.size());
     }
-    engine_node.child("speculative_config").child("model").fail(
-        fmt::format("with draft model {} beside {}: {}", engine.speculative->draft_model->name,
-                    model.name, why));
+    if (engine.speculative && engine.speculative->draft_model) {
+      // A target that fits alone but not beside its draft model: the error at the draft model.
+      engine_node.child("speculative_config").child("model").fail(
+          fmt::format("with draft model {} beside {}: {}", engine.speculative->draft_model->name,
+                      model.name, why));
+    }
+    if (engine_node.peek("kv")) throw;
+    // No engine.kv: the pool is vLLM's default, sized by gpu_memory_utilization 0.9, which has
+    // no place in the file; the error names the engine (or the policy) and the key to set.
+    if (why.find("gpu_memory_utilization") == std::string::npos) engine_node.fail(why);
+    engine_node.fail(fmt::format("{} (the default kv: {{type: paged, gpu_memory_utilization: "
+                                 "0.9}}; set engine.kv.gpu_memory_utilization or "
+                                 "engine.kv.num_blocks)",
+                                 why));
   }
   check_one_request_fits(*p->pool, kv_node, engine_node, engine);
   if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {

@@ -1,5 +1,5 @@
 // A stop signal that arrives while other threads create and remove AtomicFiles leaves no
-// temporary: the handler (remove_open_temporaries, then _exit, as apps/kvsim's stop_signals.cc)
+// temporary: the handler (remove_open_temporaries, then _exit, as core/stop_signals.cc)
 // runs on one thread while the others keep going. Before, a thread that had registered its
 // temporary but not yet created it, or that opened a new one after the handler had looked at the
 // table, left "<name>.tmp.<pid>" behind (`kvsim capacity -j 2` stopped by Ctrl-C, now and then).
