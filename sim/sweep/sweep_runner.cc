@@ -104,6 +104,12 @@ void refuse_foreign_points(const SweepPlan& plan, const SweepOptions& o) {
   }
 }
 
+// The sweep's folder, once refuse_foreign_points has let the sweep in: OUT/points/ made.
+void prepare_sweep_folder(const SweepPlan& plan, const SweepOptions& o) {
+  refuse_foreign_points(plan, o);
+  fs::create_directories(o.out_dir / "points");
+}
+
 }  // namespace
 
 void parse_shard(const std::string& text, int& index, int& count) {
@@ -132,8 +138,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
   // million-point sweep runs its first points within seconds instead of after the whole pass
   // (minutes), and a resume does not wait for it either. A bad value still stops the sweep as soon
   // as the check reaches it; the points run before it are complete folders a resume keeps.
-  refuse_foreign_points(plan, o);
-  fs::create_directories(o.out_dir / "points");
+  prepare_sweep_folder(plan, o);
   std::atomic<bool> failed{false};
   std::mutex check_mu;
   std::condition_variable check_cv;

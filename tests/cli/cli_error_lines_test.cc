@@ -26,7 +26,7 @@ TEST_CASE("a parallel degree of 0 is one kvsim: error line", "[cli][bad-input]")
   check_one_line(run_cli("kv --model llama-3-8b --tp 0"),
                  "kvsim: error: --tp: Value 0 not in range 1 to 1024");
   check_one_line(run_cli("kv --bogus"),
-                 "kvsim: error: The following arguments were not expected: --bogus");
+                 "kvsim: error: The following argument was not expected: --bogus");
   // --help still prints its text and succeeds.
   const CliResult help = run_cli("kv --help");
   CHECK(help.exit_code == 0);
