@@ -5,6 +5,8 @@
 // table, left "<name>.tmp.<pid>" behind (`kvsim capacity -j 2` stopped by Ctrl-C, now and then).
 // Here four threads churn through short files as fast as they can, so every SIGINT lands among
 // opens; 40 children each get one.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/wait.h>
@@ -38,7 +40,8 @@ void stop_like_kvsim(int) {
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([dir, t] {
       for (unsigned n = 0;; ++n) {
-        kvsim::AtomicFile f(dir / std::to_string(t) / ("f" + std::to_string(n % 8) + ".csv"));
+        // fmt, not "f" + std::to_string(...): GCC 12 warns (-Wrestrict) on that, wrongly.
+        kvsim::AtomicFile f(dir / std::to_string(t) / fmt::format("f{}.csv", n % 8));
         f.append("row\n");
         if (n % 3 == 0) f.commit();
       }
