@@ -42,11 +42,14 @@ int main(int argc, char** argv) {
     }
   }
   if (requests <= 0 || replicas <= 0 || rate_per_replica <= 0) {
-    fmt::print(stderr, "kvsim_bench_cluster: --requests, --replicas and --rate-per-replica must be positive\n");
+    fmt::print(
+        stderr,
+        "kvsim_bench_cluster: --requests, --replicas and --rate-per-replica must be positive\n");
     return 2;
   }
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("kvsim-bench-cluster-{}", ::getpid());
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("kvsim-bench-cluster-{}", ::getpid());
   // Chat-like lengths (prompts up to 2,048, answers up to 512 tokens); 2 requests/s per replica
   // keeps an A100 busy with a full batch of decodes.
   const std::string yaml = fmt::format(R"(name: bench-cluster
@@ -80,7 +83,8 @@ policies:
     o.sample_interval_s = 10.0;
     const auto t0 = std::chrono::steady_clock::now();
     const kvsim::RunResult r = kvsim::run_scenario(s, o);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto& p = r.policies.front();
     nlohmann::ordered_json j;
     j["replicas"] = replicas;

@@ -13,12 +13,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.h"
 #include "models/catalog.h"
 #include "models/memory/caching_allocator.h"
 #include "models/memory/caching_allocator_store.h"
 #include "models/memory/contiguous_store.h"
 #include "models/memory/paged_store.h"
-#include "core/units.h"
 
 using namespace kvsim;
 
@@ -61,7 +61,8 @@ int64_t paged_cycle(PagedStore& s, bool prefix) {
   std::vector<uint64_t> h = {1, 2, 3, 4};
   for (int round = 0; round < 4; ++round) {
     for (int r = 0; r < kReqs; ++r) {
-      s.allocate(r, 16, 16 * kBlocks, {prefix ? std::span<const uint64_t>(h) : std::span<const uint64_t>(), 16});
+      s.allocate(r, 16, 16 * kBlocks,
+                 {prefix ? std::span<const uint64_t>(h) : std::span<const uint64_t>(), 16});
     }
     for (int b = 2; b <= kBlocks; ++b) {
       for (int r = 0; r < kReqs; ++r) s.grow(r, 16 * b);
@@ -129,7 +130,8 @@ int main() {
   const ModelSpec& m = Catalog::builtin().model("llama-3-8b");
   {
     PagedStore s(m.kv_bytes_per_token(), {.block_tokens = 16, .num_blocks = 1024 * 64});
-    measure("paged", "block 16, 65,536 blocks", "block alloc+free", [&] { return paged_cycle(s, false); });
+    measure("paged", "block 16, 65,536 blocks", "block alloc+free",
+            [&] { return paged_cycle(s, false); });
   }
   {
     PagedStore s(m.kv_bytes_per_token(),
@@ -142,8 +144,8 @@ int main() {
                                                .reserve = ReservePolicy::kPromptPlusMaxNew,
                                                .fit = fit});
     std::mt19937_64 rng(1);
-    measure("contiguous", fmt::format("{} fit, 256 live", fit_policy_name(fit)), "region alloc+free",
-            [&] { return contiguous_cycle(s, rng); });
+    measure("contiguous", fmt::format("{} fit, 256 live", fit_policy_name(fit)),
+            "region alloc+free", [&] { return contiguous_cycle(s, rng); });
   }
   {
     CachingAllocator a(int64_t{60} << 30);
@@ -152,9 +154,10 @@ int main() {
             [&] { return allocator_cycle(a, rng); });
   }
   {
-    CachingAllocatorStore s(m, {.growth = GrowthPolicy::kConcat, .device_limit_bytes = int64_t{60} << 30});
-    measure("caching_allocator", "store, concat growth, llama-3-8b (64 tensors)", "tensor malloc+free",
-            [&] { return concat_cycle(s); });
+    CachingAllocatorStore s(
+        m, {.growth = GrowthPolicy::kConcat, .device_limit_bytes = int64_t{60} << 30});
+    measure("caching_allocator", "store, concat growth, llama-3-8b (64 tensors)",
+            "tensor malloc+free", [&] { return concat_cycle(s); });
   }
   return 0;
 }

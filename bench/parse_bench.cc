@@ -1,13 +1,14 @@
 // Parse loop: the fuzz_scenario target's work (tests/fuzz/fuzz_scenario.cc: parse a scenario,
 // load it, lint it, draw a few requests from its workload) repeated over the project's own
-// scenario files in a plain build, printing the resident set as it goes. A fuzzing run saw RSS grow by
-// about 1 KB per parse under libFuzzer + ASan; a flat line here shows that growth is the tools'
+// scenario files in a plain build, printing the resident set as it goes. A fuzzing run saw RSS grow
+// by about 1 KB per parse under libFuzzer + ASan; a flat line here shows that growth is the tools'
 // bookkeeping (libFuzzer's corpus and coverage tables, ASan's quarantine of freed memory and its
 // allocation stacks), not memory kvsim keeps.
 //
 //   kvsim_bench_parse [--parses N] [--every K] [FILE...]
-//     default files: scenarios/*.yaml, tests/data/scenarios/*.yaml and tests/data/bad/scenario/*.yaml
-//     (the bad ones take the error path). One JSON line every K parses and one at the end.
+//     default files: scenarios/*.yaml, tests/data/scenarios/*.yaml and
+//     tests/data/bad/scenario/*.yaml (the bad ones take the error path). One JSON line every K
+//     parses and one at the end.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,10 +94,12 @@ int main(int argc, char** argv) {
       ++rejected;
     }
     if (i % every == 0 || i == parses) {
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      fmt::print("{{\"parses\":{},\"files\":{},\"rejected\":{},\"wall_s\":{:.2f},\"vm_rss_kib\":{},"
-                 "\"vm_hwm_kib\":{}}}\n",
-                 i, texts.size(), rejected, s, status_kib("VmRSS"), status_kib("VmHWM"));
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      fmt::print(
+          "{{\"parses\":{},\"files\":{},\"rejected\":{},\"wall_s\":{:.2f},\"vm_rss_kib\":{},"
+          "\"vm_hwm_kib\":{}}}\n",
+          i, texts.size(), rejected, s, status_kib("VmRSS"), status_kib("VmHWM"));
       std::fflush(stdout);
     }
   }

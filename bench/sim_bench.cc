@@ -60,15 +60,17 @@ void read_mooncake(const fs::path& p, Lengths& out) {
 }
 
 // The run's scratch folder (the synthetic trace, and the results unless --out keeps them).
-fs::path scratch_dir() { return fs::temp_directory_path() / fmt::format("kvsim-bench-sim-{}", ::getpid()); }
+fs::path scratch_dir() {
+  return fs::temp_directory_path() / fmt::format("kvsim-bench-sim-{}", ::getpid());
+}
 
 int bench_main(int argc, char** argv) {
   int64_t requests = 1'000'000;
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
   bool fast_forward = true;
   double output_mean = 0;  // --output-mean: outputs drawn geometric with this mean instead
-  double max_wall_s = 0;  // --max-wall-s: stop the replay cleanly (partial results)
-  std::string keep;  // --out: the result folder to keep (default: a temporary one, removed)
+  double max_wall_s = 0;   // --max-wall-s: stop the replay cleanly (partial results)
+  std::string keep;        // --out: the result folder to keep (default: a temporary one, removed)
   using kvsim::bench::read_flag;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--no-fast-forward") {
@@ -81,9 +83,10 @@ int bench_main(int argc, char** argv) {
                        read_flag(argc, argv, i, "--max-wall-s", max_wall_s) ||
                        read_flag(argc, argv, i, "--out", keep);
     if (!known) {
-      fmt::print(stderr,
-                 "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
-                 "[--max-wall-s S] [--out DIR]\n");
+      fmt::print(
+          stderr,
+          "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
+          "[--max-wall-s S] [--out DIR]\n");
       return 2;
     }
   }

@@ -129,9 +129,9 @@ void remove_open_temporaries() noexcept {
 void check_output_path(const fs::path& path) {
   const size_t longest = path.native().size() + kTemporarySuffixBytes;
   if (longest >= kMaxOutputPathBytes) {
-    throw InputError(fmt::format(
-        "{}...: output path too long ({} bytes with its temporary suffix; at most {})",
-        path.native().substr(0, 60), longest, kMaxOutputPathBytes - 1));
+    throw InputError(
+        fmt::format("{}...: output path too long ({} bytes with its temporary suffix; at most {})",
+                    path.native().substr(0, 60), longest, kMaxOutputPathBytes - 1));
   }
 }
 
@@ -175,7 +175,8 @@ void AtomicFile::open_registered() {
   const int err = errno;
   if (fd_ < 0) {
     release_slot(slot_);
-    throw InputError(fmt::format("{}: cannot write output: {}", path_.string(), std::strerror(err)));
+    throw InputError(
+        fmt::format("{}: cannot write output: {}", path_.string(), std::strerror(err)));
   }
   publish_slot(slot_);
 }
@@ -228,8 +229,8 @@ void AtomicFile::commit() {
     if (g_stopping.load()) wait_for_stop({});
     ::unlink(tmp_.c_str());
     release_slot(slot_);
-    throw InputError(fmt::format("{}: cannot rename output into place: {}", path_.string(),
-                                 std::strerror(err)));
+    throw InputError(
+        fmt::format("{}: cannot rename output into place: {}", path_.string(), std::strerror(err)));
   }
   release_slot(slot_);  // after the rename: a signal in between finds no temporary to unlink
   committed_ = true;

@@ -76,8 +76,8 @@ std::string describe(const YAML::Node& n) {
 // Walks the parsed tree once: duplicate keys, depth and size limits.
 void validate_tree(const YAML::Node& n, const std::string& source, int depth, int64_t& count) {
   if (++count > kMaxNodes) {
-    throw ConfigError(fmt::format(
-        "{}: document expands to more than {} nodes (YAML alias bomb?)", source, kMaxNodes));
+    throw ConfigError(fmt::format("{}: document expands to more than {} nodes (YAML alias bomb?)",
+                                  source, kMaxNodes));
   }
   if (depth > kMaxDepth) {
     throw ConfigError(fmt::format("{}: nesting deeper than {} levels",
@@ -88,17 +88,17 @@ void validate_tree(const YAML::Node& n, const std::string& source, int depth, in
     std::set<std::string> seen;
     for (const auto& kv : n) {
       if (!kv.first.IsScalar()) {
-        throw ConfigError(fmt::format("{}: expected a plain key, got {}",
-                                      position(source, kv.first.Mark().line + 1,
-                                               kv.first.Mark().column + 1),
-                                      describe(kv.first)));
+        throw ConfigError(
+            fmt::format("{}: expected a plain key, got {}",
+                        position(source, kv.first.Mark().line + 1, kv.first.Mark().column + 1),
+                        describe(kv.first)));
       }
       const std::string& key = kv.first.Scalar();
       if (!seen.insert(key).second) {
-        throw ConfigError(fmt::format("{}: duplicate key '{}'",
-                                      position(source, kv.first.Mark().line + 1,
-                                               kv.first.Mark().column + 1),
-                                      echo_text(key)));
+        throw ConfigError(
+            fmt::format("{}: duplicate key '{}'",
+                        position(source, kv.first.Mark().line + 1, kv.first.Mark().column + 1),
+                        echo_text(key)));
       }
       validate_tree(kv.second, source, depth + 1, count);
     }
@@ -127,8 +127,8 @@ std::string join_path(const std::string& parent, const std::string& key) {
 
 // `marks`: a copy's positions (its nodes have none), looked up by path; null for a parsed tree.
 std::shared_ptr<ConfigNode::State> make_state(YAML::Node node, const std::string& source,
-                                              std::string path, int fallback_line,
-                                              int fallback_col, const ConfigMarksPtr& marks) {
+                                              std::string path, int fallback_line, int fallback_col,
+                                              const ConfigMarksPtr& marks) {
   auto s = std::make_shared<ConfigNode::State>();
   s->node = node;
   s->source = source;
@@ -197,7 +197,8 @@ void record_marks(const ConfigNode::State& root, const YAML::Node& n, const std:
   }
 }
 
-// A --set key ("policies.1.guards.0.kind") as ConfigNode writes paths ("policies[1].guards[0].kind").
+// A --set key ("policies.1.guards.0.kind") as ConfigNode writes paths
+// ("policies[1].guards[0].kind").
 std::string set_key_path(const std::string& key) {
   std::string out, part;
   std::stringstream ss(key);
@@ -271,8 +272,10 @@ ConfigNode ConfigNode::parse_file(const std::filesystem::path& path) {
   }
   // A FIFO would block the read and a device (/dev/zero) never ends it.
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ConfigError(fmt::format("{}: is not a regular file (a FIFO, a device or a socket), "
-                                  "expected a YAML file", path.string()));
+    throw ConfigError(
+        fmt::format("{}: is not a regular file (a FIFO, a device or a socket), "
+                    "expected a YAML file",
+                    path.string()));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot read file", path.string()));
@@ -429,7 +432,8 @@ std::optional<ConfigNode> ConfigNode::peek(const std::string& key) const {
 ConfigNode ConfigNode::child(const std::string& key) const {
   auto c = optional_child(key);
   if (!c) {
-    if (state_->path.empty()) throw ConfigError(fmt::format("{}: missing required key '{}'", where(), key));
+    if (state_->path.empty())
+      throw ConfigError(fmt::format("{}: missing required key '{}'", where(), key));
     fail(fmt::format("missing required key '{}'", key));
   }
   return *c;
@@ -441,9 +445,9 @@ ConfigNode ConfigNode::at(size_t index) const {
   if (auto it = state_->seq_children.find(index); it != state_->seq_children.end()) {
     return ConfigNode(it->second);
   }
-  auto s = make_state(state_->node[index], state_->source,
-                      fmt::format("{}[{}]", state_->path, index), state_->line, state_->column,
-                      state_->marks);
+  auto s =
+      make_state(state_->node[index], state_->source, fmt::format("{}[{}]", state_->path, index),
+                 state_->line, state_->column, state_->marks);
   s->sets = state_->sets;
   state_->seq_children.emplace(index, s);
   return ConfigNode(s);
@@ -497,8 +501,10 @@ int64_t ConfigNode::as<int64_t>(Bounds b) const {
     }
   }
   std::string range;
-  if (b.min) range += fmt::format(" {} {}", b.min_exclusive ? ">" : ">=", static_cast<int64_t>(*b.min));
-  if (b.max) range += fmt::format("{} <= {}", range.empty() ? "" : " and", static_cast<int64_t>(*b.max));
+  if (b.min)
+    range += fmt::format(" {} {}", b.min_exclusive ? ">" : ">=", static_cast<int64_t>(*b.min));
+  if (b.max)
+    range += fmt::format("{} <= {}", range.empty() ? "" : " and", static_cast<int64_t>(*b.max));
   const double dv = static_cast<double>(v);
   if ((b.min && (b.min_exclusive ? dv <= *b.min : dv < *b.min)) || (b.max && dv > *b.max)) {
     fail_expected("an integer" + range);
@@ -550,8 +556,8 @@ void ConfigNode::reject_unknown_keys() const {
         where_key = *label;
       }
       std::string prefix = o.parent_path.empty() ? "" : o.parent_path + ": ";
-      throw ConfigError(fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, echo_text(key),
-                                    hint));
+      throw ConfigError(
+          fmt::format("{}: {}unknown key '{}'{}", where_key, prefix, echo_text(key), hint));
     }
   }
   for (const auto& [k, s] : state_->map_children) ConfigNode(s).reject_unknown_keys();

@@ -69,7 +69,7 @@ class ConfigNode {
   // Whether this map has `key`. Pure: it does not count as reading the key (declare keys that no
   // accessor reads with allow()).
   bool has(const std::string& key) const;
-  size_t size() const;                      // elements of a sequence, keys of a map
+  size_t size() const;  // elements of a sequence, keys of a map
 
   // Required map child; a missing key is an error at this map's position.
   ConfigNode child(const std::string& key) const;

@@ -66,7 +66,8 @@ void apply_set_in_place(YAML::Node& root, const std::string& assignment) {
       if (last) {
         cur[part] = value;
       } else {
-        if (!cur[part].IsDefined() || cur[part].IsNull()) cur[part] = YAML::Node(YAML::NodeType::Map);
+        if (!cur[part].IsDefined() || cur[part].IsNull())
+          cur[part] = YAML::Node(YAML::NodeType::Map);
         YAML::Node next = cur[part];
         cur.reset(next);
       }

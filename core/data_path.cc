@@ -40,10 +40,10 @@ fs::path data_dir() {
   }
   std::string tried;
   for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c.string();
-  throw InputError(fmt::format(
-      "cannot find kvsim's data files (models/catalog/models.yaml); looked in: {}; set "
-      "KVSIM_DATA_DIR to the folder that holds them",
-      tried));
+  throw InputError(
+      fmt::format("cannot find kvsim's data files (models/catalog/models.yaml); looked in: {}; set "
+                  "KVSIM_DATA_DIR to the folder that holds them",
+                  tried));
 }
 
 fs::path data_file(const std::string& relative) {

@@ -15,7 +15,9 @@ inline constexpr int64_t kGiB = int64_t{1} << 30;
 inline constexpr int64_t kGB = 1'000'000'000;
 
 inline double to_gb(int64_t bytes) { return static_cast<double>(bytes) / 1e9; }
-inline double to_gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kGiB); }
+inline double to_gib(int64_t bytes) {
+  return static_cast<double>(bytes) / static_cast<double>(kGiB);
+}
 
 // Decimal gigabytes from a user figure, rounded to the nearest byte. Requires: finite, |gb| < 9e9.
 inline int64_t gb_to_bytes(double gb) { return static_cast<int64_t>(std::llround(gb * 1e9)); }

@@ -91,11 +91,11 @@ Fn resolve(bool lt, const char* name) {
 
 // KVSIM_FORWARD(LT, RET, NAME, (PARAMS), (ARGS), FAIL): defines NAME to call the loaded library's
 // NAME, or return FAIL when it could not be loaded.
-#define KVSIM_FORWARD(LT, RET, NAME, PARAMS, ARGS, FAIL)                       \
-  extern "C" RET CUBLASWINAPI NAME PARAMS {                                     \
-    using Fn = RET(CUBLASWINAPI*) PARAMS;                                       \
-    static const Fn fn = resolve<Fn>(LT, #NAME);                                \
-    return fn ? fn ARGS : FAIL;                                                 \
+#define KVSIM_FORWARD(LT, RET, NAME, PARAMS, ARGS, FAIL) \
+  extern "C" RET CUBLASWINAPI NAME PARAMS {              \
+    using Fn = RET(CUBLASWINAPI*) PARAMS;                \
+    static const Fn fn = resolve<Fn>(LT, #NAME);         \
+    return fn ? fn ARGS : FAIL;                          \
   }
 
 constexpr cublasStatus_t kNotLoaded = CUBLAS_STATUS_NOT_INITIALIZED;
@@ -113,10 +113,9 @@ KVSIM_FORWARD(false, cublasStatus_t, cublasGemmEx,
               (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                int n, int k, const void* alpha, const void* A, cudaDataType Atype, int lda,
                const void* B, cudaDataType Btype, int ldb, const void* beta, void* C,
-               cudaDataType Ctype, int ldc, cublasComputeType_t computeType,
-               cublasGemmAlgo_t algo),
-              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,
-               Ctype, ldc, computeType, algo),
+               cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo),
+              (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
+               ldc, computeType, algo),
               kNotLoaded)
 KVSIM_FORWARD(false, cublasStatus_t, cublasGemmStridedBatchedEx,
               (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
@@ -130,10 +129,10 @@ KVSIM_FORWARD(false, cublasStatus_t, cublasGemmStridedBatchedEx,
               kNotLoaded)
 
 // ---- cuBLASLt ----------------------------------------------------------------------------------
-KVSIM_FORWARD(true, cublasStatus_t, cublasLtCreate, (cublasLtHandle_t * lightHandle),
-              (lightHandle), kNotLoaded)
-KVSIM_FORWARD(true, cublasStatus_t, cublasLtDestroy, (cublasLtHandle_t lightHandle),
-              (lightHandle), kNotLoaded)
+KVSIM_FORWARD(true, cublasStatus_t, cublasLtCreate, (cublasLtHandle_t * lightHandle), (lightHandle),
+              kNotLoaded)
+KVSIM_FORWARD(true, cublasStatus_t, cublasLtDestroy, (cublasLtHandle_t lightHandle), (lightHandle),
+              kNotLoaded)
 KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatmul,
               (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void* alpha,
                const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
@@ -141,8 +140,8 @@ KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatmul,
                cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
                const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspaceSizeInBytes,
                cudaStream_t stream),
-              (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc,
-               algo, workspace, workspaceSizeInBytes, stream),
+              (lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
+               workspace, workspaceSizeInBytes, stream),
               kNotLoaded)
 KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatmulAlgoGetHeuristic,
               (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
@@ -172,8 +171,8 @@ KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatmulPreferenceSetAttribute,
                const void* buf, size_t sizeInBytes),
               (pref, attr, buf, sizeInBytes), kNotLoaded)
 KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatrixLayoutCreate,
-              (cublasLtMatrixLayout_t * matLayout, cudaDataType type, uint64_t rows,
-               uint64_t cols, int64_t ld),
+              (cublasLtMatrixLayout_t * matLayout, cudaDataType type, uint64_t rows, uint64_t cols,
+               int64_t ld),
               (matLayout, type, rows, cols, ld), kNotLoaded)
-KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatrixLayoutDestroy,
-              (cublasLtMatrixLayout_t matLayout), (matLayout), kNotLoaded)
+KVSIM_FORWARD(true, cublasStatus_t, cublasLtMatrixLayoutDestroy, (cublasLtMatrixLayout_t matLayout),
+              (matLayout), kNotLoaded)

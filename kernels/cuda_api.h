@@ -34,7 +34,7 @@ struct DeviceInfo {
   int mem_bus_bits = 0;
   int64_t total_bytes = 0;
   int64_t l2_bytes = 0;
-  int driver_version = 0;   // e.g. 13000
+  int driver_version = 0;  // e.g. 13000
   int runtime_version = 0;
 };
 // Never throws: a machine without a usable GPU gets available == false and the reason.
@@ -95,7 +95,8 @@ void init_libraries();
 
 // ---- kernels: one .cu per operation, each with a launch(version) switch ------------------
 // native_attention.cu: v1 cuBLAS strided-batched GEMMs + our row softmax over a materialised
-// score matrix in `workspace` (native_attention_workspace_bytes(), kernels/cpu_ref/attention_ref.h).
+// score matrix in `workspace` (native_attention_workspace_bytes(),
+// kernels/cpu_ref/attention_ref.h).
 void native_attention(int version, const AttentionShape& s, Precision p, const void* q,
                       const void* k, const void* v, void* o, void* workspace);
 // flash_attention.cu: v1 one thread per query row (scalar, a cross-check), v2 64x64 tiles on

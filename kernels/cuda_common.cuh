@@ -29,7 +29,9 @@ inline cudaDataType_t cuda_dtype(Precision p) {
 template <typename T>
 __device__ __forceinline__ T from_float(float f);
 template <>
-__device__ __forceinline__ __half from_float<__half>(float f) { return __float2half_rn(f); }
+__device__ __forceinline__ __half from_float<__half>(float f) {
+  return __float2half_rn(f);
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float f) {
   return __float2bfloat16_rn(f);
@@ -39,20 +41,20 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 h) { return __bfloat162f
 
 }  // namespace kvsim::kernels::cuda
 
-#define CUDA_CHECK(expr)                                                                      \
-  do {                                                                                        \
-    cudaError_t kvsim_err_ = (expr);                                                          \
-    if (kvsim_err_ != cudaSuccess)                                                            \
-      ::kvsim::kernels::cuda::throw_cuda(#expr, __FILE__, __LINE__,                           \
-                                         cudaGetErrorString(kvsim_err_));                     \
+#define CUDA_CHECK(expr)                                                  \
+  do {                                                                    \
+    cudaError_t kvsim_err_ = (expr);                                      \
+    if (kvsim_err_ != cudaSuccess)                                        \
+      ::kvsim::kernels::cuda::throw_cuda(#expr, __FILE__, __LINE__,       \
+                                         cudaGetErrorString(kvsim_err_)); \
   } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                    \
-  do {                                                                                        \
-    cublasStatus_t kvsim_st_ = (expr);                                                        \
-    if (kvsim_st_ != CUBLAS_STATUS_SUCCESS)                                                   \
-      ::kvsim::kernels::cuda::throw_cuda(#expr, __FILE__, __LINE__,                           \
-                                         cublasGetStatusString(kvsim_st_));                   \
+#define CUBLAS_CHECK(expr)                                                  \
+  do {                                                                      \
+    cublasStatus_t kvsim_st_ = (expr);                                      \
+    if (kvsim_st_ != CUBLAS_STATUS_SUCCESS)                                 \
+      ::kvsim::kernels::cuda::throw_cuda(#expr, __FILE__, __LINE__,         \
+                                         cublasGetStatusString(kvsim_st_)); \
   } while (0)
 
 // After a kernel launch: catches bad configurations at once (asynchronous faults surface at the

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/cuda_common.cuh"
 #include "core/errors.h"
+#include "kernels/cuda_common.cuh"
 
 namespace kvsim::kernels::cuda {
 
@@ -70,7 +70,8 @@ std::string cublas_version() {
   const libraryPropertyType props[3] = {MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL};
   for (int i = 0; i < 3; ++i) {
     const cublasStatus_t st = cublasGetProperty(props[i], &v[i]);
-    if (st != CUBLAS_STATUS_SUCCESS) return std::string("unavailable: ") + cublasGetStatusString(st);
+    if (st != CUBLAS_STATUS_SUCCESS)
+      return std::string("unavailable: ") + cublasGetStatusString(st);
   }
   return std::to_string(v[0]) + "." + std::to_string(v[1]) + "." + std::to_string(v[2]);
 }
@@ -98,11 +99,15 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 void DeviceBuffer::upload(const void* src, int64_t bytes) {
-  if (bytes > bytes_) throw CudaError("upload of " + std::to_string(bytes) + " bytes into a buffer of " + std::to_string(bytes_));
+  if (bytes > bytes_)
+    throw CudaError("upload of " + std::to_string(bytes) + " bytes into a buffer of " +
+                    std::to_string(bytes_));
   CUDA_CHECK(cudaMemcpy(ptr_, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice));
 }
 void DeviceBuffer::download(void* dst, int64_t bytes) const {
-  if (bytes > bytes_) throw CudaError("download of " + std::to_string(bytes) + " bytes from a buffer of " + std::to_string(bytes_));
+  if (bytes > bytes_)
+    throw CudaError("download of " + std::to_string(bytes) + " bytes from a buffer of " +
+                    std::to_string(bytes_));
   CUDA_CHECK(cudaMemcpy(dst, ptr_, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
 }
 void DeviceBuffer::fill_zero() {
@@ -144,7 +149,8 @@ std::vector<double> time_with_events(const std::function<void()>& fn, int warmup
   try {
     for (int i = 0; i < reps; ++i) {
       if (flush_l2) {
-        CUDA_CHECK(cudaMemsetAsync(flush_buffer.get(), i & 0xff, static_cast<size_t>(flush_buffer.bytes())));
+        CUDA_CHECK(cudaMemsetAsync(flush_buffer.get(), i & 0xff,
+                                   static_cast<size_t>(flush_buffer.bytes())));
       }
       CUDA_CHECK(cudaEventRecord(start));
       fn();
@@ -197,8 +203,10 @@ namespace {
 template <typename T>
 __global__ void fill_random_kernel(T* dst, int64_t n, uint64_t seed) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);  // SplitMix64 finaliser
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride) {
+    uint64_t z =
+        seed + 0x9e3779b97f4a7c15ull * static_cast<uint64_t>(i + 1);  // SplitMix64 finaliser
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;

@@ -28,9 +28,9 @@ struct Dims {
 
 // ---- v1 ------------------------------------------------------------------------------------
 template <typename T, int D>
-__global__ void __launch_bounds__(128) flash_v1(const T* __restrict__ q, const T* __restrict__ k,
-                                                const T* __restrict__ v, T* __restrict__ o,
-                                                Dims d) {
+__global__ void __launch_bounds__(128)
+    flash_v1(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+             T* __restrict__ o, Dims d) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const int h = blockIdx.y, b = blockIdx.z;
   if (i >= d.seq_q) return;
@@ -67,10 +67,10 @@ constexpr int kThreads = kWarps * 32;
 // aligned because each region and each 16-row step is a multiple of 32 bytes).
 template <typename T, int D>
 struct Smem {
-  static constexpr int kLdT = D + 8;     // Q, K, V rows
-  static constexpr int kLdS = kBc + 4;   // FP32 scores
-  static constexpr int kLdP = kBc + 8;   // probabilities
-  static constexpr int kLdO = D + 4;     // FP32 output accumulator
+  static constexpr int kLdT = D + 8;    // Q, K, V rows
+  static constexpr int kLdS = kBc + 4;  // FP32 scores
+  static constexpr int kLdP = kBc + 8;  // probabilities
+  static constexpr int kLdO = D + 4;    // FP32 output accumulator
   static constexpr size_t kQ = 0;
   static constexpr size_t kK = kQ + sizeof(T) * kBr * kLdT;
   static constexpr size_t kV = kK + sizeof(T) * kBc * kLdT;
@@ -89,16 +89,16 @@ __device__ void load_tile(T* dst, const T* src, int row0, int rows) {
   for (int idx = threadIdx.x; idx < kBr * kVecPerRow; idx += kThreads) {
     const int r = idx / kVecPerRow, c = idx % kVecPerRow;
     uint4 val = make_uint4(0, 0, 0, 0);
-    if (row0 + r < rows) val = reinterpret_cast<const uint4*>(src + static_cast<int64_t>(row0 + r) * D)[c];
+    if (row0 + r < rows)
+      val = reinterpret_cast<const uint4*>(src + static_cast<int64_t>(row0 + r) * D)[c];
     *reinterpret_cast<uint4*>(dst + r * kLd + c * (16 / static_cast<int>(sizeof(T)))) = val;
   }
 }
 
 template <typename T, int D>
-__global__ void __launch_bounds__(kThreads) flash_v2(const T* __restrict__ q,
-                                                     const T* __restrict__ k,
-                                                     const T* __restrict__ v, T* __restrict__ o,
-                                                     Dims d) {
+__global__ void __launch_bounds__(kThreads)
+    flash_v2(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+             T* __restrict__ o, Dims d) {
   namespace wmma = nvcuda::wmma;
   using L = Smem<T, D>;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -165,7 +165,8 @@ __global__ void __launch_bounds__(kThreads) flash_v2(const T* __restrict__ q,
       if (j0 + lane >= visible) s0 = -INFINITY;
       if (j0 + lane + 32 >= visible) s1 = -INFINITY;
       float tmax = fmaxf(s0, s1);
-      for (int off = 16; off > 0; off >>= 1) tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, off));
+      for (int off = 16; off > 0; off >>= 1)
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, off));
       const float m_new = fmaxf(row_m[r], tmax);
       float alpha = 1.0f, p0 = 0.0f, p1 = 0.0f;
       if (m_new != -INFINITY) {  // a row that sees nothing yet keeps its state
@@ -244,8 +245,11 @@ void launch_v2(const AttentionShape& s, const Dims& d, const void* q, const void
 template <typename T>
 void dispatch(int version, const AttentionShape& s, const void* q, const void* k, const void* v,
               void* o) {
-  const Dims d{static_cast<int>(s.heads), static_cast<int>(s.kv_heads), static_cast<int>(s.seq_q),
-               static_cast<int>(s.seq_kv), s.causal,
+  const Dims d{static_cast<int>(s.heads),
+               static_cast<int>(s.kv_heads),
+               static_cast<int>(s.seq_q),
+               static_cast<int>(s.seq_kv),
+               s.causal,
                kLog2e / sqrtf(static_cast<float>(s.head_dim))};
   const bool d64 = s.head_dim == 64;
   switch (version) {

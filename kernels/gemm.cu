@@ -39,10 +39,14 @@ void run_v2(const GemmShape& s, Precision p, const void* x, const void* w, void*
   LtDescs d;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t trans = CUBLAS_OP_T;
-  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, t, static_cast<uint64_t>(s.k), static_cast<uint64_t>(s.n), s.k));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, t, static_cast<uint64_t>(s.k), static_cast<uint64_t>(s.m), s.k));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, t, static_cast<uint64_t>(s.n), static_cast<uint64_t>(s.m), s.n));
+  CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, t, static_cast<uint64_t>(s.k),
+                                          static_cast<uint64_t>(s.n), s.k));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, t, static_cast<uint64_t>(s.k),
+                                          static_cast<uint64_t>(s.m), s.k));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, t, static_cast<uint64_t>(s.n),
+                                          static_cast<uint64_t>(s.m), s.n));
   size_t ws_bytes = 0;
   void* ws = cublaslt_workspace(&ws_bytes);
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));

@@ -51,8 +51,8 @@ std::vector<float> run_paged_decode(int version, const PagedDecodeShape& s, Prec
   table.upload(block_table.data(), table.bytes());
   const int64_t out_elements = s.batch * s.heads * s.head_dim;
   DeviceBuffer o(out_elements * precision_bytes(p));
-  paged_decode(version, s, p, dq.get(), dk.get(), dv.get(), static_cast<const int32_t*>(table.get()),
-               o.get());
+  paged_decode(version, s, p, dq.get(), dk.get(), dv.get(),
+               static_cast<const int32_t*>(table.get()), o.get());
   return download_as(p, o, out_elements);
 }
 

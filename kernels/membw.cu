@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/cuda_common.cuh"
 #include "core/errors.h"
+#include "kernels/cuda_common.cuh"
 
 namespace kvsim::kernels::cuda {
 
@@ -14,16 +14,16 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) copy_v1(const uint4* __restrict__ src,
-                                                    uint4* __restrict__ dst, int64_t n) {
+__global__ void __launch_bounds__(kThreads)
+    copy_v1(const uint4* __restrict__ src, uint4* __restrict__ dst, int64_t n) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n; i += stride) {
     dst[i] = src[i];
   }
 }
 
-__global__ void __launch_bounds__(kThreads) read_v1(const ulonglong2* __restrict__ src, int64_t n,
-                                                    unsigned long long* sink) {
+__global__ void __launch_bounds__(kThreads)
+    read_v1(const ulonglong2* __restrict__ src, int64_t n, unsigned long long* sink) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   unsigned long long sum = 0;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < n; i += stride) {
@@ -46,7 +46,8 @@ unsigned grid_for(int64_t vectors) {
 
 void require_multiple_of_16(int64_t bytes) {
   if (bytes <= 0 || bytes % 16 != 0) {
-    throw InputError("membw: bytes must be a positive multiple of 16, got " + std::to_string(bytes));
+    throw InputError("membw: bytes must be a positive multiple of 16, got " +
+                     std::to_string(bytes));
   }
 }
 

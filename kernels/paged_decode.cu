@@ -43,9 +43,9 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kThreads)
     paged_v1(const T* __restrict__ q, const T* __restrict__ kc, const T* __restrict__ vc,
              const int32_t* __restrict__ table, T* __restrict__ o, Dims d) {
-  constexpr int kTpt = D / 8;                // threads per token
-  constexpr int kPerWarp = 32 / kTpt;        // tokens per warp step
-  constexpr int kGroups = kThreads / kTpt;   // tokens per block step
+  constexpr int kTpt = D / 8;               // threads per token
+  constexpr int kPerWarp = 32 / kTpt;       // tokens per warp step
+  constexpr int kGroups = kThreads / kTpt;  // tokens per block step
   __shared__ float red_m[kGroups], red_l[kGroups];
   __shared__ float red_acc[kGroups][D];
 
@@ -53,8 +53,8 @@ __global__ void __launch_bounds__(kThreads)
   const int context = d.contexts != nullptr ? d.contexts[b] : d.context;
   const int kvh = h / (d.heads / d.kv_heads);
   const int warp = threadIdx.x / 32;
-  const int group = threadIdx.x / kTpt;       // token slot within the block step
-  const int sub = threadIdx.x % kTpt;         // which 8 elements of the token
+  const int group = threadIdx.x / kTpt;  // token slot within the block step
+  const int sub = threadIdx.x % kTpt;    // which 8 elements of the token
   const int in_warp = (threadIdx.x % 32) / kTpt;
 
   float qv[8];
@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kThreads)
     int64_t base = 0;
     if (valid) {
       const int block = bt[t / d.block_size];
-      base = ((static_cast<int64_t>(block) * d.kv_heads + kvh) * d.block_size + t % d.block_size) * D;
+      base =
+          ((static_cast<int64_t>(block) * d.kv_heads + kvh) * d.block_size + t % d.block_size) * D;
       float kv[8];
       unpack8<T>(reinterpret_cast<const uint4*>(kc + base)[sub], kv);
 #pragma unroll
@@ -153,9 +154,15 @@ float scale_log2(int64_t head_dim) { return kLog2e / sqrtf(static_cast<float>(he
 void paged_decode(int version, const PagedDecodeShape& s, Precision p, const void* q,
                   const void* k_cache, const void* v_cache, const int32_t* block_table, void* o) {
   s.validate();
-  const Dims d{static_cast<int>(s.heads), static_cast<int>(s.kv_heads), static_cast<int>(s.context),
-               static_cast<int>(s.block_size), static_cast<int>(s.blocks_per_seq()),
-               s.heads * s.head_dim, s.heads * s.head_dim, nullptr, scale_log2(s.head_dim)};
+  const Dims d{static_cast<int>(s.heads),
+               static_cast<int>(s.kv_heads),
+               static_cast<int>(s.context),
+               static_cast<int>(s.block_size),
+               static_cast<int>(s.blocks_per_seq()),
+               s.heads * s.head_dim,
+               s.heads * s.head_dim,
+               nullptr,
+               scale_log2(s.head_dim)};
   run(version, p, s.batch, s.head_dim, d, q, k_cache, v_cache, block_table, o);
 }
 
@@ -172,9 +179,15 @@ void paged_decode_varlen(int version, const PagedDecodeVarlenShape& s, Precision
                      ") for " + std::to_string(s.heads) + " heads of " +
                      std::to_string(s.head_dim));
   }
-  const Dims d{static_cast<int>(s.heads), static_cast<int>(s.kv_heads), 0,
-               static_cast<int>(s.block_size), static_cast<int>(s.table_stride),
-               s.q_stride, s.o_stride, contexts, scale_log2(s.head_dim)};
+  const Dims d{static_cast<int>(s.heads),
+               static_cast<int>(s.kv_heads),
+               0,
+               static_cast<int>(s.block_size),
+               static_cast<int>(s.table_stride),
+               s.q_stride,
+               s.o_stride,
+               contexts,
+               scale_log2(s.head_dim)};
   run(version, p, s.batch, s.head_dim, d, q, k_cache, v_cache, block_tables, o);
 }
 

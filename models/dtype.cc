@@ -45,12 +45,13 @@ std::string_view dtype_name(DType t) {
 }
 
 DType parse_dtype(std::string_view name) {
-  for (DType t : {DType::kFp32, DType::kFp16, DType::kBf16, DType::kFp8, DType::kInt8,
-                  DType::kInt4, DType::kMxfp4, DType::kNvfp4}) {
+  for (DType t : {DType::kFp32, DType::kFp16, DType::kBf16, DType::kFp8, DType::kInt8, DType::kInt4,
+                  DType::kMxfp4, DType::kNvfp4}) {
     if (dtype_name(t) == name) return t;
   }
-  throw InputError(fmt::format("unknown dtype \"{}\"; expected one of fp32, fp16, bf16, fp8, int8, int4, mxfp4, nvfp4",
-                               name));
+  throw InputError(fmt::format(
+      "unknown dtype \"{}\"; expected one of fp32, fp16, bf16, fp8, int8, int4, mxfp4, nvfp4",
+      name));
 }
 
 }  // namespace kvsim

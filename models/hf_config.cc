@@ -27,12 +27,14 @@ const std::vector<HfArchitecture>& hf_architectures() {
       {"Phi3ForCausalLM", "Phi-3", true, false, true, false, false, true},
       {"PhiForCausalLM", "Phi-2", true, false, false, false, false, false},
       {"GPTNeoXForCausalLM", "GPT-NeoX (Pythia)", false, false, false, false, false, false},
-      {"Qwen2MoeForCausalLM", "Qwen2-MoE", true, true, true, false, true, true, false, HfExtra::kQwenMoe},
-      {"Qwen3MoeForCausalLM", "Qwen3-MoE", true, false, true, false, true, true, true, HfExtra::kQwenMoe},
-      {"DeepseekV2ForCausalLM", "DeepSeek-V2", false, false, true, false, false, false,
-       false, HfExtra::kDeepseekMla},
-      {"DeepseekV3ForCausalLM", "DeepSeek-V3", false, false, true, false, false, false,
-       false, HfExtra::kDeepseekMla},
+      {"Qwen2MoeForCausalLM", "Qwen2-MoE", true, true, true, false, true, true, false,
+       HfExtra::kQwenMoe},
+      {"Qwen3MoeForCausalLM", "Qwen3-MoE", true, false, true, false, true, true, true,
+       HfExtra::kQwenMoe},
+      {"DeepseekV2ForCausalLM", "DeepSeek-V2", false, false, true, false, false, false, false,
+       HfExtra::kDeepseekMla},
+      {"DeepseekV3ForCausalLM", "DeepSeek-V3", false, false, true, false, false, false, false,
+       HfExtra::kDeepseekMla},
       {"GptOssForCausalLM", "gpt-oss", true, false, true, true, false, false, false,
        HfExtra::kGptOss},
       {"Gemma3ForCausalLM", "Gemma 3", true, false, true, false, false, false, true,
@@ -59,13 +61,15 @@ const HfArchitecture& hf_architecture(const HfJson& j, const HfReader& r) {
   const std::string example = "the model class, e.g. [\"LlamaForCausalLM\"]";
   if (!r.has("architectures")) {
     r.fail("architectures", fmt::format("config.json has no 'architectures' (the list naming {}; "
-                                        "supported: {})", example, supported));
+                                        "supported: {})",
+                                        example, supported));
   }
   const HfJson& list = j.at("architectures");
   if (list.is_string()) {
     const std::string name = echo_text(list.get_ref<const std::string&>());
     r.fail("architectures", fmt::format("'architectures': expected a list, got the string "
-                                        "\"{}\"; write [\"{}\"]", name, name));
+                                        "\"{}\"; write [\"{}\"]",
+                                        name, name));
   }
   if (!list.is_array()) {
     r.fail("architectures", fmt::format("'architectures': expected a list naming {}, got {}",
@@ -73,18 +77,21 @@ const HfArchitecture& hf_architecture(const HfJson& j, const HfReader& r) {
   }
   if (list.empty()) {
     r.fail("architectures", fmt::format("'architectures' is an empty list; expected {} "
-                                        "(supported: {})", example, supported));
+                                        "(supported: {})",
+                                        example, supported));
   }
   if (!list[0].is_string()) {
     r.fail("architectures", fmt::format("'architectures'[0]: expected a model class name such as "
-                                        "\"LlamaForCausalLM\", got {}", hf_describe(list[0])));
+                                        "\"LlamaForCausalLM\", got {}",
+                                        hf_describe(list[0])));
   }
   const std::string& name = list[0].get_ref<const std::string&>();
   for (const HfArchitecture& a : hf_architectures()) {
     if (name == a.name) return a;
   }
   r.fail("architectures", fmt::format("architecture '{}' is not one kvsim can model "
-                                      "(supported: {})", echo_text(name), supported));
+                                      "(supported: {})",
+                                      echo_text(name), supported));
 }
 
 // A multimodal checkpoint's vision tower and projector, which vLLM loads beside the language
@@ -107,7 +114,8 @@ ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::str
   // get_hf_text_config); torch_dtype and quantization_config stay at the top level.
   if (arch->text_config && (!j.contains("text_config") || !j.at("text_config").is_object())) {
     top.fail("text_config", fmt::format("{} keeps its language model in 'text_config' (an "
-                                        "object); config.json has none", arch_name));
+                                        "object); config.json has none",
+                                        arch_name));
   }
   const HfReader r = arch->text_config ? HfReader(j.at("text_config"), text, source) : top;
   // Gemma 3's text_config leaves out keys whose Gemma3TextConfig defaults it relies on.
@@ -124,11 +132,13 @@ ModelSpec hf_model_spec(const HfJson& j, const std::string& text, const std::str
                    : m.heads;  // GPT-NeoX: multi-head attention, no KV-head key
   if (m.heads % m.kv_heads != 0) {
     r.fail("num_key_value_heads", fmt::format("expected a divisor of num_attention_heads ({}), "
-                                              "got {}", m.heads, m.kv_heads));
+                                              "got {}",
+                                              m.heads, m.kv_heads));
   }
   if (!r.has("head_dim") && m.hidden % m.heads != 0) {
     r.fail("hidden_size", fmt::format("hidden_size {} is not a multiple of num_attention_heads {} "
-                                      "and there is no head_dim", m.hidden, m.heads));
+                                      "and there is no head_dim",
+                                      m.hidden, m.heads));
   }
   m.head_dim = static_cast<int>(r.integer("head_dim", gemma ? 256 : m.hidden / m.heads, 1, 4096));
   m.layers = static_cast<int>(r.integer("num_hidden_layers", 1, 1000));
@@ -207,7 +217,8 @@ std::string model_file_problem(const std::filesystem::path& file, const std::str
 }
 
 ModelSpec read_hf_config(const std::filesystem::path& file) {
-  if (const std::string why = model_file_problem(file, "a Hugging Face config.json"); !why.empty()) {
+  if (const std::string why = model_file_problem(file, "a Hugging Face config.json");
+      !why.empty()) {
     throw InputError(fmt::format("{}: {}", echo_text(file.string(), 200), why));
   }
   std::ifstream in(file, std::ios::binary);

@@ -41,15 +41,15 @@ enum class HfExtra {
 
 // One supported `architectures` entry and what kvsim makes of it.
 struct HfArchitecture {
-  const char* name;         // e.g. "LlamaForCausalLM"
-  const char* family;       // e.g. "Llama"
-  bool grouped_kv;          // reads num_key_value_heads (else every head has its own K and V)
-  bool qkv_bias;            // Q, K and V carry biases (Qwen2)
-  bool gated_mlp;           // gate, up and down (SwiGLU); else up and down (GELU)
-  bool experts;             // reads num_local_experts and num_experts_per_tok (Mixtral)
-  bool window_switch;       // sliding_window counts only when use_sliding_window is true (Qwen2)
-  bool window;              // reads sliding_window at all
-  bool qk_norm = false;     // per-head RMSNorm on Q and K (Qwen3)
+  const char* name;      // e.g. "LlamaForCausalLM"
+  const char* family;    // e.g. "Llama"
+  bool grouped_kv;       // reads num_key_value_heads (else every head has its own K and V)
+  bool qkv_bias;         // Q, K and V carry biases (Qwen2)
+  bool gated_mlp;        // gate, up and down (SwiGLU); else up and down (GELU)
+  bool experts;          // reads num_local_experts and num_experts_per_tok (Mixtral)
+  bool window_switch;    // sliding_window counts only when use_sliding_window is true (Qwen2)
+  bool window;           // reads sliding_window at all
+  bool qk_norm = false;  // per-head RMSNorm on Q and K (Qwen3)
   HfExtra extra = HfExtra::kNone;
   bool text_config = false;  // the language model's keys sit in text_config (multimodal classes)
 };

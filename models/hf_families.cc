@@ -12,14 +12,13 @@ namespace kvsim {
 
 // torch_dtype as vLLM's dtype "auto" takes it: BF16 stays BF16, FP16 and FP32 run as FP16.
 DType hf_dtype(const HfReader& own, const HfReader& fallback_reader) {
-  const HfReader& r =
-      own.has("torch_dtype") || own.has("dtype") ? own : fallback_reader;
+  const HfReader& r = own.has("torch_dtype") || own.has("dtype") ? own : fallback_reader;
   const std::string key = r.has("torch_dtype") ? "torch_dtype" : "dtype";  // newer transformers
   const std::string t = r.string(key, "float16");
   if (t == "bfloat16") return DType::kBf16;
   if (t == "float16" || t == "float32") return DType::kFp16;
-  r.fail(key, fmt::format("'{}': expected bfloat16, float16 or float32, got \"{}\"", key,
-                          echo_text(t)));
+  r.fail(key,
+         fmt::format("'{}': expected bfloat16, float16 or float32, got \"{}\"", key, echo_text(t)));
 }
 
 // Qwen2-MoE and Qwen3-MoE (vLLM qwen2_moe.py / qwen3_moe.py, the decoder layer's choice of MLP):
@@ -61,8 +60,7 @@ void read_deepseek(const HfReader& r, ModelSpec& m) {
   m.num_experts = experts;
   m.experts_per_token = static_cast<int>(r.integer("num_experts_per_tok", 1, experts));
   m.expert_ffn = static_cast<int>(r.integer("moe_intermediate_size", 1, 1 << 22));
-  m.shared_expert_ffn =
-      static_cast<int>(r.integer("n_shared_experts", 0, 0, 64)) * m.expert_ffn;
+  m.shared_expert_ffn = static_cast<int>(r.integer("n_shared_experts", 0, 0, 64)) * m.expert_ffn;
   const int64_t first_dense = r.integer("first_k_dense_replace", 0, 0, m.layers);
   const int64_t freq = r.integer("moe_layer_freq", 1, 1, m.layers);
   for (int i = 0; i < m.layers; ++i) {
@@ -98,7 +96,8 @@ void read_quantization(const HfReader& r, ModelSpec& m) {
       if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || b[0] != b[1] ||
           b[0].get<int64_t>() < 1 || b[0].get<int64_t>() > 4096) {
         r.fail("weight_block_size", fmt::format("'weight_block_size': expected a square block "
-                                                "[b, b] with 1 <= b <= 4096, got {}", b.dump()));
+                                                "[b, b] with 1 <= b <= 4096, got {}",
+                                                b.dump()));
       }
       m.weight_group = static_cast<int>(b[0].get<int64_t>());
     }
@@ -119,7 +118,8 @@ void read_quantization(const HfReader& r, ModelSpec& m) {
       m.weight_dtype = DType::kNvfp4;
     } else {
       r.fail("quant_algo", fmt::format("modelopt quant_algo \"{}\" is not one kvsim models "
-                                       "(FP8, NVFP4)", echo_text(algo)));
+                                       "(FP8, NVFP4)",
+                                       echo_text(algo)));
     }
   } else if (method == "awq" || method == "gptq") {
     const int64_t bits = integer(method == "awq" ? "bits" : "bits", 4);
@@ -133,7 +133,8 @@ void read_quantization(const HfReader& r, ModelSpec& m) {
     if (group == 0) r.fail("group_size", "'group_size': expected -1 or a positive integer");
   } else {
     r.fail(key, fmt::format("quant_method \"{}\" is not one kvsim models (fp8, mxfp4, "
-                            "modelopt FP8/NVFP4, awq, gptq)", echo_text(method)));
+                            "modelopt FP8/NVFP4, awq, gptq)",
+                            echo_text(method)));
   }
 }
 
@@ -147,7 +148,8 @@ std::optional<std::vector<int>> hf_layer_types(const HfReader& r, const ModelSpe
   const std::vector<std::string> types = r.string_list("layer_types");
   if (static_cast<int>(types.size()) != m.layers) {
     r.fail("layer_types", fmt::format("'layer_types': expected {} entries (num_hidden_layers), "
-                                      "got {}", m.layers, types.size()));
+                                      "got {}",
+                                      m.layers, types.size()));
   }
   std::vector<int> local;
   for (int i = 0; i < m.layers; ++i) {
@@ -156,7 +158,8 @@ std::optional<std::vector<int>> hf_layer_types(const HfReader& r, const ModelSpe
       local.push_back(i);
     } else if (t != "full_attention") {
       r.fail("layer_types", fmt::format("'layer_types'[{}]: expected \"{}\" or \"full_attention\", "
-                                        "got \"{}\"", i, local_name, echo_text(t)));
+                                        "got \"{}\"",
+                                        i, local_name, echo_text(t)));
     }
   }
   return local;
@@ -242,7 +245,8 @@ void read_llama4(const HfReader& r, ModelSpec& m) {
     const std::vector<int64_t> rope = r.int_list("no_rope_layers", 1);
     if (static_cast<int>(rope.size()) != m.layers) {
       r.fail("no_rope_layers", fmt::format("'no_rope_layers': expected {} entries "
-                                           "(num_hidden_layers), got {}", m.layers, rope.size()));
+                                           "(num_hidden_layers), got {}",
+                                           m.layers, rope.size()));
     }
     for (int i = 0; i < m.layers; ++i) {
       if (rope[static_cast<size_t>(i)] == 1) local.push_back(i);

@@ -20,7 +20,9 @@ class PositionedDomBuilder : public nlohmann::json_sax<HfJson> {
   bool boolean(bool v) override { return dom_.boolean(v); }
   bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
   bool number_unsigned(number_unsigned_t v) override { return dom_.number_unsigned(v); }
-  bool number_float(number_float_t v, const string_t& s) override { return dom_.number_float(v, s); }
+  bool number_float(number_float_t v, const string_t& s) override {
+    return dom_.number_float(v, s);
+  }
   bool string(string_t& v) override { return dom_.string(v); }
   bool binary(binary_t& v) override { return dom_.binary(v); }
   bool start_object(std::size_t n) override { return dom_.start_object(n); }
@@ -67,7 +69,8 @@ std::string hf_line_col(const std::string& text, size_t at) {
 // list would make a 100 KB message, or overflow the stack while dumping it.
 std::string hf_describe(const HfJson& v) {
   switch (v.type()) {
-    case HfJson::value_t::string: return fmt::format("\"{}\"", echo_text(v.get_ref<const std::string&>()));
+    case HfJson::value_t::string:
+      return fmt::format("\"{}\"", echo_text(v.get_ref<const std::string&>()));
     case HfJson::value_t::array: return fmt::format("a list of {} element(s)", v.size());
     case HfJson::value_t::object: return fmt::format("an object of {} key(s)", v.size());
     case HfJson::value_t::null: return "null";
@@ -109,12 +112,11 @@ HfJson hf_parse(const std::string& text, const std::string& source) {
                                  hf_line_col(text, error->offset()), error->detail()));
   }
   if (!j.is_object()) {
-    throw InputError(fmt::format("{}:1:1: expected a config.json object, got {}", source,
-                                 j.type_name()));
+    throw InputError(
+        fmt::format("{}:1:1: expected a config.json object, got {}", source, j.type_name()));
   }
   return j;
 }
-
 
 bool HfReader::boolean(const std::string& key, bool fallback) const {
   if (!has(key)) return fallback;

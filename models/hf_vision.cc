@@ -55,9 +55,9 @@ int64_t llama4_vision_params(const HfReader& v, int64_t text_hidden) {
   const VitShape s = vit_shape(v);
   const int64_t h = s.hidden;
   const int64_t embeddings = s.channels * s.patch * s.patch * h  // unfold + linear, no bias
-                             + h                                  // class_embedding
-                             + (patches(s) + 1) * h;              // positional_embedding_vlm
-  const int64_t norms = 2 * 2 * h;  // layernorm_pre, layernorm_post
+                             + h                                 // class_embedding
+                             + (patches(s) + 1) * h;             // positional_embedding_vlm
+  const int64_t norms = 2 * 2 * h;                               // layernorm_pre, layernorm_post
   const int64_t in = v.integer("projector_input_dim", 1, 1 << 20);
   const int64_t out = v.integer("projector_output_dim", 1, 1 << 20);
   const int64_t adapter = s.ffn * in + out * out;  // Llama4VisionMLP2's fc1, fc2

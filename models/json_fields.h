@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/gpu_spec.h"
 #include "models/kv_calculator.h"
 #include "models/latency/latency_model.h"
 #include "models/latency/plausibility.h"
 #include "models/model_spec.h"
-#include "models/gpu_spec.h"
 
 namespace kvsim {
 

@@ -129,7 +129,8 @@ namespace {
 // local ones, ascending)}.
 ModelSpec::LocalAttention parse_local_attention(const ConfigNode& n, const ModelSpec& m) {
   if (!n.is_map()) n.fail_expected("a map {kind, size, global_every or layers}");
-  if (m.sliding_window) n.fail("a model has either sliding_window (every layer) or local_attention");
+  if (m.sliding_window)
+    n.fail("a model has either sliding_window (every layer) or local_attention");
   ModelSpec::LocalAttention la;
   la.kind = n.get_enum("kind", {"sliding_window", "chunked"}) == "chunked"
                 ? ModelSpec::LocalKind::kChunked
@@ -156,8 +157,9 @@ ModelSpec::LocalAttention parse_local_attention(const ConfigNode& n, const Model
     }
   }
   if (la.layers.empty() || static_cast<int>(la.layers.size()) == m.layers) {
-    n.fail("local_attention needs both local and global layers (a window on every layer is "
-           "sliding_window)");
+    n.fail(
+        "local_attention needs both local and global layers (a window on every layer is "
+        "sliding_window)");
   }
   return la;
 }
@@ -174,8 +176,8 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   m.heads = n.get<int>("heads", {.min = 1, .max = 4096});
   m.kv_heads = n.get<int>("kv_heads", m.heads, {.min = 1, .max = 4096});
   if (m.heads % m.kv_heads != 0) {
-    n.child("kv_heads").fail(fmt::format(
-        "expected a divisor of heads ({}), got {}", m.heads, m.kv_heads));
+    n.child("kv_heads")
+        .fail(fmt::format("expected a divisor of heads ({}), got {}", m.heads, m.kv_heads));
   }
   m.hidden = n.get<int>("hidden", {.min = 1, .max = 1 << 20});
   m.head_dim = n.get<int>("head_dim", m.hidden / m.heads, {.min = 1, .max = 4096});
@@ -202,7 +204,8 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
     m.q_lora_rank = n.get<int>("q_lora_rank", 0, {.min = 0, .max = 1 << 16});
     m.qk_rope_head_dim = n.get<int>("qk_rope_head_dim", {.min = 0, .max = m.head_dim - 1});
     m.v_head_dim = n.get<int>("v_head_dim", m.head_dim, {.min = 1, .max = 4096});
-    if (m.kv_heads != 1) n.child("kv_heads").fail("an MLA model (kv_lora_rank) keeps 1 latent KV head");
+    if (m.kv_heads != 1)
+      n.child("kv_heads").fail("an MLA model (kv_lora_rank) keeps 1 latent KV head");
   }
   m.mtp_layers = n.get<int>("mtp_layers", 0, {.min = 0, .max = 16});
   m.qkv_bias = n.get<bool>("qkv_bias", false);
@@ -214,7 +217,8 @@ ModelSpec parse_model_spec(const ConfigNode& n, const std::string& name) {
   m.attention_sinks = n.get<bool>("attention_sinks", false);
   m.expert_bias = n.get<bool>("expert_bias", false);
   m.layer_norms = n.get<int>("layer_norms", 2, {.min = 0, .max = 8});
-  if (auto la = n.optional_child("local_attention")) m.local_attention = parse_local_attention(*la, m);
+  if (auto la = n.optional_child("local_attention"))
+    m.local_attention = parse_local_attention(*la, m);
   auto dtype_of = [&](const char* key, DType fallback, bool weights) {
     if (!n.optional_child(key)) return fallback;
     const std::string v =

@@ -25,8 +25,8 @@ struct ModelSpec {
   int ffn = 0;  // intermediate size of a dense layer's MLP (and of each expert unless expert_ffn)
   int vocab = 0;
   int64_t max_position = 0;
-  int num_experts = 1;         // >1 for mixture-of-experts
-  int experts_per_token = 1;   // top-k routing
+  int num_experts = 1;        // >1 for mixture-of-experts
+  int experts_per_token = 1;  // top-k routing
   // Mixture of experts beyond Mixtral's (docs/models.md "Mixture of experts"): each routed
   // expert's MLP width (0: ffn, as Mixtral), the always-on shared experts' width in total
   // (DeepSeek's n_shared_experts x moe_intermediate_size, Qwen2-MoE's
@@ -53,8 +53,8 @@ struct ModelSpec {
   // over tensor parallelism. vLLM loads them unless images are off (limit_mm_per_prompt
   // image: 0, the engine key): not in param_count(), which is the language model.
   int64_t vision_params = 0;
-  bool qkv_bias = false;       // Qwen2 carries biases on Q, K and V
-  bool o_bias = false;         // the output projection carries a bias (gpt-oss, Phi-3.5-MoE)
+  bool qkv_bias = false;  // Qwen2 carries biases on Q, K and V
+  bool o_bias = false;    // the output projection carries a bias (gpt-oss, Phi-3.5-MoE)
   // One learned logit per query head and layer that every softmax row also normalises over
   // (gpt-oss's attention sinks: `sinks` in vLLM's OAIAttention); parameters only, no KV.
   bool attention_sinks = false;

@@ -47,7 +47,8 @@ int64_t linear_bytes(int64_t in, int64_t out, DType w, int group) {
 void check_parallelism(const ModelSpec& m, Parallelism par) {
   const int t = par.tensor;
   auto refuse = [&](const std::string& why) {
-    throw InputError(fmt::format("model {} cannot run at {}: {}", m.name, parallelism_text(par), why));
+    throw InputError(
+        fmt::format("model {} cannot run at {}: {}", m.name, parallelism_text(par), why));
   };
   if (t < 1 || par.pipeline < 1) refuse("degrees must be >= 1");
   if (m.heads % t != 0) refuse(fmt::format("{} query heads do not split {} ways", m.heads, t));
@@ -69,8 +70,8 @@ void check_parallelism(const ModelSpec& m, Parallelism par) {
       refuse(fmt::format("expert MLP width {} does not split {} ways", m.routed_ffn(), g));
     }
     if (m.shared_expert_ffn % t != 0) {
-      refuse(fmt::format("shared-expert MLP width {} does not split {} ways", m.shared_expert_ffn,
-                         t));
+      refuse(
+          fmt::format("shared-expert MLP width {} does not split {} ways", m.shared_expert_ffn, t));
     }
   } else if (par.expert) {
     refuse("expert parallelism needs a mixture-of-experts model");
@@ -140,10 +141,11 @@ int64_t attention_bytes(const ModelSpec& m, int t) {
   }
   const int64_t q_out = heads * m.head_dim;
   const int64_t kv_out = int64_t{kv_heads_per_gpu(m, t)} * m.head_dim;
-  int64_t b = linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
+  int64_t b =
+      linear_bytes(h, q_out, w) + 2 * linear_bytes(h, kv_out, w) + linear_bytes(q_out, h, w);
   if (m.qkv_bias) b += (q_out + 2 * kv_out) * mb;
-  if (m.o_bias) b += h * mb;                 // a row-parallel bias is whole on every GPU
-  if (m.attention_sinks) b += heads * mb;    // this GPU's heads' sinks
+  if (m.o_bias) b += h * mb;               // a row-parallel bias is whole on every GPU
+  if (m.attention_sinks) b += heads * mb;  // this GPU's heads' sinks
   return b;
 }
 
@@ -160,8 +162,8 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   // MoE layers: the router (replicated, vLLM ReplicatedLinear for the gate), the shared experts
   // split t ways (an MLP on the attention's TP group) and the routed experts this GPU holds.
   // Qwen3's q_norm and k_norm are replicated too.
-  const int64_t layer = m.layer_norms * h * mb +
-                        (m.qk_norm ? 2 * int64_t{m.head_dim} * mb : 0) + attention_bytes(m, t);
+  const int64_t layer = m.layer_norms * h * mb + (m.qk_norm ? 2 * int64_t{m.head_dim} * mb : 0) +
+                        attention_bytes(m, t);
   const int64_t dense = mlp_bytes(m, m.ffn / t, w);
   int64_t moe = 0;
   if (m.moe()) {
@@ -171,8 +173,7 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
     const int64_t expert_bias = m.expert_bias ? ((m.gated_mlp ? 2 : 1) * f + h) * mb : 0;
     moe = h * m.num_experts * mb + (m.expert_bias ? m.num_experts * mb : 0) +
           mlp_bytes(m, m.shared_expert_ffn / t, w) +
-          int64_t{local_experts(m, par)} *
-              (mlp_bytes(m, f, m.routed_weight_dtype()) + expert_bias);
+          int64_t{local_experts(m, par)} * (mlp_bytes(m, f, m.routed_weight_dtype()) + expert_bias);
   }
   const std::vector<int> layers = stage_layers(m.layers, par.pipeline);
   int begin = 0;
@@ -185,7 +186,7 @@ int64_t weights_bytes_on_gpu(const ModelSpec& m, Parallelism par, int stage) {
   const bool last = stage == par.pipeline - 1;
   if (first) bytes += embed + round_up_div(m.vision_params * mb, t);
   if (last) {
-    bytes += h * mb;                                    // final norm
+    bytes += h * mb;                                   // final norm
     if (!m.tied_embeddings || !first) bytes += embed;  // LM head
   }
   return bytes;

@@ -23,7 +23,8 @@ struct Parallelism {
   // experts, E / (d x t) of them, instead of a 1 / (d x t) slice of every expert; tokens go to
   // their experts' GPUs and back by all-to-all (docs/models.md "Expert parallelism").
   bool expert = false;
-  // GPUs of one engine replica (what a scenario replica's figures are per); d replicas use d x this.
+  // GPUs of one engine replica (what a scenario replica's figures are per); d replicas use d x
+  // this.
   int gpus() const { return tensor * pipeline; }
   bool single() const { return tensor == 1 && pipeline == 1 && data == 1 && !expert; }
   // The GPUs the routed experts of one layer are split over: d x t.

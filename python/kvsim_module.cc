@@ -18,8 +18,8 @@
 #include "core/config_node.h"
 #include "core/config_patch.h"
 #include "core/data_path.h"
-#include "core/units.h"
 #include "core/errors.h"
+#include "core/units.h"
 #include "models/attention_kind.h"
 #include "models/catalog.h"
 #include "models/json_fields.h"
@@ -177,14 +177,15 @@ std::string latency_json(const std::string& model, const std::string& gpu,
                          const std::string& attention, int block_size, int tp, int pp,
                          bool verbose) {
   for (int64_t s : seqs) check_arg(args::kLatencySeq, static_cast<double>(s), ArgFront::kPython);
-  for (int64_t b : batches) check_arg(args::kLatencyBatch, static_cast<double>(b), ArgFront::kPython);
+  for (int64_t b : batches)
+    check_arg(args::kLatencyBatch, static_cast<double>(b), ArgFront::kPython);
   check_arg(args::kBlockSize, block_size, ArgFront::kPython);
   check_arg(args::kTensorParallel, tp, ArgFront::kPython);
   check_arg(args::kPipelineParallel, pp, ArgFront::kPython);
   const Catalog& catalog = Catalog::builtin();
   const GpuSpec& g = catalog.gpu(gpu);
-  const LatencyModel lm(catalog.model(model), g, default_profile(g), parse_attention_kind(attention),
-                        tp, pp);
+  const LatencyModel lm(catalog.model(model), g, default_profile(g),
+                        parse_attention_kind(attention), tp, pp);
   std::vector<SequenceLatency> rows;
   for (int64_t s : seqs) {
     for (int64_t b : batches) rows.push_back(sequence_latency(lm, s, b, block_size));
@@ -205,8 +206,10 @@ PYBIND11_MODULE(_kvsim, m) {
   logger->set_pattern("[%l] %n: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::warn);
-  m.def("set_log_level", [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
-        py::arg("level"));
+  m.def(
+      "set_log_level",
+      [](const std::string& level) { spdlog::set_level(spdlog::level::from_str(level)); },
+      py::arg("level"));
   // Python's hierarchy mirrors C++'s: ConfigError (file:line:col) is an InputError.
   static py::exception<InputError> input_error(m, "InputError");
   static py::exception<ConfigError> config_error(m, "ConfigError", input_error.ptr());

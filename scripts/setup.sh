@@ -17,10 +17,11 @@ KVSIM_PACKAGES=(
 )
 # Test-only packages, added only when scripts/test.sh sources this file (it sets
 # KVSIM_WITH_TEST_PACKAGES=1): Chromium (~350 MB installed) loads `kvsim report`'s page headless;
-# clang and its sanitizer and libFuzzer runtimes build the ASan + UBSan and fuzz stage; GNU time
+# clang and its sanitizer and libFuzzer runtimes build the ASan + UBSan and fuzz stage; clang-format
+# checks the house format (scripts/check_format.sh); GNU time
 # (/usr/bin/time) times the bench smoke; pytest and pandas run the Python module's tests
 # (tests/python/) and its DataFrames.
-KVSIM_TEST_PACKAGES=(chromium clang libclang-rt-14-dev time python3-pytest python3-pandas)
+KVSIM_TEST_PACKAGES=(chromium clang clang-format libclang-rt-14-dev time python3-pytest python3-pandas)
 if [[ "${KVSIM_WITH_TEST_PACKAGES:-0}" == 1 ]]; then KVSIM_PACKAGES+=("${KVSIM_TEST_PACKAGES[@]}"); fi
 
 kvsim_missing_packages() {

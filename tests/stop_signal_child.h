@@ -23,8 +23,7 @@ namespace kvsim::test {
 // keep an ignored signal ignored: the child resets the three stop signals. Its stdout goes
 // nowhere, its stderr to `err_file` ("": nowhere); `file_limit` is its `ulimit -f` in bytes.
 inline pid_t spawn_for_signal(const char* bin, const std::vector<std::string>& args,
-                              const std::string& err_file = "",
-                              rlim_t file_limit = RLIM_INFINITY) {
+                              const std::string& err_file = "", rlim_t file_limit = RLIM_INFINITY) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     for (int sig : {SIGINT, SIGTERM, SIGXFSZ}) ::signal(sig, SIG_DFL);

@@ -16,8 +16,8 @@ inline void print_skip(const std::string& kind, const std::string& why) {
 
 }  // namespace kvsim::test
 
-#define KVSIM_TEST_SKIP(kind, why)          \
-  do {                                      \
+#define KVSIM_TEST_SKIP(kind, why)            \
+  do {                                        \
     ::kvsim::test::print_skip((kind), (why)); \
-    return;                                 \
+    return;                                   \
   } while (false)

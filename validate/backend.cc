@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
+#include "core/errors.h"
 #include "kernels/cpu_ref/attention_ref.h"
 #include "kernels/cpu_ref/gemm_ref.h"
 #include "kernels/cpu_ref/paged_decode_ref.h"
 #include "kernels/cpu_ref/random_inputs.h"
-#include "core/check.h"
-#include "core/errors.h"
 
 namespace kvsim::validate {
 
@@ -86,16 +86,23 @@ double percentile(std::vector<double> samples, double p) {
 }
 
 void register_backends(BackendRegistry& r) {
-  r.add({"cpu", "the float CPU references (kernels/cpu_ref), timed with std::chrono", {},
+  r.add({"cpu",
+         "the float CPU references (kernels/cpu_ref), timed with std::chrono",
+         {},
          {.needs_device = false, .built = true, .build = make_cpu_backend}});
 #ifdef KVSIM_HAVE_CUDA
-  r.add({"cuda", "the CUDA kernels (kernels/*.cu), timed with CUDA events", {},
+  r.add({"cuda",
+         "the CUDA kernels (kernels/*.cu), timed with CUDA events",
+         {},
          {.needs_device = true, .built = true, .build = make_cuda_backend}});
 #else
-  r.add({"cuda", "the CUDA kernels (kernels/*.cu), timed with CUDA events", {},
+  r.add({"cuda",
+         "the CUDA kernels (kernels/*.cu), timed with CUDA events",
+         {},
          {.needs_device = true, .built = false, .build = []() -> std::unique_ptr<Backend> {
-            throw InputError("--backend cuda: this kvsim-validate was built without CUDA "
-                             "(configure with nvcc on PATH and -DKVSIM_WITH_CUDA=ON)");
+            throw InputError(
+                "--backend cuda: this kvsim-validate was built without CUDA "
+                "(configure with nvcc on PATH and -DKVSIM_WITH_CUDA=ON)");
           }}});
 #endif
 }

@@ -4,10 +4,10 @@
 // a table on stdout.
 #include <fmt/format.h>
 
-#include "models/latency/profile.h"
-#include "core/text_table.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/text_table.h"
+#include "models/latency/profile.h"
 #include "validate/commands.h"
 #include "validate/fit_profile.h"
 
@@ -40,7 +40,8 @@ void run_calibrate(const CalibrateOptions& o) {
   }
   write_file_atomic(o.dir / "fit_residuals.csv", csv);
   if (o.quiet) return;
-  cli::TextTable t({"class", "train points", "rms rel resid", "mean |rel|", "max |rel|", "fitted", "kept (defaults)"});
+  cli::TextTable t({"class", "train points", "rms rel resid", "mean |rel|", "max |rel|", "fitted",
+                    "kept (defaults)"});
   for (const ClassFit& c : fit.classes) {
     auto join = [](const std::vector<std::string>& v) {
       std::string s;

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <map>
 
-#include "models/latency/profile.h"
-#include "core/text_table.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/text_table.h"
+#include "models/latency/profile.h"
 #include "validate/commands.h"
 #include "validate/kernel_model.h"
 
@@ -54,8 +54,9 @@ double run_compare(const CompareOptions& o) {
   const std::filesystem::path out = o.out_dir.empty() ? o.dir : o.out_dir;
   std::string csv = "kernel,case,measured_s,predicted_s,error_pct\n";
   for (const Point& p : all) {
-    csv += fmt::format("{},\"{}\",{:.9g},{:.9g},{:.3f}\n", class_name(p.m->c.kind), p.m->c.describe(),
-                       p.m->seconds, p.predicted, 100.0 * (p.predicted - p.m->seconds) / p.m->seconds);
+    csv +=
+        fmt::format("{},\"{}\",{:.9g},{:.9g},{:.3f}\n", class_name(p.m->c.kind), p.m->c.describe(),
+                    p.m->seconds, p.predicted, 100.0 * (p.predicted - p.m->seconds) / p.m->seconds);
   }
   nlohmann::ordered_json j;
   const double overall = mape(all);
@@ -66,21 +67,27 @@ double run_compare(const CompareOptions& o) {
   j["profile"] = o.profile.string();
   j["gpu"] = gpu.name;
   j["worst"] = nlohmann::ordered_json::object();
-  cli::TextTable t({"class", "test points", "MAPE", "worst case", "measured", "predicted", "error"});
+  cli::TextTable t(
+      {"class", "test points", "MAPE", "worst case", "measured", "predicted", "error"});
   for (const auto& [c, v] : by_class) {
-    const Point& w = *std::max_element(v.begin(), v.end(), [](const Point& a, const Point& b) { return a.abs_pct < b.abs_pct; });
-    j["worst"][c] = {{"case", w.m->c.describe()}, {"measured_s", w.m->seconds},
-                     {"predicted_s", w.predicted}, {"abs_error", w.abs_pct}};
-    t.add_row({c, std::to_string(v.size()), fmt::format("{:.1f}%", mape(v) * 100), w.m->c.describe(),
-               fmt::format("{:.3f} us", w.m->seconds * 1e6), fmt::format("{:.3f} us", w.predicted * 1e6),
+    const Point& w = *std::max_element(
+        v.begin(), v.end(), [](const Point& a, const Point& b) { return a.abs_pct < b.abs_pct; });
+    j["worst"][c] = {{"case", w.m->c.describe()},
+                     {"measured_s", w.m->seconds},
+                     {"predicted_s", w.predicted},
+                     {"abs_error", w.abs_pct}};
+    t.add_row({c, std::to_string(v.size()), fmt::format("{:.1f}%", mape(v) * 100),
+               w.m->c.describe(), fmt::format("{:.3f} us", w.m->seconds * 1e6),
+               fmt::format("{:.3f} us", w.predicted * 1e6),
                fmt::format("{:+.1f}%", 100.0 * (w.predicted - w.m->seconds) / w.m->seconds)});
   }
   write_file_atomic(out / "compare.csv", csv);
   write_file_atomic(out / "compare.json", j.dump(2) + "\n");
   if (!o.quiet) {
-    fmt::print("compare: {} held-out points, profile {} on {}; overall MAPE {:.1f}%\n{}wrote {} and {}\n",
-               all.size(), profile.name, gpu.name, overall * 100, t.render(),
-               (out / "compare.csv").string(), (out / "compare.json").string());
+    fmt::print(
+        "compare: {} held-out points, profile {} on {}; overall MAPE {:.1f}%\n{}wrote {} and {}\n",
+        all.size(), profile.name, gpu.name, overall * 100, t.render(),
+        (out / "compare.csv").string(), (out / "compare.json").string());
   }
   return overall;
 }

@@ -85,7 +85,9 @@ void forward_paged_decode(const kernels::PagedDecodeShape& p, const CaseInputs& 
 void run_kernel(const KernelCase& c, const CaseInputs& in, std::vector<float>& out,
                 std::vector<uint64_t>& words_out, uint64_t& sink, AttentionScratch& scratch) {
   switch (c.kind) {
-    case KernelClass::kNative: kernels::native_attention_cpu(c.attn, c.precision, in.a, in.b, in.c, out); break;
+    case KernelClass::kNative:
+      kernels::native_attention_cpu(c.attn, c.precision, in.a, in.b, in.c, out);
+      break;
     case KernelClass::kFlash: forward_flash(c.attn, in, out, scratch); break;
     case KernelClass::kPagedDecode: forward_paged_decode(c.paged, in, out, scratch); break;
     case KernelClass::kGemm: kernels::gemm_cpu(c.gemm, c.precision, in.a, in.b, out); break;
@@ -114,9 +116,10 @@ class CpuBackend : public Backend {
     j["name"] = device_name();
     j["threads_used"] = 1;
     j["hardware_threads"] = std::thread::hardware_concurrency();
-    j["note"] = "CPU run: single-threaded; flash and paged_decode run the CPU forward pass's "
-                "Eigen attention, the rest float implementations of the kernels' algorithms; "
-                "these figures are not GPU figures";
+    j["note"] =
+        "CPU run: single-threaded; flash and paged_decode run the CPU forward pass's "
+        "Eigen attention, the rest float implementations of the kernels' algorithms; "
+        "these figures are not GPU figures";
     return j;
   }
 
@@ -130,7 +133,8 @@ class CpuBackend : public Backend {
       kernels::round_all(c.precision, out);  // the forward's code is float32 throughout
     }
     if (c.kind == KernelClass::kMembwCopy) return {words == in.words ? 1.0f : 0.0f};
-    if (c.kind == KernelClass::kMembwRead) return {sink == kernels::membw_read_cpu(in.words) ? 1.0f : 0.0f};
+    if (c.kind == KernelClass::kMembwRead)
+      return {sink == kernels::membw_read_cpu(in.words) ? 1.0f : 0.0f};
     return out;
   }
 

@@ -7,9 +7,9 @@
 #include <functional>
 #include <vector>
 
-#include "kernels/cuda_api.h"
-#include "kernels/cpu_ref/paged_decode_ref.h"
 #include "core/errors.h"
+#include "kernels/cpu_ref/paged_decode_ref.h"
+#include "kernels/cuda_api.h"
 #include "validate/backend.h"
 
 namespace kvsim::validate {
@@ -64,7 +64,8 @@ class CudaBackend : public Backend {
         return cu::run_paged_decode(c.version, c.paged, c.precision, in.a, in.b, in.c, in.table);
       case KernelClass::kGemm: return cu::run_gemm(c.version, c.gemm, c.precision, in.a, in.b);
       case KernelClass::kMembwCopy:
-      case KernelClass::kMembwRead: return {cu::run_membw_roundtrip(c.version, in.words) ? 1.0f : 0.0f};
+      case KernelClass::kMembwRead:
+        return {cu::run_membw_roundtrip(c.version, in.words) ? 1.0f : 0.0f};
     }
     return {};
   }
@@ -95,7 +96,8 @@ class CudaBackend : public Backend {
     for (int64_t s : sizes) total += s;
     const cu::MemInfo mem = cu::mem_get_info();
     if (static_cast<double>(total) > 0.9 * static_cast<double>(mem.free_bytes)) {
-      throw SkipCase(fmt::format("needs {} bytes of device memory, {} free", total, mem.free_bytes));
+      throw SkipCase(
+          fmt::format("needs {} bytes of device memory, {} free", total, mem.free_bytes));
     }
     std::vector<cu::DeviceBuffer> buf;
     for (int64_t s : sizes) buf.emplace_back(std::max<int64_t>(s, 16));
@@ -108,9 +110,15 @@ class CudaBackend : public Backend {
                           c.precision, seed + static_cast<uint64_t>(i));
         }
         if (c.kind == KernelClass::kNative) {
-          run = [&] { cu::native_attention(c.version, c.attn, c.precision, buf[0].get(), buf[1].get(), buf[2].get(), buf[3].get(), buf[4].get()); };
+          run = [&] {
+            cu::native_attention(c.version, c.attn, c.precision, buf[0].get(), buf[1].get(),
+                                 buf[2].get(), buf[3].get(), buf[4].get());
+          };
         } else {
-          run = [&] { cu::flash_attention(c.version, c.attn, c.precision, buf[0].get(), buf[1].get(), buf[2].get(), buf[3].get()); };
+          run = [&] {
+            cu::flash_attention(c.version, c.attn, c.precision, buf[0].get(), buf[1].get(),
+                                buf[2].get(), buf[3].get());
+          };
         }
         break;
       case KernelClass::kPagedDecode: {
@@ -121,13 +129,18 @@ class CudaBackend : public Backend {
         kernels::InputRng rng(seed);
         const std::vector<int32_t> table = kernels::shuffled_block_table(c.paged, rng);
         buf[4].upload(table.data(), static_cast<int64_t>(table.size() * sizeof(int32_t)));
-        run = [&] { cu::paged_decode(c.version, c.paged, c.precision, buf[0].get(), buf[1].get(), buf[2].get(), static_cast<const int32_t*>(buf[4].get()), buf[3].get()); };
+        run = [&] {
+          cu::paged_decode(c.version, c.paged, c.precision, buf[0].get(), buf[1].get(),
+                           buf[2].get(), static_cast<const int32_t*>(buf[4].get()), buf[3].get());
+        };
         break;
       }
       case KernelClass::kGemm:
         cu::fill_random(buf[0].get(), sizes[0] / e, c.precision, seed);
         cu::fill_random(buf[1].get(), sizes[1] / e, c.precision, seed + 1);
-        run = [&] { cu::gemm(c.version, c.gemm, c.precision, buf[0].get(), buf[1].get(), buf[2].get()); };
+        run = [&] {
+          cu::gemm(c.version, c.gemm, c.precision, buf[0].get(), buf[1].get(), buf[2].get());
+        };
         break;
       case KernelClass::kMembwCopy:
         cu::fill_random(buf[0].get(), c.bytes / 2, kernels::Precision::kFp16, seed);
@@ -136,7 +149,9 @@ class CudaBackend : public Backend {
       case KernelClass::kMembwRead:
         cu::fill_random(buf[0].get(), c.bytes / 2, kernels::Precision::kFp16, seed);
         buf[1].fill_zero();
-        run = [&] { cu::membw_read(c.version, buf[0].get(), c.bytes, static_cast<uint64_t*>(buf[1].get())); };
+        run = [&] {
+          cu::membw_read(c.version, buf[0].get(), c.bytes, static_cast<uint64_t*>(buf[1].get()));
+        };
         break;
     }
     cu::synchronize();

@@ -44,9 +44,9 @@ int run_device_query(const DeviceQueryOptions& o) {
                 j["total_bytes"].get<double>() / (1 << 30), j["driver_version"].get<int>(),
                 j["runtime_version"].get<int>(), j["cublas"].get<std::string>().c_str());
   } else {
-    std::printf("no device: %s%s\n", j["why_not"].get<std::string>().c_str(),
-                j.contains("cublas") ? (" (cuBLAS " + j["cublas"].get<std::string>() + ")").c_str()
-                                     : "");
+    std::printf(
+        "no device: %s%s\n", j["why_not"].get<std::string>().c_str(),
+        j.contains("cublas") ? (" (cuBLAS " + j["cublas"].get<std::string>() + ")").c_str() : "");
   }
   if (!o.out.empty()) write_file_atomic(o.out, j.dump(2) + "\n");
   return ok ? 0 : 1;

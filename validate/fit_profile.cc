@@ -52,12 +52,14 @@ std::vector<Param> params_of(OpClass c, bool tiles, bool l2) {
   };
   std::vector<Param> out;
   if (c != OpClass::kElementwise) {
-    out.push_back({"compute_efficiency", Transform::kEfficiency, cls(&ClassParams::compute_efficiency)});
+    out.push_back(
+        {"compute_efficiency", Transform::kEfficiency, cls(&ClassParams::compute_efficiency)});
   }
   // Prefill-only chunks leave the tiled kernel compute-bound: its memory efficiency, which only
   // mixed batches of long decodes reach, would drift unchecked; it keeps the start's value.
   if (!(c == OpClass::kAttentionFlash && tiles)) {
-    out.push_back({"memory_efficiency", Transform::kEfficiency, cls(&ClassParams::memory_efficiency)});
+    out.push_back(
+        {"memory_efficiency", Transform::kEfficiency, cls(&ClassParams::memory_efficiency)});
   }
   out.push_back({"launch_overhead_us", Transform::kPositive, cls(&ClassParams::launch_overhead_s)});
   if (c == OpClass::kElementwise && l2) {
@@ -92,7 +94,10 @@ double median(std::vector<double> v) {
 class ClassProblem {
  public:
   ClassProblem(OpClass c, std::vector<const Measurement*> pts, const GpuSpec& gpu, Profile base)
-      : c_(c), pts_(std::move(pts)), gpu_(gpu), base_(std::move(base)),
+      : c_(c),
+        pts_(std::move(pts)),
+        gpu_(gpu),
+        base_(std::move(base)),
         params_(params_of(c, base_.flash_tiles.fitted, base_.elementwise_l2_speedup > 1.0)) {}
 
   const std::vector<Param>& params() const { return params_; }
@@ -142,13 +147,20 @@ class ClassProblem {
     for (size_t i = 0; i < params_.size(); ++i) {
       const std::string& n = params_[i].name;
       double v = 0;
-      if (n == "compute_efficiency") v = std::clamp(median(ce), 1e-4, 0.95);
-      else if (n == "memory_efficiency") v = std::clamp(median(me), 1e-4, 0.95);
-      else if (n == "launch_overhead_us") v = 0.05 * *std::min_element(t.begin(), t.end());
-      else if (n == "flash_head_dim_exponent") v = 0.5;
-      else if (n == "elementwise_l2_speedup") v = 2.0;
-      else if (n == "wave_overhead_us") v = 0.2 * *std::min_element(t.begin(), t.end());
-      else v = curve < curve_starts.size() ? curve_starts[curve++] : 64.0;
+      if (n == "compute_efficiency")
+        v = std::clamp(median(ce), 1e-4, 0.95);
+      else if (n == "memory_efficiency")
+        v = std::clamp(median(me), 1e-4, 0.95);
+      else if (n == "launch_overhead_us")
+        v = 0.05 * *std::min_element(t.begin(), t.end());
+      else if (n == "flash_head_dim_exponent")
+        v = 0.5;
+      else if (n == "elementwise_l2_speedup")
+        v = 2.0;
+      else if (n == "wave_overhead_us")
+        v = 0.2 * *std::min_element(t.begin(), t.end());
+      else
+        v = curve < curve_starts.size() ? curve_starts[curve++] : 64.0;
       x[static_cast<Eigen::Index>(i)] = to_x(params_[i].t, v);
     }
     return x;
@@ -223,7 +235,8 @@ ClassFit fit_class(OpClass c, const std::vector<const Measurement*>& pts, const 
   // The max() in the roofline makes the problem piecewise smooth: try a few starting points for
   // the curve parameters and keep the best fit.
   std::vector<std::vector<double>> starts = {{64.0, 4.0}};
-  if (c == OpClass::kAttentionFlash && !profile.flash_tiles.fitted) starts = {{64.0}, {512.0}, {4096.0}};
+  if (c == OpClass::kAttentionFlash && !profile.flash_tiles.fitted)
+    starts = {{64.0}, {512.0}, {4096.0}};
   if (c == OpClass::kAttentionDecode) starts = {{16.0, 1.0}, {256.0, 8.0}, {2048.0, 32.0}};
   Eigen::VectorXd best;
   double best_cost = INFINITY;
@@ -257,8 +270,8 @@ ClassFit fit_class(OpClass c, const std::vector<const Measurement*>& pts, const 
 
 }  // namespace
 
-FitResult fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu, const Profile& start,
-                      const std::string& provenance) {
+FitResult fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
+                      const Profile& start, const std::string& provenance) {
   std::map<OpClass, std::vector<const Measurement*>> by_class;
   for (const Measurement& m : rows) {
     if (m.c.split != "train" || !m.timed()) continue;
@@ -286,7 +299,8 @@ FitResult fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu, 
                                            provenance, pts.size(), fit.rms_rel * 100);
     out.classes.push_back(std::move(fit));
   }
-  const bool curves = by_class.count(OpClass::kAttentionFlash) || by_class.count(OpClass::kAttentionDecode);
+  const bool curves =
+      by_class.count(OpClass::kAttentionFlash) || by_class.count(OpClass::kAttentionDecode);
   if (curves) out.profile.curves_source = provenance + " (flash and decode curves where measured)";
   return out;
 }

@@ -24,8 +24,8 @@ namespace kvsim::validate {
 struct ClassFit {
   OpClass op_class = OpClass::kGemm;
   int train_points = 0;
-  double rms_rel = 0;   // sqrt(mean(((pred - measured) / measured)^2)) over the train points
-  double mape = 0;      // mean |pred - measured| / measured
+  double rms_rel = 0;  // sqrt(mean(((pred - measured) / measured)^2)) over the train points
+  double mape = 0;     // mean |pred - measured| / measured
   double max_rel = 0;
   std::vector<std::string> fitted;  // parameter names the data determined
   std::vector<std::string> kept;    // left at their defaults
@@ -39,13 +39,13 @@ struct Residual {
 
 struct FitResult {
   Profile profile;
-  std::vector<ClassFit> classes;  // classes with training points, in OpClass order
+  std::vector<ClassFit> classes;    // classes with training points, in OpClass order
   std::vector<Residual> residuals;  // every train point, after the fit
 };
 
 // Fits on rows with split "train" that were timed. `start` supplies the values of everything not
 // fitted (and of parameters the data leaves undetermined). `provenance` goes into the sources.
-FitResult fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu, const Profile& start,
-                      const std::string& provenance);
+FitResult fit_profile(const std::vector<Measurement>& rows, const GpuSpec& gpu,
+                      const Profile& start, const std::string& provenance);
 
 }  // namespace kvsim::validate

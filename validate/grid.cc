@@ -65,8 +65,8 @@ struct Entry {
 
 Entry common_axes(const ConfigNode& e, const std::string& backend) {
   Entry out;
-  out.kind = parse_class(e.get_enum("class", {"native", "flash", "paged_decode", "membw_copy",
-                                               "membw_read", "gemm"}));
+  out.kind = parse_class(
+      e.get_enum("class", {"native", "flash", "paged_decode", "membw_copy", "membw_read", "gemm"}));
   const auto versions = list_of<int>(e, "versions", {1}, {.min = 1, .max = 99});
   // The CPU backend has one implementation per class: its reference-derived kernel, "v0".
   out.versions = backend == "cpu" ? std::vector<int>{0} : versions;
@@ -120,8 +120,13 @@ void expand_attention(const ConfigNode& e, const Entry& c, std::vector<KernelCas
       c, out,
       [](KernelCase& k, int64_t b, int64_t h, int64_t kvh, int64_t s, int64_t ctx, int64_t d,
          bool cz) {
-        k.attn = {.batch = b, .heads = h, .kv_heads = kvh, .seq_q = s, .seq_kv = s + ctx,
-                  .head_dim = d, .causal = cz};
+        k.attn = {.batch = b,
+                  .heads = h,
+                  .kv_heads = kvh,
+                  .seq_q = s,
+                  .seq_kv = s + ctx,
+                  .head_dim = d,
+                  .causal = cz};
       },
       batch, heads, kv_heads, seq, context, head_dim, causal);
 }
@@ -136,7 +141,11 @@ void expand_paged(const ConfigNode& e, const Entry& c, std::vector<KernelCase>& 
   expand_cases(
       c, out,
       [](KernelCase& k, int64_t b, int64_t h, int64_t kvh, int64_t d, int64_t ctx, int64_t bs) {
-        k.paged = {.batch = b, .heads = h, .kv_heads = kvh, .head_dim = d, .context = ctx,
+        k.paged = {.batch = b,
+                   .heads = h,
+                   .kv_heads = kvh,
+                   .head_dim = d,
+                   .context = ctx,
                    .block_size = bs};
       },
       batch, heads, kv_heads, head_dim, context, block);
@@ -201,7 +210,8 @@ Grid grid_from(const ConfigNode& root, const std::string& backend) {
   if (auto t = root.optional_child("timing")) {
     if (!t->is_map()) t->fail_expected("a map");
     g.timing.warmup = t->get<int>("warmup", g.timing.warmup, {.min = 0, .max = 1000});
-    g.timing.repetitions = t->get<int>("repetitions", g.timing.repetitions, {.min = 1, .max = 10000});
+    g.timing.repetitions =
+        t->get<int>("repetitions", g.timing.repetitions, {.min = 1, .max = 10000});
     g.timing.flush_l2 = t->get<bool>("flush_l2", g.timing.flush_l2);
   }
   if (auto c = root.optional_child("check")) {
@@ -237,7 +247,8 @@ Grid grid_from(const ConfigNode& root, const std::string& backend) {
   for (KernelCase& c : g.cases) {
     c.check = c.kind == KernelClass::kMembwCopy || c.kind == KernelClass::kMembwRead
                   ? c.bytes <= g.check_max_bytes
-                  : c.flops() <= g.check_max_flops && c.bytes_moved() <= static_cast<double>(g.check_max_bytes);
+                  : c.flops() <= g.check_max_flops &&
+                        c.bytes_moved() <= static_cast<double>(g.check_max_bytes);
   }
   assign_splits(g);
   return g;
@@ -245,7 +256,8 @@ Grid grid_from(const ConfigNode& root, const std::string& backend) {
 
 }  // namespace
 
-Grid parse_grid(const std::string& yaml_text, const std::string& source, const std::string& backend) {
+Grid parse_grid(const std::string& yaml_text, const std::string& source,
+                const std::string& backend) {
   return grid_from(ConfigNode::parse_string(yaml_text, source), backend);
 }
 

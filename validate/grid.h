@@ -53,7 +53,8 @@ struct Grid {
 // implementation (version 0). Throws ConfigError (file:line:col) on schema errors and unknown
 // keys, InputError on invalid shapes.
 Grid load_grid(const std::filesystem::path& path, const std::string& backend);
-Grid parse_grid(const std::string& yaml_text, const std::string& source, const std::string& backend);
+Grid parse_grid(const std::string& yaml_text, const std::string& source,
+                const std::string& backend);
 
 // Whether the simulator's latency model has a term for this case (see validate/kernel_model.h).
 bool modelled_kind(const KernelCase& c);

@@ -14,9 +14,13 @@ void write_import_folder(const std::filesystem::path& out_dir, const std::string
   man["source"] = source;
   man["backend"] = "import";
   man["device"] = {{"name", device_name}};
-  man["gpu_spec"] = {{"name", gpu.name}, {"display_name", gpu.display_name}, {"from", "catalog"},
-                     {"fp16_flops", gpu.fp16_flops}, {"hbm_bytes_per_s", gpu.hbm_bytes_per_s},
-                     {"memory_bytes", gpu.memory_bytes}, {"source", gpu.source}};
+  man["gpu_spec"] = {{"name", gpu.name},
+                     {"display_name", gpu.display_name},
+                     {"from", "catalog"},
+                     {"fp16_flops", gpu.fp16_flops},
+                     {"hbm_bytes_per_s", gpu.hbm_bytes_per_s},
+                     {"memory_bytes", gpu.memory_bytes},
+                     {"source", gpu.source}};
   // Every imported row is timed (a zero time in the source is a row marked skipped in
   // measurements.csv, counted here as the source's rows were); no correctness checks ran.
   man["cases"] = rows.size();

@@ -8,10 +8,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <optional>
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -50,11 +50,11 @@ struct VidurOp {
   Kind kind;
 };
 constexpr VidurOp kOps[] = {
-    {"emb", Kind::kTraffic},           {"input_layernorm", Kind::kTraffic},
-    {"attn_pre_proj", Kind::kGemm},    {"attn_rope", Kind::kTraffic},
-    {"attn_post_proj", Kind::kGemm},   {"post_attention_layernorm", Kind::kTraffic},
-    {"mlp_up_proj", Kind::kGemm},      {"mlp_act", Kind::kTraffic},
-    {"mlp_down_proj", Kind::kGemm},    {"add", Kind::kTraffic}};
+    {"emb", Kind::kTraffic},         {"input_layernorm", Kind::kTraffic},
+    {"attn_pre_proj", Kind::kGemm},  {"attn_rope", Kind::kTraffic},
+    {"attn_post_proj", Kind::kGemm}, {"post_attention_layernorm", Kind::kTraffic},
+    {"mlp_up_proj", Kind::kGemm},    {"mlp_act", Kind::kTraffic},
+    {"mlp_down_proj", Kind::kGemm},  {"add", Kind::kTraffic}};
 
 struct Dims {
   int64_t heads, kv_heads, hidden, ffn, tp;
@@ -79,16 +79,24 @@ KernelCase case_of(std::string_view op, int64_t tokens, const Dims& d) {
     c.bytes = std::max<int64_t>(1, (bytes / 2 + 512) / 1024) * 1024;
   };
   constexpr int64_t e = 2;  // FP16
-  if (op == "attn_pre_proj") gemm(d.hidden, q + 2 * kv);
-  else if (op == "attn_post_proj") gemm(q, d.hidden);
-  else if (op == "mlp_up_proj") gemm(d.hidden, 2 * f);
-  else if (op == "mlp_down_proj") gemm(f, d.hidden);
-  else if (op == "emb") traffic(2 * tokens * d.hidden * e);              // gather rows, write rows
+  if (op == "attn_pre_proj")
+    gemm(d.hidden, q + 2 * kv);
+  else if (op == "attn_post_proj")
+    gemm(q, d.hidden);
+  else if (op == "mlp_up_proj")
+    gemm(d.hidden, 2 * f);
+  else if (op == "mlp_down_proj")
+    gemm(f, d.hidden);
+  else if (op == "emb")
+    traffic(2 * tokens * d.hidden * e);  // gather rows, write rows
   else if (op == "input_layernorm" || op == "post_attention_layernorm")
-    traffic(2 * tokens * d.hidden * e);                                  // read + write
-  else if (op == "attn_rope") traffic(2 * tokens * (q + kv) * e);        // Q and K in place
-  else if (op == "mlp_act") traffic(3 * tokens * f * e);                 // gate, up in; out
-  else if (op == "add") traffic(3 * tokens * d.hidden * e);              // 2 in, 1 out
+    traffic(2 * tokens * d.hidden * e);  // read + write
+  else if (op == "attn_rope")
+    traffic(2 * tokens * (q + kv) * e);  // Q and K in place
+  else if (op == "mlp_act")
+    traffic(3 * tokens * f * e);  // gate, up in; out
+  else if (op == "add")
+    traffic(3 * tokens * d.hidden * e);  // 2 in, 1 out
   return c;
 }
 
@@ -109,10 +117,12 @@ int run_import_vidur(const ImportOptions& o) {
   std::filesystem::path mlp = o.input;
   if (std::filesystem::is_directory(mlp)) mlp /= "mlp.csv";
   std::ifstream in(mlp);
-  if (!in) throw InputError(fmt::format("{}: cannot open (expected Vidur's mlp.csv)", mlp.string()));
+  if (!in)
+    throw InputError(fmt::format("{}: cannot open (expected Vidur's mlp.csv)", mlp.string()));
   const std::string gpu_name = o.gpu.empty() ? guess_gpu(mlp.string()) : o.gpu;
   if (gpu_name.empty()) {
-    throw InputError(fmt::format("{}: cannot tell the GPU from the path; pass --gpu NAME", mlp.string()));
+    throw InputError(
+        fmt::format("{}: cannot tell the GPU from the path; pass --gpu NAME", mlp.string()));
   }
   const GpuSpec gpu = Catalog::builtin().gpu(gpu_name);
 
@@ -122,7 +132,8 @@ int run_import_vidur(const ImportOptions& o) {
   auto col = [&](const std::string& name) -> size_t {
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end()) {
-      throw InputError(fmt::format("{}:1: no column '{}' (not a Vidur mlp.csv?)", mlp.string(), name));
+      throw InputError(
+          fmt::format("{}:1: no column '{}' (not a Vidur mlp.csv?)", mlp.string(), name));
     }
     return static_cast<size_t>(it - header.begin());
   };
@@ -144,7 +155,8 @@ int run_import_vidur(const ImportOptions& o) {
     const std::vector<std::string> f = split_commas(line);
     const std::string where = fmt::format("{}:{}", mlp.string(), line_no);
     if (f.size() != header.size()) {
-      throw InputError(fmt::format("{}: expected {} fields, got {}", where, header.size(), f.size()));
+      throw InputError(
+          fmt::format("{}: expected {} fields, got {}", where, header.size(), f.size()));
     }
     auto num = [&](size_t i) {
       try {
@@ -153,21 +165,25 @@ int run_import_vidur(const ImportOptions& o) {
         if (used == f[i].size()) return v;
       } catch (const std::logic_error&) {
       }
-      throw InputError(fmt::format("{}: column {}: expected a number, got \"{}\"", where, header[i], f[i]));
+      throw InputError(
+          fmt::format("{}: column {}: expected a number, got \"{}\"", where, header[i], f[i]));
     };
     if (static_cast<int64_t>(num(c_tp)) != o.tp) continue;
     const Dims d{static_cast<int64_t>(num(c_heads)), static_cast<int64_t>(num(c_kv)),
                  static_cast<int64_t>(num(c_hidden)), static_cast<int64_t>(num(c_ffn)), o.tp};
     if (d.heads < 1 || d.kv_heads < 1 || d.hidden % d.heads != 0 || d.heads % d.tp != 0) {
-      throw InputError(fmt::format("{}: model dims {} heads, {} KV heads, hidden {} cannot be split {} ways",
-                                   where, d.heads, d.kv_heads, d.hidden, d.tp));
+      throw InputError(
+          fmt::format("{}: model dims {} heads, {} KV heads, hidden {} cannot be split {} ways",
+                      where, d.heads, d.kv_heads, d.hidden, d.tp));
     }
     if (dims && (dims->heads != d.heads || dims->hidden != d.hidden || dims->ffn != d.ffn)) {
-      throw InputError(fmt::format("{}: a second model in one file (hidden {} vs {})", where, d.hidden, dims->hidden));
+      throw InputError(fmt::format("{}: a second model in one file (hidden {} vs {})", where,
+                                   d.hidden, dims->hidden));
     }
     dims = d;
     const int64_t tokens = static_cast<int64_t>(num(c_tokens));
-    if (tokens < 1) throw InputError(fmt::format("{}: num_tokens {}: expected >= 1", where, tokens));
+    if (tokens < 1)
+      throw InputError(fmt::format("{}: num_tokens {}: expected >= 1", where, tokens));
     token_counts.insert(tokens);
     for (const VidurOp& op : kOps) {
       const std::string base = fmt::format("time_stats.{}.", op.name);
@@ -179,7 +195,8 @@ int run_import_vidur(const ImportOptions& o) {
     }
   }
   if (!dims) {
-    throw InputError(fmt::format("{}: no rows with num_tensor_parallel_workers = {}", mlp.string(), o.tp));
+    throw InputError(
+        fmt::format("{}: no rows with num_tensor_parallel_workers = {}", mlp.string(), o.tp));
   }
   // Held out: every other distinct token count (the 2nd, 4th, ...), so the test points interleave
   // the train points over the whole range.
@@ -210,12 +227,18 @@ int run_import_vidur(const ImportOptions& o) {
     }
   }
   const nlohmann::ordered_json source = {
-      {"file", mlp.string()}, {"format", "vidur mlp.csv"}, {"tensor_parallel", o.tp},
-      {"model", {{"n_head", dims->heads}, {"n_kv_head", dims->kv_heads},
-                 {"n_embd", dims->hidden}, {"n_expanded_embd", dims->ffn}}},
+      {"file", mlp.string()},
+      {"format", "vidur mlp.csv"},
+      {"tensor_parallel", o.tp},
+      {"model",
+       {{"n_head", dims->heads},
+        {"n_kv_head", dims->kv_heads},
+        {"n_embd", dims->hidden},
+        {"n_expanded_embd", dims->ffn}}},
       {"timing", "median of 20 repetitions, GPU kernel time only (no launch gaps, no L2 flush)"},
       {"split", "every other distinct num_tokens is test"}};
-  write_import_folder(o.out_dir, "kvsim-validate import vidur", source, gpu.display_name, gpu, rows);
+  write_import_folder(o.out_dir, "kvsim-validate import vidur", source, gpu.display_name, gpu,
+                      rows);
   write_file_atomic(o.out_dir / "vidur_ops.csv", ops_csv);
   const std::filesystem::path attn = mlp.parent_path() / "attention.csv";
   const bool has_attn = std::filesystem::exists(attn);
@@ -224,7 +247,8 @@ int run_import_vidur(const ImportOptions& o) {
                token_counts.size(), std::size(kOps), mlp.string(), o.tp, gpu.name,
                (o.out_dir / "measurements.csv").string(),
                has_attn ? fmt::format("{}: not imported (its columns are not mapped yet; "
-                                      "docs/validate.md)\n", attn.string())
+                                      "docs/validate.md)\n",
+                                      attn.string())
                         : "");
   }
   return static_cast<int>(rows.size());

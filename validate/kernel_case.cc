@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "kernels/cpu_ref/attention_ref.h"
 #include "core/errors.h"
+#include "kernels/cpu_ref/attention_ref.h"
 
 namespace kvsim::validate {
 
@@ -23,8 +23,10 @@ KernelClass parse_class(std::string_view name) {
   for (KernelClass k : kAllClasses) {
     if (class_name(k) == name) return k;
   }
-  throw InputError(fmt::format("unknown kernel class \"{}\"; expected one of native, flash, "
-                               "paged_decode, membw_copy, membw_read, gemm", name));
+  throw InputError(
+      fmt::format("unknown kernel class \"{}\"; expected one of native, flash, "
+                  "paged_decode, membw_copy, membw_read, gemm",
+                  name));
 }
 
 std::string op_name(KernelClass k) {
@@ -79,9 +81,8 @@ double KernelCase::bytes_moved() const {
 }
 
 int64_t KernelCase::workspace_bytes() const {
-  return kind == KernelClass::kNative
-             ? kernels::native_attention_workspace_bytes(attn, precision)
-             : 0;
+  return kind == KernelClass::kNative ? kernels::native_attention_workspace_bytes(attn, precision)
+                                      : 0;
 }
 
 std::string KernelCase::describe() const {
@@ -97,8 +98,8 @@ std::string KernelCase::describe() const {
   if (kind == KernelClass::kMembwCopy || kind == KernelClass::kMembwRead) {
     return fmt::format("{} v{} {}", class_name(kind), version, shape);
   }
-  return fmt::format("{} v{} {} {}", class_name(kind), version,
-                     kernels::precision_name(precision), shape);
+  return fmt::format("{} v{} {} {}", class_name(kind), version, kernels::precision_name(precision),
+                     shape);
 }
 
 void KernelCase::validate() const {

@@ -12,9 +12,9 @@
 namespace kvsim::validate {
 
 enum class KernelClass { kNative, kFlash, kPagedDecode, kMembwCopy, kMembwRead, kGemm };
-inline constexpr KernelClass kAllClasses[] = {KernelClass::kNative,    KernelClass::kFlash,
+inline constexpr KernelClass kAllClasses[] = {KernelClass::kNative,      KernelClass::kFlash,
                                               KernelClass::kPagedDecode, KernelClass::kMembwCopy,
-                                              KernelClass::kMembwRead, KernelClass::kGemm};
+                                              KernelClass::kMembwRead,   KernelClass::kGemm};
 
 // "native", "flash", "paged_decode", "membw_copy", "membw_read", "gemm"
 std::string_view class_name(KernelClass k);
@@ -27,7 +27,7 @@ struct KernelCase {
   KernelClass kind = KernelClass::kFlash;
   int version = 1;
   kernels::Precision precision = kernels::Precision::kFp16;
-  kernels::AttentionShape attn;    // native, flash
+  kernels::AttentionShape attn;     // native, flash
   kernels::PagedDecodeShape paged;  // paged_decode
   kernels::GemmShape gemm;          // gemm
   int64_t bytes = 0;                // membw_copy, membw_read: the buffer size

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "models/latency/latency_model.h"
 #include "core/check.h"
+#include "models/latency/latency_model.h"
 #include "validate/grid.h"
 
 namespace kvsim::validate {
@@ -86,17 +86,19 @@ std::optional<double> KernelPredictor::seconds(const KernelCase& c) const {
     case KernelClass::kNative:
     case KernelClass::kFlash: {
       const auto& a = c.attn;
-      const auto kind = c.kind == KernelClass::kFlash ? AttentionKind::kFlash : AttentionKind::kNative;
+      const auto kind =
+          c.kind == KernelClass::kFlash ? AttentionKind::kFlash : AttentionKind::kNative;
       const LatencyModel& lm = model({i(a.heads), i(a.kv_heads), i(a.head_dim),
                                       i(a.heads * a.head_dim), precision, static_cast<int>(kind)});
-      b.prefill.assign(static_cast<size_t>(a.batch), PrefillChunk{a.seq_q, a.seq_kv - a.seq_q, true});
+      b.prefill.assign(static_cast<size_t>(a.batch),
+                       PrefillChunk{a.seq_q, a.seq_kv - a.seq_q, true});
       return op_seconds(lm, b, "attention_prefill");
     }
     case KernelClass::kPagedDecode: {
       const auto& d = c.paged;
       // A fused kernel: no score traffic (the flash implementation).
-      const LatencyModel& lm = model({i(d.heads), i(d.kv_heads), i(d.head_dim),
-                                      i(d.heads * d.head_dim), precision, flash});
+      const LatencyModel& lm = model(
+          {i(d.heads), i(d.kv_heads), i(d.head_dim), i(d.heads * d.head_dim), precision, flash});
       b.decode.assign(static_cast<size_t>(d.batch), DecodeSeq{d.context});
       b.block_tokens = i(d.block_size);
       return op_seconds(lm, b, "attention_decode");
@@ -108,7 +110,8 @@ std::optional<double> KernelPredictor::seconds(const KernelCase& c) const {
     }
     case KernelClass::kMembwCopy: {
       const LatencyModel& lm = model({1, 1, 64, kCopyRowElements, precision, flash});
-      b.prefill.push_back(PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
+      b.prefill.push_back(
+          PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
       return op_seconds(lm, b, "embedding");
     }
     case KernelClass::kMembwRead: break;

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "models/catalog.h"
 #include "core/atomic_file.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "models/catalog.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
 
@@ -33,7 +33,9 @@ std::optional<GpuSpec> match_catalog(const std::string& device, int64_t total_by
     if (lower(g.display_name) == dev || "nvidia " + key == dev) return g;
     const std::string family = key.substr(0, key.find('-'));
     if (dev.find(family) == std::string::npos) continue;
-    auto gap = [&](const GpuSpec& x) { return std::abs(static_cast<double>(x.memory_bytes - total_bytes)); };
+    auto gap = [&](const GpuSpec& x) {
+      return std::abs(static_cast<double>(x.memory_bytes - total_bytes));
+    };
     if (!best || gap(g) < gap(*best)) best = &g;
   }
   if (best) return *best;
@@ -138,9 +140,10 @@ int run_measure(const MeasureOptions& o) {
   const nlohmann::ordered_json dev = backend->device_json();
   if (!o.gpu.empty()) {
     spec = Catalog::builtin().gpu(o.gpu);
-  } else if (auto hit = backend->name() == "cuda"
-                            ? match_catalog(backend->device_name(), dev.value("total_bytes", int64_t{0}))
-                            : std::nullopt) {
+  } else if (auto hit =
+                 backend->name() == "cuda"
+                     ? match_catalog(backend->device_name(), dev.value("total_bytes", int64_t{0}))
+                     : std::nullopt) {
     spec = *hit;
   } else {
     spec = nominal_spec(backend->name() == "cpu" ? "cpu-host" : backend->device_name(), rows);
@@ -150,10 +153,14 @@ int run_measure(const MeasureOptions& o) {
   nlohmann::ordered_json man;
   man["tool"] = "kvsim-validate measure";
   man["kvsim_version"] = kvsim_version();
-  man["grid"] = {{"name", g.name}, {"file", o.grid.string()}, {"seed", g.seed},
-                 {"warmup", g.timing.warmup}, {"repetitions", g.timing.repetitions},
+  man["grid"] = {{"name", g.name},
+                 {"file", o.grid.string()},
+                 {"seed", g.seed},
+                 {"warmup", g.timing.warmup},
+                 {"repetitions", g.timing.repetitions},
                  {"flush_l2", backend->name() == "cuda" && g.timing.flush_l2},
-                 {"check_max_flops", g.check_max_flops}, {"check_max_bytes", g.check_max_bytes},
+                 {"check_max_flops", g.check_max_flops},
+                 {"check_max_bytes", g.check_max_bytes},
                  {"holdout_every", g.holdout_every}};
   man["backend"] = backend->name();
   man["device"] = dev;
@@ -171,10 +178,11 @@ int run_measure(const MeasureOptions& o) {
   write_file_atomic(o.out_dir / "measurements.csv", measurements_csv(rows));
   write_file_atomic(o.out_dir / "manifest.json", man.dump(2) + "\n");
   if (!o.quiet) {
-    fmt::print("measure: {} timed, {} skipped, {} checked ({} failed); peaks from {} ({}): "
-               "{:.4g} FLOP/s, {:.4g} B/s\nwrote {}\n",
-               timed, skipped, checked, failed, from, spec.name, spec.fp16_flops,
-               spec.hbm_bytes_per_s, (o.out_dir / "measurements.csv").string());
+    fmt::print(
+        "measure: {} timed, {} skipped, {} checked ({} failed); peaks from {} ({}): "
+        "{:.4g} FLOP/s, {:.4g} B/s\nwrote {}\n",
+        timed, skipped, checked, failed, from, spec.name, spec.fp16_flops, spec.hbm_bytes_per_s,
+        (o.out_dir / "measurements.csv").string());
   }
   return failed;
 }
@@ -182,7 +190,9 @@ int run_measure(const MeasureOptions& o) {
 GpuSpec manifest_gpu(const std::filesystem::path& dir) {
   const auto path = dir / "manifest.json";
   std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open (is {} a measure output folder?)", path.string(), dir.string()));
+  if (!in)
+    throw InputError(fmt::format("{}: cannot open (is {} a measure output folder?)", path.string(),
+                                 dir.string()));
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
@@ -200,7 +210,8 @@ GpuSpec manifest_gpu(const std::filesystem::path& dir) {
     if (!(g.fp16_flops > 0) || !(g.hbm_bytes_per_s > 0)) throw InputError("peaks must be > 0");
     return g;
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not a kvsim-validate manifest ({})", path.string(), e.what()));
+    throw InputError(
+        fmt::format("{}: not a kvsim-validate manifest ({})", path.string(), e.what()));
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: gpu_spec: {}", path.string(), e.what()));
   }

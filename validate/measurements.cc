@@ -14,11 +14,38 @@ namespace kvsim::validate {
 
 namespace {
 
-const std::vector<std::string> kColumns = {
-    "kernel", "version", "dtype", "batch", "heads", "kv_heads", "seq_q", "seq_kv", "head_dim",
-    "causal", "context", "block_size", "m", "n", "k", "bytes", "split", "check", "max_abs_error",
-    "max_rel_error", "reps", "seconds", "seconds_min", "seconds_p10", "seconds_p90", "spread",
-    "flops", "bytes_moved", "flop_per_s", "bytes_per_s", "workspace_bytes", "skipped"};
+const std::vector<std::string> kColumns = {"kernel",
+                                           "version",
+                                           "dtype",
+                                           "batch",
+                                           "heads",
+                                           "kv_heads",
+                                           "seq_q",
+                                           "seq_kv",
+                                           "head_dim",
+                                           "causal",
+                                           "context",
+                                           "block_size",
+                                           "m",
+                                           "n",
+                                           "k",
+                                           "bytes",
+                                           "split",
+                                           "check",
+                                           "max_abs_error",
+                                           "max_rel_error",
+                                           "reps",
+                                           "seconds",
+                                           "seconds_min",
+                                           "seconds_p10",
+                                           "seconds_p90",
+                                           "spread",
+                                           "flops",
+                                           "bytes_moved",
+                                           "flop_per_s",
+                                           "bytes_per_s",
+                                           "workspace_bytes",
+                                           "skipped"};
 
 std::string g9(double v) { return fmt::format("{:.9g}", v); }
 
@@ -38,7 +65,8 @@ std::string quote(const std::string& s) {
 // One row's fields by column name, with typed accessors that name the file, line and column.
 class Row {
  public:
-  Row(const std::map<std::string, std::string>& f, std::string where) : f_(f), where_(std::move(where)) {}
+  Row(const std::map<std::string, std::string>& f, std::string where)
+      : f_(f), where_(std::move(where)) {}
   const std::string& str(const std::string& col) const { return f_.at(col); }
   int64_t i64(const std::string& col) const {
     const std::string& s = str(col);
@@ -61,7 +89,8 @@ class Row {
     }
   }
   [[noreturn]] void bad(const std::string& col, const std::string& what) const {
-    throw InputError(fmt::format("{}: column {}: expected {}, got \"{}\"", where_, col, what, str(col)));
+    throw InputError(
+        fmt::format("{}: column {}: expected {}, got \"{}\"", where_, col, what, str(col)));
   }
   const std::string& where() const { return where_; }
 
@@ -80,16 +109,24 @@ Measurement parse_row(const Row& r) {
     throw InputError(fmt::format("{}: {}", r.where(), e.what()));
   }
   c.version = static_cast<int>(r.i64("version"));
-  c.attn = {.batch = r.i64("batch"), .heads = r.i64("heads"), .kv_heads = r.i64("kv_heads"),
-            .seq_q = r.i64("seq_q"), .seq_kv = r.i64("seq_kv"), .head_dim = r.i64("head_dim"),
+  c.attn = {.batch = r.i64("batch"),
+            .heads = r.i64("heads"),
+            .kv_heads = r.i64("kv_heads"),
+            .seq_q = r.i64("seq_q"),
+            .seq_kv = r.i64("seq_kv"),
+            .head_dim = r.i64("head_dim"),
             .causal = r.str("causal") == "true"};
-  c.paged = {.batch = r.i64("batch"), .heads = r.i64("heads"), .kv_heads = r.i64("kv_heads"),
-             .head_dim = r.i64("head_dim"), .context = r.i64("context"),
+  c.paged = {.batch = r.i64("batch"),
+             .heads = r.i64("heads"),
+             .kv_heads = r.i64("kv_heads"),
+             .head_dim = r.i64("head_dim"),
+             .context = r.i64("context"),
              .block_size = r.i64("block_size")};
   c.gemm = {.m = r.i64("m"), .n = r.i64("n"), .k = r.i64("k")};
   c.bytes = r.i64("bytes");
   c.split = r.str("split");
-  if (c.split != "train" && c.split != "test" && c.split != "none") r.bad("split", "train, test or none");
+  if (c.split != "train" && c.split != "test" && c.split != "none")
+    r.bad("split", "train, test or none");
   try {
     c.validate();
   } catch (const InputError& e) {
@@ -123,39 +160,38 @@ std::string measurements_csv_row(const Measurement& m) {
   const bool gemm = c.kind == KernelClass::kGemm;
   const bool membw = c.kind == KernelClass::kMembwCopy || c.kind == KernelClass::kMembwRead;
   auto opt = [](bool on, int64_t v) { return on ? std::to_string(v) : std::string(); };
-  std::vector<std::string> f = {
-      std::string(class_name(c.kind)),
-      std::to_string(c.version),
-      std::string(kernels::precision_name(c.precision)),
-      opt(attn, c.attn.batch) + opt(paged, c.paged.batch),
-      opt(attn, c.attn.heads) + opt(paged, c.paged.heads),
-      opt(attn, c.attn.kv_heads) + opt(paged, c.paged.kv_heads),
-      opt(attn, c.attn.seq_q),
-      opt(attn, c.attn.seq_kv),
-      opt(attn, c.attn.head_dim) + opt(paged, c.paged.head_dim),
-      attn ? (c.attn.causal ? "true" : "false") : "",
-      opt(paged, c.paged.context),
-      opt(paged, c.paged.block_size),
-      opt(gemm, c.gemm.m),
-      opt(gemm, c.gemm.n),
-      opt(gemm, c.gemm.k),
-      opt(membw, c.bytes),
-      c.split,
-      m.check,
-      g9(m.max_abs_error),
-      g9(m.max_rel_error),
-      std::to_string(m.reps),
-      g9(m.seconds),
-      g9(m.seconds_min),
-      g9(m.seconds_p10),
-      g9(m.seconds_p90),
-      g9(m.spread()),
-      g9(c.flops()),
-      g9(c.bytes_moved()),
-      g9(m.flop_per_s()),
-      g9(m.bytes_per_s()),
-      std::to_string(c.workspace_bytes()),
-      quote(m.skipped)};
+  std::vector<std::string> f = {std::string(class_name(c.kind)),
+                                std::to_string(c.version),
+                                std::string(kernels::precision_name(c.precision)),
+                                opt(attn, c.attn.batch) + opt(paged, c.paged.batch),
+                                opt(attn, c.attn.heads) + opt(paged, c.paged.heads),
+                                opt(attn, c.attn.kv_heads) + opt(paged, c.paged.kv_heads),
+                                opt(attn, c.attn.seq_q),
+                                opt(attn, c.attn.seq_kv),
+                                opt(attn, c.attn.head_dim) + opt(paged, c.paged.head_dim),
+                                attn ? (c.attn.causal ? "true" : "false") : "",
+                                opt(paged, c.paged.context),
+                                opt(paged, c.paged.block_size),
+                                opt(gemm, c.gemm.m),
+                                opt(gemm, c.gemm.n),
+                                opt(gemm, c.gemm.k),
+                                opt(membw, c.bytes),
+                                c.split,
+                                m.check,
+                                g9(m.max_abs_error),
+                                g9(m.max_rel_error),
+                                std::to_string(m.reps),
+                                g9(m.seconds),
+                                g9(m.seconds_min),
+                                g9(m.seconds_p10),
+                                g9(m.seconds_p90),
+                                g9(m.spread()),
+                                g9(c.flops()),
+                                g9(c.bytes_moved()),
+                                g9(m.flop_per_s()),
+                                g9(m.bytes_per_s()),
+                                std::to_string(c.workspace_bytes()),
+                                quote(m.skipped)};
   std::string row;
   for (size_t i = 0; i < f.size(); ++i) row += (i ? "," : "") + f[i];
   return row;
@@ -169,11 +205,15 @@ std::string measurements_csv(const std::vector<Measurement>& rows) {
 
 std::vector<Measurement> read_measurements(const std::filesystem::path& path) {
   std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open (run kvsim-validate measure first?)", path.string()));
+  if (!in)
+    throw InputError(
+        fmt::format("{}: cannot open (run kvsim-validate measure first?)", path.string()));
   std::string line;
   if (!std::getline(in, line) || split_csv(line) != kColumns) {
-    throw InputError(fmt::format("{}:1: not a kvsim-validate measurements.csv (expected the header "
-                                 "\"{}...\")", path.string(), measurements_csv_header().substr(0, 40)));
+    throw InputError(
+        fmt::format("{}:1: not a kvsim-validate measurements.csv (expected the header "
+                    "\"{}...\")",
+                    path.string(), measurements_csv_header().substr(0, 40)));
   }
   std::vector<Measurement> out;
   int line_no = 1;
@@ -183,7 +223,8 @@ std::vector<Measurement> read_measurements(const std::filesystem::path& path) {
     const std::vector<std::string> cells = split_csv(line);
     const std::string where = fmt::format("{}:{}", path.string(), line_no);
     if (cells.size() != kColumns.size()) {
-      throw InputError(fmt::format("{}: expected {} fields, got {}", where, kColumns.size(), cells.size()));
+      throw InputError(
+          fmt::format("{}: expected {} fields, got {}", where, kColumns.size(), cells.size()));
     }
     std::map<std::string, std::string> fields;
     for (size_t i = 0; i < cells.size(); ++i) fields[kColumns[i]] = cells[i];

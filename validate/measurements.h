@@ -15,12 +15,12 @@ struct Measurement {
   std::string check = "-";  // "pass", "fail", or "-" (not checked: too large)
   double max_abs_error = 0;
   double max_rel_error = 0;
-  int reps = 0;               // 0 when skipped
-  double seconds = 0;         // median of the timed runs
+  int reps = 0;        // 0 when skipped
+  double seconds = 0;  // median of the timed runs
   double seconds_min = 0;
   double seconds_p10 = 0;
   double seconds_p90 = 0;
-  std::string skipped;        // why the case did not run ("" when it did)
+  std::string skipped;  // why the case did not run ("" when it did)
 
   bool timed() const { return reps > 0 && seconds > 0; }
   double flop_per_s() const { return timed() ? c.flops() / seconds : 0; }

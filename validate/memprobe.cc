@@ -11,9 +11,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/catalog.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "models/catalog.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
 #ifdef KVSIM_HAVE_CUDA
@@ -33,7 +33,8 @@ struct Pattern {
 std::vector<Pattern> patterns(const ModelSpec& m, const std::vector<int64_t>& tokens) {
   std::vector<Pattern> out;
   for (int64_t t : tokens) {
-    out.push_back({t, t * m.kv_heads * m.head_dim * dtype_bytes(m.kv_dtype), 2 * int64_t{m.layers}});
+    out.push_back(
+        {t, t * m.kv_heads * m.head_dim * dtype_bytes(m.kv_dtype), 2 * int64_t{m.layers}});
   }
   return out;
 }
@@ -56,7 +57,8 @@ int64_t meminfo_field(const std::string& key) {
 namespace cu = kernels::cuda;
 
 nlohmann::ordered_json mem_json(const cu::MemInfo& m) {
-  return {{"free_bytes", m.free_bytes}, {"total_bytes", m.total_bytes},
+  return {{"free_bytes", m.free_bytes},
+          {"total_bytes", m.total_bytes},
           {"used_bytes", m.total_bytes - m.free_bytes}};
 }
 
@@ -77,7 +79,8 @@ int64_t allocatable_bytes() {
 std::string cuda_probe(const ModelSpec& model, const std::vector<Pattern>& pats,
                        nlohmann::ordered_json& j) {
   const cu::DeviceInfo info = cu::probe_device();  // creates the context
-  if (!info.available) throw InputError("memprobe --backend cuda: no usable CUDA device (" + info.why_not + ")");
+  if (!info.available)
+    throw InputError("memprobe --backend cuda: no usable CUDA device (" + info.why_not + ")");
   j["device"] = {{"name", info.name}, {"total_bytes", info.total_bytes}};
   const cu::MemInfo ctx = cu::mem_get_info();
   j["after_context"] = mem_json(ctx);
@@ -89,24 +92,31 @@ std::string cuda_probe(const ModelSpec& model, const std::vector<Pattern>& pats,
   const int64_t usable = allocatable_bytes();
   j["allocatable_bytes"] = usable;
   j["allocatable_gib"] = static_cast<double>(usable) / (1 << 30);
-  std::string csv = "tokens,step,action,tensor_bytes,count,requested_bytes,free_before,free_after,device_delta,overhead_bytes\n";
+  std::string csv =
+      "tokens,step,action,tensor_bytes,count,requested_bytes,free_before,free_after,device_delta,"
+      "overhead_bytes\n";
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const Pattern& p : pats) {
     std::vector<void*> held(static_cast<size_t>(p.tensors), nullptr);
     int step = 0;
-    auto record = [&](const std::string& action, int64_t bytes, int64_t count, int64_t before, int64_t after) {
+    auto record = [&](const std::string& action, int64_t bytes, int64_t count, int64_t before,
+                      int64_t after) {
       const int64_t delta = before - after;  // > 0 when memory was taken
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", p.tokens, step++, action, bytes, count,
                          bytes * count, before, after, delta, std::abs(delta) - bytes * count);
-      rows.push_back({{"tokens", p.tokens}, {"action", action}, {"tensor_bytes", bytes},
-                      {"count", count}, {"device_delta", delta}});
+      rows.push_back({{"tokens", p.tokens},
+                      {"action", action},
+                      {"tensor_bytes", bytes},
+                      {"count", count},
+                      {"device_delta", delta}});
     };
     // 1: every layer's K and V; 2: free every other layer (the holes a finished request leaves);
     // 3: refill the holes with tensors 1.25x larger (they do not fit the holes); 4: free all.
     int64_t before = cu::mem_get_info().free_bytes;
     bool oom = false;
     for (auto& h : held) oom = oom || !(h = cu::try_alloc(p.tensor_bytes));
-    record(oom ? "allocate_all_oom" : "allocate_all", p.tensor_bytes, p.tensors, before, cu::mem_get_info().free_bytes);
+    record(oom ? "allocate_all_oom" : "allocate_all", p.tensor_bytes, p.tensors, before,
+           cu::mem_get_info().free_bytes);
     before = cu::mem_get_info().free_bytes;
     int64_t freed = 0;
     for (size_t i = 0; i < held.size(); i += 4) {  // one layer's K and V out of every two layers
@@ -148,20 +158,24 @@ void run_memprobe(const MemprobeOptions& o) {
   j["model"] = model.name;
   nlohmann::ordered_json pj = nlohmann::ordered_json::array();
   for (const Pattern& p : pats) {
-    pj.push_back({{"tokens", p.tokens}, {"tensors", p.tensors}, {"tensor_bytes", p.tensor_bytes},
+    pj.push_back({{"tokens", p.tokens},
+                  {"tensors", p.tensors},
+                  {"tensor_bytes", p.tensor_bytes},
                   {"requested_bytes", p.tensor_bytes * p.tensors}});
   }
   j["kv_patterns"] = pj;
   if (o.backend == "cpu") {
-    j["note"] = "CPU run: there is no device memory to probe; the host's memory and the KV "
-                "pattern's requested sizes are recorded, nothing was allocated on a GPU";
+    j["note"] =
+        "CPU run: there is no device memory to probe; the host's memory and the KV "
+        "pattern's requested sizes are recorded, nothing was allocated on a GPU";
     j["host"] = {{"mem_total_bytes", meminfo_field("MemTotal")},
                  {"mem_available_bytes", meminfo_field("MemAvailable")}};
     write_file_atomic(o.out_dir / "memprobe.json", j.dump(2) + "\n");
-    fmt::print("memprobe: CPU run, no device memory to probe. Host MemTotal {} bytes, MemAvailable "
-               "{} bytes; KV pattern of {} ({} tensors per pattern) recorded.\nwrote {}\n",
-               meminfo_field("MemTotal"), meminfo_field("MemAvailable"), model.name,
-               pats.empty() ? 0 : pats[0].tensors, (o.out_dir / "memprobe.json").string());
+    fmt::print(
+        "memprobe: CPU run, no device memory to probe. Host MemTotal {} bytes, MemAvailable "
+        "{} bytes; KV pattern of {} ({} tensors per pattern) recorded.\nwrote {}\n",
+        meminfo_field("MemTotal"), meminfo_field("MemAvailable"), model.name,
+        pats.empty() ? 0 : pats[0].tensors, (o.out_dir / "memprobe.json").string());
     return;
   }
   if (o.backend != "cuda") {
@@ -172,12 +186,13 @@ void run_memprobe(const MemprobeOptions& o) {
   const std::string csv = cuda_probe(model, pats, j);
   write_file_atomic(o.out_dir / "memprobe.csv", csv);
   write_file_atomic(o.out_dir / "memprobe.json", j.dump(2) + "\n");
-  fmt::print("memprobe: {}: after context {} of {} bytes free; cuBLAS init took {} bytes; "
-             "allocatable {} bytes ({:.2f} GiB)\nwrote {} and {}\n",
-             j["device"]["name"].get<std::string>(), j["after_context"]["free_bytes"].get<int64_t>(),
-             j["after_context"]["total_bytes"].get<int64_t>(), j["cublas_init_bytes"].get<int64_t>(),
-             j["allocatable_bytes"].get<int64_t>(), j["allocatable_gib"].get<double>(),
-             (o.out_dir / "memprobe.json").string(), (o.out_dir / "memprobe.csv").string());
+  fmt::print(
+      "memprobe: {}: after context {} of {} bytes free; cuBLAS init took {} bytes; "
+      "allocatable {} bytes ({:.2f} GiB)\nwrote {} and {}\n",
+      j["device"]["name"].get<std::string>(), j["after_context"]["free_bytes"].get<int64_t>(),
+      j["after_context"]["total_bytes"].get<int64_t>(), j["cublas_init_bytes"].get<int64_t>(),
+      j["allocatable_bytes"].get<int64_t>(), j["allocatable_gib"].get<double>(),
+      (o.out_dir / "memprobe.json").string(), (o.out_dir / "memprobe.csv").string());
 #else
   throw InputError("memprobe --backend cuda: this kvsim-validate was built without CUDA");
 #endif

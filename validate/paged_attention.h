@@ -59,8 +59,8 @@ void gather_kv_head(const float* k_cache, const float* v_cache, int kv_heads, in
 // contiguous k, v ([kv_before + new_tokens, head_dim] each). Causal: token i sees keys
 // 0 .. kv_before + i; not causal: every key. k and v may alias scratch.k and scratch.v.
 void kv_head_attention(const float* k, const float* v, int64_t kv_before, int64_t new_tokens,
-                       int64_t group, int64_t head_dim, bool causal, const float* q, HeadRows q_rows,
-                       float* out, HeadRows out_rows, AttentionScratch& scratch);
+                       int64_t group, int64_t head_dim, bool causal, const float* q,
+                       HeadRows q_rows, float* out, HeadRows out_rows, AttentionScratch& scratch);
 
 // q: `new_tokens` rows of heads x head_dim floats, `q_stride` floats apart (after RoPE).
 // out: the same layout, `out_stride` apart. The pool must hold the chunk's own K and V already.

@@ -25,14 +25,17 @@ PagedKvPool::PagedKvPool(const ModelSpec& m, int block_tokens, int64_t num_block
       block_tokens_(block_tokens),
       num_blocks_(num_blocks) {
   if (block_tokens < 1 || num_blocks < 1 || num_blocks > INT32_MAX) {
-    throw InputError(fmt::format("cpu forward: the KV pool needs block_tokens >= 1 and 1 to {} "
-                                 "blocks, got {} and {}", INT32_MAX, block_tokens, num_blocks));
+    throw InputError(
+        fmt::format("cpu forward: the KV pool needs block_tokens >= 1 and 1 to {} "
+                    "blocks, got {} and {}",
+                    INT32_MAX, block_tokens, num_blocks));
   }
   const int64_t bytes = bytes_for(m, block_tokens, num_blocks);
   if (bytes > kMaxCpuPoolBytes) {
-    throw InputError(fmt::format("cpu forward: the KV pool of {} blocks x {} tokens asks for {} "
-                                 "bytes of float32 K and V, over the {} bytes (8 GiB) allowed",
-                                 num_blocks, block_tokens, bytes, kMaxCpuPoolBytes));
+    throw InputError(
+        fmt::format("cpu forward: the KV pool of {} blocks x {} tokens asks for {} "
+                    "bytes of float32 K and V, over the {} bytes (8 GiB) allowed",
+                    num_blocks, block_tokens, bytes, kMaxCpuPoolBytes));
   }
   const auto floats = static_cast<size_t>(bytes / 8);  // per cache: half the bytes, 4 per float
   k_.assign(floats, 0.0f);
@@ -91,14 +94,12 @@ size_t PagedKvPool::offset(int layer, int32_t block, int kv_head, int64_t slot) 
       head_dim_);
 }
 
-float* PagedKvPool::k_at(int layer, std::span<const int32_t> table, int64_t position,
-                         int kv_head) {
+float* PagedKvPool::k_at(int layer, std::span<const int32_t> table, int64_t position, int kv_head) {
   return &k_[offset(layer, table[static_cast<size_t>(position / block_tokens_)], kv_head,
                     position % block_tokens_)];
 }
 
-float* PagedKvPool::v_at(int layer, std::span<const int32_t> table, int64_t position,
-                         int kv_head) {
+float* PagedKvPool::v_at(int layer, std::span<const int32_t> table, int64_t position, int kv_head) {
   return &v_[offset(layer, table[static_cast<size_t>(position / block_tokens_)], kv_head,
                     position % block_tokens_)];
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/config_node.h"
 #include "core/check.h"
+#include "core/config_node.h"
 
 namespace kvsim {
 
@@ -123,12 +123,17 @@ LengthDist LengthDist::parse(const ConfigNode& node) { return parse_at_depth(nod
 
 void register_length_dists(LengthDistRegistry& r) {
   r.add({"fixed", "always the same length", {"value"}, {"{type: fixed, value: 7}", parse_fixed}});
-  r.add({"uniform", "integer uniform in [min, max], unbiased", {"min", "max"},
+  r.add({"uniform",
+         "integer uniform in [min, max], unbiased",
+         {"min", "max"},
          {"{type: uniform, min: 10, max: 20}", parse_uniform}});
-  r.add({"lognormal", "exp(mu + sigma*Z) rounded, clipped to [min, max]",
+  r.add({"lognormal",
+         "exp(mu + sigma*Z) rounded, clipped to [min, max]",
          {"median", "mean", "sigma", "min", "max"},
          {"{type: lognormal, median: 100, sigma: 1, max: 4096}", parse_lognormal}});
-  r.add({"mixture", "picks a component by weight, samples it", {"components"},
+  r.add({"mixture",
+         "picks a component by weight, samples it",
+         {"components"},
          {"{type: mixture, components: [{weight: 3, type: fixed, value: 5}, "
           "{weight: 1, type: uniform, min: 100, max: 200}]}",
           parse_mixture}});
@@ -142,10 +147,8 @@ const LengthDistRegistry& length_dist_registry() {
 
 int64_t LengthDist::sample(Rng& rng) const {
   switch (type_) {
-    case Type::kFixed:
-      return lo_;
-    case Type::kUniform:
-      return rng.uniform_int(lo_, hi_);
+    case Type::kFixed: return lo_;
+    case Type::kUniform: return rng.uniform_int(lo_, hi_);
     case Type::kLognormal: {
       const double x = std::exp(mu_ + sigma_ * rng.normal());
       if (!(x < static_cast<double>(hi_))) return hi_;

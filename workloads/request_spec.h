@@ -17,8 +17,8 @@ struct RequestTags {
 };
 
 struct RequestSpec {
-  int64_t id = 0;            // dense, in arrival order from 0
-  SimTime arrival = 0;       // ns since the start of the run
+  int64_t id = 0;       // dense, in arrival order from 0
+  SimTime arrival = 0;  // ns since the start of the run
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
   // Prefix-block hashes from traces that carry them (Mooncake: one id per `hash_block_tokens`

@@ -64,11 +64,24 @@ Workload make_open_loop(const ConfigNode& n, uint64_t seed) {
   return w;
 }
 
+// clients {type: sessions, ...}'s own keys (workloads/generators/sessions.h).
+SessionParams parse_sessions(const ConfigNode& cl) {
+  SessionParams s;
+  s.turns = cl.get<int64_t>("turns", {.min = 1, .max = 1e9});
+  s.turn_tokens = LengthDist::parse(cl.child("turn_tokens"));
+  s.tool_share = cl.get<double>("tool_share", 0.0, {.min = 0, .max = 1});
+  s.tool_gap = seconds_to_sim(cl.get<double>("tool_s", 0.0, {.min = 0, .max = 1e9}));
+  s.hash_block_tokens = cl.get<int64_t>("hash_block_tokens", 16, {.min = 1, .max = 1e6});
+  s.max_context_tokens = cl.get<int64_t>("max_context_tokens", 0, {.min = 0, .max = 1e9});
+  return s;
+}
+
 Workload make_closed_loop(const ConfigNode& n, uint64_t seed) {
   ConfigNode cl = n.child("clients");
   if (!cl.is_map()) cl.fail_expected("clients {type: closed_loop, count: N, think_s: T}");
-  cl.get_enum("type", {"closed_loop"});
+  const bool sessions = cl.get_enum("type", {"closed_loop", "sessions"}) == "sessions";
   ClosedLoopParams p;
+  if (sessions) p.sessions = parse_sessions(cl);
   p.count = cl.get<int>("count", {.min = 1, .max = 1e6});
   p.think = seconds_to_sim(cl.get<double>("think_s", 0.0, {.min = 0, .max = 1e9}));
   p.exponential_think =
@@ -113,8 +126,8 @@ Workload make_trace(const ConfigNode& n, uint64_t) {
 }  // namespace
 
 void register_workload_kinds(WorkloadKindRegistry& r) {
-  const std::vector<std::string> common = {"prompt_tokens", "output_tokens", "duration_s",
-                                           "max_requests", "bursts", "priority",
+  const std::vector<std::string> common = {"prompt_tokens",   "output_tokens", "duration_s",
+                                           "max_requests",    "bursts",        "priority",
                                            "max_queue_time_s"};
   auto with = [&](std::string key) {
     std::vector<std::string> keys{std::move(key)};

@@ -62,9 +62,9 @@ void capacity(CapacityArgs& a) {
   csv.append(capacity_csv(r));
   csv.commit();
   fmt::print("capacity {}: policy {}, SLO {}{}\n", a.scenario, r.policy, r.criterion.text(),
-             r.search_key.empty() ? std::string()
-                                  : fmt::format(", search {} (tolerance {:g})", r.search_key,
-                                                o.tolerance));
+             r.search_key.empty()
+                 ? std::string()
+                 : fmt::format(", search {} (tolerance {:g})", r.search_key, o.tolerance));
   fmt::print("{}", capacity_table(r));
   if (r.configs.size() > 1) {
     if (r.cheapest >= 0) {
@@ -80,15 +80,18 @@ void capacity(CapacityArgs& a) {
     std::string which;
     for (int i : r.unpriced) {
       const CapacityConfig& c = r.configs[i];
-      which += fmt::format("{}{} (gpu {})", which.empty() ? "" : ", ", config_label(r, c), c.cost.gpu);
+      which +=
+          fmt::format("{}{} (gpu {})", which.empty() ? "" : ", ", config_label(r, c), c.cost.gpu);
     }
-    fmt::print("unpriced, left out of the cheapest{}: {}; give their GPUs a price with the "
-               "scenario's cost: block\n",
-               r.search_key.empty() ? "" : " and the Pareto front", which);
+    fmt::print(
+        "unpriced, left out of the cheapest{}: {}; give their GPUs a price with the "
+        "scenario's cost: block\n",
+        r.search_key.empty() ? "" : " and the Pareto front", which);
   }
-  fmt::print("probes: {} run, {} already complete\nresults: {}/capacity.csv, the probes' run "
-             "folders under {}/\n",
-             r.points_run, r.points_skipped, a.out_dir, a.out_dir);
+  fmt::print(
+      "probes: {} run, {} already complete\nresults: {}/capacity.csv, the probes' run "
+      "folders under {}/\n",
+      r.points_run, r.points_skipped, a.out_dir, a.out_dir);
   if (a.plot) {
     std::fflush(stdout);
     run_data_script(kPlotScript, {a.out_dir});
@@ -101,8 +104,9 @@ void capacity(CapacityArgs& a) {
 void add_capacity_command(CLI::App& app) {
   auto a = std::make_shared<CapacityArgs>();
   auto* cmd = app.add_subcommand(
-      "capacity", "the largest load meeting an SLO (--search), or the cheapest configuration "
-                  "(--over) serving the scenario's load");
+      "capacity",
+      "the largest load meeting an SLO (--search), or the cheapest configuration "
+      "(--over) serving the scenario's load");
   cmd->add_option("scenario", a->scenario, "scenario YAML file")->required();
   cmd->add_option("-o,--out", a->out_dir, "result folder (re-running into it resumes)")->required();
   cmd->add_option("--slo", a->slo,

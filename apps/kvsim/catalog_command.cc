@@ -4,11 +4,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/catalog.h"
 #include "apps/kvsim/commands.h"
-#include "models/json_fields.h"
 #include "core/text_table.h"
 #include "core/units.h"
+#include "models/catalog.h"
+#include "models/json_fields.h"
 
 namespace kvsim::cli {
 

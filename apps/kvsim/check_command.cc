@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "models/catalog.h"
 #include "apps/kvsim/commands.h"
 #include "core/config_node.h"
+#include "models/catalog.h"
 #include "sim/config/scenario.h"
 #include "sim/run/scenario_runner.h"
 

@@ -1,9 +1,9 @@
 // `kvsim kv`: the KV-cache calculator (exact bytes, GB and GiB labelled, a risk level).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -11,17 +11,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/catalog.h"
-#include "models/kv_calculator.h"
-#include "models/memory/kv_groups.h"
 #include "apps/kvsim/commands.h"
-#include "models/json_fields.h"
 #include "apps/kvsim/parallel_flags.h"
 #include "apps/kvsim/plot_data.h"
-#include "core/text_table.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "core/text_table.h"
 #include "core/units.h"
+#include "models/catalog.h"
+#include "models/json_fields.h"
+#include "models/kv_calculator.h"
+#include "models/memory/kv_groups.h"
 #include "sim/run/arguments.h"
 
 namespace kvsim::cli {
@@ -65,7 +65,9 @@ HeldKv held_kv(const KvQuery& q, const KvRow& r, int64_t block) {
   return {per, per * r.batch};
 }
 
-std::string gb_gib(int64_t bytes) { return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes)); }
+std::string gb_gib(int64_t bytes) {
+  return fmt::format("{:.2f} / {:.2f}", to_gb(bytes), to_gib(bytes));
+}
 
 // Bytes of pool blocks a request of `seq_len` tokens holds in group g of a hybrid model's layout
 // (the blocks before a local group's window or chunk freed), block bytes padding included.
@@ -77,11 +79,12 @@ int64_t group_held_bytes(const KvGroupLayout& l, size_t g, int64_t seq_len, int6
 // request holds in each at every sequence length.
 void print_groups(const KvQuery& q, const std::vector<KvRow>& rows, int64_t block) {
   const KvGroupLayout l = kv_group_layout(q.model);
-  fmt::print("\nKV cache groups (vLLM's hybrid KV cache manager): {} groups of {} layers ({} "
-             "padding), one pool of blocks of {} layers x {} tokens = {} bytes; a request holds "
-             "per group (bytes):\n",
-             l.groups.size(), l.group_size, l.padding_layers(), l.group_size, block,
-             with_commas(l.block_bytes(block)));
+  fmt::print(
+      "\nKV cache groups (vLLM's hybrid KV cache manager): {} groups of {} layers ({} "
+      "padding), one pool of blocks of {} layers x {} tokens = {} bytes; a request holds "
+      "per group (bytes):\n",
+      l.groups.size(), l.group_size, l.padding_layers(), l.group_size, block,
+      with_commas(l.block_bytes(block)));
   std::vector<std::string> header = {"group", "attention", "layers"};
   for (const KvRow& r : rows) header.push_back(with_commas(r.seq_len));
   TextTable t(header);
@@ -114,34 +117,38 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
   }
   if (m.mla()) {
     // One latent and one rotary key per token and layer, the same on every TP rank.
-    fmt::print("model {} (MLA: {} layers x (latent {} + rotary {}), KV {}): {} bytes of KV per "
-               "token\n",
-               m.name, m.layers, m.kv_lora_rank, m.qk_rope_head_dim, dtype_name(m.kv_dtype),
-               with_commas(m.kv_bytes_per_token()));
+    fmt::print(
+        "model {} (MLA: {} layers x (latent {} + rotary {}), KV {}): {} bytes of KV per "
+        "token\n",
+        m.name, m.layers, m.kv_lora_rank, m.qk_rope_head_dim, dtype_name(m.kv_dtype),
+        with_commas(m.kv_bytes_per_token()));
   } else {
     const std::string heads = fmt::format("{} KV head{}{}", m.kv_heads, m.kv_heads == 1 ? "" : "s",
                                           per_gpu ? " per GPU" : "");
     fmt::print("model {} ({}: {} layers x {} x head dim {}, KV {}): {} bytes of KV per token\n",
-               m.name, whole.attention_kind(), m.layers, heads, m.head_dim,
-               dtype_name(m.kv_dtype), with_commas(m.kv_bytes_per_token()));
+               m.name, whole.attention_kind(), m.layers, heads, m.head_dim, dtype_name(m.kv_dtype),
+               with_commas(m.kv_bytes_per_token()));
   }
   const bool window = m.sliding_window.has_value();
   if (window) {
-    fmt::print("sliding window of {} tokens: a request holds at most the window plus one block "
-               "({} blocks of {} tokens: {} tokens); full attention would hold every token\n",
-               with_commas(*m.sliding_window),
-               (*m.sliding_window + o.block_size - 1) / o.block_size + 1, o.block_size,
-               with_commas(held_tokens(m, std::numeric_limits<int64_t>::max(), o.block_size)));
+    fmt::print(
+        "sliding window of {} tokens: a request holds at most the window plus one block "
+        "({} blocks of {} tokens: {} tokens); full attention would hold every token\n",
+        with_commas(*m.sliding_window), (*m.sliding_window + o.block_size - 1) / o.block_size + 1,
+        o.block_size,
+        with_commas(held_tokens(m, std::numeric_limits<int64_t>::max(), o.block_size)));
   }
   if (q.capacity_bytes) {
-    fmt::print("capacity {} bytes ({:.2f} GB = {:.2f} GiB), weights {} bytes ({:.2f} GB = {:.2f} GiB)\n",
-               with_commas(*q.capacity_bytes), to_gb(*q.capacity_bytes), to_gib(*q.capacity_bytes),
-               with_commas(q.weights_bytes), to_gb(q.weights_bytes), to_gib(q.weights_bytes));
+    fmt::print(
+        "capacity {} bytes ({:.2f} GB = {:.2f} GiB), weights {} bytes ({:.2f} GB = {:.2f} GiB)\n",
+        with_commas(*q.capacity_bytes), to_gb(*q.capacity_bytes), to_gib(*q.capacity_bytes),
+        with_commas(q.weights_bytes), to_gb(q.weights_bytes), to_gib(q.weights_bytes));
   }
   if (m.hybrid()) {
-    fmt::print("hybrid local/global attention: a request holds what vLLM's KV cache groups hold "
-               "(the table after this one), not every token's KV ({} bytes a token)\n",
-               with_commas(m.kv_bytes_per_token()));
+    fmt::print(
+        "hybrid local/global attention: a request holds what vLLM's KV cache groups hold "
+        "(the table after this one), not every token's KV ({} bytes a token)\n",
+        with_commas(m.kv_bytes_per_token()));
   }
   fmt::print("GB = 1e9 bytes, GiB = 2^30 bytes; columns show GB / GiB\n\n");
   std::vector<std::string> header = {"seq_len", "KV per request",
@@ -164,9 +171,10 @@ void print_human(const KvQuery& q, const std::vector<KvRow>& rows, const KvOptio
   fmt::print("{}", t.render());
   if (m.hybrid()) print_groups(q, rows, o.block_size);
   if (q.capacity_bytes) {
-    fmt::print("\nrisk: critical < 0 left; warning < {:.0f}% of capacity left; controlled < {:.0f}%; "
-               "safe otherwise\n",
-               kRiskControlledFraction * 100, kRiskSafeFraction * 100);
+    fmt::print(
+        "\nrisk: critical < 0 left; warning < {:.0f}% of capacity left; controlled < {:.0f}%; "
+        "safe otherwise\n",
+        kRiskControlledFraction * 100, kRiskSafeFraction * 100);
   }
 }
 
@@ -229,8 +237,9 @@ void run_kv(const KvOptions& o) {
   q.model = o.par.apply_dtypes(load_model(o.model, catalog));
   if (o.kv_heads) {
     if (q.model.heads % *o.kv_heads != 0) {
-      throw InputError(fmt::format("--kv-heads {}: expected a divisor of the model's {} query heads",
-                                   *o.kv_heads, q.model.heads));
+      throw InputError(
+          fmt::format("--kv-heads {}: expected a divisor of the model's {} query heads",
+                      *o.kv_heads, q.model.heads));
     }
     q.model.kv_heads = *o.kv_heads;
   }
@@ -265,10 +274,10 @@ void run_kv(const KvOptions& o) {
       for (size_t i = 0; i < rows.size(); ++i) {
         nlohmann::ordered_json groups = nlohmann::ordered_json::array();
         for (size_t g = 0; g < l.groups.size(); ++g) {
-          groups.push_back({{"attention", kv_group_name(l.groups[g])},
-                            {"layers", l.groups[g].layers.size()},
-                            {"held_bytes_per_request",
-                             group_held_bytes(l, g, rows[i].seq_len, o.block_size)}});
+          groups.push_back(
+              {{"attention", kv_group_name(l.groups[g])},
+               {"layers", l.groups[g].layers.size()},
+               {"held_bytes_per_request", group_held_bytes(l, g, rows[i].seq_len, o.block_size)}});
         }
         arr[i]["block_size"] = o.block_size;
         arr[i]["group_size"] = l.group_size;
@@ -288,8 +297,12 @@ void run_kv(const KvOptions& o) {
 
 void add_kv_command(CLI::App& app) {
   auto o = std::make_shared<KvOptions>();
-  CLI::App* cmd = app.add_subcommand("kv", "KV-cache bytes per request and per batch, and what is left");
-  cmd->add_option("--model", o->model, "catalog model name (kvsim models), or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
+  CLI::App* cmd =
+      app.add_subcommand("kv", "KV-cache bytes per request and per batch, and what is left");
+  cmd->add_option("--model", o->model,
+                  "catalog model name (kvsim models), or a model file: kvsim model .yaml or "
+                  "Hugging Face config.json")
+      ->capture_default_str();
   cmd->add_option("--seq", o->seqs, "sequence lengths, comma-separated")
       ->delimiter(',')
       ->check(CLI::Range(args::kKvSeq.min, args::kKvSeq.max))
@@ -297,7 +310,8 @@ void add_kv_command(CLI::App& app) {
   cmd->add_option("--batch", o->batch, "concurrent requests")
       ->check(CLI::Range(args::kKvBatch.min, args::kKvBatch.max))
       ->capture_default_str();
-  auto* gpu = cmd->add_option("--gpu", o->gpu, "catalog GPU name: capacity from the catalog (kvsim gpus)");
+  auto* gpu =
+      cmd->add_option("--gpu", o->gpu, "catalog GPU name: capacity from the catalog (kvsim gpus)");
   cmd->add_option("--capacity-gb", o->capacity_gb, "capacity in decimal GB (instead of --gpu)")
       ->check(CLI::Range(args::kCapacityGb.min, args::kCapacityGb.max))
       ->excludes(gpu);
@@ -305,8 +319,9 @@ void add_kv_command(CLI::App& app) {
       ->check(CLI::Range(args::kWeightsGb.min, args::kWeightsGb.max));
   cmd->add_option("--kv-heads", o->kv_heads, "override the model's KV heads (GQA/MQA what-if)")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--block-size", o->block_size,
-                  "paged KV block in tokens: a sliding-window model holds its window plus one block")
+  cmd->add_option(
+         "--block-size", o->block_size,
+         "paged KV block in tokens: a sliding-window model holds its window plus one block")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
       ->capture_default_str();
   cmd->add_option("--kv-dtype", o->kv_dtype, "KV element type")

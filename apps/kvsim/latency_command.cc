@@ -9,15 +9,15 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "models/catalog.h"
-#include "models/latency/latency_model.h"
 #include "apps/kvsim/commands.h"
 #include "apps/kvsim/parallel_flags.h"
-#include "models/json_fields.h"
 #include "apps/kvsim/plot_data.h"
-#include "core/text_table.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "core/text_table.h"
+#include "models/catalog.h"
+#include "models/json_fields.h"
+#include "models/latency/latency_model.h"
 #include "sim/run/arguments.h"
 
 namespace kvsim::cli {
@@ -59,7 +59,8 @@ void print_breakdown(const char* title, const IterationCost& est, const Iteratio
     if (o.comm.source == CommSource::kNone) continue;
     fmt::print("  {}: {}{}, {} B x {} calls, {:.2f} us a call ({})\n", o.name,
                o.name == "allreduce" ? fmt::format("{}, ", path_name(o.comm.path)) : "",
-               o.comm.graph ? "CUDA graph" : "eager", with_commas(std::llround(o.comm.message_bytes)),
+               o.comm.graph ? "CUDA graph" : "eager",
+               with_commas(std::llround(o.comm.message_bytes)),
                with_commas(std::llround(o.comm.calls)), o.seconds / o.comm.calls * 1e6,
                comm_source_name(o.comm.source));
   }
@@ -94,17 +95,21 @@ void print_human(const LatencyModel& lm, const LatencyOptions& o,
       o.block_size > 0 ? fmt::format("paged ({}-token blocks)", o.block_size) : "contiguous");
   fmt::print("profile {} ({})\n", lm.profile().name, lm.profile().source);
   fmt::print("bound = the same operations at peak FLOP/s and bandwidth, no overheads\n\n");
-  std::vector<std::string> head = {"seq_len", "prefill ms", "bound", "TTFT ms", "bound",
-                                   "decode ms/token", "bound", "decode tok/s", "max tok/s"};
+  std::vector<std::string> head = {"seq_len", "prefill ms",   "bound",
+                                   "TTFT ms", "bound",        "decode ms/token",
+                                   "bound",   "decode tok/s", "max tok/s"};
   if (many) head.insert(head.begin() + 1, "batch");
   TextTable t(head);
   for (const SequenceLatency& s : rows) {
-    std::vector<std::string> row = {
-        with_commas(s.seq_len), ms(s.prefill_s), ms(s.prefill_lower_bound_s), ms(s.ttft_s),
-        ms(s.ttft_lower_bound_s), fmt::format("{:.2f}", s.decode_step_s * 1e3),
-        fmt::format("{:.2f}", s.decode_step_lower_bound_s * 1e3),
-        fmt::format("{:.1f}", s.decode_tokens_per_s),
-        fmt::format("{:.1f}", s.decode_tokens_per_s_upper_bound)};
+    std::vector<std::string> row = {with_commas(s.seq_len),
+                                    ms(s.prefill_s),
+                                    ms(s.prefill_lower_bound_s),
+                                    ms(s.ttft_s),
+                                    ms(s.ttft_lower_bound_s),
+                                    fmt::format("{:.2f}", s.decode_step_s * 1e3),
+                                    fmt::format("{:.2f}", s.decode_step_lower_bound_s * 1e3),
+                                    fmt::format("{:.1f}", s.decode_tokens_per_s),
+                                    fmt::format("{:.1f}", s.decode_tokens_per_s_upper_bound)};
     if (many) row.insert(row.begin() + 1, with_commas(s.batch));
     t.add_row(row);
   }
@@ -179,7 +184,10 @@ void add_latency_command(CLI::App& app) {
   auto o = std::make_shared<LatencyOptions>();
   CLI::App* cmd = app.add_subcommand(
       "latency", "Prefill, TTFT and decode time of a model on a GPU, with physical lower bounds");
-  cmd->add_option("--model", o->model, "catalog model name (kvsim models), or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
+  cmd->add_option("--model", o->model,
+                  "catalog model name (kvsim models), or a model file: kvsim model .yaml or "
+                  "Hugging Face config.json")
+      ->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "catalog GPU name (kvsim gpus)")->capture_default_str();
   cmd->add_option("--attention", o->attention, "prefill attention implementation")
       ->check(CLI::IsMember({"native", "flash"}))

@@ -80,8 +80,7 @@ const std::vector<Concept>& concepts() {
        [] {
          return listing(trace_format_registry(), "workload.trace.format; or auto", "columns");
        }},
-      {"routers",
-       [] { return listing(router_registry(), "cluster.router.type", "keys"); }},
+      {"routers", [] { return listing(router_registry(), "cluster.router.type", "keys"); }},
   };
   return list;
 }

@@ -1,19 +1,19 @@
 // kvsim's entry point: the subcommands, logging, and the one place that catches every error,
 // prints it as one line and picks the exit code (2 bad input, 3 internal invariant, 4 other).
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>
 
 #include <fmt/format.h>
 
-#include "apps/kvsim/commands.h"
-#include "core/stop_signals.h"
-#include "core/data_path.h"
 #include "apps/cli_main.h"
+#include "apps/kvsim/commands.h"
+#include "core/data_path.h"
 #include "core/errors.h"
+#include "core/stop_signals.h"
 
 namespace {
 

@@ -9,14 +9,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/kvsim/commands.h"
+#include "core/config_node.h"
+#include "core/errors.h"
+#include "core/text_table.h"
+#include "core/units.h"
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "sim/engine/kv_replay.h"
-#include "apps/kvsim/commands.h"
-#include "core/text_table.h"
-#include "core/config_node.h"
-#include "core/errors.h"
-#include "core/units.h"
 #include "workloads/traces/trace_reader.h"
 #include "workloads/workload.h"
 
@@ -107,8 +107,9 @@ std::vector<ReplayRequest> read_requests(const MemOptions& o) {
     const auto seed = static_cast<uint64_t>(file.get<int64_t>("seed", 0, {.min = 0}));
     const ConfigNode node = file.child("workload");
     if (!node.has("arrivals")) {
-      node.fail("kvsim mem --workload takes an open-loop workload (arrivals, prompt_tokens, "
-                "output_tokens, max_requests); give a trace with --trace");
+      node.fail(
+          "kvsim mem --workload takes an open-loop workload (arrivals, prompt_tokens, "
+          "output_tokens, max_requests); give a trace with --trace");
     }
     source = make_workload(node, seed).source;
     file.reject_unknown_keys();
@@ -182,8 +183,9 @@ void run_mem(const MemOptions& o) {
   for (const StoreRow& row : store_rows(o)) {
     const std::string& store = row.store;
     if (o.kv_tokens && store == "caching_allocator") {
-      throw InputError("--kv-tokens sizes the paged and contiguous stores; the caching allocator "
-                       "grows with its requests (drop it from --store)");
+      throw InputError(
+          "--kv-tokens sizes the paged and contiguous stores; the caching allocator "
+          "grows with its requests (drop it from --store)");
     }
     const ConfigNode node = ConfigNode::parse_string(kv_yaml(o, row), "kvsim mem --store " + store);
     GpuMemoryPool pool(model, gpu, node, pool_options);
@@ -214,7 +216,8 @@ void run_mem(const MemOptions& o) {
       output += static_cast<double>(q.output_tokens);
     }
     const auto n = static_cast<double>(requests.size());
-    lengths = fmt::format(" (mean prompt {:.1f}, mean output {:.1f} tokens)", prompt / n, output / n);
+    lengths =
+        fmt::format(" (mean prompt {:.1f}, mean output {:.1f} tokens)", prompt / n, output / n);
   }
   fmt::print("{} {}: {} requests{}; model {} ({} bytes of KV per token) on {}; max {} in flight\n",
              o.workload.empty() ? "trace" : "workload", o.workload.empty() ? o.trace : o.workload,
@@ -222,8 +225,8 @@ void run_mem(const MemOptions& o) {
              with_commas(share.kv_bytes_per_token()), gpu.name, o.max_inflight);
   if (!o.par.parallelism().single()) {
     fmt::print("per GPU at {}: {:.2f} GiB of weights, the KV of {} KV heads x {} layers\n",
-               parallelism_text(o.par.parallelism()), to_gib(share.weights_bytes()),
-               share.kv_heads, share.layers);
+               parallelism_text(o.par.parallelism()), to_gib(share.weights_bytes()), share.kv_heads,
+               share.layers);
   }
   if (budget_bytes > 0 && o.kv_tokens) {
     fmt::print("preallocated KV space ({} tokens): {:.2f} GiB; GiB = 2^30 bytes\n",
@@ -233,15 +236,17 @@ void run_mem(const MemOptions& o) {
                to_gib(budget_bytes));
   }
   if (of_space) {
-    fmt::print("time-weighted over decode iterations; token states + reservation + internal + "
-               "external & other = 100% of the KV space (the vLLM paper's Figure 2: allocator "
-               "rounding and unused space count as external & other)\n\n{}",
-               t.render());
+    fmt::print(
+        "time-weighted over decode iterations; token states + reservation + internal + "
+        "external & other = 100% of the KV space (the vLLM paper's Figure 2: allocator "
+        "rounding and unused space count as external & other)\n\n{}",
+        t.render());
     return;
   }
-  fmt::print("time-weighted over decode iterations; token states + reservation + internal + "
-             "external = 100% of the KV footprint\n\n{}",
-             t.render());
+  fmt::print(
+      "time-weighted over decode iterations; token states + reservation + internal + "
+      "external = 100% of the KV footprint\n\n{}",
+      t.render());
 }
 
 }  // namespace
@@ -250,18 +255,21 @@ void add_mem_command(CLI::App& app) {
   auto o = std::make_shared<MemOptions>();
   CLI::App* cmd = app.add_subcommand(
       "mem", "replay a trace through KV stores without timing; usage and waste by kind");
-  auto* trace =
-      cmd->add_option("--trace", o->trace, "trace file (normalized CSV, Azure CSV, Mooncake JSONL, ...)");
-  auto* workload = cmd->add_option(
-      "--workload", o->workload,
-      "instead of --trace: a YAML file with `seed:` and an open-loop `workload:` (as in a scenario)");
+  auto* trace = cmd->add_option("--trace", o->trace,
+                                "trace file (normalized CSV, Azure CSV, Mooncake JSONL, ...)");
+  auto* workload = cmd->add_option("--workload", o->workload,
+                                   "instead of --trace: a YAML file with `seed:` and an open-loop "
+                                   "`workload:` (as in a scenario)");
   trace->excludes(workload);
   workload->excludes(trace);
   cmd->add_option("--store", o->stores, "paged, contiguous, caching_allocator (comma-separated)")
       ->delimiter(',')
       ->check(CLI::IsMember({"paged", "contiguous", "caching_allocator"}))
       ->capture_default_str();
-  cmd->add_option("--model", o->model, "catalog model name, or a model file: kvsim model .yaml or Hugging Face config.json")->capture_default_str();
+  cmd->add_option(
+         "--model", o->model,
+         "catalog model name, or a model file: kvsim model .yaml or Hugging Face config.json")
+      ->capture_default_str();
   cmd->add_option("--gpu", o->gpu, "catalog GPU name")->capture_default_str();
   cmd->add_option("--max-inflight", o->max_inflight, "concurrency limit")
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000}))
@@ -276,18 +284,21 @@ void add_mem_command(CLI::App& app) {
                   "contiguous: max_len, prompt_plus_max_new, pow2, prompt_plus_pow2_new, exact "
                   "(comma-separated: one row each)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"max_len", "prompt_plus_max_new", "pow2", "prompt_plus_pow2_new", "exact"}))
+      ->check(CLI::IsMember(
+          {"max_len", "prompt_plus_max_new", "pow2", "prompt_plus_pow2_new", "exact"}))
       ->capture_default_str();
-  cmd->add_option("--kv-tokens", o->kv_tokens,
-                  "paged and contiguous: the KV space in tokens instead of gpu_memory_utilization 0.9 "
-                  "(paged: kv-tokens / block-size blocks)")
+  cmd->add_option(
+         "--kv-tokens", o->kv_tokens,
+         "paged and contiguous: the KV space in tokens instead of gpu_memory_utilization 0.9 "
+         "(paged: kv-tokens / block-size blocks)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--fractions", o->fractions,
                   "footprint: shares of the KV footprint; kv_space: shares of the whole KV space, "
                   "allocator rounding and unused space as external (the vLLM paper's Figure 2)")
       ->check(CLI::IsMember({"footprint", "kv_space"}))
       ->capture_default_str();
-  cmd->add_option("--max-len", o->max_len, "contiguous: tokens reserved under max_len (default: "
+  cmd->add_option("--max-len", o->max_len,
+                  "contiguous: tokens reserved under max_len (default: "
                   "the model's max position)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--fit", o->fit, "contiguous: first, best or buddy")

@@ -39,7 +39,7 @@ int heaviest_stage(const ModelSpec& model, Parallelism par) {
     const int64_t kv = kv_bytes_per_token_on_gpu(model, par, s);
     const int64_t best_kv = kv_bytes_per_token_on_gpu(model, par, best);
     if (kv > best_kv || (kv == best_kv && weights_bytes_on_gpu(model, par, s) >
-                                               weights_bytes_on_gpu(model, par, best))) {
+                                              weights_bytes_on_gpu(model, par, best))) {
       best = s;
     }
   }

@@ -14,8 +14,8 @@ namespace kvsim::cli {
 struct ParallelFlags {
   int tp = 1;
   int pp = 1;
-  int dp = 1;        // data-parallel replicas (vLLM --data-parallel-size): figures for one
-  bool ep = false;   // expert parallelism (vLLM --enable-expert-parallel)
+  int dp = 1;                 // data-parallel replicas (vLLM --data-parallel-size): figures for one
+  bool ep = false;            // expert parallelism (vLLM --enable-expert-parallel)
   std::string weights_dtype;  // empty: the model's own
   std::string kv_dtype;       // empty: the model's own (only where with_kv_dtype)
 

@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/catalog.h"
-#include "models/latency/plausibility.h"
 #include "apps/kvsim/commands.h"
-#include "models/json_fields.h"
 #include "apps/kvsim/plot_data.h"
-#include "core/text_table.h"
 #include "core/data_path.h"
+#include "core/text_table.h"
+#include "models/catalog.h"
+#include "models/json_fields.h"
+#include "models/latency/plausibility.h"
 
 namespace kvsim::cli {
 
@@ -68,8 +68,8 @@ nlohmann::ordered_json plot_data_of(const PlausibilityOptions& o,
   d["file"] = std::filesystem::path(o.file).filename().string();
   nlohmann::ordered_json arr = nlohmann::ordered_json::array();
   for (const auto& c : claims) {
-    arr.push_back(pick(c, {"line", "label", "metric", "unit", "claimed", "lower_bound", "estimate",
-                           "verdict"}));
+    arr.push_back(pick(
+        c, {"line", "label", "metric", "unit", "claimed", "lower_bound", "estimate", "verdict"}));
   }
   d["claims"] = arr;
   return d;

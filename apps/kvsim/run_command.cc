@@ -7,27 +7,27 @@
 #include <cstdint>
 #include <limits>
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "models/catalog.h"
 #include "apps/kvsim/commands.h"
 #include "core/atomic_file.h"
 #include "core/config_node.h"
-#include "sim/config/scenario.h"
 #include "core/data_path.h"
-#include "sim/metrics/summary_writer.h"
-#include "sim/run/scenario_runner.h"
 #include "core/echo_text.h"
 #include "core/errors.h"
+#include "models/catalog.h"
+#include "sim/config/scenario.h"
+#include "sim/metrics/summary_writer.h"
+#include "sim/run/arguments.h"
+#include "sim/run/scenario_runner.h"
 #include "sim/timeline/request_trace.h"
 #include "sim/timeline/timeline_writer.h"
-#include "sim/run/arguments.h"
 
 namespace kvsim::cli {
 
@@ -40,7 +40,7 @@ struct RunArgs {
   RunOptions options;
   bool no_output = false;
   bool plot = false;
-  std::string timeline_window;  // --timeline-window START:END
+  std::string timeline_window;           // --timeline-window START:END
   std::optional<int64_t> trace_request;  // --trace-request ID
   std::string trace_policy;              // --policy NAME (with --trace-request)
 };
@@ -62,7 +62,8 @@ void check_trace_policy(const Scenario& s, const std::string& policy) {
 void run(RunArgs& a) {
   const std::string file =
       a.scenario.empty() ? data_file("scenarios/mixed-chat-docs.yaml").string() : a.scenario;
-  const Scenario s = load_scenario_with_sets(ConfigNode::parse_file(file), a.sets, Catalog::builtin());
+  const Scenario s =
+      load_scenario_with_sets(ConfigNode::parse_file(file), a.sets, Catalog::builtin());
   if (!a.timeline_window.empty()) {
     const TimelineWindow w = parse_timeline_window(a.timeline_window);
     a.options.timeline_start_s = w.start_s;
@@ -93,11 +94,13 @@ void run(RunArgs& a) {
              s.seed, s.description);
   fmt::print("{}", summary_table(r.policies));
   if (!a.options.out_dir.empty()) {
-    fmt::print("\nresults: {}/ (summary.json, summary.csv, requests.csv, timeseries.csv, manifest.json)\n",
-               a.options.out_dir);
+    fmt::print(
+        "\nresults: {}/ (summary.json, summary.csv, requests.csv, timeseries.csv, manifest.json)\n",
+        a.options.out_dir);
   }
   if (!a.options.timeline_path.empty()) {
-    fmt::print("timeline: {} (open in ui.perfetto.dev or chrome://tracing)\n", a.options.timeline_path);
+    fmt::print("timeline: {} (open in ui.perfetto.dev or chrome://tracing)\n",
+               a.options.timeline_path);
   }
   if (trace) fmt::print("\n{}", trace->text());
   if (a.plot && !a.options.out_dir.empty()) {
@@ -125,11 +128,13 @@ std::string check_request_id(std::string& text) {
 
 void add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
-  auto* cmd = app.add_subcommand("run", "run a scenario (default: the embedded mixed-chat-docs scenario)");
+  auto* cmd =
+      app.add_subcommand("run", "run a scenario (default: the embedded mixed-chat-docs scenario)");
   cmd->add_option("scenario", a->scenario, "scenario YAML file");
   cmd->add_option("-o,--out", a->out_dir, "result folder (default: out/<scenario name>)");
   cmd->add_flag("--no-output", a->no_output, "print the comparison only, write no files");
-  cmd->add_flag("--plot", a->plot, "also render the figures (DIR/plots) and the report (DIR/report.html)");
+  cmd->add_flag("--plot", a->plot,
+                "also render the figures (DIR/plots) and the report (DIR/report.html)");
   cmd->add_option("--set", a->sets, "override a scenario key: path=value (repeatable)");
   auto* timeline = cmd->add_option("--timeline", a->options.timeline_path,
                                    "also write the run as a Chrome trace (JSON) for Perfetto");
@@ -145,11 +150,14 @@ void add_run_command(CLI::App& app) {
       ->needs(trace);
   cmd->add_flag("--check-invariants", a->options.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");
-  cmd->add_flag_function("--no-fast-forward", [a](int64_t) { a->options.fast_forward = false; },
-                "step every iteration (no closed-form decode stretches; same outputs, slower)");
-  cmd->add_option("--max-events", a->options.max_events, "stop a runaway run after this many events")
+  cmd->add_flag_function(
+      "--no-fast-forward", [a](int64_t) { a->options.fast_forward = false; },
+      "step every iteration (no closed-form decode stretches; same outputs, slower)");
+  cmd->add_option("--max-events", a->options.max_events,
+                  "stop a runaway run after this many events")
       ->capture_default_str();
-  cmd->add_option("--max-sim-time", a->options.max_sim_time_s, "stop a runaway run at this simulated time (s)")
+  cmd->add_option("--max-sim-time", a->options.max_sim_time_s,
+                  "stop a runaway run at this simulated time (s)")
       ->capture_default_str();
   cmd->add_option("--max-wall-s", a->options.max_wall_s,
                   "stop cleanly after this many wall-clock seconds; results are written, marked "

@@ -17,14 +17,14 @@
 
 #include <fmt/format.h>
 
-#include "models/catalog.h"
 #include "apps/kvsim/commands.h"
-#include "core/config_patch.h"
 #include "core/atomic_file.h"
+#include "core/config_patch.h"
 #include "core/data_path.h"
 #include "core/errors.h"
-#include "sim/sweep/sweep_runner.h"
+#include "models/catalog.h"
 #include "sim/run/arguments.h"
+#include "sim/sweep/sweep_runner.h"
 
 namespace kvsim::cli {
 
@@ -93,8 +93,7 @@ void sweep_mpi(SweepArgs& a, const SweepPlan& plan) {
     throw InputError(
         fmt::format("rank {}: another rank's points failed (see its message)", mpi.rank));
   if (mpi.rank != 0) return;
-  if (mpi.size > 1)
-    write_sweep_summary_csv({a.options.out_dir}, a.options.out_dir / "summary.csv");
+  if (mpi.size > 1) write_sweep_summary_csv({a.options.out_dir}, a.options.out_dir / "summary.csv");
   fmt::print("sweep {}: {} points on {} MPI ranks, rank 0 ran {}, {} already complete\n",
              a.scenario, r.points_total, mpi.size, r.points_run, r.points_skipped);
   fmt::print("results: {}/summary.csv, {}/points/\n", a.out_dir, a.out_dir);
@@ -107,7 +106,8 @@ SweepPlan make_plan(const SweepArgs& a) {
   ConfigNode raw = ConfigNode::parse_file(a.scenario);
   YAML::Node patched = raw.yaml();
   for (const auto& s : a.sets) apply_set_in_place(patched, s);
-  return expand_sweep(a.sets.empty() ? raw : ConfigNode::wrap_with_sets(patched, a.scenario, a.sets));
+  return expand_sweep(a.sets.empty() ? raw
+                                     : ConfigNode::wrap_with_sets(patched, a.scenario, a.sets));
 }
 
 void sweep(SweepArgs& a) {
@@ -161,7 +161,8 @@ void add_sweep_command(CLI::App& app) {
                   "run only points with index % n == i (i/n); join with `kvsim merge`")
       ->capture_default_str();
   cmd->add_flag("--no-progress", a->no_progress, "no progress line on stderr");
-  cmd->add_flag("--plot", a->plot, "also render the figures (DIR/plots) and the report (DIR/report.html)");
+  cmd->add_flag("--plot", a->plot,
+                "also render the figures (DIR/plots) and the report (DIR/report.html)");
   cmd->add_flag("--check-invariants", a->options.run.check_invariants,
                 "check memory and bookkeeping invariants after every iteration (slower)");
   cmd->add_option("--max-events", a->options.run.max_events,

@@ -165,7 +165,7 @@ void flash_attention_cpu(const AttentionShape& s, Precision p, std::span<const f
               tile_max = std::max(tile_max, sc);
             }
             const float m_new = std::max(m[r], tile_max);
-            if (m_new == neg_inf) continue;  // nothing visible yet in this row
+            if (m_new == neg_inf) continue;              // nothing visible yet in this row
             const float alpha = std::exp(m[r] - m_new);  // exp(-inf) = 0 on the first tile
             float* ar = &acc[static_cast<size_t>(r * d)];
             for (int64_t x = 0; x < d; ++x) ar[x] *= alpha;

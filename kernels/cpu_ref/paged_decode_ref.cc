@@ -5,8 +5,8 @@
 #include <limits>
 #include <numeric>
 
-#include "kernels/cpu_ref/attention_ref.h"
 #include "core/check.h"
+#include "kernels/cpu_ref/attention_ref.h"
 
 namespace kvsim::kernels {
 
@@ -63,8 +63,13 @@ void paged_decode_reference(const PagedDecodeShape& s, std::span<const float> q,
   check_sizes(s, q.size(), k_cache.size(), v_cache.size(), block_table.size(), o.size());
   const std::vector<float> k = gather_paged(s, k_cache, block_table);
   const std::vector<float> v = gather_paged(s, v_cache, block_table);
-  const AttentionShape a{.batch = s.batch, .heads = s.heads, .kv_heads = s.kv_heads, .seq_q = 1,
-                         .seq_kv = s.context, .head_dim = s.head_dim, .causal = false};
+  const AttentionShape a{.batch = s.batch,
+                         .heads = s.heads,
+                         .kv_heads = s.kv_heads,
+                         .seq_q = 1,
+                         .seq_kv = s.context,
+                         .head_dim = s.head_dim,
+                         .causal = false};
   attention_reference(a, q, k, v, o);
 }
 
@@ -90,7 +95,8 @@ void paged_decode_cpu(const PagedDecodeShape& s, Precision p, std::span<const fl
         const float m_new = std::max(m, sc);
         const float alpha = std::exp(m - m_new);
         const float pt = std::exp(sc - m_new);
-        for (int64_t x = 0; x < d; ++x) acc[x] = acc[x] * alpha + pt * v_cache[off + static_cast<size_t>(x)];
+        for (int64_t x = 0; x < d; ++x)
+          acc[x] = acc[x] * alpha + pt * v_cache[off + static_cast<size_t>(x)];
         l = l * alpha + pt;
         m = m_new;
       }

@@ -31,7 +31,8 @@ uint16_t float_to_fp16_bits(float f) {
   std::memcpy(&x, &f, sizeof x);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t mag = x & 0x7fffffffu;
-  if (mag >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0));
+  if (mag >= 0x7f800000u)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0));
   // 65520 is halfway between 65504 (the largest FP16) and 65536; ties go to even, i.e. to inf.
   if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
   if (mag < 0x38800000u) {
@@ -68,7 +69,8 @@ float fp16_bits_to_float(uint16_t h) {
 uint16_t float_to_bf16_bits(float f) {
   uint32_t x = 0;
   std::memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
 }

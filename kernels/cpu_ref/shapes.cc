@@ -29,7 +29,8 @@ int64_t AttentionShape::visible_pairs() const {
   int64_t per_head = seq_q * seq_kv;
   if (causal) {
     // Row i sees min(seq_kv, i + 1 + offset) keys, offset = seq_kv - seq_q >= 0: with the
-    // bottom-right alignment no row exceeds seq_kv, so the sum is seq_q*(offset) + seq_q(seq_q+1)/2.
+    // bottom-right alignment no row exceeds seq_kv, so the sum is seq_q*(offset) +
+    // seq_q(seq_q+1)/2.
     const int64_t offset = seq_kv - seq_q;
     per_head = seq_q * offset + seq_q * (seq_q + 1) / 2;
   }
@@ -38,8 +39,12 @@ int64_t AttentionShape::visible_pairs() const {
 
 void AttentionShape::validate() const {
   const std::string s = describe();
-  for (auto [v, name] : {std::pair{batch, "batch"}, {heads, "heads"}, {kv_heads, "kv_heads"},
-                         {seq_q, "seq_q"}, {seq_kv, "seq_kv"}, {head_dim, "head_dim"}}) {
+  for (auto [v, name] : {std::pair{batch, "batch"},
+                         {heads, "heads"},
+                         {kv_heads, "kv_heads"},
+                         {seq_q, "seq_q"},
+                         {seq_kv, "seq_kv"},
+                         {head_dim, "head_dim"}}) {
     require_positive(v, name, s);
   }
   require_heads(heads, kv_heads, head_dim, s);
@@ -55,8 +60,12 @@ std::string AttentionShape::describe() const {
 
 void PagedDecodeShape::validate() const {
   const std::string s = describe();
-  for (auto [v, name] : {std::pair{batch, "batch"}, {heads, "heads"}, {kv_heads, "kv_heads"},
-                         {head_dim, "head_dim"}, {context, "context"}, {block_size, "block_size"}}) {
+  for (auto [v, name] : {std::pair{batch, "batch"},
+                         {heads, "heads"},
+                         {kv_heads, "kv_heads"},
+                         {head_dim, "head_dim"},
+                         {context, "context"},
+                         {block_size, "block_size"}}) {
     require_positive(v, name, s);
   }
   require_heads(heads, kv_heads, head_dim, s);

@@ -27,7 +27,8 @@ CheckReport check_close(std::span<const float> ref, std::span<const float> got, 
     const double a = ref[i];
     const double b = got[i];
     const double err = std::abs(a - b);
-    const bool ok = std::isfinite(b) == std::isfinite(a) && (!std::isfinite(a) || err <= tol.atol + tol.rtol * std::abs(a));
+    const bool ok = std::isfinite(b) == std::isfinite(a) &&
+                    (!std::isfinite(a) || err <= tol.atol + tol.rtol * std::abs(a));
     if (std::isfinite(err)) {
       r.max_abs_error = std::max(r.max_abs_error, err);
       if (a != 0) r.max_rel_error = std::max(r.max_rel_error, err / std::abs(a));

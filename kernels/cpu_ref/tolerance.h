@@ -26,7 +26,7 @@ struct CheckReport {
   int64_t elements = 0;
   int64_t bad = 0;
   double max_abs_error = 0;
-  double max_rel_error = 0;  // |ref - got| / |ref| over elements with ref != 0
+  double max_rel_error = 0;        // |ref - got| / |ref| over elements with ref != 0
   std::vector<int64_t> first_bad;  // up to 5 flat indices
   std::vector<std::pair<double, double>> first_bad_values;  // (ref, got) at those indices
   // One line: "<what> <shape>: PASS max abs 1.2e-04 max rel 3.0e-03" or FAIL with the first bad

@@ -63,8 +63,8 @@ OpCost Costing::varlen_attention(const std::vector<PrefillChunk>& chunks, double
   const Rates r = rates(c, 0.0);
   // A whole tile's FLOPs (QK^T and PV over kBlockM rows and kBlockN keys) at one SM's share.
   const double tile_flops = 4.0 * kFlashBlockM * flash_block_n(s_.head_dim) * s_.head_dim;
-  const double compute = w.waves * p_.flash_tiles.wave_overhead_s +
-                         w.wave_blocks * tile_flops / (r.flops_per_s / sms);
+  const double compute =
+      w.waves * p_.flash_tiles.wave_overhead_s + w.wave_blocks * tile_flops / (r.flops_per_s / sms);
   OpCost o;
   o.name = "attention_prefill";
   o.op_class = c;

@@ -71,7 +71,8 @@ AllReducePath select_allreduce_path(const AllReduceCase& c) {
     // CustomAllreduce::allreduce: two GPUs always one-shot; NVLinked groups one-shot below
     // 512 KiB (up to 4 GPUs) or 256 KiB (up to 8), else two-shot.
     if (c.world == 2) return AllReducePath::kCustomOneShot;
-    const bool one = (c.world <= 4 && c.bytes < 512 * kKiB) || (c.world <= 8 && c.bytes < 256 * kKiB);
+    const bool one =
+        (c.world <= 4 && c.bytes < 512 * kKiB) || (c.world <= 8 && c.bytes < 256 * kKiB);
     return one ? AllReducePath::kCustomOneShot : AllReducePath::kCustomTwoShot;
   }
   // should_use_symm_mem: bf16 (kvsim's activations), size a multiple of 4 and within the cap.

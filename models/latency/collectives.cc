@@ -64,9 +64,11 @@ CollectiveTime Collectives::allreduce(double bytes, double tokens) const {
   host.disable_custom_all_reduce = false;
   CollectiveTime t;
   if (!p2p_) {
-    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, false, bytes, CommSource::kNoP2p);
+    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, false, bytes,
+                   CommSource::kNoP2p);
   } else if (path == select_allreduce_path(host)) {
-    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, true, bytes, CommSource::kMeasured);
+    t = from_curve(CollectiveOp::kAllReduce, in_graph, par_.tensor, true, bytes,
+                   CommSource::kMeasured);
   } else {
     // Custom all-reduce (or symm-mem) turned off: PyNCCL, as nccl-tests times it.
     t = from_curve(CollectiveOp::kNcclAllReduce, false, par_.tensor, true, bytes,

@@ -14,9 +14,9 @@ namespace {
 // FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes), then the 16-row tiles of the
 // skinny kernels that batch-1 decode with quantized weights uses (Marlin and AWQ's GEMV-like
 // kernels: one m16 tensor-core fragment of rows).
-constexpr std::pair<int64_t, int64_t> kTiles[] = {
-    {64, 64},  {128, 64},  {64, 128},  {128, 128}, {256, 64},
-    {64, 256}, {256, 128}, {128, 256}, {16, 128},  {16, 256}};
+constexpr std::pair<int64_t, int64_t> kTiles[] = {{64, 64},  {128, 64}, {64, 128},  {128, 128},
+                                                  {256, 64}, {64, 256}, {256, 128}, {128, 256},
+                                                  {16, 128}, {16, 256}};
 
 // Each tile shape's time relative to the full-wave efficiency: 1 / (I/(I + h) (64 + h)/64),
 // never faster than peak (profile.h, gemm_tile_half_intensity). Computed where a tile search
@@ -102,8 +102,8 @@ OpCost Costing::gemm(std::string_view name, double m, double k, double n, double
   const double x = std::min(best_c, best_m) / hi;
   // (c^q + m^q)^(1/q) = hi (1 + x^q)^(1/q), x = lo/hi: no overflow, exact for lo = 0; q = 3
   // (the built-in profiles) without pow, which the engine would pay every iteration.
-  const double one = q == 3.0 ? hi * std::cbrt(1.0 + x * x * x)
-                              : hi * std::pow(1.0 + std::pow(x, q), 1.0 / q);
+  const double one =
+      q == 3.0 ? hi * std::cbrt(1.0 + x * x * x) : hi * std::pow(1.0 + std::pow(x, q), 1.0 / q);
   if (slot != nullptr) *slot = {best_c, best_m, one};
   o.compute_s = best_c * reps;
   o.memory_s = best_m * reps;
@@ -127,8 +127,8 @@ OpCost Costing::elementwise(std::string_view name, std::initializer_list<double>
     const double in_l2 = std::min(b, l2);
     one += std::max(floor, in_l2 / (r.bytes_per_s * speedup) + (b - in_l2) / r.bytes_per_s);
   }
-  OpCost o = op(name, OpClass::kElementwise, flops, bytes,
-                static_cast<double>(kernel_bytes.size()), reps, r);
+  OpCost o = op(name, OpClass::kElementwise, flops, bytes, static_cast<double>(kernel_bytes.size()),
+                reps, r);
   o.seconds = std::max(o.compute_s, one * reps) + o.overhead_s;
   return o;
 }
@@ -185,8 +185,10 @@ OpCost Costing::all_to_all(double m) const {
   }
   const double g = s_.ep_group;
   const double payload = m / s_.tp * s_.topk * s_.hidden * kActBytes * (g - 1) / g;
-  OpCost o = op("all_to_all", OpClass::kAllReduce, 0.0, 2 * payload, 2, s_.moe_layers, link_rates(m));
-  if (!ideal_ && comm_ != nullptr) o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
+  OpCost o =
+      op("all_to_all", OpClass::kAllReduce, 0.0, 2 * payload, 2, s_.moe_layers, link_rates(m));
+  if (!ideal_ && comm_ != nullptr)
+    o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
   o.comm.calls = s_.moe_layers;
   return o;
 }
@@ -205,7 +207,8 @@ OpCost Costing::pipeline_send(double m) const {
     }
   }
   OpCost o = op("pp_send", OpClass::kAllReduce, 0.0, payload, 1, boundaries, link_rates(m));
-  if (!ideal_ && comm_ != nullptr) o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
+  if (!ideal_ && comm_ != nullptr)
+    o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, payload, 0};
   o.comm.calls = boundaries;
   return o;
 }

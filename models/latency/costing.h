@@ -61,7 +61,7 @@ struct DecodeAttentionTotals {
   double seconds, flops, bytes;
 };
 inline DecodeAttentionTotals decode_attention_totals(const DecodeTerms& d, double n, double t,
-                                              double layers) {
+                                                     double layers) {
   DecodeAttentionTotals a;
   a.flops = (d.flops_per_token * t + d.flops_fixed) * layers;
   a.bytes = (d.kv_per_token * t + d.qo_bytes) * layers;
@@ -77,7 +77,6 @@ inline DecodeTerms mixed_terms(DecodeTerms d, const Profile& p, bool ideal) {
   if (!ideal) d.slope *= p.mixed_decode_slope_factor;
   return d;
 }
-
 
 // Decode attention's cost at total context t from its terms: the one formula both the full
 // costing and the decode-step memo (LatencyModel::DecodeStepMemo) use, so they give the same bits.
@@ -111,8 +110,8 @@ class Costing {
  public:
   using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
   // `comm`: the measured collectives (nullptr: every collective from the derived link formula).
-  Costing(const LatencyShape& s, const GpuSpec& g, const Profile& p, bool ideal, Memo* memo = nullptr,
-          const Collectives* comm = nullptr)
+  Costing(const LatencyShape& s, const GpuSpec& g, const Profile& p, bool ideal,
+          Memo* memo = nullptr, const Collectives* comm = nullptr)
       : s_(s), g_(g), p_(p), ideal_(ideal), memo_(memo), comm_(comm) {}
 
   // The profile's tables of a class (nullptr: none).
@@ -168,8 +167,8 @@ class Costing {
   // The lower bound keeps the plain roofline (no tiles, efficiency 1), which no tiling beats.
   // `memo_id`: which of LatencyModel's per-shape memos holds this GEMM (-1: none; the shape
   // must be the same at every call with that id, which the model's fixed dimensions ensure).
-  OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems,
-              double reps, int memo_id, Weights kind = Weights::kLinear) const;
+  OpCost gemm(std::string_view name, double m, double k, double n, double weight_elems, double reps,
+              int memo_id, Weights kind = Weights::kLinear) const;
 
   // Elementwise kernels (norms, activation, adds, rotary, gathers, KV writes), run `reps` times:
   // each kernel moves its bytes at the class's memory rate but takes at least the profile's

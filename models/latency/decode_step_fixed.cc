@@ -16,8 +16,7 @@ bool DecodeStepFixed::Walk::parts_hold(int64_t n) const {
 }
 
 bool DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, int64_t before,
-                                        const int64_t* weights, int64_t max_weight,
-                                        EndSums& sums) {
+                                        const int64_t* weights, int64_t max_weight, EndSums& sums) {
   // v_ + i·dv_ = (hi + i·dh)·2^S + lo + i·dl with 0 <= lo, dl < 2^S: step i's ns (the shift)
   // is hi + i·dh + ((lo + i·dl) >> S), with no 128-bit step (parts_hold). The durations' sum is
   // at most the exact sum of the fixed-point values over 2^S (each ns is its value rounded
@@ -59,8 +58,8 @@ bool DecodeStepFixed::Walk::ends_before(int64_t* out, int64_t n, int64_t from, i
 }
 
 Int128 flops_to_fixed(double flops) {
-  return static_cast<Int128>(std::roundl(std::ldexp(static_cast<long double>(flops),
-                                                      DecodeStepFixed::kFlopsShift)));
+  return static_cast<Int128>(
+      std::roundl(std::ldexp(static_cast<long double>(flops), DecodeStepFixed::kFlopsShift)));
 }
 
 DecodeStepFixed LatencyModel::decode_step_fixed(int64_t num_seqs, int block_tokens) const {

@@ -18,8 +18,8 @@ namespace kvsim {
 struct DecodeStepFixed {
   static constexpr int kNsShift = 40;    // duration coefficients in units of 2^-40 ns
   static constexpr int kFlopsShift = 8;  // FLOPs in units of 2^-8 (Recorder::on_batch)
-  Int128 ns_a = 0, ns_b = 0;        // ns x 2^40 at T = 0, and per token of T
-  Int128 flops_a = 0, flops_b = 0;  // FLOPs x 2^8 at T = 0, and per token of T
+  Int128 ns_a = 0, ns_b = 0;             // ns x 2^40 at T = 0, and per token of T
+  Int128 flops_a = 0, flops_b = 0;       // FLOPs x 2^8 at T = 0, and per token of T
   // a + b T rounded to the nearest ns (ties up), at least 1 ns as every iteration.
   int64_t duration_ns(int64_t t) const { return rounded_ns(ns_a + ns_b * t + kHalfNs); }
   // duration_ns(t0), duration_ns(t0 + dt), duration_ns(t0 + 2 dt), ...: one addition a step

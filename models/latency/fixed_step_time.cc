@@ -18,8 +18,8 @@ FixedStepTime parse_fixed_step_time(const ConfigNode& node) {
   const auto ns = [&](const char* key) {
     return seconds_to_sim(node.get<double>(key, 0.0, {.min = 0, .max = 1e3}));
   };
-  FixedStepTime t{.fixed_ns = ns("fixed_s"), .per_token_ns = ns("per_token_s"),
-                  .per_seq_ns = ns("per_seq_s")};
+  FixedStepTime t{
+      .fixed_ns = ns("fixed_s"), .per_token_ns = ns("per_token_s"), .per_seq_ns = ns("per_seq_s")};
   if (t.fixed_ns == 0 && t.per_token_ns == 0 && t.per_seq_ns == 0) {
     node.fail("a step time needs fixed_s, per_token_s or per_seq_s above 0 ns");
   }

@@ -12,9 +12,10 @@
 // row, no GQA packing: that happens only when every query is one token) pays a whole tile per KV
 // block. FA2 splits the KV of a sequence over CTAs (set_params_splitkv) only on the path that
 // swaps a KV group's query heads into the rows, taken when max_seqlen_q is 1 (decode-only), so
-// in a varlen batch each CTA walks all of its KV. The CTAs run one per SM (the 64 x 128 tile's shared memory
-// leaves room for one on the GPUs profiled), in waves; a wave lasts as long as its longest CTA.
-// Used by Costing::prefill_attention when the profile has a fitted `flash_tiles` section.
+// in a varlen batch each CTA walks all of its KV. The CTAs run one per SM (the 64 x 128 tile's
+// shared memory leaves room for one on the GPUs profiled), in waves; a wave lasts as long as its
+// longest CTA. Used by Costing::prefill_attention when the profile has a fitted `flash_tiles`
+// section.
 #pragma once
 
 #include <cstdint>

@@ -50,7 +50,8 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   std::array<double, 3> prefill{}, decode{};  // (seconds, flops, bytes)
   const bool varlen = !batch.prefill.empty() && k.varlen_tiles(attention_);
   if (!batch.prefill.empty()) {
-    const OpCost a = k.prefill_attention(batch.prefill, attention_, varlen ? r.n : 0, varlen ? r.t : 0);
+    const OpCost a =
+        k.prefill_attention(batch.prefill, attention_, varlen ? r.n : 0, varlen ? r.t : 0);
     prefill = {a.seconds, a.flops, a.bytes};
   }
   if (r.n > 0 && !varlen) {
@@ -151,7 +152,8 @@ const std::array<double, 3>& LatencyModel::head_op(int64_t emit) const {
 const DecodeStepMemo* LatencyModel::decode_step_memo(int64_t n, int block_tokens) const {
   if (static_cast<size_t>(n) >= kDecodeMemoMaxSeqs) return nullptr;
   if (decode_memo_.size() <= static_cast<size_t>(n)) {
-    decode_memo_.resize(std::min(kDecodeMemoMaxSeqs, std::max<size_t>(64, 2 * static_cast<size_t>(n))));
+    decode_memo_.resize(
+        std::min(kDecodeMemoMaxSeqs, std::max<size_t>(64, 2 * static_cast<size_t>(n))));
   }
   DecodeStepMemo& m = decode_memo_[static_cast<size_t>(n)];
   if (m.block_tokens != block_tokens) {
@@ -186,8 +188,8 @@ const DecodeStepMemo* LatencyModel::decode_step_memo(int64_t n, int block_tokens
     m.layers = s.layers;
     const Costing k(s, gpu_, profile_, false);
     const DecodeTerms d = k.decode_terms(static_cast<double>(n), block_tokens, attention_);
-    m.attention = {d.r.flops_per_s, d.r.bytes_per_s, d.r.launch_s,   d.kv_per_token,
-                   d.flops_per_token, d.qo_bytes,    d.floor_tokens, d.slope,
+    m.attention = {d.r.flops_per_s,   d.r.bytes_per_s, d.r.launch_s,   d.kv_per_token,
+                   d.flops_per_token, d.qo_bytes,      d.floor_tokens, d.slope,
                    d.fixed,           d.flops_fixed};
   }
   return &m;

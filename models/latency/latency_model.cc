@@ -144,24 +144,31 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
                    ? merged("", k.gemm("", m, s.hidden, s.q_lora, s.hidden * s.q_lora, L, -1),
                             k.gemm("", m, s.q_lora, q_out, s.q_lora * q_out, L, -1))
                    : k.gemm("", m, s.hidden, q_out, s.hidden * q_out, L, -1);
-    add(it, keep_ops, merged("qkv_proj", q, k.gemm("", m, s.hidden, latent, s.hidden * latent, L, -1)));
-    add(it, keep_ops, k.elementwise("kv_cache_write", {m * s.kv_elems * (kActBytes + s.kvb)}, 0.0, L, m));
+    add(it, keep_ops,
+        merged("qkv_proj", q, k.gemm("", m, s.hidden, latent, s.hidden * latent, L, -1)));
+    add(it, keep_ops,
+        k.elementwise("kv_cache_write", {m * s.kv_elems * (kActBytes + s.kvb)}, 0.0, L, m));
   } else {
-    add(it, keep_ops, k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
+    add(it, keep_ops,
+        k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
     if (s.qk_norm) {
       // Qwen3's q_norm and k_norm: two RMSNorm kernels over the Q and K heads (read + write).
-      add(it, keep_ops, k.elementwise("qk_norm", {2 * m * q_out * kActBytes, 2 * m * kv_out * kActBytes},
-                                      5 * m * (q_out + kv_out), L, m));
+      add(it, keep_ops,
+          k.elementwise("qk_norm", {2 * m * q_out * kActBytes, 2 * m * kv_out * kActBytes},
+                        5 * m * (q_out + kv_out), L, m));
     }
-    add(it, keep_ops, k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
+    add(it, keep_ops,
+        k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));
   }
   // With the tiled varlen kernel, a mixed batch's decodes run inside the prefill kernel.
   const bool varlen = !batch.prefill.empty() && k.varlen_tiles(attention_);
   if (!batch.prefill.empty()) {
-    add(it, keep_ops, k.prefill_attention(batch.prefill, attention_, varlen ? n : 0, varlen ? t : 0));
+    add(it, keep_ops,
+        k.prefill_attention(batch.prefill, attention_, varlen ? n : 0, varlen ? t : 0));
   }
   if (n > 0 && !varlen) {
-    add(it, keep_ops, k.decode_attention(n, t, batch.block_tokens, attention_, !batch.prefill.empty()));
+    add(it, keep_ops,
+        k.decode_attention(n, t, batch.block_tokens, attention_, !batch.prefill.empty()));
   }
   if (s.kv_lora > 0) {
     const double v_out = s.q_heads * s.v_head_dim;
@@ -169,7 +176,8 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   } else {
     add(it, keep_ops, k.gemm("o_proj", m, q_out, s.hidden, q_out * s.hidden, L, 1));
   }
-  if (s.tp > 1) add(it, keep_ops, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
+  if (s.tp > 1)
+    add(it, keep_ops, k.allreduce(m));  // both per-layer calls (after O and after the MLP)
 
   // MLP (SwiGLU): gate and up in one GEMM, then down. A dense model's every layer; a MoE
   // model's dense layers as one op (dense_mlp). MoE layers route each row to top-k experts and
@@ -177,7 +185,9 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double moe_L = s.moe_layers;
   double rows = m * s.topk;  // rows through one layer's routed experts on this GPU
   if (s.experts > 1) {
-    add(it, keep_ops, k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, moe_L, 4, Weights::kUnquantized));
+    add(it, keep_ops,
+        k.gemm("router", m, s.hidden, s.experts, s.hidden * s.experts, moe_L, 4,
+               Weights::kUnquantized));
     // The tokens entering the layer (d replicas' batches) route uniformly: this GPU's experts
     // (all of them without expert parallelism) take their share of the rows.
     const double tokens = batch.moe_group_tokens > 0 ? static_cast<double>(batch.moe_group_tokens)
@@ -188,25 +198,28 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     const double f = s.expert_ffn;
     if (!ideal && p.routed_experts.fitted) {
       // The fused-MoE kernel's fitted term (models/latency/fused_moe.h), from measured moe.csv.
-      add(it, keep_ops, fused_moe_op(p.routed_experts,
-                                     routed_experts_work(rows, touched, s.hidden, f, s.xwb), moe_L,
-                                     gpu_.hbm_bytes_per_s, gpu_.fp16_flops * s.expert_flops_scale));
+      add(it, keep_ops,
+          fused_moe_op(p.routed_experts, routed_experts_work(rows, touched, s.hidden, f, s.xwb),
+                       moe_L, gpu_.hbm_bytes_per_s, gpu_.fp16_flops * s.expert_flops_scale));
     } else {
-      add(it, keep_ops, k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f,
-                               moe_L, -1, Weights::kExperts));
-      add(it, keep_ops, k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1,
-                               Weights::kExperts));
+      add(it, keep_ops,
+          k.gemm("mlp_gate_up", rows, s.hidden, 2 * f, touched * s.hidden * 2 * f, moe_L, -1,
+                 Weights::kExperts));
+      add(it, keep_ops,
+          k.gemm("mlp_down", rows, f, s.hidden, touched * f * s.hidden, moe_L, -1,
+                 Weights::kExperts));
     }
     if (s.shared_ffn > 0) {
       const double sf = s.shared_ffn;
-      add(it, keep_ops, merged("shared_experts",
-                               k.gemm("", m, s.hidden, 2 * sf, s.hidden * 2 * sf, moe_L, -1),
-                               k.gemm("", m, sf, s.hidden, sf * s.hidden, moe_L, -1)));
+      add(it, keep_ops,
+          merged("shared_experts", k.gemm("", m, s.hidden, 2 * sf, s.hidden * 2 * sf, moe_L, -1),
+                 k.gemm("", m, sf, s.hidden, sf * s.hidden, moe_L, -1)));
     }
     if (s.dense_layers > 0) {
-      add(it, keep_ops, merged("dense_mlp",
-                               k.gemm("", m, s.hidden, 2 * s.ffn, s.hidden * 2 * s.ffn, s.dense_layers, -1),
-                               k.gemm("", m, s.ffn, s.hidden, s.ffn * s.hidden, s.dense_layers, -1)));
+      add(it, keep_ops,
+          merged("dense_mlp",
+                 k.gemm("", m, s.hidden, 2 * s.ffn, s.hidden * 2 * s.ffn, s.dense_layers, -1),
+                 k.gemm("", m, s.ffn, s.hidden, s.ffn * s.hidden, s.dense_layers, -1)));
     }
     if (s.ep_group > 1 && s.moe_token_scale > 1) add(it, keep_ops, k.all_to_all(m));
   } else {
@@ -227,19 +240,20 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   double act_elems = rows * s.ffn;
   if (s.experts > 1) {
     const double moe_act = rows * s.expert_ffn + m * s.shared_ffn;
-    act_elems = s.dense_layers == 0 ? moe_act
-                                    : (moe_L * moe_act + s.dense_layers * m * s.ffn) / L;
+    act_elems = s.dense_layers == 0 ? moe_act : (moe_L * moe_act + s.dense_layers * m * s.ffn) / L;
   }
-  const double rope_elems =
-      s.kv_lora > 0 ? m * (s.q_heads + 1) * s.rope_dim : m * (q_out + kv_out);
+  const double rope_elems = s.kv_lora > 0 ? m * (s.q_heads + 1) * s.rope_dim : m * (q_out + kv_out);
   const double fused_norm_b = 4 * norm_elems * kActBytes;
   const double ew_flops = 10 * norm_elems + 5 * act_elems + 3 * rope_elems;
-  add(it, keep_ops, k.elementwise("norm_act_residual",
-                        {fused_norm_b, fused_norm_b, 3 * act_elems * kActBytes,
-                         2 * rope_elems * kActBytes},
-                        ew_flops, L, m));
+  add(it, keep_ops,
+      k.elementwise(
+          "norm_act_residual",
+          {fused_norm_b, fused_norm_b, 3 * act_elems * kActBytes, 2 * rope_elems * kActBytes},
+          ew_flops, L, m));
   if (emit > 0) {
-    add(it, keep_ops, k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5, Weights::kUnquantized));
+    add(it, keep_ops,
+        k.gemm("lm_head", emit, s.hidden, s.vocab, s.hidden * s.vocab, 1, 5,
+               Weights::kUnquantized));
   }
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.

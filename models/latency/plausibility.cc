@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "models/catalog.h"
 #include "core/csv_line.h"
 #include "core/errors.h"
+#include "models/catalog.h"
 
 namespace kvsim {
 
@@ -39,7 +39,8 @@ constexpr std::array<MetricInfo, 6> kMetrics = {{
 // Splits one CSV line (core/csv_line.h), trimming spaces around each field.
 std::vector<std::string> split_csv(std::string_view line, const std::string& where) {
   std::vector<std::string> out;
-  if (!split_csv_line(line, out)) throw InputError(fmt::format("{}: unterminated quoted field", where));
+  if (!split_csv_line(line, out))
+    throw InputError(fmt::format("{}: unterminated quoted field", where));
   for (std::string& f : out) {  // trim spaces around unquoted text
     const size_t b = f.find_first_not_of(" \t");
     const size_t e = f.find_last_not_of(" \t");
@@ -73,12 +74,9 @@ double parse_positive(const std::string& s, const char* column, const std::strin
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kPlausible:
-      return "plausible";
-    case Verdict::kOptimistic:
-      return "optimistic";
-    case Verdict::kImpossible:
-      return "impossible";
+    case Verdict::kPlausible: return "plausible";
+    case Verdict::kOptimistic: return "optimistic";
+    case Verdict::kImpossible: return "impossible";
   }
   return "?";
 }

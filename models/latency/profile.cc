@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "models/gpu_spec.h"
 #include "core/config_node.h"
 #include "core/errors.h"
+#include "models/gpu_spec.h"
 
 namespace kvsim {
 
@@ -24,13 +24,10 @@ bool axis_allowed(OpClass c, TableAxis a) {
   switch (c) {
     case OpClass::kGemm:
     case OpClass::kElementwise:
-    case OpClass::kAllReduce:
-      return a == TableAxis::kTokens;
+    case OpClass::kAllReduce: return a == TableAxis::kTokens;
     case OpClass::kAttentionNative:
-    case OpClass::kAttentionFlash:
-      return a == TableAxis::kSeqLen;
-    case OpClass::kAttentionDecode:
-      return a == TableAxis::kBatch || a == TableAxis::kBlockSize;
+    case OpClass::kAttentionFlash: return a == TableAxis::kSeqLen;
+    case OpClass::kAttentionDecode: return a == TableAxis::kBatch || a == TableAxis::kBlockSize;
   }
   return false;
 }
@@ -164,13 +161,25 @@ constexpr const char* kFlashHopper =
     "al. 2024) = 0.772 of peak the same way";
 
 const GpuFit kA100{
-    0.725, 0.751, 0.0, 0.463, 5.4, 0.73, 0.0,
+    0.725,
+    0.751,
+    0.0,
+    0.463,
+    5.4,
+    0.73,
+    0.0,
     "fitted on Vidur A100-80GB Llama-2-7B and Llama-3-8B GEMMs (every other token count); held "
     "out (per layer, GEMMs): 4.3% / 2.7% MAPE, worst bin 9.2% / 9.3% (docs/fidelity.md)",
     "fitted on Vidur A100 norm/rope/act/add kernels (sum per layer); train MAPE 2.5%",
     kFa2A100};
 const GpuFit kH100{
-    0.772, 1.0, 11.0, 0.507, 4.0, 0.349, 0.772,
+    0.772,
+    1.0,
+    11.0,
+    0.507,
+    4.0,
+    0.349,
+    0.772,
     "fitted on Vidur H100-SXM Llama-2-7B GEMMs (every other token count); held out (per layer, "
     "GEMMs): 4.5% MAPE, worst bin 9.4% (docs/fidelity.md); memory 1.0 with an 11 us per-GEMM "
     "constant = 2.4 TB/s effective on a 100 MB weight stream",
@@ -184,16 +193,26 @@ struct DerivedFit {
 };
 // Unmeasured GPUs: which fitted GPU's efficiencies they take, and why.
 constexpr DerivedFit kDerived[] = {
-    {"a100-sxm4-40gb", &kA100, "same GA100 die and SM count as the A100-80GB; HBM2 peak from the catalog"},
+    {"a100-sxm4-40gb", &kA100,
+     "same GA100 die and SM count as the A100-80GB; HBM2 peak from the catalog"},
     {"h200", &kH100, "same GH100 die, 132 SMs, as the H100; only HBM3e (4.8 TB/s) differs"},
-    {"l40s", &kA100, "assumption: Ada AD102 (142 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
-    {"a40", &kA100, "assumption: Ampere GA102 (84 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
-    {"h20", &kH100, "assumption: a cut-down GH100 unmeasured; takes the H100's efficiencies (GEMMs by the roofline: no published SM count)"},
-    {"b200", &kH100, "assumption: Blackwell unmeasured; takes the H100's efficiencies and FA2's (FA3 is Hopper-only)"},
-    {"gb200", &kH100, "assumption: Blackwell unmeasured; takes the H100's efficiencies and FA2's (FA3 is Hopper-only)"},
+    {"l40s", &kA100,
+     "assumption: Ada AD102 (142 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
+    {"a40", &kA100,
+     "assumption: Ampere GA102 (84 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
+    {"h20", &kH100,
+     "assumption: a cut-down GH100 unmeasured; takes the H100's efficiencies (GEMMs by the "
+     "roofline: no published SM count)"},
+    {"b200", &kH100,
+     "assumption: Blackwell unmeasured; takes the H100's efficiencies and FA2's (FA3 is "
+     "Hopper-only)"},
+    {"gb200", &kH100,
+     "assumption: Blackwell unmeasured; takes the H100's efficiencies and FA2's (FA3 is "
+     "Hopper-only)"},
     {"mi300x", &kA100, "assumption: CDNA 3 unmeasured; takes the A100's efficiencies"},
     {"mi325x", &kA100, "assumption: CDNA 3 unmeasured; takes the A100's efficiencies"},
-    {"l4", &kA100, "assumption: Ada AD104 (58 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
+    {"l4", &kA100,
+     "assumption: Ada AD104 (58 SMs, GDDR6) unmeasured; takes the A100's efficiencies"},
 };
 
 }  // namespace
@@ -223,7 +242,8 @@ Profile default_profile(const GpuSpec& gpu, std::optional<FlashKernel> flash) {
   Profile p;
   p.name = gpu.name.empty() ? "default" : gpu.name + "-default";
   p.gpu = gpu.name;
-  p.source = fmt::format("kvsim built-in profile{}; flash kernel {}", derived, flash_kernel_name(fk));
+  p.source =
+      fmt::format("kvsim built-in profile{}; flash kernel {}", derived, flash_kernel_name(fk));
   auto set = [&](OpClass c, double ce, double me, double launch_us, std::string src) {
     p.of(c) = ClassParams{.compute_efficiency = ce,
                           .memory_efficiency = me,
@@ -302,16 +322,16 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
         c->get<double>("native_score_passes", p.native_score_passes, {.min = 1, .max = 64});
     p.native_score_bytes =
         c->get<double>("native_score_bytes", p.native_score_bytes, {.min = 1, .max = 8});
-    p.gemm_tile_half_intensity =
-        c->get<double>("gemm_tile_half_intensity", p.gemm_tile_half_intensity, {.min = 0, .max = 1e4});
+    p.gemm_tile_half_intensity = c->get<double>("gemm_tile_half_intensity",
+                                                p.gemm_tile_half_intensity, {.min = 0, .max = 1e4});
     p.gemm_combine_exponent =
         c->get<double>("gemm_combine_exponent", p.gemm_combine_exponent, {.min = 1, .max = 64});
     p.elementwise_floor_s =
         c->get<double>("elementwise_floor_us", p.elementwise_floor_s * 1e6, kMicros) * 1e-6;
     p.elementwise_l2_speedup =
         c->get<double>("elementwise_l2_speedup", p.elementwise_l2_speedup, {.min = 1, .max = 100});
-    p.mixed_decode_slope_factor = c->get<double>("mixed_decode_slope_factor",
-                                                 p.mixed_decode_slope_factor, {.min = 0.1, .max = 100});
+    p.mixed_decode_slope_factor = c->get<double>(
+        "mixed_decode_slope_factor", p.mixed_decode_slope_factor, {.min = 0.1, .max = 100});
     p.curves_source = c->get<std::string>("source", p.curves_source);
   }
   if (auto o = root.optional_child("overheads")) {
@@ -388,11 +408,12 @@ std::string write_profile_yaml(const Profile& p) {
   // Written only when set: older profiles unchanged.
   const std::string key = "  source: ";
   if (p.elementwise_l2_speedup != 1.0) {
-    o.insert(o.rfind(key), fmt::format("  elementwise_l2_speedup: {}\n", num(p.elementwise_l2_speedup)));
+    o.insert(o.rfind(key),
+             fmt::format("  elementwise_l2_speedup: {}\n", num(p.elementwise_l2_speedup)));
   }
   if (p.mixed_decode_slope_factor != 1.0) {
-    o.insert(o.rfind(key), fmt::format("  mixed_decode_slope_factor: {}\n",
-                                       num(p.mixed_decode_slope_factor)));
+    o.insert(o.rfind(key),
+             fmt::format("  mixed_decode_slope_factor: {}\n", num(p.mixed_decode_slope_factor)));
   }
   o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n",
                    num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6));
@@ -403,10 +424,11 @@ std::string write_profile_yaml(const Profile& p) {
   o += fmt::format("  source: {}\n", quoted(p.overheads_source));
   if (p.routed_experts.fitted) {  // written only when fitted: other profiles unchanged
     const RoutedExpertsCost& x = p.routed_experts;
-    o += fmt::format("routed_experts:\n  constant_us: {}\n  memory_efficiency: {}\n"
-                     "  compute_efficiency: {}\n  source: {}\n",
-                     num(x.constant_s * 1e6), num(x.memory_efficiency), num(x.compute_efficiency),
-                     quoted(x.source));
+    o += fmt::format(
+        "routed_experts:\n  constant_us: {}\n  memory_efficiency: {}\n"
+        "  compute_efficiency: {}\n  source: {}\n",
+        num(x.constant_s * 1e6), num(x.memory_efficiency), num(x.compute_efficiency),
+        quoted(x.source));
   }
   if (p.flash_tiles.fitted) {
     o += fmt::format("flash_tiles:\n  wave_overhead_us: {}\n  source: {}\n",

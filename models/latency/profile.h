@@ -142,7 +142,7 @@ struct Profile {
   // ends its prompt): the sampler's kernels and the per-request host work that grow with the
   // batch (a measured `sampler` time per sequence count, e.g. LLMServingSim's per_sequence.csv).
   double per_sequence_overhead_s = 0.0;
-  double allreduce_latency_s = 0.0;   // per all-reduce call, on top of the bandwidth term
+  double allreduce_latency_s = 0.0;  // per all-reduce call, on top of the bandwidth term
   std::string overheads_source;
 
   RoutedExpertsCost routed_experts;  // YAML `routed_experts:` (absent: not fitted)

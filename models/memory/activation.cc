@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "models/model_spec.h"
 #include "core/errors.h"
 #include "core/units.h"
+#include "models/model_spec.h"
 
 namespace kvsim {
 

@@ -13,7 +13,6 @@ namespace kvsim {
 
 struct ModelSpec;
 
-
 // One sequence's share of an iteration: `query_tokens` new tokens (a prefill chunk, or 1 for a
 // decode step) attending to `context_tokens` tokens (including the new ones).
 struct BatchChunk {

@@ -85,7 +85,8 @@ void BuddyAllocator::check_invariants() const {
     for (int64_t a : free_[k]) {
       const int64_t size = int64_t{1} << k;
       KVSIM_CHECK(a % size == 0 && a + size <= units_, "free block {} of order {} misplaced", a, k);
-      KVSIM_CHECK(free_[k].count(a ^ size) == 0, "free buddies {} and {} of order {} were not merged", a, a ^ size, k);
+      KVSIM_CHECK(free_[k].count(a ^ size) == 0,
+                  "free buddies {} and {} of order {} were not merged", a, a ^ size, k);
       blocks.emplace(a, k);
       total += size;
     }

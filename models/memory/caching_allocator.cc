@@ -74,8 +74,10 @@ int32_t CachingAllocator::alloc_segment(int64_t rounded, bool small) {
 
 void CachingAllocator::release_segment(int32_t id) {
   Block& b = blocks_[static_cast<size_t>(id)];
-  KVSIM_CHECK(!b.allocated && b.prev < 0 && b.next < 0, "releasing block {} that is not a free "
-              "whole segment", id);
+  KVSIM_CHECK(!b.allocated && b.prev < 0 && b.next < 0,
+              "releasing block {} that is not a free "
+              "whole segment",
+              id);
   pool_of(b.small).erase(FreeKey{b.size, b.addr, id});
   stats_.reserved_bytes -= b.size;
   stats_.segments -= 1;
@@ -261,7 +263,8 @@ void CachingAllocator::check_invariants() const {
     if (b.allocated) {
       allocated += b.size;
       requested += b.requested;
-      KVSIM_CHECK(b.requested <= b.size, "block {} requested {} > size {}", id, b.requested, b.size);
+      KVSIM_CHECK(b.requested <= b.size, "block {} requested {} > size {}", id, b.requested,
+                  b.size);
     } else {
       KVSIM_CHECK(pool_of(b.small).count(FreeKey{b.size, b.addr, id}) == 1,
                   "free block {} missing from its pool", id);

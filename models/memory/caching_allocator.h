@@ -31,14 +31,14 @@ inline constexpr int64_t kCaRoundLarge = 2097152;      // larger segments rounde
 using CaBlockId = int32_t;  // handle of a live allocation; -1 is none
 
 struct CachingAllocatorStats {
-  int64_t allocated_bytes = 0;   // live blocks, rounded/split sizes (memory_allocated)
-  int64_t requested_bytes = 0;   // live blocks, sizes as asked
-  int64_t reserved_bytes = 0;    // segments held (memory_reserved)
+  int64_t allocated_bytes = 0;  // live blocks, rounded/split sizes (memory_allocated)
+  int64_t requested_bytes = 0;  // live blocks, sizes as asked
+  int64_t reserved_bytes = 0;   // segments held (memory_reserved)
   int64_t segments = 0;
-  int64_t num_alloc_retries = 0; // mallocs that needed the free-cache-and-retry step
+  int64_t num_alloc_retries = 0;  // mallocs that needed the free-cache-and-retry step
   int64_t num_ooms = 0;
-  int64_t num_device_allocs = 0; // cudaMalloc calls
-  int64_t num_device_frees = 0;  // cudaFree calls
+  int64_t num_device_allocs = 0;  // cudaMalloc calls
+  int64_t num_device_frees = 0;   // cudaFree calls
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
 };

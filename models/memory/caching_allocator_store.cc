@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "models/model_spec.h"
 #include "core/check.h"
+#include "models/model_spec.h"
 
 namespace kvsim {
 
@@ -35,7 +35,8 @@ int64_t CachingAllocatorStore::capacity_for(int64_t tokens, int64_t max_total) c
   switch (growth_) {
     case GrowthPolicy::kPreallocate: return std::max(tokens, max_total);
     case GrowthPolicy::kConcat: return tokens;
-    case GrowthPolicy::kChunked: return (tokens + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
+    case GrowthPolicy::kChunked:
+      return (tokens + chunk_tokens_ - 1) / chunk_tokens_ * chunk_tokens_;
   }
   return tokens;
 }

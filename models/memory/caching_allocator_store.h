@@ -61,7 +61,7 @@ class CachingAllocatorStore final : public KvStore {
     int64_t capacity = 0;           // tokens each tensor holds
     int64_t tokens = 0;
     int64_t max_total = 0;
-    int64_t held = 0;               // sum of block sizes
+    int64_t held = 0;  // sum of block sizes
   };
   int64_t capacity_for(int64_t tokens, int64_t max_total) const;
   void account(const Req& r, int sign);

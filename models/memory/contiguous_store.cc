@@ -194,8 +194,8 @@ AllocResult ContiguousStore::grow(RequestId request, int64_t new_total_tokens) {
       return AllocResult::failure(OomReason::kTooLong, new_total_tokens * bytes_per_token_,
                                   free_bytes_, largest_hole_bytes());
     }
-    next.reserved_tokens = reserve_ == ReservePolicy::kPow2 ? pow2_at_least(new_total_tokens)
-                                                            : new_total_tokens;
+    next.reserved_tokens =
+        reserve_ == ReservePolicy::kPow2 ? pow2_at_least(new_total_tokens) : new_total_tokens;
     next.region_tokens = region_tokens_for(next.reserved_tokens);
     const int64_t old_bytes = r.region_tokens * bytes_per_token_;
     const int64_t new_bytes = next.region_tokens * bytes_per_token_;
@@ -277,7 +277,8 @@ void ContiguousStore::check_invariants() const {
       KVSIM_CHECK(r.addr % bytes_per_token_ == 0 && slot % r.region_tokens == 0,
                   "request {}: buddy block of {} slots at slot {} is not aligned", id,
                   r.region_tokens, slot);
-      KVSIM_CHECK(held.emplace(slot, r.region_tokens).second, "request {} shares slot {}", id, slot);
+      KVSIM_CHECK(held.emplace(slot, r.region_tokens).second, "request {} shares slot {}", id,
+                  slot);
     }
     int64_t end = 0;
     for (const auto& [slot, n] : held) {

@@ -18,12 +18,12 @@
 namespace kvsim {
 
 enum class ReservePolicy {
-  kMaxLen,            // max_len tokens for every request (Orca "Max")
-  kPromptPlusMaxNew,  // exactly max_total_tokens (Orca "Oracle" when that is the true length)
-  kPow2,              // the next power of two >= max_total_tokens
-  kPromptPlusPow2New, // the prompt + the next power of two >= the new tokens (the vLLM paper's
-                      // Orca (Pow2): "25 output tokens reserve 32")
-  kExact,             // the prompt only; every grow reallocates to the exact new length
+  kMaxLen,             // max_len tokens for every request (Orca "Max")
+  kPromptPlusMaxNew,   // exactly max_total_tokens (Orca "Oracle" when that is the true length)
+  kPow2,               // the next power of two >= max_total_tokens
+  kPromptPlusPow2New,  // the prompt + the next power of two >= the new tokens (the vLLM paper's
+                       // Orca (Pow2): "25 output tokens reserve 32")
+  kExact,              // the prompt only; every grow reallocates to the exact new length
 };
 // kBuddy: regions are blocks of a binary buddy allocator over token slots (buddy_allocator.h):
 // a region of n tokens takes bit_ceil(n) slots, and the tail counts as KvUsage::rounding_bytes.
@@ -86,14 +86,14 @@ class ContiguousStore final : public KvStore {
   ReservePolicy reserve_;
   FitPolicy fit_;
   int64_t max_len_;
-  std::map<int64_t, int64_t> holes_;              // addr -> bytes, address order
+  std::map<int64_t, int64_t> holes_;               // addr -> bytes, address order
   std::set<std::pair<int64_t, int64_t>> by_size_;  // (bytes, addr), for best fit
   int64_t free_bytes_ = 0;
-  TokenSums sums_;                  // live and reservation tokens
-  int64_t reserved_tokens_ = 0;     // sum of reserved_tokens
-  int64_t region_tokens_ = 0;       // sum of region_tokens
+  TokenSums sums_;                       // live and reservation tokens
+  int64_t reserved_tokens_ = 0;          // sum of reserved_tokens
+  int64_t region_tokens_ = 0;            // sum of region_tokens
   std::optional<BuddyAllocator> buddy_;  // kBuddy only; then holes_ and by_size_ stay empty
-  int64_t last_request_bytes_ = 0;  // for the external-fragmentation figure
+  int64_t last_request_bytes_ = 0;       // for the external-fragmentation figure
   std::unordered_map<RequestId, Req> requests_;
 };
 

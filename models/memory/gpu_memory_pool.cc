@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "core/config_node.h"
 #include "core/check.h"
+#include "core/config_node.h"
 #include "core/errors.h"
 #include "core/units.h"
 
@@ -46,8 +46,9 @@ ModelSpec GpuMemoryPool::sizing_share(const ModelSpec& model, const GpuSpec& gpu
     ModelSpec share = gpu_share(model, par, stage);
     const KvBudget b = budget_of(share, gpu, options);
     // KV tokens this stage's GPUs have room for; the first stage wins ties.
-    const double tokens = static_cast<double>(b.device_bytes_for_torch() - b.activation_peak_bytes) /
-                          static_cast<double>(share.kv_bytes_per_token());
+    const double tokens =
+        static_cast<double>(b.device_bytes_for_torch() - b.activation_peak_bytes) /
+        static_cast<double>(share.kv_bytes_per_token());
     if (stage == 0 || tokens < best_tokens) {
       best = std::move(share);
       best_tokens = tokens;
@@ -140,9 +141,9 @@ AllocResult GpuMemoryPool::reserve_activations(int64_t bytes) {
   if (extra > 0) {
     const int64_t free = snapshot().free_bytes;
     if (extra > free) {
-      AllocResult r = AllocResult::failure(OomReason::kCapacity, bytes,
-                                           activation_cached_bytes_ + free,
-                                           activation_cached_bytes_ + free);
+      AllocResult r =
+          AllocResult::failure(OomReason::kCapacity, bytes, activation_cached_bytes_ + free,
+                               activation_cached_bytes_ + free);
       fill_views(r);
       return r;
     }
@@ -157,8 +158,7 @@ AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunk
 }
 
 AllocResult GpuMemoryPool::reserve_activations(std::span<const BatchChunk> chunks,
-                                                int64_t decode_seqs,
-                                                int64_t decode_context_tokens) {
+                                               int64_t decode_seqs, int64_t decode_context_tokens) {
   if (chunks.empty()) {
     return reserve_activations(decode_activation_bytes(decode_seqs, decode_context_tokens));
   }
@@ -179,22 +179,25 @@ int64_t GpuMemoryPool::decode_activation_bytes(int64_t decode_seqs,
   // Only native attention's scores grow with the context (activation_peak_bytes).
   constexpr int64_t kMemoSeqs = 4096;
   if (options_.attention == AttentionKind::kNative || decode_seqs < 0 || decode_seqs >= kMemoSeqs) {
-    return activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
+    return activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens,
+                                 options_.attention);
   }
   const auto n = static_cast<size_t>(decode_seqs);
   if (decode_activation_memo_.size() <= n) decode_activation_memo_.resize(n + 1, -1);
   int64_t& bytes = decode_activation_memo_[n];
   if (bytes < 0) {
-    bytes = activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
+    bytes =
+        activation_peak_bytes(model_, {}, decode_seqs, decode_context_tokens, options_.attention);
   }
   return bytes;
 }
 
 MemorySnapshot GpuMemoryPool::snapshot_with(const KvUsage& u, int64_t activation_bytes) const {
-  KVSIM_CHECK(activation_bytes == activation_bytes_ ||
-                  (store_->caching_allocator() == nullptr && activation_bytes <= activation_cached_bytes_),
-              "a snapshot with {} activation bytes ({} cached)", activation_bytes,
-              activation_cached_bytes_);
+  KVSIM_CHECK(
+      activation_bytes == activation_bytes_ ||
+          (store_->caching_allocator() == nullptr && activation_bytes <= activation_cached_bytes_),
+      "a snapshot with {} activation bytes ({} cached)", activation_bytes,
+      activation_cached_bytes_);
   MemorySnapshot s;
   s.capacity_bytes = budget_.capacity_bytes;
   s.context_bytes = budget_.context_bytes;
@@ -230,9 +233,10 @@ void GpuMemoryPool::check_invariants() const {
   const MemorySnapshot s = snapshot();
   s.check();
   if (const CachingAllocator* a = store_->caching_allocator()) {
-    KVSIM_CHECK(a->stats().allocated_bytes == s.kv_live_bytes + s.kv_waste_bytes + activation_bytes_,
-                "allocator allocated {} != KV held {} + activations {}", a->stats().allocated_bytes,
-                s.kv_live_bytes + s.kv_waste_bytes, activation_bytes_);
+    KVSIM_CHECK(
+        a->stats().allocated_bytes == s.kv_live_bytes + s.kv_waste_bytes + activation_bytes_,
+        "allocator allocated {} != KV held {} + activations {}", a->stats().allocated_bytes,
+        s.kv_live_bytes + s.kv_waste_bytes, activation_bytes_);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "models/memory/block_keys.h"
 #include "models/memory/store_accounts.h"
 
 namespace kvsim {
@@ -11,20 +12,29 @@ namespace {
 int64_t hybrid_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-HybridPagedStore::HybridPagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks)
+HybridPagedStore::HybridPagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
+                                   bool prefix_caching)
     : layout_(std::move(layout)),
       block_tokens_(block_tokens),
       num_blocks_(num_blocks),
       block_bytes_(layout_.block_bytes(block_tokens)),
       bytes_per_token_(0),
-      free_(num_blocks),
+      prefix_caching_(prefix_caching),
+      free_(0),
       group_held_(layout_.groups.size(), 0) {
-  KVSIM_CHECK(block_tokens >= 1 && num_blocks >= 1 && !layout_.groups.empty(),
+  KVSIM_CHECK(block_tokens >= 1 && num_blocks >= 1 && num_blocks < (int64_t{1} << 31) &&
+                  !layout_.groups.empty(),
               "hybrid paged store: block_tokens {} num_blocks {} groups {}", block_tokens,
               num_blocks, layout_.groups.size());
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
     bytes_per_token_ += layout_.group_bytes_per_token(g);
+    // Attention types in the layout's order (kv_group_layout puts full attention first, as
+    // vLLM's coordinator checks it first); a type's groups are consecutive.
+    if (g == 0 || layout_.groups[g].kind != layout_.groups[g - 1].kind) types_.emplace_back();
+    types_.back().push_back(g);
   }
+  blocks_.resize(static_cast<size_t>(num_blocks));
+  for (int32_t b = 0; b < static_cast<int32_t>(num_blocks); ++b) push_free_back(b);
 }
 
 const HybridPagedStore::Req& HybridPagedStore::held_req(RequestId request, const char* op) const {
@@ -35,25 +45,61 @@ const HybridPagedStore::Req& HybridPagedStore::held_req(RequestId request, const
 
 int64_t HybridPagedStore::frees(const Req& r, size_t g, int64_t computed) const {
   const int64_t want = kv_group_skipped_blocks(layout_.groups[g], computed, block_tokens_);
-  return std::max<int64_t>(0, std::min(want, r.skipped[g] + r.held[g]) - r.skipped[g]);
+  const auto table = static_cast<int64_t>(r.tables[g].size());
+  return std::max<int64_t>(0, std::min(want, table) - r.skipped[g]);
 }
 
-void HybridPagedStore::account(const Req& r, int sign) {
-  // Per group: live = the tokens in its held blocks; reservation = its last block's slack up to
-  // max_total; the rest of the held bytes (slack past max_total, padding layers) is internal.
+int64_t HybridPagedStore::frees_to_pool(const Req& r, size_t g, int64_t computed) const {
+  const int64_t n = frees(r, g, computed);
+  int64_t back = 0;
+  for (int64_t i = r.skipped[g]; i < r.skipped[g] + n; ++i) {
+    back += blocks_[static_cast<size_t>(r.tables[g][static_cast<size_t>(i)])].ref == 1;
+  }
+  return back;
+}
+
+void HybridPagedStore::add_reservation(const Req& r, int sign) {
+  // A group's last block's slack up to max_total; the rest of the held bytes (slack past
+  // max_total, padding layers) is internal. Live bytes follow the blocks (set_filled).
+  const int64_t cap = hybrid_ceil_div(r.tokens, block_tokens_) * block_tokens_;
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    const int64_t per_token = layout_.group_bytes_per_token(g);
-    const int64_t first = r.skipped[g] * block_tokens_;
-    const int64_t cap = (r.skipped[g] + r.held[g]) * block_tokens_;
-    live_bytes_ += sign * std::max<int64_t>(0, r.tokens - first) * per_token;
-    reservation_bytes_ += sign * reservation_tokens(r.tokens, cap, r.max_total) * per_token;
-    group_held_[g] += sign * r.held[g];
+    reservation_bytes_ +=
+        sign * reservation_tokens(r.tokens, cap, r.max_total) * layout_.group_bytes_per_token(g);
   }
 }
 
+int64_t HybridPagedStore::group_blocks_to_allocate(const PrefixHashes& prefix, size_t g,
+                                                   int64_t hits, int64_t table) const {
+  // vLLM: max(required - max(skipped, hits), 0), and the hits inside the window or chunk that
+  // sit on the free list (taking them takes free blocks). The skipped ones are never touched.
+  const int64_t skipped = std::min(
+      hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_, block_tokens_));
+  int64_t evictable = 0;
+  for (int64_t i = skipped; i < hits; ++i) {
+    evictable += blocks_[static_cast<size_t>(hit_block(prefix, g, i))].ref == 0;
+  }
+  return std::max<int64_t>(0, table - hits) + evictable;
+}
+
 int64_t HybridPagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const {
-  (void)prefix;
-  return static_cast<int64_t>(layout_.groups.size()) * hybrid_ceil_div(tokens, block_tokens_);
+  const int64_t hits = hit_blocks(prefix, tokens);
+  int64_t need = 0;
+  for (size_t g = 0; g < layout_.groups.size(); ++g) {
+    need += group_blocks_to_allocate(prefix, g, hits, hybrid_ceil_div(tokens, block_tokens_));
+  }
+  return need;
+}
+
+int64_t HybridPagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                           int64_t batched) const {
+  const int64_t hits = hit_blocks(prefix, tokens);
+  int64_t need = 0;
+  for (size_t g = 0; g < layout_.groups.size(); ++g) {
+    const int64_t capped =
+        kv_group_admission_blocks(layout_.groups[g], tokens, block_tokens_, batched);
+    need += group_blocks_to_allocate(prefix, g, hits, capped);
+  }
+  return need;
 }
 
 AllocResult HybridPagedStore::allocate(RequestId request, int64_t prompt_tokens,
@@ -66,14 +112,52 @@ AllocResult HybridPagedStore::allocate(RequestId request, int64_t prompt_tokens,
     return AllocResult::failure(OomReason::kCapacity, need * block_bytes_, free_ * block_bytes_,
                                 free_ > 0 ? block_bytes_ : 0);
   }
+  const int64_t hits = hit_blocks(prefix, prompt_tokens);
   const size_t groups = layout_.groups.size();
-  Req r{prompt_tokens, max_total_tokens,
-        std::vector<int64_t>(groups, hybrid_ceil_div(prompt_tokens, block_tokens_)),
-        std::vector<int64_t>(groups, 0)};  // nothing computed yet: every block is needed
-  free_ -= need;
-  account(r, +1);
-  reqs_.emplace(request, std::move(r));
+  Req& r = reqs_[request];
+  r.tokens = prompt_tokens;
+  r.max_total = max_total_tokens;
+  r.tables.assign(groups, {});
+  r.skipped.assign(groups, 0);
+  for (size_t g = 0; g < groups; ++g) {
+    // The hit's blocks before the group's window or chunk stay with the null block
+    // (allocate_new_computed_blocks); those inside it are shared.
+    r.skipped[g] = std::min(
+        hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_, block_tokens_));
+    r.tables[g].assign(static_cast<size_t>(r.skipped[g]), -1);
+    for (int64_t i = r.skipped[g]; i < hits; ++i) {
+      const int32_t b = hit_block(prefix, g, i);
+      touch(b);
+      r.tables[g].push_back(b);
+    }
+  }
+  prefix_hits_ += hits;
+  r.keyed = static_cast<size_t>(hits);  // hit blocks carry their keys
+  r.owner = prefix_caching_ ? prefix.owner : -1;
+  r.keys.clear();
+  if (prefix_caching_) {
+    for (int64_t i = 0, n = keyable_prefix_blocks(prefix, prompt_tokens, block_tokens_); i < n;
+         ++i) {
+      r.keys.push_back(seq_key(prefix, i));
+    }
+  }
+  for (size_t g = 0; g < groups; ++g) extend_table(r, g, prompt_tokens);
+  add_reservation(r, +1);
+  key_full_blocks(r);
   return AllocResult::success();
+}
+
+void HybridPagedStore::extend_table(Req& r, size_t g, int64_t tokens) {
+  std::vector<int32_t>& t = r.tables[g];
+  if (!t.empty() && t.back() >= 0) {  // its last block's room fills first
+    const auto last = static_cast<int64_t>(t.size()) - 1;
+    set_filled(t.back(), std::min(block_tokens_, tokens - last * block_tokens_));
+  }
+  for (auto i = static_cast<int64_t>(t.size()); i < hybrid_ceil_div(tokens, block_tokens_); ++i) {
+    const int32_t b = pop_free(g);
+    set_filled(b, std::min(block_tokens_, tokens - i * block_tokens_));
+    t.push_back(b);
+  }
 }
 
 int64_t HybridPagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
@@ -82,10 +166,22 @@ int64_t HybridPagedStore::blocks_to_grow(RequestId request, int64_t tokens) cons
   const int64_t table = hybrid_ceil_div(tokens, block_tokens_);
   int64_t need = 0, freed = 0;
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    need += table - (r.skipped[g] + r.held[g]);
-    freed += frees(r, g, r.tokens);
+    need += table - static_cast<int64_t>(r.tables[g].size());
+    freed += frees_to_pool(r, g, r.tokens);
   }
   return std::max<int64_t>(0, need - freed);
+}
+
+void HybridPagedStore::skip_blocks(Req& r, size_t g) {
+  const int64_t n = frees(r, g, r.tokens);
+  // Newest first, as remove_skipped_blocks hands them to the pool.
+  for (int64_t i = r.skipped[g] + n - 1; i >= r.skipped[g]; --i) {
+    int32_t& b = r.tables[g][static_cast<size_t>(i)];
+    unref(b);
+    b = -1;
+  }
+  r.skipped[g] += n;
+  window_freed_ += n;
 }
 
 AllocResult HybridPagedStore::grow(RequestId request, int64_t new_total_tokens) {
@@ -101,28 +197,24 @@ AllocResult HybridPagedStore::grow(RequestId request, int64_t new_total_tokens) 
     return AllocResult::failure(OomReason::kCapacity, need * block_bytes_, free_ * block_bytes_,
                                 free_ > 0 ? block_bytes_ : 0);
   }
-  account(r, -1);
-  const int64_t table = hybrid_ceil_div(new_total_tokens, block_tokens_);
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    const int64_t f = frees(r, g, r.tokens);
-    r.held[g] -= f;
-    r.skipped[g] += f;
-    free_ += f;
-    window_freed_ += f;
-    const int64_t add = table - (r.skipped[g] + r.held[g]);
-    r.held[g] += add;
-    free_ -= add;
-  }
+  add_reservation(r, -1);
+  for (size_t g = 0; g < layout_.groups.size(); ++g) skip_blocks(r, g);
+  for (size_t g = 0; g < layout_.groups.size(); ++g) extend_table(r, g, new_total_tokens);
   r.tokens = new_total_tokens;
-  account(r, +1);
+  add_reservation(r, +1);
+  key_full_blocks(r);
   return AllocResult::success();
 }
 
 void HybridPagedStore::release(RequestId request) {
   auto it = reqs_.find(request);
   KVSIM_CHECK(it != reqs_.end(), "release: request {} holds no KV", request);
-  account(it->second, -1);
-  for (int64_t h : it->second.held) free_ += h;
+  add_reservation(it->second, -1);
+  // Each group's blocks in reverse order, so that a prefix's tail is evicted before its head
+  // (SingleTypeKVCacheManager.free).
+  for (const std::vector<int32_t>& t : it->second.tables) {
+    for (auto b = t.rbegin(); b != t.rend() && *b >= 0; ++b) unref(*b);
+  }
   reqs_.erase(it);
 }
 
@@ -131,13 +223,18 @@ int64_t HybridPagedStore::tokens(RequestId request) const {
 }
 
 int64_t HybridPagedStore::held_blocks(RequestId request, size_t g) const {
-  return held_req(request, "held_blocks").held[g];
+  const Req& r = held_req(request, "held_blocks");
+  return static_cast<int64_t>(r.tables[g].size()) - r.skipped[g];
 }
 
 int64_t HybridPagedStore::held_blocks(RequestId request) const {
   int64_t n = 0;
-  for (int64_t b : held_req(request, "held_blocks").held) n += b;
+  for (size_t g = 0; g < layout_.groups.size(); ++g) n += held_blocks(request, g);
   return n;
+}
+
+const std::vector<int32_t>& HybridPagedStore::block_table(RequestId request, size_t g) const {
+  return held_req(request, "block_table").tables[g];
 }
 
 int64_t HybridPagedStore::tokens_until_growth_allocates(RequestId request) const {
@@ -149,7 +246,7 @@ int64_t HybridPagedStore::tokens_until_growth_allocates(RequestId request) const
 int64_t HybridPagedStore::window_frees(RequestId request, int64_t target) const {
   const Req& r = held_req(request, "window_frees");
   int64_t n = 0;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) n += frees(r, g, target - 1);
+  for (size_t g = 0; g < layout_.groups.size(); ++g) n += frees_to_pool(r, g, target - 1);
   return n;
 }
 
@@ -166,30 +263,38 @@ KvUsage HybridPagedStore::usage() const {
 }
 
 void HybridPagedStore::check_invariants() const {
-  int64_t held = 0, live = 0, reservation = 0;
-  std::vector<int64_t> per_group(layout_.groups.size(), 0);
+  int64_t reservation = 0;
+  std::vector<int32_t> refs(blocks_.size(), 0);
   for (const auto& [id, r] : reqs_) {
     const int64_t table = hybrid_ceil_div(r.tokens, block_tokens_);
     for (size_t g = 0; g < layout_.groups.size(); ++g) {
-      KVSIM_CHECK(r.held[g] >= 0 && r.skipped[g] + r.held[g] == table,
-                  "request {} group {}: {} skipped + {} held != {} blocks", id, g, r.skipped[g],
-                  r.held[g], table);
-      KVSIM_CHECK(r.skipped[g] <= kv_group_skipped_blocks(layout_.groups[g], r.tokens,
-                                                          block_tokens_),
-                  "request {} group {}: {} blocks freed inside its window", id, g, r.skipped[g]);
-      const int64_t per_token = layout_.group_bytes_per_token(g);
-      live += std::max<int64_t>(0, r.tokens - r.skipped[g] * block_tokens_) * per_token;
-      reservation += reservation_tokens(r.tokens, table * block_tokens_, r.max_total) * per_token;
-      held += r.held[g];
-      per_group[g] += r.held[g];
+      const std::vector<int32_t>& t = r.tables[g];
+      KVSIM_CHECK(static_cast<int64_t>(t.size()) == table, "request {} group {}: {} blocks, not {}",
+                  id, g, t.size(), table);
+      KVSIM_CHECK(
+          r.skipped[g] <= kv_group_skipped_blocks(layout_.groups[g], r.tokens, block_tokens_),
+          "request {} group {}: {} blocks freed inside its window", id, g, r.skipped[g]);
+      for (size_t i = 0; i < t.size(); ++i) {
+        const bool freed = static_cast<int64_t>(i) < r.skipped[g];
+        KVSIM_CHECK(freed == (t[i] < 0), "request {} group {}: entry {} is {}", id, g, i, t[i]);
+        if (t[i] >= 0) {
+          ++refs[static_cast<size_t>(t[i])];
+          KVSIM_CHECK(blocks_[static_cast<size_t>(t[i])].group == static_cast<int32_t>(g),
+                      "block {} of group {} in group {}'s table", t[i],
+                      blocks_[static_cast<size_t>(t[i])].group, g);
+        }
+      }
+      reservation += reservation_tokens(r.tokens, table * block_tokens_, r.max_total) *
+                     layout_.group_bytes_per_token(g);
     }
   }
-  KVSIM_CHECK(held + free_ == num_blocks_, "{} held + {} free != {} blocks", held, free_,
-              num_blocks_);
-  KVSIM_CHECK(live == live_bytes_ && reservation == reservation_bytes_,
-              "live {} vs {}, reservation {} vs {}", live, live_bytes_, reservation,
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    KVSIM_CHECK(refs[b] == blocks_[b].ref, "block {}: {} holders, ref {}", b, refs[b],
+                blocks_[b].ref);
+  }
+  KVSIM_CHECK(reservation == reservation_bytes_, "reservation {} vs {}", reservation,
               reservation_bytes_);
-  KVSIM_CHECK(per_group == group_held_, "per-group held blocks disagree");
+  check_blocks();
 }
 
 }  // namespace kvsim

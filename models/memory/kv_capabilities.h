@@ -20,7 +20,6 @@
 
 namespace kvsim {
 
-
 enum class KvCapability : uint32_t {
   kPaged = 1u << 0,             // fixed-size blocks: the paged() view (PagedBlocks)
   kDeferredGrowth = 1u << 1,    // the deferred_growth() view (DeferredGrowth): decode growth
@@ -107,8 +106,14 @@ class PagedBlocks {
   // Free blocks that allocate(request, tokens, ..., prefix) takes now: one per block of the
   // `tokens` its prefix hits do not cover, and one per hit that sits cached on the free list
   // (vLLM v1's SingleTypeKVCacheManager.get_num_blocks_to_allocate, evictable hits counted).
-  // The admission gate of vLLM's scheduler_reserve_full_isl asks it for a whole sequence.
   virtual int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const = 0;
+  // Free blocks the admission gate of vLLM's scheduler_reserve_full_isl asks of a waiting
+  // `tokens`-token sequence when a step computes at most `batched` tokens: blocks_to_allocate,
+  // with each sliding-window or chunked group's share capped at the most it ever holds at once
+  // (KVCacheManager.allocate_slots with full_sequence_must_fit: get_num_blocks_to_allocate with
+  // apply_admission_cap=True; kv_group_admission_cap).
+  virtual int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                   int64_t batched) const = 0;
   // Free blocks that grow_to_at_least(request, tokens) needs now (0 when the request holds that
   // many tokens already): it fails, changing nothing, exactly when this exceeds free_blocks().
   // Requires: held, no deferral window open.
@@ -145,8 +150,8 @@ class PagedBlocks {
 // reported, and adding more than the reservation. sim/serving/kv_ledger.h is the engine's side.
 //
 // Block crossings in aggregate (crossings_in_aggregate(); the engine's decode aggregate,
-// sim/serving/fast_forward/lazy_decodes.h): open_long(request) opens a window whose room runs to the
-// request's max_total, across block boundaries. Its tokens are reported as above, except that a
+// sim/serving/fast_forward/lazy_decodes.h): open_long(request) opens a window whose room runs to
+// the request's max_total, across block boundaries. Its tokens are reported as above, except that a
 // token that starts a new block whose end is within max_total is reported with add_crossings():
 // that block comes off the free list then, unattributed, and settle() attributes the blocks the
 // settled tokens span. A crossing into a block that ends past max_total (the request's last,
@@ -156,7 +161,7 @@ class DeferredGrowth {
   virtual int64_t open(RequestId request) = 0;  // Requires: held, window closed. Returns the room.
   virtual void add(int64_t tokens) = 0;
   virtual void settle(RequestId request, int64_t tokens) = 0;  // Requires: window open
-  virtual int64_t outstanding() const = 0;  // tokens added and not yet settled
+  virtual int64_t outstanding() const = 0;                     // tokens added and not yet settled
   virtual bool crossings_in_aggregate() const { return false; }
   // Requires: crossings_in_aggregate(), held, window closed. Returns the room (to max_total).
   virtual int64_t open_long(RequestId request) { return open(request); }

@@ -78,6 +78,24 @@ int64_t kv_group_skipped_blocks(const KvGroup& g, int64_t computed, int64_t bloc
   return skipped_tokens / block_tokens;
 }
 
+std::optional<int64_t> kv_group_admission_cap(const KvGroup& g, int64_t max_len,
+                                              int64_t block_tokens, int64_t batched) {
+  const auto blocks = [&](int64_t tokens) { return (tokens + block_tokens - 1) / block_tokens; };
+  switch (g.kind) {
+    case KvGroup::Kind::kFull: return std::nullopt;
+    case KvGroup::Kind::kSlidingWindow: return blocks(std::min(g.span - 1 + batched, max_len)) + 1;
+    case KvGroup::Kind::kChunked: return blocks(std::min(g.span + batched, max_len));
+  }
+  return std::nullopt;
+}
+
+int64_t kv_group_admission_blocks(const KvGroup& g, int64_t tokens, int64_t block_tokens,
+                                  int64_t batched) {
+  // The cap at max_len = tokens is the cap at any longer max_model_len wherever it binds.
+  const int64_t table = (tokens + block_tokens - 1) / block_tokens;
+  return std::min(table, kv_group_admission_cap(g, tokens, block_tokens, batched).value_or(table));
+}
+
 int64_t kv_group_blocks_held(const KvGroup& g, int64_t tokens, int64_t block_tokens) {
   const int64_t table = (tokens + block_tokens - 1) / block_tokens;
   return table - std::min(table, kv_group_skipped_blocks(g, tokens, block_tokens));

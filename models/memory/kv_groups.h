@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ struct KvGroup {
 
 struct KvGroupLayout {
   std::vector<KvGroup> groups;
-  int group_size = 0;               // layers per group, padding included
+  int group_size = 0;                 // layers per group, padding included
   int64_t layer_bytes_per_token = 0;  // one layer's K and V of one token (one page / block_size)
 
   // One block: group_size layers of `block_tokens` tokens.
@@ -55,6 +56,21 @@ int64_t kv_group_blocks_held(const KvGroup& g, int64_t tokens, int64_t block_tok
 // vllm/v1/core/single_type_kv_cache_manager.py): sliding window, tokens before computed - window
 // + 1; chunked, tokens before the current chunk's start; full attention, none.
 int64_t kv_group_skipped_blocks(const KvGroup& g, int64_t computed, int64_t block_tokens);
+// vLLM's max_admission_blocks_per_request (vllm/v1/kv_cache_interface.py: SlidingWindowSpec,
+// ChunkedLocalAttentionSpec): the most blocks group g holds at once for a request of up to
+// `max_len` tokens when a step computes at most `batched` tokens, because remove_skipped_blocks
+// frees what left the window or chunk before each step allocates. A window W holds its last W - 1
+// computed tokens and the step's: ceil(min(W - 1 + batched, max_len) / block) + 1 (the window may
+// start inside a block); a chunk C, ceil(min(C + batched, max_len) / block). Full attention holds
+// every block: no cap (nullopt). vLLM sizes the pool at start-up and gates admission by this one
+// number.
+std::optional<int64_t> kv_group_admission_cap(const KvGroup& g, int64_t max_len,
+                                              int64_t block_tokens, int64_t batched);
+// The blocks vLLM's full-sequence admission gate asks of group g for a `tokens`-token sequence,
+// nothing computed: its table, capped (get_num_blocks_to_allocate with apply_admission_cap=True in
+// vllm/v1/core/single_type_kv_cache_manager.py).
+int64_t kv_group_admission_blocks(const KvGroup& g, int64_t tokens, int64_t block_tokens,
+                                  int64_t batched);
 // "full", "sliding window 128", "chunked 8192".
 std::string kv_group_name(const KvGroup& g);
 

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/memory/kv_store.h"
-#include "models/memory/memory_snapshot.h"
 #include "core/int128.h"
 #include "core/sim_time.h"
+#include "models/memory/kv_store.h"
+#include "models/memory/memory_snapshot.h"
 
 namespace kvsim {
 
@@ -34,7 +34,7 @@ struct KvWasteSummary {
   double internal_fraction = 0;
   double reservation_fraction = 0;
   double external_fraction = 0;
-  double mean_live_bytes = 0;       // time-weighted means
+  double mean_live_bytes = 0;  // time-weighted means
   double mean_footprint_bytes = 0;
   int64_t peak_footprint_bytes = 0;
   int64_t peak_live_bytes = 0;

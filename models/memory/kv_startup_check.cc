@@ -11,19 +11,11 @@ namespace kvsim {
 
 namespace {
 
-int64_t startup_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // One group's pages for a request of `len` tokens (the group's spec.max_memory_usage_bytes /
 // page_size in vllm/v1/kv_cache_interface.py: FullAttentionSpec, SlidingWindowSpec,
-// ChunkedLocalAttentionSpec).
+// ChunkedLocalAttentionSpec): the admission cap, or every block under full attention.
 int64_t group_blocks(const KvGroup& g, int64_t len, int64_t block, int64_t batched) {
-  switch (g.kind) {
-    case KvGroup::Kind::kFull: return startup_ceil_div(len, block);
-    case KvGroup::Kind::kSlidingWindow:
-      return startup_ceil_div(std::min(g.span - 1 + batched, len), block) + 1;
-    case KvGroup::Kind::kChunked: return startup_ceil_div(std::min(g.span + batched, len), block);
-  }
-  return 0;
+  return kv_group_admission_cap(g, len, block, batched).value_or((len + block - 1) / block);
 }
 
 }  // namespace
@@ -31,15 +23,16 @@ int64_t group_blocks(const KvGroup& g, int64_t len, int64_t block, int64_t batch
 int64_t kv_blocks_for_one_request(const KvGroupLayout& layout, const KvRequestLimits& limits) {
   int64_t blocks = 0;
   for (const KvGroup& g : layout.groups) {
-    blocks += group_blocks(g, limits.max_model_len, limits.block_tokens,
-                           limits.max_num_batched_tokens);
+    blocks +=
+        group_blocks(g, limits.max_model_len, limits.block_tokens, limits.max_num_batched_tokens);
   }
   return blocks;
 }
 
 int64_t kv_bytes_for_one_request(const KvGroupLayout& layout, const KvRequestLimits& limits) {
   // Saturates: a length past what int64 bytes can count needs more than any pool holds.
-  return checked_mul(kv_blocks_for_one_request(layout, limits), layout.block_bytes(limits.block_tokens))
+  return checked_mul(kv_blocks_for_one_request(layout, limits),
+                     layout.block_bytes(limits.block_tokens))
       .value_or(std::numeric_limits<int64_t>::max());
 }
 
@@ -79,11 +72,12 @@ std::optional<std::string> one_request_fits_error(const KvGroupLayout& layout,
   const int64_t needed = kv_bytes_for_one_request(layout, limits);
   if (needed <= available_bytes) return std::nullopt;
   const int64_t estimate = estimate_max_model_len(layout, limits, available_bytes);
-  const std::string hint =
-      estimate > 0 ? fmt::format("; based on the available memory the estimated maximum "
-                                 "model length is {}",
-                                 estimate)
-                   : "";
+  const std::string hint = estimate > 0
+                               ? fmt::format(
+                                     "; based on the available memory the estimated maximum "
+                                     "model length is {}",
+                                     estimate)
+                               : "";
   return fmt::format(
       "max_model_len {} needs {:.2f} GiB of KV cache for one request, more than the {:.2f} GiB "
       "available for KV cache: vLLM refuses to start (_check_enough_kv_cache_memory){}; raise "

@@ -47,9 +47,9 @@ std::string_view oom_reason_name(OomReason r);  // "none", "capacity", "fragment
 struct AllocResult {
   bool ok = true;
   OomReason reason = OomReason::kNone;
-  int64_t wanted_bytes = 0;         // bytes the failing step asked for (0 on success)
-  int64_t store_free_bytes = 0;     // free in the store's own view (free blocks, arena free, cached)
-  int64_t largest_free_bytes = 0;   // the largest piece the store could have handed out
+  int64_t wanted_bytes = 0;        // bytes the failing step asked for (0 on success)
+  int64_t store_free_bytes = 0;    // free in the store's own view (free blocks, arena free, cached)
+  int64_t largest_free_bytes = 0;  // the largest piece the store could have handed out
   // The three views at the moment of failure. A KvStore fills what it knows (its own allocator);
   // GpuMemoryPool fills them for the whole GPU.
   int64_t torch_allocated_bytes = 0;
@@ -66,9 +66,10 @@ struct AllocResult {
 };
 
 // Prefix-block hashes of a request (from traces such as Mooncake): entry j identifies the prompt
-// prefix up to the end of token block j of `block_tokens` tokens. Equal entries mean equal prefixes.
-// `prompt_tokens` is the length of the prompt the hashes describe (a trace's last hash block is
-// usually partial): only store blocks that end inside it are keyed. 0: as far as the hashes reach.
+// prefix up to the end of token block j of `block_tokens` tokens. Equal entries mean equal
+// prefixes. `prompt_tokens` is the length of the prompt the hashes describe (a trace's last hash
+// block is usually partial): only store blocks that end inside it are keyed. 0: as far as the
+// hashes reach.
 struct PrefixHashes {
   std::span<const uint64_t> hashes;
   int64_t block_tokens = 0;
@@ -86,16 +87,16 @@ struct KvUsage {
   int64_t internal_bytes = 0;
   int64_t reservation_bytes = 0;
   int64_t external_bytes = 0;
-  int64_t held_bytes = 0;       // live + internal + reservation: taken out of the store for requests
-  int64_t capacity_bytes = 0;   // space the store occupies on the GPU (paged pool, arena; for the
-                                // caching allocator: bytes reserved for KV segments)
-  int64_t free_bytes = 0;       // capacity - held (free blocks, arena holes, cached KV bytes)
+  int64_t held_bytes = 0;      // live + internal + reservation: taken out of the store for requests
+  int64_t capacity_bytes = 0;  // space the store occupies on the GPU (paged pool, arena; for the
+                               // caching allocator: bytes reserved for KV segments)
+  int64_t free_bytes = 0;      // capacity - held (free blocks, arena holes, cached KV bytes)
   // The part of internal_bytes that is the allocator's rounding of a request's region past its
   // reservation (a buddy block's tail). The vLLM paper's Figure 2 counts it as the allocator's
   // external fragmentation, not internal (docs/memory.md, "vLLM Figure 2, reproduced"). 0 for
   // every store but the contiguous store with `fit: buddy`.
   int64_t rounding_bytes = 0;
-  int64_t requests = 0;         // requests currently holding memory
+  int64_t requests = 0;  // requests currently holding memory
 
   int64_t footprint_bytes() const { return held_bytes + external_bytes; }
   double usage_efficiency() const;  // live / footprint; 1 when the footprint is 0
@@ -103,8 +104,8 @@ struct KvUsage {
 
 // What the store may use. The factory sizes the store from it (vLLM-style for paged).
 struct KvBudget {
-  int64_t capacity_bytes = 0;         // GpuSpec::memory_bytes
-  int64_t context_bytes = 0;          // CUDA context
+  int64_t capacity_bytes = 0;  // GpuSpec::memory_bytes
+  int64_t context_bytes = 0;   // CUDA context
   int64_t weights_bytes = 0;
   int64_t workspace_bytes = 0;        // non-torch workspace
   int64_t activation_peak_bytes = 0;  // from the profile run (activation_peak_bytes())
@@ -190,8 +191,9 @@ int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget
 
 // Builds a store from a `kv:` node: `type: paged|contiguous|caching_allocator` plus that type's
 // keys (docs/memory.md lists them); unknown keys are ConfigErrors with file:line:col.
-//   paged:             block_size (16), num_blocks | gpu_memory_utilization (0.9), enable_prefix_caching
-//   contiguous:        reserve (max_len|prompt_plus_max_new|pow2|exact), fit (first|best),
+//   paged:             block_size (16), num_blocks | gpu_memory_utilization (0.9),
+//   enable_prefix_caching contiguous:        reserve (max_len|prompt_plus_max_new|pow2|exact), fit
+//   (first|best),
 //                      max_len (model max_position), gpu_memory_utilization (0.9)
 //   caching_allocator: growth (preallocate|concat|chunked), chunk_tokens (256), max_split_size_mb
 // Throws ConfigError when the budget leaves no room for KV.

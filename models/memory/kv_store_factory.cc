@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "core/config_node.h"
+#include "core/errors.h"
+#include "core/units.h"
 #include "models/gpu_spec.h"
 #include "models/memory/caching_allocator_store.h"
 #include "models/memory/contiguous_store.h"
@@ -13,9 +16,6 @@
 #include "models/memory/kv_store_registry.h"
 #include "models/memory/paged_store.h"
 #include "models/model_spec.h"
-#include "core/config_node.h"
-#include "core/errors.h"
-#include "core/units.h"
 
 namespace kvsim {
 
@@ -24,7 +24,8 @@ int64_t kv_bytes_from_utilization(const ConfigNode& node, const KvBudget& budget
                                   const char* what) {
   const double util =
       node.get<double>("gpu_memory_utilization", 0.9, {.min = 0, .max = 1, .min_exclusive = true});
-  const auto usable = static_cast<int64_t>(std::floor(static_cast<double>(budget.capacity_bytes) * util));
+  const auto usable =
+      static_cast<int64_t>(std::floor(static_cast<double>(budget.capacity_bytes) * util));
   const int64_t kv = usable - budget.non_kv_bytes();
   if (kv <= 0) {
     node.fail(fmt::format(
@@ -48,16 +49,10 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   // of group_size-layer blocks (hybrid_paged_store.h).
   // vLLM's --disable-hybrid-kv-cache-manager: every layer in one full-attention group (the
   // windows still save compute, not memory: unify_hybrid_kv_cache_specs).
-  const bool hybrid =
-      model.hybrid() && !node.get<bool>("disable_hybrid_kv_cache_manager", false);
+  const bool hybrid = model.hybrid() && !node.get<bool>("disable_hybrid_kv_cache_manager", false);
   const KvGroupLayout layout = hybrid ? kv_group_layout(model) : KvGroupLayout{};
-  if (hybrid && o.enable_prefix_caching) {
-    node.child("enable_prefix_caching").fail(
-        "prefix caching is not modelled for hybrid local/global attention models (the hybrid "
-        "KV store keeps no block ids)");
-  }
-  const int64_t block_bytes = hybrid ? layout.block_bytes(o.block_tokens)
-                                             : o.block_tokens * model.kv_bytes_per_token();
+  const int64_t block_bytes =
+      hybrid ? layout.block_bytes(o.block_tokens) : o.block_tokens * model.kv_bytes_per_token();
   if (node.has("num_blocks") && node.has("gpu_memory_utilization")) {
     node.child("num_blocks").fail("give num_blocks or gpu_memory_utilization, not both");
   }
@@ -66,36 +61,42 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
     const auto bytes = checked_mul(o.num_blocks, block_bytes);
     const int64_t room = budget.capacity_bytes - budget.non_kv_bytes();
     if (!bytes || *bytes > room) {
-      node.child("num_blocks").fail(fmt::format(
-          "{} blocks of {} bytes do not fit in the {:.2f} GiB left after context, weights, "
-          "workspace and activations",
-          o.num_blocks, block_bytes, to_gib(room)));
+      node.child("num_blocks")
+          .fail(fmt::format(
+              "{} blocks of {} bytes do not fit in the {:.2f} GiB left after context, weights, "
+              "workspace and activations",
+              o.num_blocks, block_bytes, to_gib(room)));
     }
   } else {
     // vLLM sizes num_gpu_blocks from the budget and keeps block 0 as its null block (BlockPool:
     // never allocated), so a request can use one block fewer. `num_blocks` (above) is the
     // usable pool; the null block's bytes stay free memory here.
     o.num_blocks = kv_bytes_from_utilization(node, budget, "paged KV pool") / block_bytes - 1;
-    if (o.num_blocks < 1) node.fail("the KV budget is smaller than two blocks (one is vLLM's null block)");
+    if (o.num_blocks < 1)
+      node.fail("the KV budget is smaller than two blocks (one is vLLM's null block)");
     o.num_blocks = std::min<int64_t>(o.num_blocks, (1LL << 31) - 1);
   }
-  if (hybrid) return std::make_unique<HybridPagedStore>(layout, o.block_tokens, o.num_blocks);
+  if (hybrid) {
+    return std::make_unique<HybridPagedStore>(layout, o.block_tokens, o.num_blocks,
+                                              o.enable_prefix_caching);
+  }
   return std::make_unique<PagedStore>(model.kv_bytes_per_token(), o);
 }
 
 std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec& model,
                                          const KvBudget& budget) {
   ContiguousStoreOptions o;
-  o.reserve = node.get_enum<ReservePolicy>(
-      "reserve",
-      {{"max_len", ReservePolicy::kMaxLen},
-       {"prompt_plus_max_new", ReservePolicy::kPromptPlusMaxNew},
-       {"pow2", ReservePolicy::kPow2},
-       {"prompt_plus_pow2_new", ReservePolicy::kPromptPlusPow2New},
-       {"exact", ReservePolicy::kExact}},
-      ReservePolicy::kMaxLen);
+  o.reserve =
+      node.get_enum<ReservePolicy>("reserve",
+                                   {{"max_len", ReservePolicy::kMaxLen},
+                                    {"prompt_plus_max_new", ReservePolicy::kPromptPlusMaxNew},
+                                    {"pow2", ReservePolicy::kPow2},
+                                    {"prompt_plus_pow2_new", ReservePolicy::kPromptPlusPow2New},
+                                    {"exact", ReservePolicy::kExact}},
+                                   ReservePolicy::kMaxLen);
   o.fit = node.get_enum<FitPolicy>(
-      "fit", {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}, {"buddy", FitPolicy::kBuddy}},
+      "fit",
+      {{"first", FitPolicy::kFirst}, {"best", FitPolicy::kBest}, {"buddy", FitPolicy::kBuddy}},
       FitPolicy::kFirst);
   const int64_t default_len = model.max_position > 0 ? model.max_position : 2048;
   o.max_len = node.get<int64_t>("max_len", default_len, {.min = 1, .max = 1LL << 40});
@@ -108,10 +109,11 @@ std::unique_ptr<KvStore> make_contiguous(const ConfigNode& node, const ModelSpec
     const auto bytes = checked_mul(*tokens, model.kv_bytes_per_token());
     const int64_t room = budget.capacity_bytes - budget.non_kv_bytes();
     if (!bytes || *bytes > room) {
-      node.child("num_tokens").fail(fmt::format(
-          "{} tokens of {} bytes do not fit in the {:.2f} GiB left after context, weights, "
-          "workspace and activations",
-          *tokens, model.kv_bytes_per_token(), to_gib(room)));
+      node.child("num_tokens")
+          .fail(fmt::format(
+              "{} tokens of {} bytes do not fit in the {:.2f} GiB left after context, weights, "
+              "workspace and activations",
+              *tokens, model.kv_bytes_per_token(), to_gib(room)));
     }
     o.arena_bytes = *bytes;
   } else {
@@ -136,10 +138,10 @@ std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& m
   }
   o.device_limit_bytes = budget.device_bytes_for_torch();
   if (o.device_limit_bytes <= 0) {
-    node.fail(fmt::format("no device memory left for torch after context, weights and workspace "
-                          "({:.2f} GiB of {:.2f} GiB)",
-                          to_gib(budget.capacity_bytes - o.device_limit_bytes),
-                          to_gib(budget.capacity_bytes)));
+    node.fail(fmt::format(
+        "no device memory left for torch after context, weights and workspace "
+        "({:.2f} GiB of {:.2f} GiB)",
+        to_gib(budget.capacity_bytes - o.device_limit_bytes), to_gib(budget.capacity_bytes)));
   }
   return std::make_unique<CachingAllocatorStore>(model, o);
 }
@@ -147,15 +149,18 @@ std::unique_ptr<KvStore> make_caching(const ConfigNode& node, const ModelSpec& m
 }  // namespace
 
 void register_kv_stores(KvStoreRegistry& r) {
-  r.add({"paged", "vLLM's block pool: fixed-size blocks, allocated on demand",
+  r.add({"paged",
+         "vLLM's block pool: fixed-size blocks, allocated on demand",
          {"block_size", "num_blocks", "gpu_memory_utilization", "enable_prefix_caching",
           "disable_hybrid_kv_cache_manager"},
          {KvCapability::kPaged | KvCapability::kDeferredGrowth | KvCapability::kPreallocatedPool,
           make_paged}});
-  r.add({"contiguous", "one contiguous region per request in a preallocated arena (Orca-style)",
+  r.add({"contiguous",
+         "one contiguous region per request in a preallocated arena (Orca-style)",
          {"reserve", "fit", "max_len", "num_tokens", "gpu_memory_utilization"},
          {KvCapability::kPreallocatedPool, make_contiguous}});
-  r.add({"caching_allocator", "KV tensors through PyTorch's caching allocator (HF-style)",
+  r.add({"caching_allocator",
+         "KV tensors through PyTorch's caching allocator (HF-style)",
          {"growth", "chunk_tokens", "max_split_size_mb"},
          {KvCapability::kCachingAllocator, make_caching}});
 }

@@ -56,8 +56,7 @@ void MemorySnapshot::check() const {
   KVSIM_CHECK(kv_internal_bytes + kv_reservation_bytes == kv_waste_bytes,
               "kv waste {} != internal {} + reservation {}", kv_waste_bytes, kv_internal_bytes,
               kv_reservation_bytes);
-  KVSIM_CHECK(kv_external_bytes >= 0 &&
-                  kv_external_bytes <= kv_free_bytes + allocator_cache_bytes,
+  KVSIM_CHECK(kv_external_bytes >= 0 && kv_external_bytes <= kv_free_bytes + allocator_cache_bytes,
               "external fragmentation {} exceeds the free KV space {} + cache {}",
               kv_external_bytes, kv_free_bytes, allocator_cache_bytes);
   KVSIM_CHECK(torch_reserved_bytes >= torch_allocated_bytes, "reserved {} < allocated {}",

@@ -48,7 +48,7 @@ struct MemorySnapshot {
   // The views a guard reads.
   int64_t torch_allocated_bytes = 0;  // torch.cuda.memory_allocated(): live rounded blocks
   int64_t torch_reserved_bytes = 0;   // torch.cuda.memory_reserved(): every segment held
-  int64_t driver_free_bytes = 0;      // cudaMemGetInfo free: capacity - context - reserved - workspace
+  int64_t driver_free_bytes = 0;  // cudaMemGetInfo free: capacity - context - reserved - workspace
 
   int64_t category_bytes(MemCategory c) const;
   // In the header: the recorder reads it twice per iteration.

@@ -8,22 +8,12 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "models/memory/block_keys.h"
 
 namespace kvsim {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Key of paged block `i` from the trace's prefix hashes: the hash entry that covers the block's
-// last token names the whole prefix up to there; mixing in `i` tells apart blocks inside one
-// hash block. 0 is reserved for "no key".
-uint64_t block_key(uint64_t prefix_hash, int64_t i) {
-  uint64_t x = prefix_hash ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1));
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x == 0 ? 1 : x;
-}
 }  // namespace
 
 PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
@@ -101,11 +91,7 @@ void PagedStore::unref(int32_t b) {
 }
 
 int64_t PagedStore::keyable_blocks(const PrefixHashes& prefix, int64_t limit) const {
-  if (!prefix_caching_ || prefix.block_tokens <= 0 || prefix.hashes.empty()) return 0;
-  const int64_t prompt = prefix.prompt_tokens > 0 ? prefix.prompt_tokens : limit;
-  const int64_t covered =
-      std::min(prompt, static_cast<int64_t>(prefix.hashes.size()) * prefix.block_tokens);
-  return covered / block_tokens_;
+  return prefix_caching_ ? keyable_prefix_blocks(prefix, limit, block_tokens_) : 0;
 }
 
 int64_t PagedStore::owner_of(const PrefixHashes& prefix) const {
@@ -117,16 +103,11 @@ int64_t PagedStore::lookup_blocks(const PrefixHashes& prefix, int64_t tokens) co
   return owner_of(prefix) >= 0 ? tokens / block_tokens_ : keyable_blocks(prefix, tokens);
 }
 
-uint64_t PagedStore::own_key(int64_t owner, int64_t i) {
-  // A 64-bit mix of the owner, apart from any prompt hash (a collision is a 2^-64 event).
-  return block_key(0xd6e8feb86659fd93ULL * static_cast<uint64_t>(owner + 1) ^ 0x632be59bd9b4e019ULL,
-                   i);
-}
+uint64_t PagedStore::own_key(int64_t owner, int64_t i) { return own_block_key(owner, i); }
 
 uint64_t PagedStore::key_of(const PrefixHashes& prefix, int64_t i) const {
   if (i >= keyable_blocks(prefix, 0) && owner_of(prefix) >= 0) return own_key(prefix.owner, i);
-  const int64_t last_token = (i + 1) * block_tokens_ - 1;
-  return block_key(prefix.hashes[static_cast<size_t>(last_token / prefix.block_tokens)], i);
+  return hashed_block_key(prefix, i, block_tokens_);
 }
 
 int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const {
@@ -148,17 +129,24 @@ int64_t PagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t token
   return need;
 }
 
+int64_t PagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                     int64_t batched) const {
+  const int64_t need = blocks_to_allocate(prefix, tokens);
+  if (sliding_window_ == 0) return need;
+  return std::min(need, *kv_group_admission_cap(window_group(), tokens, block_tokens_, batched));
+}
+
 void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
-  const int64_t keyable = t.owner >= 0 ? r.tokens : static_cast<int64_t>(t.keys.size()) * block_tokens_;
+  const int64_t keyable =
+      t.owner >= 0 ? r.tokens : static_cast<int64_t>(t.keys.size()) * block_tokens_;
   const auto full = static_cast<size_t>(std::min(keyable, r.tokens) / block_tokens_);
   // Keying follows the tokens and skipping lags them, so no freed block is ever keyed here.
   KVSIM_CHECK(t.keyed >= full || static_cast<int64_t>(t.keyed) >= r.skipped,
               "keying block {} of a request that freed {}", t.keyed, r.skipped);
   for (; t.keyed < full; ++t.keyed) {
     const int32_t b = t.blocks[t.keyed - static_cast<size_t>(r.skipped)];
-    const uint64_t key = t.keyed < t.keys.size()
-                             ? t.keys[t.keyed]
-                             : own_key(t.owner, static_cast<int64_t>(t.keyed));
+    const uint64_t key =
+        t.keyed < t.keys.size() ? t.keys[t.keyed] : own_key(t.owner, static_cast<int64_t>(t.keyed));
     index_key(b, key);
   }
 }
@@ -178,8 +166,8 @@ void PagedStore::uncache_past(RequestId request, int64_t tokens) {
   }
 }
 
-AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
-                                 int64_t max_total_tokens, const PrefixHashes& prefix) {
+AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
+                                 const PrefixHashes& prefix) {
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);
   KVSIM_CHECK(prompt_tokens >= 1 && prompt_tokens <= max_total_tokens,
               "request {}: prompt {} max_total {}", request, prompt_tokens, max_total_tokens);
@@ -256,9 +244,9 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens,
 void PagedStore::fail_held(const Req* r, RequestId request, const char* op) {
   KVSIM_CHECK(r != nullptr, "{}: request {} holds no KV", op, request);
   // held() calls this only for a missing request or an open window.
-  detail::check_failed(__FILE__, __LINE__, "r->window < 0",
-                       fmt::format("{}: request {} has its deferral window open (settle first)",
-                                   op, request));
+  detail::check_failed(
+      __FILE__, __LINE__, "r->window < 0",
+      fmt::format("{}: request {} has its deferral window open (settle first)", op, request));
 }
 
 AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
@@ -276,10 +264,8 @@ AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
 
 int64_t PagedStore::blocks_to_skip(const Req& r, int64_t tokens) const {
   if (sliding_window_ == 0) return 0;
-  // The next query (position `tokens`) attends to positions tokens - window + 1 onwards; the
-  // blocks wholly before that are never read again.
-  const int64_t first_needed = tokens - sliding_window_ + 1;
-  return first_needed <= 0 ? 0 : first_needed / block_tokens_ - r.skipped;
+  const int64_t skipped = kv_group_skipped_blocks(window_group(), tokens, block_tokens_);
+  return skipped == 0 ? 0 : skipped - r.skipped;
 }
 
 int64_t PagedStore::window_frees(RequestId request, int64_t target) const {

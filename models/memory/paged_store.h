@@ -26,6 +26,7 @@
 
 #include "models/memory/id_index.h"
 #include "models/memory/kv_capabilities.h"
+#include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/store_accounts.h"
 
@@ -67,6 +68,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   bool prefix_caching() const override { return prefix_caching_; }
   int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
   int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const override;
+  int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                           int64_t batched) const override;
   int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
 
   // DeferredGrowth: a request's room is the slack of its last block up to its max_total.
@@ -88,7 +91,9 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a request holds now (shared ones included); with a sliding window, not those freed
   // from its front. Requires: holds(request).
-  int64_t held_blocks(RequestId request) const override { return held(request, "held_blocks").held; }
+  int64_t held_blocks(RequestId request) const override {
+    return held(request, "held_blocks").held;
+  }
   // Their ids, in order. Kept only with prefix caching (see the top of this file).
   // Requires: holds(request), prefix_caching().
   const std::vector<int32_t>& block_table(RequestId request) const;
@@ -100,7 +105,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // A held request's figures, read on every call about it: kept apart from its block ids so
   // that a slot is 48 bytes and the live slots stay in cache.
   struct Req {
-    RequestId id = -1;    // -1: a free slot
+    RequestId id = -1;  // -1: a free slot
     int64_t tokens = 0;
     int64_t max_total = 0;
     int64_t window = -1;  // room of its open deferral window; -1: closed
@@ -116,6 +121,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     int64_t owner = -1;  // full blocks past `keys` are keyed as this request's own (-1: none)
   };
   // Token capacity up to the end of the request's last block, freed leading blocks included.
+  // The one attention type of every layer, as a KV cache group: its window's skip rule.
+  KvGroup window_group() const { return {KvGroup::Kind::kSlidingWindow, sliding_window_, {}}; }
   int64_t span_tokens(const Req& r) const { return (r.skipped + r.held) * block_tokens_; }
   // Sliding window: how many more leading blocks of `r` lie wholly before the window of its
   // `tokens` (by default its r.tokens) computed tokens (0 without a window).
@@ -148,12 +155,14 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // the call for the message).
   Req& held(RequestId request, const char* op) {
     Req* r = find(request);
-    if (r == nullptr || r->window >= 0) [[unlikely]] fail_held(r, request, op);
+    if (r == nullptr || r->window >= 0) [[unlikely]]
+      fail_held(r, request, op);
     return *r;
   }
   const Req& held(RequestId request, const char* op) const {
     const Req* r = find(request);
-    if (r == nullptr || r->window >= 0) [[unlikely]] fail_held(r, request, op);
+    if (r == nullptr || r->window >= 0) [[unlikely]]
+      fail_held(r, request, op);
     return *r;
   }
   [[noreturn]] static void fail_held(const Req* r, RequestId request, const char* op);
@@ -220,8 +229,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
   int64_t prefix_hits_ = 0;
   int64_t deferred_tokens_ = 0;
-  int64_t crossed_blocks_ = 0;      // taken by add_crossings(), not yet attributed by settle()
-  int64_t swapped_blocks_ = 0;      // of those, by add_swaps(): as many freed, not yet attributed
+  int64_t crossed_blocks_ = 0;       // taken by add_crossings(), not yet attributed by settle()
+  int64_t swapped_blocks_ = 0;       // of those, by add_swaps(): as many freed, not yet attributed
   std::deque<int32_t> crossed_ids_;  // with prefix caching: those blocks, oldest first
   // The totals add() and add_crossings() move: `tokens` deferred tokens become live, `crossings`
   // of them each in a new block (off the free list) whose other tokens are reservation. One
@@ -247,7 +256,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   std::unordered_map<uint64_t, int32_t> by_key_;
   void index_key(int32_t b, uint64_t key);  // b joins key's copies, youngest
   void unindex_key(int32_t b);              // b (keyed) leaves its key's copies
-  std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
+  std::vector<int32_t> hit_scratch_;        // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,
   // so steady-state growth does not allocate) found through a small hash index. tables_ runs
   // beside slots_ with prefix caching and is empty without.

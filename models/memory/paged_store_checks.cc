@@ -22,9 +22,9 @@ void PagedStore::check_invariants() const {
     if (r.id < 0) continue;
     const RequestId id = r.id;
     ++held;
-    KVSIM_CHECK(index_.find(id) != IdIndex::kNone &&
-                    &slots_[static_cast<size_t>(index_.find(id))] == &r,
-                "request {} is not indexed to its slot", id);
+    KVSIM_CHECK(
+        index_.find(id) != IdIndex::kNone && &slots_[static_cast<size_t>(index_.find(id))] == &r,
+        "request {} is not indexed to its slot", id);
     KVSIM_CHECK(r.held >= 0 && r.skipped + r.held == paged_check_ceil_div(r.tokens, block_tokens_),
                 "request {} holds {} blocks ({} freed) for {} tokens", id, r.held, r.skipped,
                 r.tokens);
@@ -43,11 +43,11 @@ void PagedStore::check_invariants() const {
     used += r.held;
     live += r.tokens - r.skipped * block_tokens_;
   }
-  KVSIM_CHECK(held == static_cast<int64_t>(index_.size()) &&
-                  held + static_cast<int64_t>(free_slots_.size()) ==
-                      static_cast<int64_t>(slots_.size()),
-              "{} held slots, {} indexed, {} free of {}", held, index_.size(), free_slots_.size(),
-              slots_.size());
+  KVSIM_CHECK(
+      held == static_cast<int64_t>(index_.size()) &&
+          held + static_cast<int64_t>(free_slots_.size()) == static_cast<int64_t>(slots_.size()),
+      "{} held slots, {} indexed, {} free of {}", held, index_.size(), free_slots_.size(),
+      slots_.size());
   KVSIM_CHECK(reservation == reservation_tokens_ && internal == internal_tokens_,
               "slack {}+{} != tracked {}+{}", reservation, internal, reservation_tokens_,
               internal_tokens_);
@@ -70,8 +70,7 @@ void PagedStore::check_block_records() const {
                 "request {} lists {} blocks, holds {}", r.id, t.blocks.size(), r.held);
     KVSIM_CHECK((t.keyed <= t.keys.size() || t.owner >= 0) &&
                     static_cast<int64_t>(t.keyed) <= r.skipped + r.held,
-                "request {} keyed {} of {} keys, {} blocks", r.id, t.keyed, t.keys.size(),
-                r.held);
+                "request {} keyed {} of {} keys, {} blocks", r.id, t.keyed, t.keys.size(), r.held);
     for (int32_t b : t.blocks) ++owners[static_cast<size_t>(b)];
   }
   int64_t listed = 0;
@@ -98,8 +97,8 @@ void PagedStore::check_block_records() const {
               free_count_, num_blocks_);
   KVSIM_CHECK(live == live_tokens_, "live tokens {} != tracked {}", live, live_tokens_);
   KVSIM_CHECK(live + reservation_tokens_ + internal_tokens_ == used * block_tokens_,
-              "live {} + slack {} != {} held tokens", live,
-              reservation_tokens_ + internal_tokens_, used * block_tokens_);
+              "live {} + slack {} != {} held tokens", live, reservation_tokens_ + internal_tokens_,
+              used * block_tokens_);
   for (const auto& [key, first] : by_key_) {
     for (int32_t b = first; b >= 0; b = blk(b).dup_next) {
       KVSIM_CHECK(blk(b).key == key, "prefix key of block {} is stale", b);

@@ -85,7 +85,8 @@ void PagedStore::add_crossings(int64_t n) {
 void PagedStore::add_swaps(int64_t n) {
   // Each is grow_req's step for a token that starts a new block and frees the request's oldest
   // (full) one: add_crossings' block, and one back on the free list with its tokens.
-  KVSIM_CHECK(n >= 0 && !prefix_caching_, "{} block swaps (prefix caching: {})", n, prefix_caching_);
+  KVSIM_CHECK(n >= 0 && !prefix_caching_, "{} block swaps (prefix caching: {})", n,
+              prefix_caching_);
   crossed_blocks_ += n;
   swapped_blocks_ += n;
   deferred_tokens_ += n;
@@ -128,7 +129,7 @@ void PagedStore::settle(RequestId request, int64_t tokens) {
   // live and reservation already moved in add(), add_crossings() and add_swaps(); the request's
   // own figures catch up, with the blocks its tokens crossed into (a long window's), each of
   // which freed its oldest block if its crossings swap.
-  const int64_t cap = span_tokens(*r);  // its blocks' end before them
+  const int64_t cap = span_tokens(*r);    // its blocks' end before them
   const bool swaps = crossings_swap(*r);  // as when its window opened: the same state
   r->tokens += tokens;
   const int64_t crossed = paged_ceil_div(r->tokens, block_tokens_) - r->skipped - r->held;

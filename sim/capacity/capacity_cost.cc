@@ -48,7 +48,8 @@ ConfigCost config_cost(const ConfigNode& root, const std::string& policy_name,
     cost->allow({"gpu_hour_usd"});
     cost->reject_unknown_keys();
     prices = cost->optional_child("gpu_hour_usd");
-    if (prices && !prices->is_map()) prices->fail_expected("a map of GPU name to price per hour (USD)");
+    if (prices && !prices->is_map())
+      prices->fail_expected("a map of GPU name to price per hour (USD)");
   }
   auto price = [&](GroupCost& g, const GpuSpec& gpu) {
     g.gpu = gpu.name;
@@ -79,8 +80,10 @@ ConfigCost config_cost(const ConfigNode& root, const std::string& policy_name,
       GroupCost g;
       g.group = rg.name;
       g.count = rg.count;
-      g.tensor_parallel = engine_degree({rg.engine, policy_engine, scenario_engine}, "tensor_parallel");
-      g.pipeline_parallel = engine_degree({rg.engine, policy_engine, scenario_engine}, "pipeline_parallel");
+      g.tensor_parallel =
+          engine_degree({rg.engine, policy_engine, scenario_engine}, "tensor_parallel");
+      g.pipeline_parallel =
+          engine_degree({rg.engine, policy_engine, scenario_engine}, "pipeline_parallel");
       price(g, rg.gpu ? resolve_gpu(*rg.gpu, catalog) : base_gpu);
       c.groups.push_back(std::move(g));
     }

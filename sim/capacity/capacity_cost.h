@@ -22,13 +22,13 @@ class Catalog;
 
 // One replica group as it is priced.
 struct GroupCost {
-  std::string group;          // "" without a `cluster:`
-  std::string gpu;            // the GPU's catalog (or inline) name
+  std::string group;  // "" without a `cluster:`
+  std::string gpu;    // the GPU's catalog (or inline) name
   int count = 1;
   int tensor_parallel = 1, pipeline_parallel = 1;
-  int gpus = 1;               // count x tensor_parallel x pipeline_parallel
-  double gpu_hour_usd = 0;    // 0: no price known
-  std::string price_source;   // "scenario cost: block", or the catalog's price_source
+  int gpus = 1;              // count x tensor_parallel x pipeline_parallel
+  double gpu_hour_usd = 0;   // 0: no price known
+  std::string price_source;  // "scenario cost: block", or the catalog's price_source
 };
 
 struct ConfigCost {
@@ -39,7 +39,7 @@ struct ConfigCost {
   std::string gpu;
   int tensor_parallel = 1, pipeline_parallel = 1, replicas = 1;
   int gpus = 1;
-  double gpu_hour_usd = 0;    // 0: no price known, or groups priced differently
+  double gpu_hour_usd = 0;  // 0: no price known, or groups priced differently
   std::string price_source;
   double total_usd_per_hour = 0;  // 0: some group's price is unknown
   double cost_per_hour_usd() const { return total_usd_per_hour; }
@@ -55,7 +55,7 @@ struct ConfigCost {
 // cluster section.
 ConfigCost config_cost(const ConfigNode& root, const std::string& policy, const Catalog& catalog);
 // The same for a tree read from `source` without marks (errors then name only the key path).
-ConfigCost config_cost(const YAML::Node& tree, const std::string& source,
-                       const std::string& policy, const Catalog& catalog);
+ConfigCost config_cost(const YAML::Node& tree, const std::string& source, const std::string& policy,
+                       const Catalog& catalog);
 
 }  // namespace kvsim

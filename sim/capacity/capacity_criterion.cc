@@ -81,7 +81,8 @@ bool CapacityCriterion::met(const nlohmann::json& p, std::string* why) const {
       v = j.get<double>();
     } else {
       const auto& s = p.at(b.metric);
-      if (s.at("count").get<int64_t>() == 0) return miss(fmt::format("{}: no completed request", b.text));
+      if (s.at("count").get<int64_t>() == 0)
+        return miss(fmt::format("{}: no completed request", b.text));
       v = s.at(b.stat).get<double>();
     }
     const auto name = b.text.substr(0, b.text.find('='));

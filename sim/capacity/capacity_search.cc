@@ -94,7 +94,8 @@ Points run_grid(const YAML::Node& base, const CapacityWritten& w,
 }
 
 std::string value_text(double v, bool integer) {
-  return integer ? fmt::format("{}", static_cast<int64_t>(std::llround(v))) : fmt::format("{:.6g}", v);
+  return integer ? fmt::format("{}", static_cast<int64_t>(std::llround(v)))
+                 : fmt::format("{:.6g}", v);
 }
 
 // How far a search strays from the scenario's value before it gives up: 2^20 times above it, or
@@ -124,18 +125,21 @@ void search(CapacityConfig& c, const YAML::Node& tree, const CapacityWritten& w,
             CapacityReport& rep) {
   const YAML::Node start = node_at(tree, o.search_key);
   if (!start.IsDefined() || !start.IsScalar()) {
-    throw InputError(fmt::format("--search {}: the scenario has no such number (give the key a "
-                                 "starting value in the scenario)",
-                                 o.search_key));
+    throw InputError(
+        fmt::format("--search {}: the scenario has no such number (give the key a "
+                    "starting value in the scenario)",
+                    o.search_key));
   }
   double v0 = 0;
   const bool integer = o.integer;
   try {
     v0 = std::stod(start.Scalar());
   } catch (const std::exception&) {
-    throw InputError(fmt::format("--search {}: '{}' is not a number", o.search_key, start.Scalar()));
+    throw InputError(
+        fmt::format("--search {}: '{}' is not a number", o.search_key, start.Scalar()));
   }
-  if (!(v0 > 0)) throw InputError(fmt::format("--search {}: the starting value must be > 0", o.search_key));
+  if (!(v0 > 0))
+    throw InputError(fmt::format("--search {}: the starting value must be > 0", o.search_key));
   rep.load = v0;
   const int jobs = std::max(1, std::min(o.sweep.jobs, 16));
   double ok = 0, bad = 0;  // the bracket: largest value that met, smallest that failed (0: none)
@@ -148,10 +152,14 @@ void search(CapacityConfig& c, const YAML::Node& tree, const CapacityWritten& w,
     std::vector<double> cand;
     for (int k = 0; k < jobs; ++k) {
       double v;
-      if (ok == 0 && bad == 0) v = v0 * std::pow(2.0, k);
-      else if (bad == 0) v = ok * std::pow(2.0, k + 1);
-      else if (ok == 0) v = bad / std::pow(2.0, k + 1);
-      else v = ok + (bad - ok) * (k + 1) / (jobs + 1);
+      if (ok == 0 && bad == 0)
+        v = v0 * std::pow(2.0, k);
+      else if (bad == 0)
+        v = ok * std::pow(2.0, k + 1);
+      else if (ok == 0)
+        v = bad / std::pow(2.0, k + 1);
+      else
+        v = ok + (bad - ok) * (k + 1) / (jobs + 1);
       v = std::stod(value_text(v, integer));
       if (integer && v < 1) continue;
       if (bad == 0 && v > v0 * kMaxGrowth * (1 + 1e-6)) continue;  // 6-digit rounding
@@ -231,9 +239,10 @@ CapacityAxis parse_capacity_axis(const std::string& text) {
       if (n1 != dots || n2 != rhs.size() - dots - 2 || lo > hi || hi - lo >= 4096) throw 0;
       for (long long v = lo; v <= hi; ++v) a.values.push_back(std::to_string(v));
     } catch (...) {
-      throw InputError(fmt::format("--over '{}': expected integers lo..hi (lo <= hi, at most "
-                                   "4096 values)",
-                                   text));
+      throw InputError(
+          fmt::format("--over '{}': expected integers lo..hi (lo <= hi, at most "
+                      "4096 values)",
+                      text));
     }
     return a;
   }
@@ -250,8 +259,8 @@ namespace {
 
 CapacityReport run_capacity_into(const CapacityOptions& o, const Catalog& catalog) {
   if (o.scenario["sweep"]) {
-    throw InputError(fmt::format("{}: capacity runs its own points; remove the `sweep:` block",
-                                 o.source));
+    throw InputError(
+        fmt::format("{}: capacity runs its own points; remove the `sweep:` block", o.source));
   }
   CapacityReport rep;
   rep.policy = o.policy.empty() ? first_policy(o.scenario, o.source) : o.policy;
@@ -354,8 +363,8 @@ CapacityReport run_capacity(const CapacityOptions& o, const Catalog& catalog) {
       fs::remove_all(out, ec);
       throw;
     }
-    throw InputError(fmt::format("{} (the probes run so far stay in {}/ for a resume)", e.what(),
-                                 out.string()));
+    throw InputError(
+        fmt::format("{} (the probes run so far stay in {}/ for a resume)", e.what(), out.string()));
   }
 }
 
@@ -368,7 +377,8 @@ std::string num(double v) { return std::isnan(v) ? "" : fmt::format("{:.6g}", v)
 std::string capacity_csv(const CapacityReport& r) {
   std::string out = "config";
   for (const std::string& k : r.over_keys) out += "," + k;
-  out += ",priced_gpu,gpus,gpu_hour_usd,cost_per_hour_usd";  // priced_gpu: never clashes with a --over gpu column
+  out += ",priced_gpu,gpus,gpu_hour_usd,cost_per_hour_usd";  // priced_gpu: never clashes with a
+                                                             // --over gpu column
   if (!r.search_key.empty()) out += ",max_load,fail_load,probes";
   out += ",meets_slo";
   for (const auto& b : r.criterion.bounds) out += "," + b.text.substr(0, b.text.find('='));

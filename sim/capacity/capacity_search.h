@@ -6,8 +6,8 @@
 // run_sweep: while no probe failed, the largest passing value x 2, x 4, ...; while none passed,
 // the smallest failing value / 2, / 4, ...; then evenly inside the bracket (last pass, first
 // fail), until the bracket is within `tolerance` of the failing end (relative; for an integer
-// key, `integer`, until the two are 1 apart). With one job this is bisection. Assumes the SLO holds below
-// some load and fails above it (monotone); the answer is the largest passing value probed.
+// key, `integer`, until the two are 1 apart). With one job this is bisection. Assumes the SLO holds
+// below some load and fails above it (monotone); the answer is the largest passing value probed.
 // The scenario's own value of KEY is the first probe.
 //
 // Over (`--over KEY=a,b,c` or `KEY=lo..hi`, repeatable): the grid of configurations (a sweep's
@@ -41,17 +41,17 @@ struct CapacityAxis {
 CapacityAxis parse_capacity_axis(const std::string& text);
 
 struct CapacityOptions {
-  std::string source;       // the scenario file (messages, relative paths)
-  YAML::Node scenario;      // the scenario, --set applied (a `sweep:` block is not allowed)
+  std::string source;             // the scenario file (messages, relative paths)
+  YAML::Node scenario;            // the scenario, --set applied (a `sweep:` block is not allowed)
   std::vector<std::string> sets;  // the --set assignments applied (a probe's errors name them)
-  std::string policy;       // the policy the criterion reads; "" = the scenario's first
+  std::string policy;             // the policy the criterion reads; "" = the scenario's first
   CapacityCriterion criterion;
   std::string search_key;   // "" = run each configuration at the scenario's load
   double tolerance = 0.02;  // relative bracket width at which a search stops
   bool integer = false;     // the key takes whole numbers: probe integers, stop 1 apart
   int max_rounds = 40;
   std::vector<CapacityAxis> over;
-  SweepOptions sweep;       // out_dir, jobs, progress, run options
+  SweepOptions sweep;  // out_dir, jobs, progress, run options
 };
 
 struct CapacityProbe {
@@ -79,10 +79,10 @@ struct CapacityReport {
   std::string policy;
   std::vector<std::string> over_keys;
   std::string search_key;
-  double load = 0;        // the scenario's value of search_key (search only)
+  double load = 0;  // the scenario's value of search_key (search only)
   CapacityCriterion criterion;
   std::vector<CapacityConfig> configs;
-  int cheapest = -1;      // the cheapest priced configuration serving the scenario's load (-1: none)
+  int cheapest = -1;  // the cheapest priced configuration serving the scenario's load (-1: none)
   std::vector<int> unpriced;  // configurations with a GPU of no known price (indices into configs)
   size_t points_run = 0, points_skipped = 0;
 };

@@ -26,8 +26,8 @@ const LockstepGroup& Cluster::add_lockstep_group(const std::vector<size_t>& rank
 void Cluster::stats_changed() {
   if (stats_interval_ <= 0 || publish_pending_) return;
   publish_pending_ = true;
-  const SimTime at = last_publish_ < 0 ? events_.now()
-                                       : std::max(events_.now(), last_publish_ + stats_interval_);
+  const SimTime at =
+      last_publish_ < 0 ? events_.now() : std::max(events_.now(), last_publish_ + stats_interval_);
   // Background: publishing alone never keeps a run going.
   events_.schedule_background_at(at, [this] { publish_stats(); });
 }
@@ -228,7 +228,8 @@ void Cluster::sample() {
 void Cluster::finish() {
   for (auto& m : members_) {
     m->replica->finish();
-    KVSIM_CHECK(m->outstanding == 0, "replica {}: {} requests never finished", m->label, m->outstanding);
+    KVSIM_CHECK(m->outstanding == 0, "replica {}: {} requests never finished", m->label,
+                m->outstanding);
     KVSIM_CHECK(m->link_queue.empty() && !m->link_busy, "replica {}: transfers left", m->label);
   }
   KVSIM_CHECK(transfers_.empty(), "{} hand-offs never ended", transfers_.size());

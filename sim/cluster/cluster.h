@@ -45,12 +45,15 @@ class Cluster {
   void set_kv_transfer(KvTransfer t) { transfer_ = t; }
   // The replicas `ranks` (indices in add_replica's order) step in lockstep as one data-parallel
   // group of a MoE model (lockstep_group.h). After their add_replica calls, before any arrival.
-  const LockstepGroup& add_lockstep_group(const std::vector<size_t>& ranks, LockstepOptions options);
+  const LockstepGroup& add_lockstep_group(const std::vector<size_t>& ranks,
+                                          LockstepOptions options);
 
   // A request arrives now: the router picks an up replica, or it fails as failed_unavailable.
   void arrive(const RequestSpec& spec);
   // Called with every request that reaches its outcome, on whichever replica.
-  void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
+  void set_on_finished(std::function<void(const RequestState&)> fn) {
+    on_finished_ = std::move(fn);
+  }
   void set_check_invariants(bool on);
   void sample();  // a timeseries row per replica, in order
   void finish();
@@ -78,11 +81,11 @@ class Cluster {
   };
   // A prefill replica finished `r`'s first token: its KV will cross to a decode replica.
   void hand_off(const RequestState& r, size_t from);
-  void pulled(int64_t id);         // the decode side allocated: queue on the prefill's link
+  void pulled(int64_t id);           // the decode side allocated: queue on the prefill's link
   void start_transfer(size_t from);  // the link's next transfer, if it is free
   void transfer_done(size_t from, int64_t id);
-  void abandoned(int64_t id);      // the decode side recomputes it: the prefill side frees
-  void dropped(int64_t id);        // the prefill side lost its KV: it ends on the decode side
+  void abandoned(int64_t id);  // the decode side recomputes it: the prefill side frees
+  void dropped(int64_t id);    // the prefill side lost its KV: it ends on the decode side
   // Forgets `id`'s hand-off (its transfer will not end it); returns it.
   Handoff forget(int64_t id);
   // The engines' request counts reach a stats-reading router (Router::stats_interval): the first

@@ -25,8 +25,8 @@ constexpr int kMaxReplicas = 4096;
 void parse_data_parallel(const ConfigNode& dp, ReplicaGroupConfig& group) {
   if (!dp.is_map()) dp.fail_expected("a map like {lockstep: auto, cuda_graphs: true}");
   using L = ReplicaGroupConfig::Lockstep;
-  group.lockstep = dp.get_enum<L>("lockstep", {{"auto", L::kAuto}, {"true", L::kOn}, {"false", L::kOff}},
-                                  L::kAuto);
+  group.lockstep = dp.get_enum<L>(
+      "lockstep", {{"auto", L::kAuto}, {"true", L::kOn}, {"false", L::kOff}}, L::kAuto);
   group.cuda_graphs = dp.get<bool>("cuda_graphs", true);
   group.dp_sync_us = dp.get<double>("sync_us", 0, {.min = 0, .max = 1e7});
   dp.reject_unknown_keys();
@@ -51,8 +51,8 @@ std::vector<ReplicaGroupConfig> parse_groups(const ConfigNode& groups) {
       g.child("name").fail("a group name is letters, digits, '_', '-' or '.'");
     }
     if (auto it = seen.find(group.name); it != seen.end()) {
-      g.child("name").fail(
-          fmt::format("duplicate replica group name '{}' (first at line {})", group.name, it->second));
+      g.child("name").fail(fmt::format("duplicate replica group name '{}' (first at line {})",
+                                       group.name, it->second));
     }
     seen.emplace(group.name, g.line());
     group.count = g.get<int>("count", 1, {.min = 1, .max = kMaxReplicas});
@@ -61,7 +61,8 @@ std::vector<ReplicaGroupConfig> parse_groups(const ConfigNode& groups) {
     group.model = g.optional_child("model");
     g.allow({"engine"});
     group.engine = g.peek("engine");
-    if (group.engine && !group.engine->is_map()) group.engine->fail_expected("a map of engine settings");
+    if (group.engine && !group.engine->is_map())
+      group.engine->fail_expected("a map of engine settings");
     if (auto dp = g.optional_child("data_parallel")) parse_data_parallel(*dp, group);
     replicas += group.count;
     out.push_back(std::move(group));
@@ -76,8 +77,10 @@ std::vector<ReplicaGroupConfig> parse_groups(const ConfigNode& groups) {
     prefill |= grp.role != "decode";
     decode |= grp.role != "prefill";
   }
-  if (!decode) groups.fail("`role: prefill` groups need a `decode` or `mixed` group to hand off to");
-  if (!prefill) groups.fail("`role: decode` groups need a `prefill` or `mixed` group to take arrivals");
+  if (!decode)
+    groups.fail("`role: prefill` groups need a `decode` or `mixed` group to hand off to");
+  if (!prefill)
+    groups.fail("`role: decode` groups need a `prefill` or `mixed` group to take arrivals");
   return out;
 }
 
@@ -97,21 +100,25 @@ std::vector<LockstepRanks> lockstep_groups(const ReplicaGroupConfig& g, bool moe
   const bool on = g.lockstep == L::kOn;
   if (data_parallel < 2 || g.count < data_parallel || g.count % data_parallel != 0) {
     if (!on) return {};
-    g.data_parallel->child("lockstep").fail(fmt::format(
-        "lockstep needs the engine's data_parallel > 1 and a count that is a multiple of it "
-        "(data_parallel {}, count {})", data_parallel, g.count));
+    g.data_parallel->child("lockstep")
+        .fail(fmt::format(
+            "lockstep needs the engine's data_parallel > 1 and a count that is a multiple of it "
+            "(data_parallel {}, count {})",
+            data_parallel, g.count));
   }
   // vLLM runs DPEngineCoreProc, the lockstep loop, for MoE models only.
   if (!on && !moe) return {};
-  const int64_t decode_query = 1 + (engine.speculative ? engine.speculative->num_speculative_tokens : 0);
-  const int64_t graph_max = std::min<int64_t>({engine.max_num_seqs * decode_query * 2, 512,
-                                               engine.max_num_batched_tokens});
+  const int64_t decode_query =
+      1 + (engine.speculative ? engine.speculative->num_speculative_tokens : 0);
+  const int64_t graph_max = std::min<int64_t>(
+      {engine.max_num_seqs * decode_query * 2, 512, engine.max_num_batched_tokens});
   std::vector<LockstepRanks> out;
   for (int start = 0; start < g.count; start += data_parallel) {
     LockstepRanks l{.options = {.cuda_graphs = g.cuda_graphs,
                                 .graph_max_tokens = graph_max,
                                 .sync = seconds_to_sim(g.dp_sync_us * 1e-6)}};
-    for (int k = 0; k < data_parallel; ++k) l.ranks.push_back(first + static_cast<size_t>(start + k));
+    for (int k = 0; k < data_parallel; ++k)
+      l.ranks.push_back(first + static_cast<size_t>(start + k));
     out.push_back(std::move(l));
   }
   return out;
@@ -130,8 +137,10 @@ std::optional<ClusterConfig> cluster_config(const ConfigNode& root, const Config
   c.groups = parse_groups(section->child("replicas"));
   if (auto t = section->optional_child("kv_transfer")) {
     if (!t->is_map()) t->fail_expected("a map like {gb_per_s: 50, latency_us: 20}");
-    c.kv_transfer_gb_per_s = t->get<double>("gb_per_s", c.kv_transfer_gb_per_s, {.min = 1e-6, .max = 1e6});
-    c.kv_transfer_latency_us = t->get<double>("latency_us", c.kv_transfer_latency_us, {.min = 0, .max = 1e9});
+    c.kv_transfer_gb_per_s =
+        t->get<double>("gb_per_s", c.kv_transfer_gb_per_s, {.min = 1e-6, .max = 1e6});
+    c.kv_transfer_latency_us =
+        t->get<double>("latency_us", c.kv_transfer_latency_us, {.min = 0, .max = 1e9});
     t->reject_unknown_keys();
   }
   // The router maps are checked by make_router(); the section's other keys by the scenario's

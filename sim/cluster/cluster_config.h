@@ -14,20 +14,20 @@
 namespace kvsim {
 
 struct ReplicaGroupConfig {
-  std::string name;                   // labels its replicas "<name>-<index>"
+  std::string name;  // labels its replicas "<name>-<index>"
   int count = 1;
-  std::string role = "mixed";         // mixed, prefill or decode (docs/cluster.md)
-  std::optional<ConfigNode> gpu;      // a catalog name or inline spec; absent: the policy's
-  std::optional<ConfigNode> model;    // likewise (a catalog name, file or inline spec)
-  std::optional<ConfigNode> engine;   // merged over the policy's engine (peeked, not read)
+  std::string role = "mixed";        // mixed, prefill or decode (docs/cluster.md)
+  std::optional<ConfigNode> gpu;     // a catalog name or inline spec; absent: the policy's
+  std::optional<ConfigNode> model;   // likewise (a catalog name, file or inline spec)
+  std::optional<ConfigNode> engine;  // merged over the policy's engine (peeked, not read)
   // `data_parallel: {lockstep, cuda_graphs, sync_us}` (docs/cluster.md "Lockstep data
   // parallelism"): whether the group's replicas, in runs of the engine's data_parallel, step in
   // lockstep as vLLM's DP ranks of a MoE model do. auto: when the model is MoE and data_parallel
   // > 1, as vLLM (DPEngineCoreProc serves MoE models only).
   enum class Lockstep { kAuto, kOn, kOff };
   Lockstep lockstep = Lockstep::kAuto;
-  bool cuda_graphs = true;  // ranks pad their batches to the largest rank's tokens
-  double dp_sync_us = 0;    // the per-step all-reduce of the batch metadata
+  bool cuda_graphs = true;                  // ranks pad their batches to the largest rank's tokens
+  double dp_sync_us = 0;                    // the per-step all-reduce of the batch metadata
   std::optional<ConfigNode> data_parallel;  // the map, for errors
 };
 
@@ -50,9 +50,10 @@ struct LockstepRanks {
 // a model that is `moe` with `engine` (the first replica's): runs of engine.data_parallel
 // consecutive replicas. The largest CUDA-graph batch is vLLM's default capture size,
 // min(max_num_seqs x (1 + speculative tokens) x 2, 512, max_num_batched_tokens)
-// (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes). None when lockstep is off or (auto) the model is dense, data_parallel is 1 or the
-// group has fewer than data_parallel replicas (one rank standing for all). Errors (file:line:col)
-// for `lockstep: true` without data_parallel > 1 and a count that is not a multiple of it.
+// (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes). None when lockstep is off or (auto) the
+// model is dense, data_parallel is 1 or the group has fewer than data_parallel replicas (one rank
+// standing for all). Errors (file:line:col) for `lockstep: true` without data_parallel > 1 and a
+// count that is not a multiple of it.
 std::vector<LockstepRanks> lockstep_groups(const ReplicaGroupConfig& g, bool moe,
                                            const EngineConfig& engine, size_t first);
 

@@ -4,6 +4,21 @@
 
 namespace kvsim {
 
+namespace {
+
+// Adds a replica's optional figures to the totals: the first one present is copied.
+template <class T>
+void merge_optional(std::optional<T>& total, const std::optional<T>& part) {
+  if (!part) return;
+  if (total) {
+    total->merge(*part);
+  } else {
+    total = *part;
+  }
+}
+
+}  // namespace
+
 void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& replicas,
                    const std::vector<ReplicaIdentity>& identities, std::string router) {
   KVSIM_CHECK(replicas.size() == identities.size() && !replicas.empty(), "fold_replicas: sizes");
@@ -22,13 +37,8 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
     totals.prefix_hit_blocks += r.prefix_hit_blocks;
     totals.prefix_hit_tokens += r.prefix_hit_tokens;
     totals.prefix_query_tokens += r.prefix_query_tokens;
-    if (r.speculative) {
-      if (!totals.speculative) {
-        totals.speculative = *r.speculative;
-      } else {
-        totals.speculative->merge(*r.speculative);
-      }
-    }
+    merge_optional(totals.speculative, r.speculative);
+    merge_optional(totals.kv_offloading, r.kv_offloading);
     if (r.peak_in_use_bytes > replicas[worst].peak_in_use_bytes) worst = i;
     // A prefill replica's completions are first tokens handed to a decode replica, whose outcome
     // is the request's (docs/cluster.md, disaggregation); its failures are the request's own.
@@ -86,7 +96,8 @@ void fold_replicas(PolicySummary& totals, const std::vector<PolicySummary>& repl
   for (size_t o = 0; o < routed_outcomes.size(); ++o) {
     KVSIM_CHECK(o == unavailable ? routed_outcomes[o] <= totals.outcomes[o]
                                  : routed_outcomes[o] == totals.outcomes[o],
-                "cluster outcome {}: replicas {} vs totals {}", o, routed_outcomes[o], totals.outcomes[o]);
+                "cluster outcome {}: replicas {} vs totals {}", o, routed_outcomes[o],
+                totals.outcomes[o]);
   }
   totals.prefix_hit_rate = totals.prefix_query_tokens > 0
                                ? static_cast<double>(totals.prefix_hit_tokens) /

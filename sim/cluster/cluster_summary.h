@@ -12,7 +12,7 @@ namespace kvsim {
 struct ReplicaIdentity {
   std::string label, group, gpu, role;
   int index = 0;
-  int gpus = 1;  // tensor_parallel x pipeline_parallel of its engine
+  int gpus = 1;       // tensor_parallel x pipeline_parallel of its engine
   std::string model;  // its group's own `model:` ("" when it runs the policy's)
 };
 

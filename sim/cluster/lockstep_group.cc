@@ -6,7 +6,8 @@
 
 namespace kvsim {
 
-LockstepGroup::LockstepGroup(EventQueue& events, std::vector<Replica*> ranks, LockstepOptions options)
+LockstepGroup::LockstepGroup(EventQueue& events, std::vector<Replica*> ranks,
+                             LockstepOptions options)
     : events_(events), ranks_(std::move(ranks)), options_(options), planned_(ranks_.size(), 0) {
   KVSIM_CHECK(ranks_.size() >= 2, "a lockstep group needs at least 2 ranks, not {}", ranks_.size());
   KVSIM_CHECK(options_.check_every >= 1, "check_every must be at least 1");

@@ -28,15 +28,15 @@ struct LockstepOptions {
   // largest capture size runs eager).
   bool cuda_graphs = true;
   int64_t graph_max_tokens = 512;
-  SimTime sync = 0;         // the per-step DP all-reduce of the batch metadata
-  int check_every = 32;     // steps between the group's checks for unfinished work anywhere
+  SimTime sync = 0;      // the per-step DP all-reduce of the batch metadata
+  int check_every = 32;  // steps between the group's checks for unfinished work anywhere
 };
 
 // What the group did (tests and the run's figures).
 struct LockstepStats {
-  int64_t steps = 0;        // group steps
+  int64_t steps = 0;           // group steps
   int64_t dummy_forwards = 0;  // rank-steps with nothing scheduled (execute_dummy_batch)
-  int64_t waves = 0;        // waves started
+  int64_t waves = 0;           // waves started
 };
 
 class LockstepGroup final : public StepGate {
@@ -62,7 +62,7 @@ class LockstepGroup final : public StepGate {
   bool running_ = false;       // in a wave: steps go on whether or not a rank has work
   bool busy_ = false;          // a step in flight
   bool start_pending_ = false;
-  int64_t step_counter_ = 0;   // steps in this wave (vLLM's step_counter)
+  int64_t step_counter_ = 0;  // steps in this wave (vLLM's step_counter)
 };
 
 }  // namespace kvsim

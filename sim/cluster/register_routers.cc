@@ -13,17 +13,19 @@ void register_routers(Registry<RouterFactory>& registry) {
                 .description = "a uniform draw among the up replicas (seeded from the scenario)",
                 .keys = {},
                 .make = make_random_router});
-  registry.add({.name = "least_outstanding",
-                .description = "the up replica with the fewest requests in flight (lowest index on ties)",
-                .keys = {},
-                .make = make_least_outstanding_router});
+  registry.add(
+      {.name = "least_outstanding",
+       .description = "the up replica with the fewest requests in flight (lowest index on ties)",
+       .keys = {},
+       .make = make_least_outstanding_router});
   registry.add({.name = "least_kv",
                 .description = "the up replica reporting the lowest KV cache usage",
                 .keys = {},
                 .make = make_least_kv_router});
   registry.add({.name = "session_affinity",
-                .description = "a hash of the trace's session_id (else the closed-loop client) picks "
-                               "the replica; neither: least_outstanding",
+                .description =
+                    "a hash of the trace's session_id (else the closed-loop client) picks "
+                    "the replica; neither: least_outstanding",
                 .keys = {},
                 .make = make_session_affinity_router});
   registry.add({.name = "prefix_affinity",

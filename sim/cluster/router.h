@@ -62,6 +62,7 @@ std::unique_ptr<Router> make_least_outstanding_router(const ConfigNode&, const R
 std::unique_ptr<Router> make_least_kv_router(const ConfigNode&, const RouterContext&);
 std::unique_ptr<Router> make_session_affinity_router(const ConfigNode&, const RouterContext&);
 std::unique_ptr<Router> make_prefix_affinity_router(const ConfigNode&, const RouterContext&);
-std::unique_ptr<Router> make_dp_balance_router(const ConfigNode&, const RouterContext&);  // dp_balancer.cc
+std::unique_ptr<Router> make_dp_balance_router(const ConfigNode&,
+                                               const RouterContext&);  // dp_balancer.cc
 
 }  // namespace kvsim

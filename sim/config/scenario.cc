@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include "core/config_patch.h"
+#include "core/errors.h"
+#include "core/units.h"
 #include "models/catalog.h"
 #include "models/memory/kv_store_registry.h"
 #include "workloads/traces/trace_formats.h"
 #include "workloads/traces/trace_reader.h"
-#include "core/errors.h"
-#include "core/units.h"
 
 namespace kvsim {
 
@@ -151,17 +151,18 @@ std::vector<std::string> lint_scenario(const Scenario& s) {
 
   const YAML::Node prompts = lookup(lookup(root, "workload"), "prompt_tokens");
   const int64_t longest = max_tokens(prompts);
-  if (s.model.attention_kind() == "MHA" && s.model.param_count() > 5'000'000'000 && longest >= 8192) {
+  if (s.model.attention_kind() == "MHA" && s.model.param_count() > 5'000'000'000 &&
+      longest >= 8192) {
     out.push_back(fmt::format(
         "{}: MHA model '{}' ({:.1f} B params) with {}-token prompts: seed B's rule prefers GQA/MQA "
         "above 5B parameters at 8k+ context (KV is {} bytes/token)",
-        where(src, prompts), s.model.name,
-        static_cast<double>(s.model.param_count()) / 1e9, longest, s.model.kv_bytes_per_token()));
+        where(src, prompts), s.model.name, static_cast<double>(s.model.param_count()) / 1e9,
+        longest, s.model.kv_bytes_per_token()));
   }
 
   for (const std::string& feature : s.model.unmodelled_features()) {
-    out.push_back(fmt::format("{}: model '{}': {}", where(src, lookup(root, "model")),
-                              s.model.name, feature));
+    out.push_back(fmt::format("{}: model '{}': {}", where(src, lookup(root, "model")), s.model.name,
+                              feature));
   }
 
   const bool has_hashes = workload_has_prefix_hashes(root, src);
@@ -201,7 +202,8 @@ std::vector<std::string> lint_scenario(const Scenario& s) {
         if (!type.IsScalar() || type.Scalar() != "kv_guard") continue;
         auto dim = [&](const char* key, int64_t seed_default) {
           int64_t v = seed_default;
-          if (const YAML::Node x = lookup(guard, key); x.IsDefined()) YAML::convert<int64_t>::decode(x, v);
+          if (const YAML::Node x = lookup(guard, key); x.IsDefined())
+            YAML::convert<int64_t>::decode(x, v);
           return v;
         };
         const int64_t layers = dim("num_layers", 32), heads = dim("num_heads", 32),

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/config_node.h"
 #include "models/gpu_spec.h"
 #include "models/model_spec.h"
-#include "core/config_node.h"
 
 namespace kvsim {
 
@@ -31,8 +31,8 @@ struct Scenario {
 // loader can accept them at the top level. `slo` is read per policy (sim/metrics/slo.h);
 // `cluster` per policy too (sim/cluster/cluster_config.h); `cost` only by `kvsim capacity`
 // (sim/capacity/capacity_cost.h).
-inline const std::vector<std::string> kScenarioSections = {"engine", "workload", "policies", "sweep",
-                                                           "slo", "cluster", "cost"};
+inline const std::vector<std::string> kScenarioSections = {
+    "engine", "workload", "policies", "sweep", "slo", "cluster", "cost"};
 
 // The most KV bytes one sequence of the model's max_position tokens may need (1 EB): keeps every
 // byte figure the engine derives from token counts far inside int64.

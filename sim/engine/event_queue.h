@@ -31,7 +31,9 @@ class EventQueue {
 
   // Schedules `fn` at absolute time `at`. Requires: at >= now().
   EventId schedule_at(SimTime at, std::function<void()> fn);
-  EventId schedule(SimTime delay, std::function<void()> fn) { return schedule_at(now_ + delay, std::move(fn)); }
+  EventId schedule(SimTime delay, std::function<void()> fn) {
+    return schedule_at(now_ + delay, std::move(fn));
+  }
   // Schedules `fn` after every normal event already due, or later scheduled, at now() + delay:
   // work that must see everything that happens at one instant (an iteration planned at t sees
   // every arrival at t). Late events at one time keep their order.

@@ -11,8 +11,8 @@ namespace kvsim {
 namespace {
 
 struct Running {
-  size_t index;      // into the request list
-  int64_t target;    // tokens when done: prompt + output
+  size_t index;    // into the request list
+  int64_t target;  // tokens when done: prompt + output
 };
 
 class Replay {
@@ -82,7 +82,8 @@ class Replay {
       const ReplayRequest& q = requests_[i];
       const PrefixHashes prefix{q.prefix_hashes, q.hash_block_tokens};
       const auto id = static_cast<RequestId>(i);
-      AllocResult r = store_.allocate(id, q.prompt_tokens, q.prompt_tokens + q.output_tokens, prefix);
+      AllocResult r =
+          store_.allocate(id, q.prompt_tokens, q.prompt_tokens + q.output_tokens, prefix);
       if (!r) {
         count_failure(r);
         if (r.reason == OomReason::kTooLong || running_.empty()) {
@@ -199,8 +200,10 @@ ReplayResult replay_kv(KvStore& store, const std::vector<ReplayRequest>& request
   KVSIM_CHECK(store.usage().requests == 0, "replay_kv needs an empty store");
   KVSIM_CHECK(options.max_inflight >= 1, "max_inflight {} < 1", options.max_inflight);
   for (const ReplayRequest& q : requests) {
-    KVSIM_CHECK(q.prompt_tokens >= 1 && q.output_tokens >= 1, "request with {} prompt and {} "
-                "output tokens", q.prompt_tokens, q.output_tokens);
+    KVSIM_CHECK(q.prompt_tokens >= 1 && q.output_tokens >= 1,
+                "request with {} prompt and {} "
+                "output tokens",
+                q.prompt_tokens, q.output_tokens);
   }
   return Replay(store, requests, options).run();
 }

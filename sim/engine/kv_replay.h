@@ -32,21 +32,21 @@ struct ReplayOptions {
 };
 
 struct ReplayResult {
-  int64_t requests = 0;         // in the input
+  int64_t requests = 0;  // in the input
   int64_t completed = 0;
-  int64_t rejected = 0;         // could never fit (too long, or larger than the whole store)
-  int64_t alloc_failures = 0;   // failed allocate/grow attempts (each retry counts)
-  int64_t preemptions = 0;      // failed grows that sent a request back to the queue
-  int64_t oom_capacity = 0;     // failures by reason
+  int64_t rejected = 0;        // could never fit (too long, or larger than the whole store)
+  int64_t alloc_failures = 0;  // failed allocate/grow attempts (each retry counts)
+  int64_t preemptions = 0;     // failed grows that sent a request back to the queue
+  int64_t oom_capacity = 0;    // failures by reason
   int64_t oom_fragmentation = 0;
   int64_t oom_too_long = 0;
-  int64_t iterations = 0;       // replay length in decode iterations
-  int64_t events = 0;           // iterations actually stepped (the rest were fast-forwarded)
-  int64_t peak_kv_bytes = 0;    // peak bytes held for requests (live + internal + reservation)
+  int64_t iterations = 0;     // replay length in decode iterations
+  int64_t events = 0;         // iterations actually stepped (the rest were fast-forwarded)
+  int64_t peak_kv_bytes = 0;  // peak bytes held for requests (live + internal + reservation)
   int64_t peak_live_bytes = 0;
   int64_t peak_footprint_bytes = 0;
   int64_t peak_inflight = 0;
-  KvWasteSummary waste;         // time-weighted (per iteration)
+  KvWasteSummary waste;  // time-weighted (per iteration)
   // The vLLM paper's Figure 2 view, time-weighted: each category over the whole KV space
   // (capacity), with the allocator's rounding (KvUsage::rounding_bytes) moved from internal to
   // external, and free space that is not a hole too small for the last request counted as

@@ -4,9 +4,10 @@
 // place among the events of its instant is the one an event scheduled then gets.
 //
 // A replica's fast-forward that knows nothing else happens before some occurrences may fire them
-// in line, at the times they fall in its steps (FastForward::quiet, sim/serving/fast_forward/stretch.cc), and then say so
-// (took_through): the occurrence after the last one taken is scheduled then, as that one's firing
-// would have scheduled it; nothing else was scheduled between in either case.
+// in line, at the times they fall in its steps (FastForward::quiet,
+// sim/serving/fast_forward/stretch.cc), and then say so (took_through): the occurrence after the
+// last one taken is scheduled then, as that one's firing would have scheduled it; nothing else was
+// scheduled between in either case.
 #pragma once
 
 #include <functional>

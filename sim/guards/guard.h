@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/sim_time.h"
 #include "models/gpu_spec.h"
 #include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/memory_snapshot.h"
 #include "models/model_spec.h"
-#include "core/sim_time.h"
 #include "sim/request/request_state.h"
 
 namespace kvsim {
@@ -29,8 +29,8 @@ struct GuardContext {
   SimTime now = 0;
   const MemorySnapshot& memory;
   const KvStore& kv;
-  int64_t inflight = 0;        // admitted and not finished (waiting, running, swapped)
-  int64_t kv_budget_bytes = 0; // bytes the KV store can ever use (paged pool, arena, allocator)
+  int64_t inflight = 0;         // admitted and not finished (waiting, running, swapped)
+  int64_t kv_budget_bytes = 0;  // bytes the KV store can ever use (paged pool, arena, allocator)
 };
 
 struct Decision {

@@ -36,7 +36,8 @@ class KvGuard final : public Guard {
             "estimate_batch", {{"request", Batch::kRequest}, {"inflight", Batch::kInflight}},
             Batch::kRequest)),
         target_(c.get_enum<Target>(
-            "target", {{"prompt", Target::kPrompt}, {"prompt_plus_output", Target::kPromptPlusOutput}},
+            "target",
+            {{"prompt", Target::kPrompt}, {"prompt_plus_output", Target::kPromptPlusOutput}},
             Target::kPrompt)),
         timeout_(read_timeout(c)) {
     // The seed's max_gpu_memory_gb is stored but never used by its check; accept it for fidelity.

@@ -16,11 +16,13 @@ SimTime read_timeout(const ConfigNode& c) {
 }
 
 void register_guards(GuardRegistry& r) {
-  r.add({"kv_guard", "seed A's guard: free memory (driver view) minus an estimate vs a margin",
+  r.add({"kv_guard",
+         "seed A's guard: free memory (driver view) minus an estimate vs a margin",
          {"safety_margin_gb", "on_fail", "max_safe_len", "system_tokens", "num_layers", "num_heads",
           "head_dim", "dtype_bytes", "estimate_batch", "target", "max_gpu_memory_gb", "timeout_s"},
          {"{type: kv_guard}", {}, make_kv_guard}});
-  r.add({"reserve", "admit only if every admitted request's worst case fits in the KV budget",
+  r.add({"reserve",
+         "admit only if every admitted request's worst case fits in the KV budget",
          {"on_fail", "timeout_s"},
          {"{type: reserve}", {}, make_reserve_guard}});
   r.add({"watermark",
@@ -28,10 +30,12 @@ void register_guards(GuardRegistry& r) {
          "only)",
          {"watermark", "check_at", "timeout_s"},
          {"{type: watermark}", KvCapability::kPaged, make_watermark_guard}});
-  r.add({"max_model_len", "length limit: reject or truncate prompt + output over it",
+  r.add({"max_model_len",
+         "length limit: reject or truncate prompt + output over it",
          {"max_model_len", "on_fail"},
          {"{type: max_model_len}", {}, make_max_model_len_guard}});
-  r.add({"max_inflight", "concurrency limit: at most N admitted requests at once",
+  r.add({"max_inflight",
+         "concurrency limit: at most N admitted requests at once",
          {"max_inflight", "on_fail", "timeout_s"},
          {"{type: max_inflight, max_inflight: 64}", {}, make_max_inflight_guard}});
 }
@@ -55,9 +59,10 @@ void check_kv_capabilities(const ConfigNode& guard, const GuardRegistry::Entry& 
       needed += std::string(needed.empty() ? "" : " and ") + std::string(kv_capability_name(c));
     }
   }
-  guard.child("type").fail(fmt::format("the {} guard needs a {} KV store; this policy's "
-                                       "engine.kv.type is {}",
-                                       entry.name, needed, kv_type));
+  guard.child("type").fail(
+      fmt::format("the {} guard needs a {} KV store; this policy's "
+                  "engine.kv.type is {}",
+                  entry.name, needed, kv_type));
 }
 
 }  // namespace

@@ -64,7 +64,8 @@ class ReserveGuard final : public Guard {
       tokens = (tokens + bt - 1) / bt * bt;
     }
     // Saturates: a request too long for any GPU must be rejected, not overflow on the way.
-    return checked_mul(tokens, kv.kv_bytes_per_token()).value_or(std::numeric_limits<int64_t>::max());
+    return checked_mul(tokens, kv.kv_bytes_per_token())
+        .value_or(std::numeric_limits<int64_t>::max());
   }
 
   bool queue_;

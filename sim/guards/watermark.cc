@@ -30,9 +30,10 @@ class WatermarkGuard final : public Guard {
                                 CheckAt::kSchedule)) {
     if (at_ == CheckAt::kSchedule) {
       if (c.has("timeout_s")) {
-        c.child("timeout_s").fail(
-            "applies only with check_at: arrival (the scheduler-side watermark holds "
-            "requests in the engine's waiting queue, not in a guard queue)");
+        c.child("timeout_s")
+            .fail(
+                "applies only with check_at: arrival (the scheduler-side watermark holds "
+                "requests in the engine's waiting queue, not in a guard queue)");
       }
       timeout_ = -1;
     } else {
@@ -71,8 +72,8 @@ class WatermarkGuard final : public Guard {
   AllocFit fit(int64_t tokens, const KvStore& kv) const {
     const PagedBlocks* paged = kv.paged();
     if (paged == nullptr) return AllocFit::kOk;  // not a paged store: nothing to watch
-    const int64_t bt = paged->block_tokens();
-    const int64_t need = (tokens + bt - 1) / bt;
+    // A block per block_size tokens in each KV cache group (one group for a dense model).
+    const int64_t need = paged->blocks_to_allocate(PrefixHashes{}, tokens);
     const auto mark = static_cast<int64_t>(watermark_ * static_cast<double>(paged->total_blocks()));
     if (paged->total_blocks() - need < mark) return AllocFit::kNever;
     if (paged->free_blocks() - need < mark) return AllocFit::kLater;

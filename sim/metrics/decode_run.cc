@@ -19,7 +19,8 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
   // step whose crossings pass what is left.
   const int64_t p = period();
   const int64_t per_period = crossed_in_period.back();
-  if (per_period > 0 && free_blocks / per_period <= most / p) {  // else it does not bind (nor overflow)
+  if (per_period > 0 &&
+      free_blocks / per_period <= most / p) {  // else it does not bind (nor overflow)
     const int64_t q = free_blocks / per_period;
     const int64_t left = free_blocks - q * per_period;
     int64_t r = 0;
@@ -48,7 +49,8 @@ void DecodeRun::plan_steps(int64_t most, SimTime horizon, int64_t free_blocks,
       adds[static_cast<size_t>(r)] = c;
       max_add = std::max(max_add, c);
     }
-    for (int64_t m = p; m < kChunk + p; ++m) adds[static_cast<size_t>(m)] = adds[static_cast<size_t>(m - p)];
+    for (int64_t m = p; m < kChunk + p; ++m)
+      adds[static_cast<size_t>(m)] = adds[static_cast<size_t>(m - p)];
   }
   // Chunk by chunk: when a bound shows that a whole chunk of steps ends before the next event,
   // its ends come from one tight loop (Walk::ends_before); the last few steps before the event
@@ -101,13 +103,14 @@ MemorySnapshot DecodeRun::start_state(int64_t j) const {
 
 int64_t DecodeRun::samples_within(SimTime first, SimTime period,
                                   std::vector<std::pair<SimTime, int64_t>>& out) const {
-  KVSIM_CHECK(first > t && period >= 1, "samples from {} every {} ns in a run from {}", first, period, t);
+  KVSIM_CHECK(first > t && period >= 1, "samples from {} every {} ns in a run from {}", first,
+              period, t);
   out.clear();
   auto from = elapsed.begin();
   for (SimTime at = first;; at += period) {
     const SimTime after = at - t;
     from = std::lower_bound(from, elapsed.end(), after);  // the first step to end at or after it
-    if (from == elapsed.end()) return steps;  // past the run
+    if (from == elapsed.end()) return steps;              // past the run
     const auto j = static_cast<int64_t>(from - elapsed.begin());
     if (*from == after) {  // at step j's end: the run keeps the steps before j
       while (!out.empty() && out.back().second >= j) out.pop_back();
@@ -135,9 +138,12 @@ Int128 DecodeRun::sum_times_durations(std::span<const int64_t> cumulative, int64
   };
   Int128 added = 0;
   for (int64_t r = 0; r < p && r < steps; ++r) {
-    const int64_t c = cumulative[static_cast<size_t>(r)] - (r > 0 ? cumulative[static_cast<size_t>(r - 1)] : 0);
+    const int64_t c =
+        cumulative[static_cast<size_t>(r)] - (r > 0 ? cumulative[static_cast<size_t>(r - 1)] : 0);
     if (c == 0) continue;
-    added += (narrow ? starts.template operator()<int64_t>(r) : starts.template operator()<Int128>(r)) * c;
+    added +=
+        (narrow ? starts.template operator()<int64_t>(r) : starts.template operator()<Int128>(r)) *
+        c;
   }
   return static_cast<Int128>(last) * d_sum - added;
 }

@@ -1,7 +1,7 @@
 // DecodeRun: k decode steps of one batch taken at once (the fast-forward's quiet steps,
-// sim/serving/fast_forward/stretch.cc), recorded by Recorder::on_decode_run. The run is described in closed
-// form, so that one short pass over its steps (plan_steps: how many fit, their ends, and the
-// sums the recorder's integrals need) is the only work that grows with its length.
+// sim/serving/fast_forward/stretch.cc), recorded by Recorder::on_decode_run. The run is described
+// in closed form, so that one short pass over its steps (plan_steps: how many fit, their ends, and
+// the sums the recorder's integrals need) is the only work that grows with its length.
 //
 // Step j (0-based) starts at t_j (t_0 = t, t_{j+1} = t_j + d_j) and lasts d_j =
 // duration.ns_at(j): the affine decode step of a context growing by the same tokens each step
@@ -30,8 +30,8 @@ namespace kvsim {
 
 struct DecodeRun {
   SimTime t = 0;
-  int64_t seqs = 0;    // n: the batch's size and tokens
-  int64_t steps = 0;   // k, set by plan_steps()
+  int64_t seqs = 0;                // n: the batch's size and tokens
+  int64_t steps = 0;               // k, set by plan_steps()
   DecodeStepFixed::Walk duration;  // at step 0
   // Cumulative over one period from step 0: crossed(j) and swapped(j) for j < p. Same size.
   std::span<const int64_t> crossed_in_period, swapped_in_period;
@@ -50,7 +50,9 @@ struct DecodeRun {
   // Whether any step of the period swaps (else swapped(j) = 0 throughout).
   bool swaps() const { return swapped_in_period.back() != 0; }
   // t_j - t: when step j starts, after t (j <= steps).
-  SimTime elapsed_before(int64_t j) const { return j == 0 ? 0 : elapsed[static_cast<size_t>(j - 1)]; }
+  SimTime elapsed_before(int64_t j) const {
+    return j == 0 ? 0 : elapsed[static_cast<size_t>(j - 1)];
+  }
   // d_j (j < steps).
   SimTime duration_of(int64_t j) const { return elapsed_before(j + 1) - elapsed_before(j); }
   // start(j) (j < steps).

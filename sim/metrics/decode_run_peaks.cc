@@ -25,7 +25,8 @@ std::pair<int64_t, int64_t> start_max(const RunFigure& f, const DecodeRun& run) 
   int64_t x_before = (from / p) * x_period, w_before = (from / p) * w_period;
   std::pair<int64_t, int64_t> best{0, -1};
   for (int64_t j = from; j < to; ++j) {
-    const int64_t v = f.at(j, x_before + run.crossed_in_period[r], w_before + run.swapped_in_period[r]);
+    const int64_t v =
+        f.at(j, x_before + run.crossed_in_period[r], w_before + run.swapped_in_period[r]);
     if (best.second < 0 || v > best.first) best = {v, j};
     if (++r == run.crossed_in_period.size()) {
       r = 0;

@@ -39,8 +39,7 @@ LatencyStats stats_of(const std::vector<std::pair<double, int64_t>>& runs, int64
   return s;
 }
 
-Histogram bin(const std::vector<std::pair<double, int64_t>>& runs, double lo, double hi,
-              int bins) {
+Histogram bin(const std::vector<std::pair<double, int64_t>>& runs, double lo, double hi, int bins) {
   Histogram h;
   if (runs.empty()) return h;
   bins = std::max(bins, 1);
@@ -48,7 +47,8 @@ Histogram bin(const std::vector<std::pair<double, int64_t>>& runs, double lo, do
   for (int i = 0; i <= bins; ++i) h.edges.push_back(lo + width * i);
   h.counts.assign(static_cast<size_t>(bins), 0);
   for (const auto& [v, c] : runs) {
-    const auto i = std::clamp<int64_t>(static_cast<int64_t>(std::floor((v - lo) / width)), 0, bins - 1);
+    const auto i =
+        std::clamp<int64_t>(static_cast<int64_t>(std::floor((v - lo) / width)), 0, bins - 1);
     h.counts[static_cast<size_t>(i)] += c;
   }
   return h;
@@ -73,7 +73,8 @@ std::vector<std::pair<double, int64_t>> CountDistribution::runs() const {
 
 void CountDistribution::add_outside(int64_t value, int64_t count) {
   if (value >= 0 && value < kDenseLimit) {
-    dense_.resize(std::min<size_t>(std::max<size_t>(2 * static_cast<size_t>(value), 64), kDenseLimit));
+    dense_.resize(
+        std::min<size_t>(std::max<size_t>(2 * static_cast<size_t>(value), 64), kDenseLimit));
     dense_[static_cast<size_t>(value)] += count;
   } else {
     sparse_[value] += count;
@@ -96,8 +97,10 @@ Histogram CountDistribution::histogram(int max_bins) const {
   // The smallest and largest value seen: a negative one in sparse_, else the first counted in
   // dense_, else sparse_'s first (all past dense_); the largest likewise from the other end.
   int64_t lo = 0, hi = 0;
-  const auto first_dense = std::find_if(dense_.begin(), dense_.end(), [](int64_t c) { return c > 0; });
-  const auto last_dense = std::find_if(dense_.rbegin(), dense_.rend(), [](int64_t c) { return c > 0; });
+  const auto first_dense =
+      std::find_if(dense_.begin(), dense_.end(), [](int64_t c) { return c > 0; });
+  const auto last_dense =
+      std::find_if(dense_.rbegin(), dense_.rend(), [](int64_t c) { return c > 0; });
   if (!sparse_.empty() && sparse_.begin()->first < 0) {
     lo = sparse_.begin()->first;
   } else if (first_dense != dense_.end()) {
@@ -120,7 +123,8 @@ Histogram CountDistribution::histogram(int max_bins) const {
 
 int64_t LogDistribution::bucket_of(SimTime ns) {
   return ns <= 0 ? -1
-                 : static_cast<int64_t>(std::floor(std::log(static_cast<double>(ns)) / std::log(kGrowth)));
+                 : static_cast<int64_t>(
+                       std::floor(std::log(static_cast<double>(ns)) / std::log(kGrowth)));
 }
 
 // Why bucket_of is non-decreasing for 1 <= ns < 2^43: between consecutive integers x and x + 1

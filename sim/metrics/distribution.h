@@ -67,8 +67,8 @@ class CountDistribution {
   Histogram histogram(int max_bins = 32) const;
 
  private:
-  std::vector<int64_t> dense_;          // count by value
-  std::map<int64_t, int64_t> sparse_;   // values outside the dense range
+  std::vector<int64_t> dense_;         // count by value
+  std::map<int64_t, int64_t> sparse_;  // values outside the dense range
   int64_t n_ = 0;
   ExactSum sum_;
   // past dense_'s size: grow it, or count in sparse_
@@ -117,7 +117,7 @@ class LogDistribution {
   int64_t count() const { return n_; }
   // Adds every sample of `other`, bucket by bucket: the same as adding them one by one.
   void merge(const LogDistribution& other);
-  LatencyStats stats_seconds() const;       // in seconds
+  LatencyStats stats_seconds() const;  // in seconds
   Histogram histogram_seconds(int max_bins = 32) const;
 
  private:

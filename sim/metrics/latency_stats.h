@@ -35,8 +35,8 @@ class LatencySamples {
   size_t exact_limit_;
   bool sketched_ = false;
   std::vector<double> exact_;
-  LogDistribution sketch_;    // in ns, once sketched
-  long double sum_s_ = 0;     // the mean's running sum, once sketched
+  LogDistribution sketch_;  // in ns, once sketched
+  long double sum_s_ = 0;   // the mean's running sum, once sketched
   void add_to_sketch(double seconds);
 };
 

@@ -64,16 +64,16 @@ struct RequestEvent {
   int64_t id = 0;
   int64_t prompt_tokens = 0;  // after any truncation
   int64_t output_tokens = 0;
-  int64_t generated = 0;      // its true count (RequestState::generated_at)
-  int64_t prefilled = 0;      // of the current (re)prefill's prefill_target tokens
+  int64_t generated = 0;  // its true count (RequestState::generated_at)
+  int64_t prefilled = 0;  // of the current (re)prefill's prefill_target tokens
   int64_t prefill_target = 0;
-  int64_t chunk_tokens = 0;   // kPrefillChunk
-  int64_t kv_tokens = 0;      // KV tokens it holds on the GPU after the event
-  int64_t kv_blocks = -1;     // paged blocks it holds after the event; -1: not a paged store
-  int64_t swapped_tokens = 0; // KV tokens it holds in host memory
+  int64_t chunk_tokens = 0;    // kPrefillChunk
+  int64_t kv_tokens = 0;       // KV tokens it holds on the GPU after the event
+  int64_t kv_blocks = -1;      // paged blocks it holds after the event; -1: not a paged store
+  int64_t swapped_tokens = 0;  // KV tokens it holds in host memory
   int preemptions = 0;
   Outcome outcome = Outcome::kNone;  // kFinished
-  std::string_view detail;    // kGuard, kArrived (valid during the call only)
+  std::string_view detail;           // kGuard, kArrived (valid during the call only)
 };
 
 class ReplicaObserver {

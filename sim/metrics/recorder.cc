@@ -65,14 +65,14 @@ void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {
   b.flops = static_cast<double>(
       std::ldexp(static_cast<long double>(flops_), -DecodeStepFixed::kFlopsShift));
   b.busy_share = s.duration_s > 0 ? b.busy_s / s.duration_s : 0;
-  b.mfu = s.duration_s > 0 && b.peak_flops_per_s > 0
-              ? b.flops / (b.peak_flops_per_s * s.duration_s)
-              : 0;
+  b.mfu = s.duration_s > 0 && b.peak_flops_per_s > 0 ? b.flops / (b.peak_flops_per_s * s.duration_s)
+                                                     : 0;
   BreakdownSummary& d = s.breakdown;
   if (d.count > 0) {
     const double n = static_cast<double>(d.count);
     double* out[] = {&d.guard_queue_s, &d.engine_wait_s, &d.prefill_s, &d.decode_s, &d.preempted_s};
-    for (size_t i = 0; i < breakdown_ns_.size(); ++i) *out[i] = sim_to_seconds(breakdown_ns_[i]) / n;
+    for (size_t i = 0; i < breakdown_ns_.size(); ++i)
+      *out[i] = sim_to_seconds(breakdown_ns_[i]) / n;
   }
 }
 
@@ -82,7 +82,8 @@ void Recorder::on_state(SimTime t, const MemorySnapshot& s) {
     summary_.category_peaks_bytes[c] = std::max(summary_.category_peaks_bytes[c], cats[c]);
   }
   // Free, free KV blocks and cached allocator segments hold nothing: the rest is in use.
-  const int64_t in_use = s.capacity_bytes - s.free_bytes - s.kv_free_bytes - s.allocator_cache_bytes;
+  const int64_t in_use =
+      s.capacity_bytes - s.free_bytes - s.kv_free_bytes - s.allocator_cache_bytes;
   if (in_use > summary_.peak_in_use_bytes) {  // strict: the first instant of a tied peak
     summary_.peak_in_use_bytes = in_use;
     summary_.peak_snapshot_bytes = cats;
@@ -103,7 +104,8 @@ void Recorder::on_activations_released(SimTime t, const MemorySnapshot& start) {
   // The end state's categories are start's with the activations moved to the allocator cache:
   // only that peak can rise. In use falls by the activations, below the peak start's call left;
   // KV held, its sample and driver-free memory are start's.
-  int64_t& cache_peak = summary_.category_peaks_bytes[static_cast<int>(MemCategory::kAllocatorCache)];
+  int64_t& cache_peak =
+      summary_.category_peaks_bytes[static_cast<int>(MemCategory::kAllocatorCache)];
   cache_peak = std::max(cache_peak, start.allocator_cache_bytes + start.activation_bytes);
   held_byte_ns_ += static_cast<Int128>(held_bytes_) * (t - held_since_);  // exact
   held_since_ = t;
@@ -143,9 +145,11 @@ void Recorder::on_decode_run(const DecodeRun& run) {
     summary_.peak_in_use_bytes = use_max + (at_end ? in_use.fe : 0);
     const int64_t x = run.crossed(use_j), w = run.swaps() ? run.swapped(use_j) : 0;
     for (int c = 0; c < kMemCategoryCount; ++c) {
-      summary_.peak_snapshot_bytes[c] = s0[c] + use_j * ps[c] + x * pc[c] + w * pw[c] + (at_end ? pe[c] : 0);
+      summary_.peak_snapshot_bytes[c] =
+          s0[c] + use_j * ps[c] + x * pc[c] + w * pw[c] + (at_end ? pe[c] : 0);
     }
-    summary_.peak_snapshot_t_s = sim_to_seconds(run.t + run.elapsed_before(use_j + (at_end ? 1 : 0)));
+    summary_.peak_snapshot_t_s =
+        sim_to_seconds(run.t + run.elapsed_before(use_j + (at_end ? 1 : 0)));
   }
   const RunFigure held =
       figure([](const MemorySnapshot& s) { return s.kv_live_bytes + s.kv_waste_bytes; });
@@ -174,15 +178,18 @@ void Recorder::on_decode_run(const DecodeRun& run) {
                             live.fs + internal.fs + reservation.fs + external.fs,
                             live.fc + internal.fc + reservation.fc + external.fc,
                             live.fw + internal.fw + reservation.fw + external.fw, 0};
-  kv_.hold_run(run.t, KvSample::from(run.start0),
-               {2 * integral(live), 2 * integral(internal), 2 * integral(reservation),
-                2 * integral(external)},
-               t_end, {live.at_last(run), internal.at_last(run), reservation.at_last(run), external.at_last(run)},
-               run_max(footprint, run), run_max(live, run));
+  kv_.hold_run(
+      run.t, KvSample::from(run.start0),
+      {2 * integral(live), 2 * integral(internal), 2 * integral(reservation),
+       2 * integral(external)},
+      t_end,
+      {live.at_last(run), internal.at_last(run), reservation.at_last(run), external.at_last(run)},
+      run_max(footprint, run), run_max(live, run));
   // on_batch and on_fast_forward_iteration, k times.
   batch_size_.add(run.seqs, k);
   batch_tokens_.add(run.seqs, k);
-  iteration_time_.add_sorted(k, [&run](int64_t j) { return run.duration_of(j); }, d_sum);
+  iteration_time_.add_sorted(
+      k, [&run](int64_t j) { return run.duration_of(j); }, d_sum);
   busy_ns_ += static_cast<SimTime>(d_sum);
   flops_ += run.flops;
   summary_.iterations += k;
@@ -196,14 +203,17 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
   int64_t total = 0;
   for (int64_t n : s.outcomes) total += n;
   if (stopped) s.in_flight_at_stop = s.requests_total - total;
-  KVSIM_CHECK(stopped || total == s.requests_total, "policy {}: {} outcomes for {} requests", policy_, total,
-              s.requests_total);
+  KVSIM_CHECK(stopped || total == s.requests_total, "policy {}: {} outcomes for {} requests",
+              policy_, total, s.requests_total);
   const int64_t served = s.outcomes[outcome_index(Outcome::kCompleted)] +
                          s.outcomes[outcome_index(Outcome::kCompletedTruncated)];
-  s.availability = s.requests_total ? static_cast<double>(served) / static_cast<double>(s.requests_total) : 1.0;
-  const SimTime span = s.requests_total > 0 ? std::max<SimTime>(0, last_outcome_ - first_arrival_) : 0;
+  s.availability =
+      s.requests_total ? static_cast<double>(served) / static_cast<double>(s.requests_total) : 1.0;
+  const SimTime span =
+      s.requests_total > 0 ? std::max<SimTime>(0, last_outcome_ - first_arrival_) : 0;
   s.duration_s = sim_to_seconds(span);
-  s.goodput_tokens_per_s = span > 0 ? static_cast<double>(s.output_tokens_served) / s.duration_s : 0;
+  s.goodput_tokens_per_s =
+      span > 0 ? static_cast<double>(s.output_tokens_served) / s.duration_s : 0;
   s.ttft = ttft_.stats();
   s.tpot = tpot_.stats();
   s.e2e = e2e_.stats();
@@ -239,9 +249,9 @@ PolicySummary Recorder::finish(SimTime end, bool stopped) {
         interval > 0 ? static_cast<double>(held_byte_ns / (pool * interval)) : 0;
   }
   if (s.slo) {
-    s.slo_attainment = s.requests_total ? static_cast<double>(s.slo_met) /
-                                              static_cast<double>(s.requests_total)
-                                        : 1.0;
+    s.slo_attainment = s.requests_total
+                           ? static_cast<double>(s.slo_met) / static_cast<double>(s.requests_total)
+                           : 1.0;
     s.slo_goodput_requests_per_s = span > 0 ? static_cast<double>(s.slo_met) / s.duration_s : 0;
     s.slo_goodput_tokens_per_s = span > 0 ? static_cast<double>(slo_tokens_) / s.duration_s : 0;
   }

@@ -10,16 +10,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
+#include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
-#include "models/memory/gpu_memory_pool.h"
-#include "core/atomic_file.h"
 #include "sim/metrics/decode_run.h"
 #include "sim/metrics/distribution.h"
 #include "sim/metrics/in_order_rows.h"
 #include "sim/metrics/latency_stats.h"
-#include "sim/metrics/spec_decode_stats.h"
+#include "sim/metrics/offload_stats.h"
 #include "sim/metrics/slo.h"
+#include "sim/metrics/spec_decode_stats.h"
 #include "sim/request/request_state.h"
 
 namespace kvsim {
@@ -56,8 +57,8 @@ struct BatchSummary {
   Histogram batch_size_hist, batch_tokens_hist, iteration_s_hist;
   double busy_s = 0;
   double busy_share = 0;
-  double flops = 0;            // per GPU, summed over iterations
-  double peak_flops_per_s = 0; // per GPU
+  double flops = 0;             // per GPU, summed over iterations
+  double peak_flops_per_s = 0;  // per GPU
   double mfu = 0;
 };
 
@@ -65,7 +66,7 @@ struct BatchSummary {
 struct ReplicaSummary {
   std::string label;  // "<group>-<index>", the requests.csv and timeseries.csv `replica` cell
   std::string group;
-  int index = 0;      // within its group
+  int index = 0;  // within its group
   std::string gpu;
   std::string role = "mixed";  // mixed, prefill or decode (docs/cluster.md)
   int64_t requests_total = 0;
@@ -111,20 +112,20 @@ struct PolicySummary {
   int64_t oom_events = 0;
   int64_t restarts = 0;
   int64_t preemptions = 0;
-  int64_t iterations = 0;             // forward passes (benchmarks' rate; not in the result files)
+  int64_t iterations = 0;  // forward passes (benchmarks' rate; not in the result files)
   int64_t fast_forward_iterations = 0;  // of them, run in closed form (not in the result files)
   int64_t quiet_iterations = 0;  // of those, recorded in runs (Recorder::on_decode_run; ditto)
   int64_t tokens_dropped = 0;
   int64_t output_tokens_served = 0;
-  double duration_s = 0;              // first arrival to last outcome (0 with no request)
-  double goodput_tokens_per_s = 0;    // output tokens of completed requests / duration
-  LatencyStats ttft, tpot, e2e;       // seconds, completed requests only
+  double duration_s = 0;            // first arrival to last outcome (0 with no request)
+  double goodput_tokens_per_s = 0;  // output tokens of completed requests / duration
+  LatencyStats ttft, tpot, e2e;     // seconds, completed requests only
   // vLLM /metrics' TPOT as a whole-run figure (Recorder::report_tpot_metrics): the sum of
   // every served request's inter-token gaps (first token to last) over all their output
   // tokens, first tokens included; unset unless asked for.
   std::optional<double> tpot_metrics_s;
-  int64_t peak_driver_used_bytes = 0; // capacity - driver free: what nvidia-smi would show
-  KvWasteSummary kv;                  // time-weighted fragmentation
+  int64_t peak_driver_used_bytes = 0;  // capacity - driver free: what nvidia-smi would show
+  KvWasteSummary kv;                   // time-weighted fragmentation
 
   // Memory peaks (docs/metrics.md). The snapshot is one instant, the first at which in-use
   // bytes (capacity - free - kv_free - allocator_cache) were highest: its categories sum to
@@ -143,24 +144,26 @@ struct PolicySummary {
 
   // SLO figures; all unset when the policy has no SLO (no `slo:` anywhere).
   std::optional<SloBounds> slo;
-  int64_t slo_met = 0;                  // `completed` requests within every bound
-  double slo_attainment = 0;            // slo_met / requests_total (1 with no request)
+  int64_t slo_met = 0;                    // `completed` requests within every bound
+  double slo_attainment = 0;              // slo_met / requests_total (1 with no request)
   double slo_goodput_requests_per_s = 0;  // slo_met / duration_s
   double slo_goodput_tokens_per_s = 0;    // their output tokens / duration_s
 
   // Prefix caching (vLLM's PrefixCacheStats), counted when a request never preempted is admitted.
-  bool prefix_caching = false;        // the policy's store has enable_prefix_caching
-  int64_t prefix_hit_blocks = 0;      // cached blocks shared instead of computed
-  int64_t prefix_hit_tokens = 0;      // their tokens
-  int64_t prefix_query_tokens = 0;    // tokens looked up (each admitted request's prompt)
-  double prefix_hit_rate = 0;         // hit / query tokens (0 with no query)
+  bool prefix_caching = false;      // the policy's store has enable_prefix_caching
+  int64_t prefix_hit_blocks = 0;    // cached blocks shared instead of computed
+  int64_t prefix_hit_tokens = 0;    // their tokens
+  int64_t prefix_query_tokens = 0;  // tokens looked up (each admitted request's prompt)
+  double prefix_hit_rate = 0;       // hit / query tokens (0 with no query)
 
   // Speculative decoding (the engine's speculative_config); nullopt without it.
   std::optional<SpecDecodeStats> speculative;
+  // KV offloading (the engine's kv_offloading); nullopt without it.
+  std::optional<OffloadStats> kv_offloading;
 
   std::optional<GpuLayoutSummary> gpu_layout;  // set by the scenario runner (see above)
   int gpus = 1;  // every GPU the policy runs on: each replica's TP x PP, summed (manifest.json)
-  std::optional<ClusterSummary> cluster;       // cluster runs only (docs/cluster.md)
+  std::optional<ClusterSummary> cluster;  // cluster runs only (docs/cluster.md)
 
   // A latency metric past LatencySamples' exact limit: percentiles from the
   // sketch (summary.json says so; absent when exact, so small runs keep their bytes).
@@ -262,10 +265,18 @@ class Recorder {
         .num_speculative_tokens = num_speculative_tokens,
         .accepted_per_position = std::vector<int64_t>(static_cast<size_t>(num_speculative_tokens))};
   }
-  void on_draft(int64_t drafted, int64_t accepted) { summary_.speculative->add_draft(drafted, accepted); }
+  void on_draft(int64_t drafted, int64_t accepted) {
+    summary_.speculative->add_draft(drafted, accepted);
+  }
   void on_decode_tokens(int64_t tokens) {
     ++summary_.speculative->decode_steps;
     summary_.speculative->decode_tokens += tokens;
+  }
+  // KV offloading: the summary's figures, filled in by the replica's connector as it runs.
+  OffloadStats& on_kv_offloading() { return summary_.kv_offloading.emplace(); }
+  void on_offload_lookup(int64_t query_tokens, int64_t hit_tokens) {
+    summary_.kv_offloading->query_tokens += query_tokens;
+    summary_.kv_offloading->hit_tokens += hit_tokens;
   }
   void on_prefix_lookup(int64_t query_tokens, int64_t hit_tokens, int64_t hit_blocks) {
     summary_.prefix_query_tokens += query_tokens;
@@ -307,15 +318,15 @@ class Recorder {
   std::string replica_;          // report_to()
   PolicySummary summary_;
   LatencySamples ttft_, tpot_, e2e_;
-  LatencySamples kv_transfer_;  // on_kv_transfer()
+  LatencySamples kv_transfer_;       // on_kv_transfer()
   LatencySamples kv_transfer_wait_;  // on_kv_transfer_wait()
   KvWasteAccumulator kv_;
   SimTime first_arrival_ = 0;
   SimTime last_outcome_ = 0;
   AtomicFile* request_file_ = nullptr;
   AtomicFile* timeseries_file_ = nullptr;
-  std::string line_;         // room for one streamed row (reused; its size is not the row's)
-  InOrderRows rows_;         // requests.csv in id order
+  std::string line_;  // room for one streamed row (reused; its size is not the row's)
+  InOrderRows rows_;  // requests.csv in id order
   // KV held for requests (live + waste) over time, for the occupancy mean.
   SimTime held_since_ = 0;
   int64_t held_bytes_ = 0;
@@ -331,13 +342,14 @@ class Recorder {
   int64_t peak_held_bytes_ = 0;
   int64_t slo_tokens_ = 0;
   bool report_tpot_metrics_ = false;
-  SimTime served_gaps_ns_ = 0;  // served requests' first-to-last-token spans, summed  // output tokens of the requests that met the SLO
-  Int128 held_byte_ns_ = 0;  // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)
+  SimTime served_gaps_ns_ = 0;  // served requests' first-to-last-token spans, summed  // output
+                                // tokens of the requests that met the SLO
+  Int128 held_byte_ns_ = 0;     // ∫ held dt, exact (1e11 B x 1e13 ns overflows int64)
   // Batch metrics and the latency breakdown's sums.
   CountDistribution batch_size_, batch_tokens_;
   LogDistribution iteration_time_;
   SimTime busy_ns_ = 0;
-  Int128 flops_ = 0;  // fixed point (DecodeStepFixed::kFlopsShift)
+  Int128 flops_ = 0;                       // fixed point (DecodeStepFixed::kFlopsShift)
   std::array<SimTime, 5> breakdown_ns_{};  // guard_queue, engine_wait, prefill, decode, preempted
   void finish_batch_and_breakdown(PolicySummary& s) const;
   // on_outcome's requests.csv row (recorder_rows.cc): `served` with its TPOT `per` (none for a

@@ -20,8 +20,10 @@ std::string Recorder::timeseries_header(bool replica) {
   for (int c = 0; c < kMemCategoryCount; ++c) {
     h += fmt::format(",{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
   }
-  return h + ",torch_allocated_bytes,torch_reserved_bytes,driver_free_bytes,guard_queue,waiting,"
-             "running" + (replica ? ",replica\n" : "\n");
+  return h +
+         ",torch_allocated_bytes,torch_reserved_bytes,driver_free_bytes,guard_queue,waiting,"
+         "running" +
+         (replica ? ",replica\n" : "\n");
 }
 
 void Recorder::write_request_row(const RequestState& r, bool served, std::optional<double> per,
@@ -39,7 +41,8 @@ void Recorder::write_request_row(const RequestState& r, bool served, std::option
   p = write_int(p, r.spec.id);
   *p++ = ',';
   p = write_seconds_6(p, r.spec.arrival);
-  for (const int64_t v : {r.spec.prompt_tokens, r.prompt_tokens, r.spec.output_tokens, r.generated}) {
+  for (const int64_t v :
+       {r.spec.prompt_tokens, r.prompt_tokens, r.spec.output_tokens, r.generated}) {
     *p++ = ',';
     p = write_int(p, v);
   }

@@ -1,7 +1,7 @@
-// Cell formatting for requests.csv (and timeseries.csv) rows, the one per-request cost every run pays: a million
-// requests means millions of integer and fixed-point cells. Each function writes a cell's text at
-// `p`, exactly as fmt would format it, and returns the end; the caller provides room for
-// kMaxCellChars (digits straight into the row, without fmt's per-call buffer appends).
+// Cell formatting for requests.csv (and timeseries.csv) rows, the one per-request cost every run
+// pays: a million requests means millions of integer and fixed-point cells. Each function writes a
+// cell's text at `p`, exactly as fmt would format it, and returns the end; the caller provides room
+// for kMaxCellChars (digits straight into the row, without fmt's per-call buffer appends).
 #pragma once
 
 #include <cstddef>

@@ -17,8 +17,8 @@ struct SpecDecodeStats {
   int64_t draft_tokens = 0;     // num_draft_tokens (fewer than k where the token budget cut one)
   int64_t accepted_tokens = 0;  // num_accepted_tokens
   std::vector<int64_t> accepted_per_position;  // num_accepted_tokens_per_pos
-  int64_t decode_steps = 0;     // decodes run (one sequence, one step), with drafts or not
-  int64_t decode_tokens = 0;    // output tokens they gained (after max_tokens cut a step short)
+  int64_t decode_steps = 0;   // decodes run (one sequence, one step), with drafts or not
+  int64_t decode_tokens = 0;  // output tokens they gained (after max_tokens cut a step short)
 
   void add_draft(int64_t drafted, int64_t accepted) {
     ++drafts;
@@ -30,7 +30,8 @@ struct SpecDecodeStats {
     drafts += o.drafts;
     draft_tokens += o.draft_tokens;
     accepted_tokens += o.accepted_tokens;
-    for (size_t i = 0; i < accepted_per_position.size() && i < o.accepted_per_position.size(); ++i) {
+    for (size_t i = 0; i < accepted_per_position.size() && i < o.accepted_per_position.size();
+         ++i) {
       accepted_per_position[i] += o.accepted_per_position[i];
     }
     decode_steps += o.decode_steps;
@@ -56,9 +57,8 @@ struct SpecDecodeStats {
   }
   // Output tokens a decode gained per step.
   double tokens_per_decode_step() const {
-    return decode_steps > 0
-               ? static_cast<double>(decode_tokens) / static_cast<double>(decode_steps)
-               : 0;
+    return decode_steps > 0 ? static_cast<double>(decode_tokens) / static_cast<double>(decode_steps)
+                            : 0;
   }
 };
 

@@ -76,19 +76,56 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
     if (!p.cluster) continue;
     for (const ReplicaSummary& r : p.cluster->replicas) {
       auto n = [&](Outcome o) { return std::to_string(r.outcomes[outcome_index(o)]); };
-      t.add_row({p.name, r.label, r.gpu, std::to_string(r.requests_total),
-                 n(Outcome::kCompleted), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
-                 std::to_string(r.oom_events), std::to_string(r.restarts),
-                 fmt::format("{:.3f}", r.ttft.p99), fmt::format("{:.3f}", r.e2e.p99),
+      t.add_row({p.name, r.label, r.gpu, std::to_string(r.requests_total), n(Outcome::kCompleted),
+                 n(Outcome::kLostOom), n(Outcome::kFailedUnavailable), std::to_string(r.oom_events),
+                 std::to_string(r.restarts), fmt::format("{:.3f}", r.ttft.p99),
+                 fmt::format("{:.3f}", r.e2e.p99),
                  fmt::format("{:.2f}", static_cast<double>(r.peak_driver_used_bytes) / (1 << 30)),
                  fmt::format("{:.1f}%", 100 * r.kv_pool_peak_occupancy),
-                 std::to_string(r.batch.iterations), fmt::format("{:.1f}%", 100 * r.batch.busy_share),
+                 std::to_string(r.batch.iterations),
+                 fmt::format("{:.1f}%", 100 * r.batch.busy_share),
                  fmt::format("{:.1f}%", 100 * r.batch.mfu)});
     }
   }
   std::string out(1, '\n');  // (not "\n" + ...: a GCC 12 -Wrestrict false positive)
   out += t.render();
   return out;
+}
+
+// A policy's kv_offloading figures (docs/metrics.md), the CPU tier's under "cpu".
+nlohmann::ordered_json offload_json(const OffloadStats& k) {
+  return {{"backend", k.backend},
+          {"cpu",
+           {{"block_tokens", k.block_tokens},
+            {"block_bytes", k.block_bytes},
+            {"capacity_blocks", k.capacity_blocks},
+            {"query_tokens", k.query_tokens},
+            {"hit_tokens", k.hit_tokens},
+            {"hit_rate", k.hit_rate()},
+            {"loads", k.loads},
+            {"loaded_blocks", k.loaded_blocks},
+            {"loaded_bytes", k.loaded_bytes()},
+            {"stored_blocks", k.stored_blocks},
+            {"stored_bytes", k.stored_bytes()},
+            {"evicted_blocks", k.evicted_blocks},
+            {"skipped_stores", k.skipped_stores},
+            {"peak_blocks", k.peak_blocks},
+            {"load_link_busy_s", k.load_busy_s},
+            {"store_link_busy_s", k.store_busy_s}}}};
+}
+
+// A policy's speculative decoding figures (docs/metrics.md).
+nlohmann::ordered_json speculative_json(const SpecDecodeStats& sd) {
+  return {{"method", sd.method},
+          {"num_speculative_tokens", sd.num_speculative_tokens},
+          {"drafts", sd.drafts},
+          {"draft_tokens", sd.draft_tokens},
+          {"accepted_tokens", sd.accepted_tokens},
+          {"mean_acceptance_length", sd.mean_acceptance_length()},
+          {"draft_acceptance_rate", sd.draft_acceptance_rate()},
+          {"acceptance_per_position", sd.acceptance_per_position()},
+          {"decode_steps", sd.decode_steps},
+          {"tokens_per_decode_step", sd.tokens_per_decode_step()}};
 }
 
 }  // namespace
@@ -102,7 +139,8 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
     if (!p.gpu.empty()) o["gpu"] = p.gpu;
     o["requests_total"] = p.requests_total;
     nlohmann::ordered_json outcomes;
-    for (Outcome oc : kFinalOutcomes) outcomes[std::string(outcome_name(oc))] = p.outcomes[outcome_index(oc)];
+    for (Outcome oc : kFinalOutcomes)
+      outcomes[std::string(outcome_name(oc))] = p.outcomes[outcome_index(oc)];
     o["outcomes"] = outcomes;
     o["availability"] = p.availability;
     o["oom_events"] = p.oom_events;
@@ -160,19 +198,9 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       o["prefix_query_tokens"] = p.prefix_query_tokens;
       o["prefix_hit_rate"] = p.prefix_hit_rate;
     }
-    if (p.speculative) {  // only for a policy with speculative_config
-      const SpecDecodeStats& sd = *p.speculative;
-      o["speculative_decoding"] = {{"method", sd.method},
-                                   {"num_speculative_tokens", sd.num_speculative_tokens},
-                                   {"drafts", sd.drafts},
-                                   {"draft_tokens", sd.draft_tokens},
-                                   {"accepted_tokens", sd.accepted_tokens},
-                                   {"mean_acceptance_length", sd.mean_acceptance_length()},
-                                   {"draft_acceptance_rate", sd.draft_acceptance_rate()},
-                                   {"acceptance_per_position", sd.acceptance_per_position()},
-                                   {"decode_steps", sd.decode_steps},
-                                   {"tokens_per_decode_step", sd.tokens_per_decode_step()}};
-    }
+    // Only for a policy with kv_offloading, or with speculative_config.
+    if (p.kv_offloading) o["kv_offloading"] = offload_json(*p.kv_offloading);
+    if (p.speculative) o["speculative_decoding"] = speculative_json(*p.speculative);
     o["batch"] = batch_json(p.batch);
     o["latency_breakdown_mean_s"] = breakdown_json(p.breakdown);
     if (p.gpu_layout) {  // parallelism / quantization: only where set, see recorder.h
@@ -193,7 +221,8 @@ nlohmann::ordered_json summary_json(const std::vector<PolicySummary>& policies) 
       nlohmann::ordered_json replicas = nlohmann::ordered_json::array();
       for (const ReplicaSummary& r : p.cluster->replicas) {
         nlohmann::ordered_json replica_outcomes;
-        for (Outcome oc : kFinalOutcomes) replica_outcomes[std::string(outcome_name(oc))] = r.outcomes[outcome_index(oc)];
+        for (Outcome oc : kFinalOutcomes)
+          replica_outcomes[std::string(outcome_name(oc))] = r.outcomes[outcome_index(oc)];
         replicas.push_back({{"replica", r.label},
                             {"group", r.group},
                             {"index", r.index},
@@ -230,7 +259,8 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
   std::string out = "policy,requests_total";
   for (Outcome oc : kFinalOutcomes) out += fmt::format(",{}", outcome_name(oc));
   out += ",availability,oom_events,restarts,preemptions,tokens_dropped,goodput_tokens_per_s";
-  for (const char* m : {"ttft", "tpot", "e2e"}) out += fmt::format(",{0}_p50_s,{0}_p90_s,{0}_p99_s", m);
+  for (const char* m : {"ttft", "tpot", "e2e"})
+    out += fmt::format(",{0}_p50_s,{0}_p90_s,{0}_p99_s", m);
   for (int c = 0; c < kMemCategoryCount; ++c) {
     out += fmt::format(",peak_{}_bytes", mem_category_name(static_cast<MemCategory>(c)));
   }
@@ -257,8 +287,8 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
       out += fmt::format(",{:.6f},{:.6f},{:.6f}", s->p50, s->p90, s->p99);
     }
     for (int64_t b : p.category_peaks_bytes) out += fmt::format(",{}", b);
-    out += fmt::format(",{:.6f},{:.6f},{:.6f},{:.6f}", p.kv.usage_efficiency, p.kv.internal_fraction,
-                       p.kv.reservation_fraction, p.kv.external_fraction);
+    out += fmt::format(",{:.6f},{:.6f},{:.6f},{:.6f}", p.kv.usage_efficiency,
+                       p.kv.internal_fraction, p.kv.reservation_fraction, p.kv.external_fraction);
     out += fmt::format(",{},{:.6f},{:.6f}", p.peak_in_use_bytes, p.kv_pool_peak_occupancy,
                        p.kv_pool_mean_occupancy);
     out += fmt::format(",{},{},{}", slo_cell(p, p.slo_attainment),
@@ -287,10 +317,10 @@ std::string summary_csv(const std::vector<PolicySummary>& policies) {
 }
 
 std::string summary_table(const std::vector<PolicySummary>& policies) {
-  std::vector<std::string> header = {"policy", "requests", "completed", "truncated", "rejected",
-                                     "too_long", "timed_out", "lost_oom", "unavail", "avail",
-                                     "OOMs", "preempt", "TTFT p99 (s)", "E2E p99 (s)",
-                                     "driver peak (GiB)", "KV peak", "KV mean", "SLO"};
+  std::vector<std::string> header = {
+      "policy",       "requests",    "completed",         "truncated", "rejected", "too_long",
+      "timed_out",    "lost_oom",    "unavail",           "avail",     "OOMs",     "preempt",
+      "TTFT p99 (s)", "E2E p99 (s)", "driver peak (GiB)", "KV peak",   "KV mean",  "SLO"};
   // A prefix-hit column only when some policy caches prefixes ("-" for the others).
   const bool prefix = std::any_of(policies.begin(), policies.end(),
                                   [](const PolicySummary& p) { return p.prefix_caching; });
@@ -304,11 +334,19 @@ std::string summary_table(const std::vector<PolicySummary>& policies) {
   for (const PolicySummary& p : policies) {
     auto n = [&](Outcome o) { return std::to_string(p.outcomes[outcome_index(o)]); };
     std::vector<std::string> row = {
-        p.name, std::to_string(p.requests_total), n(Outcome::kCompleted),
-        n(Outcome::kCompletedTruncated), n(Outcome::kRejected), n(Outcome::kRejectedTooLong),
-        n(Outcome::kTimedOut), n(Outcome::kLostOom), n(Outcome::kFailedUnavailable),
-        fmt::format("{:.1f}%", 100 * p.availability), std::to_string(p.oom_events),
-        std::to_string(p.preemptions), fmt::format("{:.3f}", p.ttft.p99),
+        p.name,
+        std::to_string(p.requests_total),
+        n(Outcome::kCompleted),
+        n(Outcome::kCompletedTruncated),
+        n(Outcome::kRejected),
+        n(Outcome::kRejectedTooLong),
+        n(Outcome::kTimedOut),
+        n(Outcome::kLostOom),
+        n(Outcome::kFailedUnavailable),
+        fmt::format("{:.1f}%", 100 * p.availability),
+        std::to_string(p.oom_events),
+        std::to_string(p.preemptions),
+        fmt::format("{:.3f}", p.ttft.p99),
         fmt::format("{:.3f}", p.e2e.p99),
         fmt::format("{:.2f}", static_cast<double>(p.peak_driver_used_bytes) / (1 << 30)),
         fmt::format("{:.1f}%", 100 * p.kv_pool_peak_occupancy),

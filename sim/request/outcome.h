@@ -18,8 +18,9 @@ enum class Outcome {
 };
 
 inline constexpr std::array<Outcome, 7> kFinalOutcomes = {
-    Outcome::kCompleted, Outcome::kCompletedTruncated, Outcome::kRejected,
-    Outcome::kRejectedTooLong, Outcome::kTimedOut, Outcome::kLostOom, Outcome::kFailedUnavailable};
+    Outcome::kCompleted,        Outcome::kCompletedTruncated, Outcome::kRejected,
+    Outcome::kRejectedTooLong,  Outcome::kTimedOut,           Outcome::kLostOom,
+    Outcome::kFailedUnavailable};
 
 constexpr std::string_view outcome_name(Outcome o) {
   switch (o) {

@@ -22,6 +22,9 @@ enum class Phase {
   // ends; on the decode replica, its KV is allocated and the transfer is under way.
   kHandingOff,
   kReceiving,
+  // KV offloading (engine.kv_offloading): its KV is allocated and its prefix is loading from the
+  // CPU tier (vLLM's WAITING_FOR_REMOTE_KVS); it is in no queue and is not scheduled meanwhile.
+  kLoading,
   kDone,
 };
 
@@ -35,12 +38,12 @@ struct AggregateLag {
 
 struct RequestState {
   RequestSpec spec;
-  int64_t prompt_tokens = 0;      // after any truncation
-  int64_t generated = 0;          // output tokens produced so far
-  int64_t prefilled = 0;          // tokens of the current (re)prefill whose KV is computed
-                                  // (starts at its prefix-cache hit)
-  int64_t prefill_target = 0;     // tokens the current (re)prefill covers: prompt + generated
-  int64_t swapped_tokens = 0;     // KV tokens held in host memory while swapped
+  int64_t prompt_tokens = 0;   // after any truncation
+  int64_t generated = 0;       // output tokens produced so far
+  int64_t prefilled = 0;       // tokens of the current (re)prefill whose KV is computed
+                               // (starts at its prefix-cache hit)
+  int64_t prefill_target = 0;  // tokens the current (re)prefill covers: prompt + generated
+  int64_t swapped_tokens = 0;  // KV tokens held in host memory while swapped
   Phase phase = Phase::kGuardQueue;
   Outcome outcome = Outcome::kNone;
   bool truncated = false;
@@ -56,7 +59,7 @@ struct RequestState {
   // num_speculative_tokens + 1 (65): 16 bits, in the padding after the flags above.
   int16_t spec_last_gain = 0;
   int16_t spec_last_drafts = 0;
-  int64_t tokens_dropped = 0;     // prompt tokens cut by guards
+  int64_t tokens_dropped = 0;  // prompt tokens cut by guards
   int preemptions = 0;
   // Speculative decoding: the draft tokens its decode in the planned step verifies (0: a plain
   // decode; set by RunQueues::grow_decodes, read at that step's end; at most 64).
@@ -78,9 +81,10 @@ struct RequestState {
   // guard queue, and the request's max_queue_time deadline, until its first scheduling. -1: none.
   SimTime guard_expires_at = -1;
   SimTime deadline_at = -1;
-  bool scheduled = false;           // admitted into the running batch at least once
-  std::optional<EventId> timeout;   // the pending timeout event, if any
-  SimTime timeout_at = -1;          // when it fires
+  bool scheduled = false;          // admitted into the running batch at least once
+  bool offload_loaded = false;     // its prefix was loaded from the CPU tier (kv_offloading)
+  std::optional<EventId> timeout;  // the pending timeout event, if any
+  SimTime timeout_at = -1;         // when it fires
   // The engine's view of the request's deferral window while decoding (DeferredGrowth, through
   // KvLedger): open while kv_tokens > 0; zeroed when the window is settled (before any other
   // store call about the request) and on a new allocation (admission, swap-in).
@@ -92,9 +96,10 @@ struct RequestState {
   // Order in the running batch: a number given each time it enters it (admission, swap-in,
   // transfer), increasing, so running order is run_seq order.
   int64_t run_seq = 0;
-  // The decode aggregate (sim/serving/fast_forward/lazy_decodes.h, fast-forward mode): while a member, its
-  // figures above are those at the end of step lazy_sync; -1: not a member (its figures are
-  // explicit). lazy_planned: grown in the plan in progress (its figures include that step's KV).
+  // The decode aggregate (sim/serving/fast_forward/lazy_decodes.h, fast-forward mode): while a
+  // member, its figures above are those at the end of step lazy_sync; -1: not a member (its figures
+  // are explicit). lazy_planned: grown in the plan in progress (its figures include that step's
+  // KV).
   int64_t lazy_sync = -1;
   bool lazy_planned = false;
   int32_t lazy_slot = -1;  // its slot in the aggregate's member table
@@ -116,7 +121,8 @@ struct RequestState {
         now - preempted_at;
     preempted_at = -1;
   }
-  // Running with its (re)prefill done: each iteration adds one token.
+  // Running with its (re)prefill done: each iteration adds its new tokens (one, or with
+  // speculative decoding one plus the drafts it accepts).
   bool decoding() const { return phase == Phase::kRunning && prefilled >= prefill_target; }
 };
 

@@ -13,8 +13,8 @@ void check_arg(const ArgRange& r, double value, ArgFront front) {
   const bool ok = std::isfinite(value) && value >= r.min && value <= r.max &&
                   (!r.integer || value == std::floor(value));
   if (ok) return;
-  throw InputError(fmt::format("{}: expected {}{} in [{}, {}], got {}", r.name(front), r.integer
-                                   ? "a whole number, " : "", r.what, r.min, r.max, value));
+  throw InputError(fmt::format("{}: expected {}{} in [{}, {}], got {}", r.name(front),
+                               r.integer ? "a whole number, " : "", r.what, r.min, r.max, value));
 }
 
 void check_run_options(const RunOptions& o, ArgFront front) {

@@ -23,28 +23,27 @@ struct ArgRange {
 };
 
 namespace args {
-inline constexpr ArgRange kSampleInterval{"--sample-interval", "sample_interval", 1e-6, 1e9, false,
-                                          "a timeseries period in seconds"};
-inline constexpr ArgRange kMaxWall{"--max-wall-s", "max_wall_s", 0, 1e12, false,
-                                   "wall-clock seconds (0: no limit)"};
-inline constexpr ArgRange kMaxSimTime{"--max-sim-time", "max_sim_time", 1e-9, 1e12, false,
+inline constexpr ArgRange kSampleInterval{
+    "--sample-interval", "sample_interval", 1e-6, 1e9, false, "a timeseries period in seconds"};
+inline constexpr ArgRange kMaxWall{
+    "--max-wall-s", "max_wall_s", 0, 1e12, false, "wall-clock seconds (0: no limit)"};
+inline constexpr ArgRange kMaxSimTime{"--max-sim-time",   "max_sim_time", 1e-9, 1e12, false,
                                       "simulated seconds"};
 inline constexpr ArgRange kTimelineTime{"--timeline-window", "timeline_window", 0, 1e15, false,
                                         "simulated seconds"};
 inline constexpr ArgRange kJobs{"--jobs", "jobs", 1, 4096, true, "a number of threads"};
-inline constexpr ArgRange kSeed{"--set seed", "seed", 0, 9007199254740992.0, true,
-                                "a random seed"};
+inline constexpr ArgRange kSeed{"--set seed", "seed", 0, 9007199254740992.0, true, "a random seed"};
 inline constexpr ArgRange kKvSeq{"--seq", "seq", 1, 1e12, true, "sequence lengths in tokens"};
 inline constexpr ArgRange kKvBatch{"--batch", "batch", 1, 1e8, true, "concurrent requests"};
-inline constexpr ArgRange kCapacityGb{"--capacity-gb", "capacity_gb", 0.001, 1e6, false,
-                                      "decimal GB"};
+inline constexpr ArgRange kCapacityGb{"--capacity-gb", "capacity_gb", 0.001, 1e6,
+                                      false,           "decimal GB"};
 inline constexpr ArgRange kWeightsGb{"--weights-gb", "weights_gb", 0, 1e6, false, "decimal GB"};
-inline constexpr ArgRange kLatencySeq{"--seq", "seq", 1, 4294967296.0, true,
-                                      "prompt lengths in tokens"};
-inline constexpr ArgRange kLatencyBatch{"--batch", "batch", 1, 1048576, true,
-                                        "concurrent requests"};
-inline constexpr ArgRange kBlockSize{"--block-size", "block_size", 0, 1048576, true,
-                                     "a block size in tokens (0: contiguous)"};
+inline constexpr ArgRange kLatencySeq{"--seq",      "seq", 1,
+                                      4294967296.0, true,  "prompt lengths in tokens"};
+inline constexpr ArgRange kLatencyBatch{"--batch", "batch", 1,
+                                        1048576,   true,    "concurrent requests"};
+inline constexpr ArgRange kBlockSize{
+    "--block-size", "block_size", 0, 1048576, true, "a block size in tokens (0: contiguous)"};
 inline constexpr ArgRange kTensorParallel{"--tp", "tp", 1, 1024, true, "a parallel degree"};
 inline constexpr ArgRange kPipelineParallel{"--pp", "pp", 1, 1024, true, "a parallel degree"};
 }  // namespace args

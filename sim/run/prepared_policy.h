@@ -37,7 +37,7 @@ struct PreparedPolicy {
   std::unique_ptr<Router> router;         // cluster runs only
   KvTransfer kv_transfer;                 // cluster runs only: the prefill-to-decode link
   std::string router_type;
-  std::vector<LockstepRanks> lockstep;     // cluster runs only: lockstep data-parallel groups
+  std::vector<LockstepRanks> lockstep;  // cluster runs only: lockstep data-parallel groups
   std::string model, gpu;  // the policy's own `model:` / `gpu:` names ("" when it has none)
   Workload workload;
   std::optional<SloBounds> slo;  // the scenario's `slo:` with the policy's on top

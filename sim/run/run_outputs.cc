@@ -10,7 +10,8 @@
 namespace kvsim {
 
 void write_run_outputs(const PreparedScenario& prepared, const RunResult& result,
-                       const RunOptions& o, AtomicFile& requests_file, AtomicFile& timeseries_file) {
+                       const RunOptions& o, AtomicFile& requests_file,
+                       AtomicFile& timeseries_file) {
   const std::filesystem::path dir = o.out_dir;
   const Scenario& s = prepared.scenario();
   nlohmann::ordered_json manifest;

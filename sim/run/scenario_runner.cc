@@ -60,11 +60,12 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
       if (r.spec.client < 0) return;
       // A client whose request failed on arrival (429, server down) backs off before retrying;
       // without it, zero think time would retry forever at one instant.
-      const SimTime resume = r.finished_at == r.spec.arrival ? events.now() + kClientRetryBackoff
-                                                             : events.now();
+      const SimTime resume =
+          r.finished_at == r.spec.arrival ? events.now() + kClientRetryBackoff : events.now();
       if (auto next = clients->next_after_completion(r.spec.client, resume)) {
         const RequestSpec spec = *next;
-        events.schedule_at(std::max(events.now(), spec.arrival), [&replica, spec] { replica.arrive(spec); });
+        events.schedule_at(std::max(events.now(), spec.arrival),
+                           [&replica, spec] { replica.arrive(spec); });
       }
     });
   }
@@ -84,12 +85,13 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
 // (both null) they are not produced.
 // `observe(i, label)` gives replica i's timeline track (null: no timeline): a single replica is
 // replica 0, a cluster's replicas are numbered in the order they are built and named by label.
-PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& o, AtomicFile* requests_file,
-                         AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
-                         const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe,
-                         std::chrono::steady_clock::time_point started) {
-  EventQueue events(EventQueue::Limits{.max_events = o.max_events,
-                                       .max_time = seconds_to_sim(o.max_sim_time_s)});
+PolicySummary run_policy(
+    PreparedPolicy& p, int policy_index, const RunOptions& o, AtomicFile* requests_file,
+    AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
+    const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe,
+    std::chrono::steady_clock::time_point started) {
+  EventQueue events(
+      EventQueue::Limits{.max_events = o.max_events, .max_time = seconds_to_sim(o.max_sim_time_s)});
   Recorder recorder(p.name);
   // The wall-clock hook: --max-wall-s and the progress line (never in outputs: they stay a pure
   // function of the scenario, bar the partial marks of a stopped run).
@@ -102,9 +104,9 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
       if (o.progress && now >= next_progress) {
         next_progress = now + std::chrono::seconds(1);
         const double wall = std::chrono::duration<double>(now - policy_started).count();
-        fmt::print(stderr, "\r{}\x1b[K", progress_line(p.name, sim_to_seconds(events.now()),
-                                                      recorder.outcomes_recorded(),
-                                                      o.progress_total, wall));
+        fmt::print(stderr, "\r{}\x1b[K",
+                   progress_line(p.name, sim_to_seconds(events.now()), recorder.outcomes_recorded(),
+                                 o.progress_total, wall));
         std::fflush(stderr);
       }
       return o.max_wall_s > 0 &&
@@ -116,7 +118,8 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
   recorder.report_tpot_metrics(p.replicas.front().engine.vllm_version.has_value());
   // The replicas' clocks (none without make_clock); they outlive the replicas' runs.
   std::vector<std::unique_ptr<IterationClock>> clocks;
-  auto clock_for = [&](int replica, const std::string& label, const GpuMemoryPool& pool) -> IterationClock* {
+  auto clock_for = [&](int replica, const std::string& label,
+                       const GpuMemoryPool& pool) -> IterationClock* {
     if (!o.make_clock) return nullptr;
     clocks.push_back(o.make_clock(ReplicaContext{.policy_index = policy_index,
                                                  .policy = p.name,
@@ -152,12 +155,12 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
       rec.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
       rec.set_peak_flops(r.latency->gpu().fp16_flops);
       rec.set_slo(p.slo);
-      Replica& member = cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
-                          std::move(r.guards), rec,
-                          kv_pool_capacity_bytes(*r.pool),
-                          r.id.role == "prefill"  ? ReplicaRole::kPrefill
-                          : r.id.role == "decode" ? ReplicaRole::kDecode
-                                                  : ReplicaRole::kMixed);
+      Replica& member =
+          cluster.add_replica(r.id.label, *r.pool, *r.latency, engine_for_run(r.engine, o),
+                              std::move(r.guards), rec, kv_pool_capacity_bytes(*r.pool),
+                              r.id.role == "prefill"  ? ReplicaRole::kPrefill
+                              : r.id.role == "decode" ? ReplicaRole::kDecode
+                                                      : ReplicaRole::kMixed);
       if (observe) member.set_observer(observe(static_cast<int>(ids.size()), r.id.label));
       member.set_clock(clock_for(static_cast<int>(ids.size()), r.id.label, *r.pool));
       ids.push_back(r.id);
@@ -190,9 +193,9 @@ PolicySummary run_policy(PreparedPolicy& p, int policy_index, const RunOptions& 
 std::string progress_line(const std::string& policy, double sim_s, int64_t done,
                           std::optional<int64_t> total, double wall_s) {
   const double rate = wall_s > 0 ? static_cast<double>(done) / wall_s : 0;
-  std::string line = fmt::format("kvsim: policy {}  t={:.1f} s simulated  {} requests done ({}/s)",
-                                 policy, sim_s, cli::with_commas(done),
-                                 cli::with_commas(std::llround(rate)));
+  std::string line =
+      fmt::format("kvsim: policy {}  t={:.1f} s simulated  {} requests done ({}/s)", policy, sim_s,
+                  cli::with_commas(done), cli::with_commas(std::llround(rate)));
   if (total && rate > 0) {
     const double eta = static_cast<double>(std::max<int64_t>(0, *total - done)) / rate;
     line += fmt::format("  ETA {:.0f} s", eta);
@@ -238,8 +241,8 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
         return o.observe(name, label);
       };
     }
-    result.policies.push_back(
-        run_policy(*policy, static_cast<int>(i), o, requests_file.get(), timeseries_file.get(), result.trace, observe, started));
+    result.policies.push_back(run_policy(*policy, static_cast<int>(i), o, requests_file.get(),
+                                         timeseries_file.get(), result.trace, observe, started));
     policy.reset();  // frees its pool before the next policy runs
   }
   if (timeline) timeline->commit();

@@ -28,25 +28,26 @@ namespace kvsim {
 // The replica a clock is made for (RunOptions::make_clock): its policy, its place in it and its
 // memory pool (the model as the engine resolved it, the KV store and its size).
 struct ReplicaContext {
-  int policy_index = 0;       // in the scenario's `policies:` order
-  std::string policy;         // the policy's name
-  int replica = 0;            // 0 without a cluster; else in the order the replicas are built
-  std::string label;          // "" without a cluster; else the cluster's replica label
+  int policy_index = 0;  // in the scenario's `policies:` order
+  std::string policy;    // the policy's name
+  int replica = 0;       // 0 without a cluster; else in the order the replicas are built
+  std::string label;     // "" without a cluster; else the cluster's replica label
   const GpuMemoryPool* pool = nullptr;
 };
 using ClockMaker = std::function<std::unique_ptr<IterationClock>(const ReplicaContext&)>;
 
 struct RunOptions {
-  std::string out_dir;                 // empty: write nothing
-  bool check_invariants = false;       // pool + bookkeeping checks after every iteration
+  std::string out_dir;            // empty: write nothing
+  bool check_invariants = false;  // pool + bookkeeping checks after every iteration
   // false: every policy steps one iteration per event whatever its engine.fast_forward says
   // (the outputs are the same; the scenario hash too, as the scenario is untouched).
   bool fast_forward = true;
   uint64_t max_events = 200'000'000;
   double max_sim_time_s = 30.0 * 24 * 3600;
-  double sample_interval_s = 1.0;      // timeseries period
+  double sample_interval_s = 1.0;  // timeseries period
   // Stop cleanly once the wall clock since simulate() began passes this (0: no
-  // limit): what finished is written, each policy marked partial (PolicySummary::in_flight_at_stop).
+  // limit): what finished is written, each policy marked partial
+  // (PolicySummary::in_flight_at_stop).
   double max_wall_s = 0;
   // A progress line on stderr about every second (the CLI sets it when stderr is a terminal);
   // `progress_total`: the requests a policy will issue, when known (gives the ETA).

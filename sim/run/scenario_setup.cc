@@ -48,7 +48,8 @@ void check_unique_name(const ConfigNode& policy, std::map<std::string, ConfigNod
   const ConfigNode name = policy.child("name");
   const std::string text = name.as<std::string>();
   if (auto it = seen.find(text); it != seen.end()) {
-    name.fail(fmt::format("duplicate policy name '{}' (first at line {})", text, it->second.line()));
+    name.fail(
+        fmt::format("duplicate policy name '{}' (first at line {})", text, it->second.line()));
   }
   seen.emplace(text, name);
 }
@@ -71,9 +72,10 @@ void resolve_draft_model(EngineConfig& engine, const ConfigNode& engine_node,
   const ConfigNode node = engine_node.child("speculative_config").child("model");
   ModelSpec draft = resolve_model(node, catalog);
   if (draft.vocab != target.vocab) {
-    node.fail(fmt::format("draft model {} has a vocabulary of {} tokens, the target {} has {}: "
-                          "vLLM verifies drafts against the target's tokens, so they must match",
-                          draft.name, draft.vocab, target.name, target.vocab));
+    node.fail(
+        fmt::format("draft model {} has a vocabulary of {} tokens, the target {} has {}: "
+                    "vLLM verifies drafts against the target's tokens, so they must match",
+                    draft.name, draft.vocab, target.name, target.vocab));
   }
   if (engine.pipeline_parallel > 1) {
     node.fail("a draft model under pipeline_parallel > 1 is not modelled");
@@ -98,11 +100,14 @@ void check_mtp_layers(const EngineConfig& engine, const ConfigNode& engine_node,
       target.mtp_layers > 0) {
     return;
   }
-  engine_node.child("speculative_config").child("method").fail(fmt::format(
-      "method mtp drafts with the model's own multi-token-prediction layers and {} has none "
-      "(mtp_layers 0; a config.json gives them as num_nextn_predict_layers, DeepSeek-V3 has 1): "
-      "vLLM has no MTP module to load; use eagle, eagle3, ngram or draft_model",
-      target.name));
+  engine_node.child("speculative_config")
+      .child("method")
+      .fail(fmt::format(
+          "method mtp drafts with the model's own multi-token-prediction layers and {} has none "
+          "(mtp_layers 0; a config.json gives them as num_nextn_predict_layers, DeepSeek-V3 has "
+          "1): "
+          "vLLM has no MTP module to load; use eagle, eagle3, ngram or draft_model",
+          target.name));
 }
 
 // vLLM refuses to start when its paged pool cannot hold one request of max_model_len
@@ -183,18 +188,20 @@ std::unique_ptr<GpuMemoryPool> make_replica_pool(const ModelSpec& model, const G
     }
     if (engine.speculative && engine.speculative->draft_model) {
       // A target that fits alone but not beside its draft model: the error at the draft model.
-      engine_node.child("speculative_config").child("model").fail(
-          fmt::format("with draft model {} beside {}: {}", engine.speculative->draft_model->name,
-                      model.name, why));
+      engine_node.child("speculative_config")
+          .child("model")
+          .fail(fmt::format("with draft model {} beside {}: {}",
+                            engine.speculative->draft_model->name, model.name, why));
     }
     if (engine_node.peek("kv")) throw;
     // No engine.kv: the pool is vLLM's default, sized by gpu_memory_utilization 0.9, which has
     // no place in the file; the error names the engine (or the policy) and the key to set.
     if (why.find("gpu_memory_utilization") == std::string::npos) engine_node.fail(why);
-    engine_node.fail(fmt::format("{} (the default kv: {{type: paged, gpu_memory_utilization: "
-                                 "0.9}}; set engine.kv.gpu_memory_utilization or "
-                                 "engine.kv.num_blocks)",
-                                 why));
+    engine_node.fail(
+        fmt::format("{} (the default kv: {{type: paged, gpu_memory_utilization: "
+                    "0.9}}; set engine.kv.gpu_memory_utilization or "
+                    "engine.kv.num_blocks)",
+                    why));
   }
 }
 
@@ -239,21 +246,22 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   check_one_request_fits(*p->pool, kv_node, engine_node, engine);
   if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {
     const ModelSpec& share = p->pool->model();
-    p->gpu_layout = GpuLayoutSummary{
-        .gpus = parallelism.gpus(),
-        .tensor_parallel = parallelism.tensor,
-        .pipeline_parallel = parallelism.pipeline,
-        .weights_dtype = std::string(dtype_name(model.weight_dtype)),
-        .kv_cache_dtype = std::string(dtype_name(model.kv_dtype)),
-        .weights_bytes_per_gpu = share.weights_bytes(),
-        .kv_bytes_per_token_per_gpu = share.kv_bytes_per_token(),
-        .kv_pool_tokens_per_gpu = pool_tokens_per_gpu(*p->pool, kv_node, engine)};
+    p->gpu_layout =
+        GpuLayoutSummary{.gpus = parallelism.gpus(),
+                         .tensor_parallel = parallelism.tensor,
+                         .pipeline_parallel = parallelism.pipeline,
+                         .weights_dtype = std::string(dtype_name(model.weight_dtype)),
+                         .kv_cache_dtype = std::string(dtype_name(model.kv_dtype)),
+                         .weights_bytes_per_gpu = share.weights_bytes(),
+                         .kv_bytes_per_token_per_gpu = share.kv_bytes_per_token(),
+                         .kv_pool_tokens_per_gpu = pool_tokens_per_gpu(*p->pool, kv_node, engine)};
   }
   engine_node.reject_unknown_keys();
   if (engine.attention_kernel && !engine.profile_path.empty()) {
     engine_node.child("attention_kernel")
-        .fail("attention_kernel picks the built-in profile's flash efficiency; with engine.profile "
-              "the profile file decides (write one with kvsim-validate profile --attention-kernel)");
+        .fail(
+            "attention_kernel picks the built-in profile's flash efficiency; with engine.profile "
+            "the profile file decides (write one with kvsim-validate profile --attention-kernel)");
   }
   Profile profile;
   if (engine.profile_path.empty()) {
@@ -267,14 +275,15 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
   }
   p->latency = std::make_unique<LatencyModel>(model, gpu, profile, engine.attention, parallelism);
   p->latency->set_collective_settings(collective_settings(engine));
-  p->guards = make_guards(
-      policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")), model,
-      kv_node.get<std::string>("type"));
+  p->guards =
+      make_guards(policy.optional_child("guards").value_or(ConfigNode::parse_string("[]", "none")),
+                  model, kv_node.get<std::string>("type"));
   return r;
 }
 
 // Every key a policy accepts (the unknown-key error lists them).
-const std::vector<std::string> kPolicyKeys = {"name", "engine", "guards", "slo", "cluster", "model", "gpu"};
+const std::vector<std::string> kPolicyKeys = {"name",    "engine", "guards", "slo",
+                                              "cluster", "model",  "gpu"};
 
 std::unique_ptr<PreparedPolicy> prepare_policy(const Scenario& s, const ConfigNode& policy) {
   auto p = std::make_unique<PreparedPolicy>();

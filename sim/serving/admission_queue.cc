@@ -124,7 +124,8 @@ void AdmissionQueue::arm_timeout(RequestState& r) {
     RequestState& q = it->second;
     q.timeout.reset();
     q.timeout_at = -1;
-    const bool waiting = q.phase == Phase::kGuardQueue || (q.phase == Phase::kWaiting && !q.scheduled);
+    const bool waiting =
+        q.phase == Phase::kGuardQueue || (q.phase == Phase::kWaiting && !q.scheduled);
     if (!waiting) return;
     hooks_.finish(id, Outcome::kTimedOut);
     hooks_.timed_out();

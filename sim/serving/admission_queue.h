@@ -36,9 +36,9 @@ namespace kvsim {
 class AdmissionQueue {
  public:
   struct Hooks {
-    std::function<void(RequestState& r)> admitted;           // passed every guard
+    std::function<void(RequestState& r)> admitted;            // passed every guard
     std::function<void(int64_t id, Outcome outcome)> finish;  // rejected, or timed out
-    std::function<void()> timed_out;  // after a timeout ended a request: the queue may move
+    std::function<void()> timed_out;    // after a timeout ended a request: the queue may move
     std::function<int64_t()> inflight;  // admitted and not finished (for the guards)
     // For the replica's observer (may be empty): `r` arrived behind the queue (kQueuedBehind) or
     // passed every guard (kAdmitted); a guard decided other than admit (a queue decision only
@@ -49,7 +49,8 @@ class AdmissionQueue {
   };
   // Collaborators are borrowed; they must outlive the queue. `requests` holds every request in
   // flight (timeouts look their request up there).
-  AdmissionQueue(EventQueue& events, GpuMemoryPool& pool, std::vector<std::unique_ptr<Guard>> guards,
+  AdmissionQueue(EventQueue& events, GpuMemoryPool& pool,
+                 std::vector<std::unique_ptr<Guard>> guards,
                  std::unordered_map<int64_t, RequestState>& requests, Hooks hooks);
 
   // A request arrived (phase kGuardQueue). Checked by the guards at once when the queue is

@@ -29,6 +29,10 @@ class ContinuousScheduler final : public Scheduler {
     return queues.prefills_blocked(limits, decoding, walk_frees);
   }
   bool plans_ahead() const override { return true; }
+  bool runs_speculation() const override { return true; }
+  bool caps_long_prefills() const override { return true; }
+  // V0's scheduler with chunked prefill on runs the same budgeted, decode-first step.
+  bool in_vllm_v0() const override { return true; }
 };
 
 }  // namespace

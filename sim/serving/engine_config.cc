@@ -16,27 +16,52 @@ namespace {
 
 // A V0 engine (vllm_version below 0.8): no AsyncScheduler, and async output processing, which
 // vLLM turns off with speculative decoding (ModelConfig.verify_async_output_proc).
-void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async) {
+void check_v0_engine(EngineConfig& c, const ConfigNode& e, std::optional<bool> async,
+                     const Scheduler& scheduler) {
   const std::string& v = c.vllm_version->text;
   if (async && *async) {
-    e.peek("async_scheduling")->fail(fmt::format(
-        "vLLM {} is a V0 engine, which has no async scheduling (V1's AsyncScheduler); set "
-        "async_scheduling: false or leave it unset",
-        v));
+    e.peek("async_scheduling")
+        ->fail(fmt::format(
+            "vLLM {} is a V0 engine, which has no async scheduling (V1's AsyncScheduler); set "
+            "async_scheduling: false or leave it unset",
+            v));
   }
   c.async_scheduling = false;
   if (c.speculative) {
-    e.peek("speculative_config")->fail(fmt::format(
-        "vLLM {} runs speculative decoding without async output processing; that V0 host path "
-        "is not modelled",
-        v));
+    e.peek("speculative_config")
+        ->fail(fmt::format(
+            "vLLM {} runs speculative decoding without async output processing; that V0 host path "
+            "is not modelled",
+            v));
   }
-  if (c.scheduler != "continuous" && c.scheduler != "vllm_v0") {
-    e.peek("scheduler")->fail(fmt::format(
-        "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
-        "continuous (chunked prefill on), not '{}'",
-        v, c.scheduler));
+  if (!scheduler.in_vllm_v0()) {
+    e.peek("scheduler")
+        ->fail(fmt::format(
+            "vLLM {} schedules with its V0 Scheduler: scheduler: vllm_v0 (chunked prefill off) or "
+            "continuous (chunked prefill on), not '{}'",
+            v, c.scheduler));
   }
+}
+
+// The scheduler the engine names, into c.scheduler; the other keys ask it what it supports
+// (runs_speculation, caps_long_prefills, plans_ahead, in_vllm_v0), never its name.
+std::unique_ptr<Scheduler> chosen_scheduler(const ConfigNode& e, EngineConfig& c) {
+  const auto& entry = scheduler_registry().choose(e, "scheduler", "continuous");
+  c.scheduler = entry.name;
+  return entry.make();
+}
+
+// limit_mm_per_prompt: whether it turns images off ({image: 0}).
+bool images_off(const ConfigNode& e) {
+  const std::optional<ConfigNode> mm = e.optional_child("limit_mm_per_prompt");
+  if (!mm || mm->is_null()) return false;
+  if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
+  mm->allow({"image", "video", "audio"});
+  const bool off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
+  mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
+  mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
+  mm->reject_unknown_keys();
+  return off;
 }
 
 }  // namespace
@@ -45,7 +70,7 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   EngineConfig c;
   if (e.is_null()) return c;
   if (!e.is_map()) e.fail_expected("an engine section (a map)");
-  c.scheduler = scheduler_registry().choose(e, "scheduler", "continuous").name;
+  const std::unique_ptr<Scheduler> scheduler = chosen_scheduler(e, c);
   c.max_num_seqs = e.get<int64_t>("max_num_seqs", c.max_num_seqs, {.min = 1, .max = 1e7});
   c.max_num_batched_tokens =
       e.get<int64_t>("max_num_batched_tokens", c.max_num_batched_tokens, {.min = 1, .max = 1e9});
@@ -54,10 +79,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.fast_forward = e.get<bool>("fast_forward", true);
   c.long_prefill_token_threshold =
       e.get<int64_t>("long_prefill_token_threshold", 0, {.min = 0, .max = 1e9});
-  if (c.long_prefill_token_threshold > 0 && !(c.chunked_prefill && c.scheduler == "continuous")) {
+  if (c.long_prefill_token_threshold > 0 &&
+      !(c.chunked_prefill && scheduler->caps_long_prefills())) {
     e.peek("long_prefill_token_threshold")
-        ->fail("long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
-               "continuous with chunked_prefill: true");
+        ->fail(
+            "long_prefill_token_threshold caps a prefill's chunk: it needs scheduler: "
+            "continuous with chunked_prefill: true");
   }
   // vLLM resolves an unset async_scheduling to on for its V1 engine; the V0-style schedulers
   // (static, vllm_v0) plan after each step ends and refuse it.
@@ -65,32 +92,37 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.vllm_version = parse_vllm_version(e);
   c.host_path = host_path_of(c.vllm_version);
   c.speculative = parse_speculative_config(e);
+  c.kv_offloading = parse_kv_offloading(e);
   if (c.speculative) {
     const ConfigNode spec = *e.peek("speculative_config");
-    if (c.scheduler != "continuous") {
-      spec.fail(fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
-                            "needs scheduler: continuous, not '{}'",
-                            c.scheduler));
+    if (!scheduler->runs_speculation()) {
+      spec.fail(
+          fmt::format("speculative decoding is modelled as vLLM V1's scheduler runs it: it "
+                      "needs scheduler: continuous, not '{}'",
+                      c.scheduler));
     }
   }
   if (c.host_path == HostPath::kV0AsyncOutput) {
-    check_v0_engine(c, e, async);
-  } else if (c.scheduler == "continuous") {
+    check_v0_engine(c, e, async, *scheduler);
+  } else if (scheduler->plans_ahead()) {
     // With speculation vLLM resolves an unset value by the method (async_by_default).
     c.async_scheduling = async.value_or(!c.speculative || c.speculative->async_by_default());
     if (async && *async && c.speculative && !c.speculative->async_allowed()) {
-      e.peek("async_scheduling")->fail(fmt::format(
-          "vLLM runs speculative decoding with async scheduling only for EAGLE-style methods "
-          "and draft_model, not method {}; set async_scheduling: false or leave it unset",
-          c.speculative->method_name));
+      e.peek("async_scheduling")
+          ->fail(fmt::format(
+              "vLLM runs speculative decoding with async scheduling only for EAGLE-style methods "
+              "and draft_model, not method {}; set async_scheduling: false or leave it unset",
+              c.speculative->method_name));
     }
   } else {
     if (async && *async) {
-      e.peek("async_scheduling")->fail(fmt::format(
-          "async_scheduling is vLLM V1's AsyncScheduler, which the '{}' scheduler does not have "
-          "(it plans each step after the one before has ended); use scheduler: continuous or "
-          "set async_scheduling: false",
-          c.scheduler));
+      e.peek("async_scheduling")
+          ->fail(fmt::format(
+              "async_scheduling is vLLM V1's AsyncScheduler, which the '{}' scheduler does not "
+              "have "
+              "(it plans each step after the one before has ended); use scheduler: continuous or "
+              "set async_scheduling: false",
+              c.scheduler));
     }
     c.async_scheduling = false;
   }
@@ -102,11 +134,12 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   }
   c.batch_size = e.get<int64_t>("batch_size", c.batch_size, {.min = 1, .max = 1e6});
   using Policy = EngineConfig::SchedulingPolicy;
-  c.scheduling_policy = e.get_enum<Policy>("scheduling_policy",
-                                           {{"fcfs", Policy::kFcfs},
-                                            {"priority", Policy::kPriority},
-                                            {"shortest_prompt_first", Policy::kShortestPromptFirst}},
-                                           Policy::kFcfs);
+  c.scheduling_policy =
+      e.get_enum<Policy>("scheduling_policy",
+                         {{"fcfs", Policy::kFcfs},
+                          {"priority", Policy::kPriority},
+                          {"shortest_prompt_first", Policy::kShortestPromptFirst}},
+                         Policy::kFcfs);
   using Preemption = EngineConfig::Preemption;
   c.preemption = e.get_enum<Preemption>("preemption",
                                         {{"recompute", Preemption::kRecompute},
@@ -144,14 +177,15 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   c.enforce_eager = e.get<bool>("enforce_eager", false);
   // "auto" (vLLM's default for --kv-cache-dtype) and an absent key keep the model's own type.
   if (c.host_path == HostPath::kV0AsyncOutput && c.pipeline_parallel > 1) {
-    e.peek("pipeline_parallel")->fail(fmt::format(
-        "vLLM {} turns async output processing off with pipeline parallelism "
-        "(ModelConfig.verify_async_output_proc); that V0 host path is not modelled",
-        c.vllm_version->text));
+    e.peek("pipeline_parallel")
+        ->fail(
+            fmt::format("vLLM {} turns async output processing off with pipeline parallelism "
+                        "(ModelConfig.verify_async_output_proc); that V0 host path is not modelled",
+                        c.vllm_version->text));
   }
   if (e.optional_child("weights_dtype")) {
-    const std::string w = e.get_enum("weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4",
-                                                       "mxfp4", "nvfp4"});
+    const std::string w = e.get_enum(
+        "weights_dtype", {"auto", "fp16", "bf16", "fp8", "int8", "int4", "mxfp4", "nvfp4"});
     if (w != "auto") c.weights_dtype = parse_dtype(w);
   }
   if (e.optional_child("kv_cache_dtype")) {
@@ -167,19 +201,13 @@ EngineConfig parse_engine_config(const ConfigNode& e) {
   if (auto st = e.optional_child("step_time"); st && !st->is_null()) {
     c.step_time = parse_fixed_step_time(*st);
   }
-  if (auto mm = e.optional_child("limit_mm_per_prompt"); mm && !mm->is_null()) {
-    if (!mm->is_map()) mm->fail_expected("a map of modality to items per prompt, e.g. {image: 0}");
-    mm->allow({"image", "video", "audio"});
-    c.images_off = mm->get<int64_t>("image", 1, {.min = 0, .max = 1e6}) == 0;
-    mm->get<int64_t>("video", 0, {.min = 0, .max = 1e6});
-    mm->get<int64_t>("audio", 0, {.min = 0, .max = 1e6});
-    mm->reject_unknown_keys();
-  }
+  c.images_off = images_off(e);
   e.allow({"kv"});  // read by the memory pool
   return c;
 }
 
 void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec& model) {
+  if (c.kv_offloading) check_kv_offloading_model(e, model);
   const std::optional<ConfigNode> len_node = e.is_map() ? e.peek("max_model_len") : std::nullopt;
   if (c.max_model_len == 0) {
     c.max_model_len = model.max_position;
@@ -192,9 +220,8 @@ void resolve_model_limits(EngineConfig& c, const ConfigNode& e, const ModelSpec&
   }
   // A scheduler without the chunked_prefill key (static) prefills whole prompts whatever it says.
   const auto* entry = scheduler_registry().find(c.scheduler);
-  const bool can_chunk =
-      entry != nullptr && std::find(entry->keys.begin(), entry->keys.end(), "chunked_prefill") !=
-                              entry->keys.end();
+  const bool can_chunk = entry != nullptr && std::find(entry->keys.begin(), entry->keys.end(),
+                                                       "chunked_prefill") != entry->keys.end();
   if (c.chunked_prefill && can_chunk) return;
   const std::optional<ConfigNode> batched_node =
       e.is_map() ? e.peek("max_num_batched_tokens") : std::nullopt;

@@ -5,13 +5,14 @@
 #include <optional>
 #include <string>
 
+#include "core/sim_time.h"
 #include "models/dtype.h"
 #include "models/latency/collectives.h"
 #include "models/latency/fixed_step_time.h"
 #include "models/latency/profile.h"
 #include "models/memory/activation.h"
-#include "core/sim_time.h"
 #include "sim/serving/host_path.h"
+#include "sim/serving/offload/kv_offloading_config.h"
 #include "sim/serving/speculative_config.h"
 
 namespace kvsim {
@@ -85,6 +86,10 @@ struct EngineConfig {
   // speculative.h, docs/models.md "Speculative decoding"); nullopt: none. Only the continuous
   // scheduler; the fast-forward is off with it.
   std::optional<SpeculativeConfig> speculative;
+  // KV offloading to CPU memory (`kv_offloading:`, vLLM's --kv-offloading-backend and
+  // --kv-offloading-size; sim/serving/offload/, docs/memory.md "The memory hierarchy"); nullopt:
+  // none. It turns the fast-forward off (loads end at their own events).
+  std::optional<KvOffloadingConfig> kv_offloading;
   // How collectives run (models/latency/collectives.h, docs/latency.md "Collectives"): GPU
   // peer-to-peer (`p2p: auto|on|off`; auto: the catalog GPU's `p2p`), vLLM's
   // --disable-custom-all-reduce and --enforce-eager (here: every all-reduce timed eager).

@@ -32,8 +32,8 @@ struct VllmVersion {
 };
 
 enum class HostPath {
-  kV1FrontEnd,      // output processing in the front-end process (the default)
-  kV0AsyncOutput,   // V0 LLMEngine, step N's outputs processed during step N+1's forward
+  kV1FrontEnd,     // output processing in the front-end process (the default)
+  kV0AsyncOutput,  // V0 LLMEngine, step N's outputs processed during step N+1's forward
 };
 
 // Reads `vllm_version` ("MAJOR.MINOR" or "MAJOR.MINOR.PATCH", a pre-release suffix after '-',

@@ -27,11 +27,11 @@ struct ClockSeq {
 };
 
 struct ClockBatch {
-  std::vector<ClockSeq> prefill;  // in the plan's order
-  std::vector<ClockSeq> decode;   // in the plan's order
-  double start_s = 0;             // simulated time the iteration starts at, seconds
-  const BatchShape* shape = nullptr;      // what the latency model was given
-  const IterationCost* modeled = nullptr; // the latency model's cost of this iteration
+  std::vector<ClockSeq> prefill;           // in the plan's order
+  std::vector<ClockSeq> decode;            // in the plan's order
+  double start_s = 0;                      // simulated time the iteration starts at, seconds
+  const BatchShape* shape = nullptr;       // what the latency model was given
+  const IterationCost* modeled = nullptr;  // the latency model's cost of this iteration
 };
 
 class IterationClock {

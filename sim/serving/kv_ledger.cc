@@ -23,7 +23,7 @@ void KvLedger::report() {
 }
 
 void KvLedger::settle(RequestState& r) {
-  report();  // the store's totals first, so any snapshot it takes is whole
+  report();                      // the store's totals first, so any snapshot it takes is whole
   if (r.kv_tokens == 0) return;  // no window open
   deferral_->settle(r.spec.id, r.kv_deferred);
   KVSIM_CHECK(pool_.kv().tokens(r.spec.id) == r.kv_tokens,

@@ -1,8 +1,10 @@
-// KvLedger: the engine's side of a request's KV. Every KV call the engine makes about a request
-// goes through it, so the deferred-growth ordering rule (DeferredGrowth in kv_capabilities.h: a
-// request's deferral window is settled, after the store has been told the deferred sum, before
-// any other call about it) holds by construction rather than by each call site's care; the store
-// KVSIM_CHECKs it.
+// KvLedger: the engine's side of a request's KV once it holds some. Every call that grows,
+// settles or releases a request's KV goes through it, so the deferred-growth ordering rule
+// (DeferredGrowth in kv_capabilities.h: a request's deferral window is settled, after the store
+// has been told the deferred sum, before any other call about it) holds by construction rather
+// than by each call site's care; the store KVSIM_CHECKs it. The two calls that give a request its
+// first KV (admitting a waiting request, swapping a preempted one back in) are RunQueues' own, on
+// the pool: a fresh allocation has no window, so the rule holds for them as well.
 //
 // The decode fast path: a decoding request whose next token stays inside its open window costs
 // no store call; the ledger counts it in RequestState (kv_tokens, kv_room, kv_deferred) and in

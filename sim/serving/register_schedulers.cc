@@ -5,12 +5,12 @@
 namespace kvsim {
 
 void register_schedulers(Registry<SchedulerFactory>& registry) {
-  registry.add({.name = "continuous",
-                .description = "iteration-level batching; chunked_prefill splits prompts",
-                .keys = {"max_num_seqs", "max_num_batched_tokens", "chunked_prefill",
-                         "scheduler_reserve_full_isl", "async_scheduling",
-                         "long_prefill_token_threshold"},
-                .make = make_continuous_scheduler});
+  registry.add(
+      {.name = "continuous",
+       .description = "iteration-level batching; chunked_prefill splits prompts",
+       .keys = {"max_num_seqs", "max_num_batched_tokens", "chunked_prefill",
+                "scheduler_reserve_full_isl", "async_scheduling", "long_prefill_token_threshold"},
+       .make = make_continuous_scheduler});
   registry.add({.name = "static",
                 .description = "fixed batches of batch_size requests, run until all finish",
                 .keys = {"batch_size", "max_num_batched_tokens"},

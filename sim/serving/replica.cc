@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
 #include "sim/serving/fast_forward/fast_forward.h"
+#include "sim/serving/offload/offload_connector.h"
 
 namespace kvsim {
 
@@ -82,18 +83,15 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                       },
                   .inflight = [this] { return inflight(); },
                   .observe = [this](const RequestState& r, RequestEventKind k) { observe(k, r); },
-                  .guard_decided =
-                      [this](const RequestState& r, std::string_view guard, const Decision& d) {
-                        observe_guard(r, guard, d);
-                      }}) {
+                  .guard_decided = [this](const RequestState& r, std::string_view guard,
+                                          const Decision& d) { observe_guard(r, guard, d); }}) {
   KVSIM_CHECK(scheduler_ != nullptr, "a replica needs a scheduler");
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
   queues_.set_async(async_);
   v0_output_ = config_.host_path == HostPath::kV0AsyncOutput;
   fast_forward_ok_ = config_.fast_forward &&
                      // The V0 host path stamps each step's tokens in the next step.
-                     !v0_output_ &&
-                     scheduler_->closed_form_periods() &&
+                     !v0_output_ && scheduler_->closed_form_periods() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
                      // Under priority a walk may end before some decodes (RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.
@@ -103,25 +101,29 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      // Speculative decoding's steps gain 1 + accepted tokens each, which the
                      // closed-form stretches do not model: it steps every iteration.
                      !config_.speculative;
-  if (config_.speculative) {
-    spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
-    queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
-    recorder_.on_speculative(config_.speculative->method_name,
-                             config_.speculative->num_speculative_tokens);
-  }
+  if (config_.kv_offloading) set_up_offload();
+  if (config_.speculative) set_up_speculative();
   update_fast_forward();
   recorder_.on_state(events_.now(), pool_.snapshot());  // weights and workspace from the start
 }
 
 Replica::~Replica() = default;
 
+void Replica::set_up_speculative() {
+  spec_ = std::make_unique<Speculator>(*config_.speculative, latency_);
+  queues_.set_decode_gain([this](RequestState& r) { return spec_->tokens_gained(r, recorder_); });
+  recorder_.on_speculative(config_.speculative->method_name,
+                           config_.speculative->num_speculative_tokens);
+}
+
 void Replica::update_fast_forward() {
-  const bool on = fast_forward_ok_ && !check_ &&
-                  (observer_ == nullptr || !observer_->needs_every_iteration());
+  const bool on =
+      fast_forward_ok_ && !check_ && (observer_ == nullptr || !observer_->needs_every_iteration());
   if (on == (fast_forward_ != nullptr)) return;
   fast_forward_.reset();
   if (on) {
-    fast_forward_ = std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
+    fast_forward_ =
+        std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
   } else {
     queues_.set_decodes(nullptr);  // stepping's
   }
@@ -139,12 +141,14 @@ void Replica::arrive(const RequestSpec& spec) {
   }
   // The server refuses at once what asks for more than max_model_len tokens in all (vLLM's
   // OpenAI server answers HTTP 400), before any guard sees it.
-  if (config_.max_model_len > 0 && spec.prompt_tokens + spec.output_tokens > config_.max_model_len) {
+  if (config_.max_model_len > 0 &&
+      spec.prompt_tokens + spec.output_tokens > config_.max_model_len) {
     finish_request(spec.id, Outcome::kRejectedTooLong);
     return;
   }
   // The request's own deadline, else the engine's; it runs from the arrival.
-  const std::optional<SimTime> wait = spec.max_queue_time ? spec.max_queue_time : config_.max_queue_time;
+  const std::optional<SimTime> wait =
+      spec.max_queue_time ? spec.max_queue_time : config_.max_queue_time;
   if (wait) r.deadline_at = events_.now() + *wait;
   if (admission_.arrive(r)) kick();
 }
@@ -238,7 +242,8 @@ void Replica::kick() {
 void Replica::oom(int64_t culprit, const AllocResult& why) {
   recorder_.on_oom();
   pool_.release_activations();
-  engine_log()->info("t={:.6f}s OOM on req={}: {}", sim_to_seconds(events_.now()), culprit, why.message());
+  engine_log()->info("t={:.6f}s OOM on req={}: {}", sim_to_seconds(events_.now()), culprit,
+                     why.message());
   if (config_.on_oom == EngineConfig::OnOom::kAbortRequest) {
     notify(ReplicaEvent::kOomAbort, culprit);
     if (requests_.count(culprit)) finish_request(culprit, Outcome::kLostOom);
@@ -279,7 +284,7 @@ void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
   auto f = requests_.find(id);
   KVSIM_CHECK(f != requests_.end(), "finishing unknown request {}", id);
   RequestState& r = f->second;
-  queues_.leave_decodes(r);  // its figures written out before anything reads them
+  queues_.leave_decodes(r);             // its figures written out before anything reads them
   if (r.phase == Phase::kHandingOff) {  // a crash: its outcome is recorded, its KV is lost
     ledger_.release_if_held(r);
     queues_.remove(r);
@@ -298,6 +303,7 @@ void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
     return;
   }
   ledger_.release_if_held(r);
+  if (offload_) offload_->request_finished(id);
   admission_.on_finish(r);
   queues_.remove(r);
   r.phase = Phase::kDone;
@@ -316,7 +322,10 @@ void Replica::finish_request(int64_t id, Outcome outcome, SimTime at) {
   on_finished_(done);
 }
 
-void Replica::sample() { sample_at(events_.now(), pool_.snapshot()); }
+void Replica::sample() {
+  if (check_ && offload_) offload_->check();  // every sample: stored - evicted = occupancy
+  sample_at(events_.now(), pool_.snapshot());
+}
 
 void Replica::sample_at(SimTime t, const MemorySnapshot& s) {
   recorder_.on_sample(t, s, admission_.size(), queues_.waiting_size(), queues_.running_size());
@@ -355,6 +364,7 @@ void Replica::check() const {
               "request bookkeeping: {} in flight vs {} guard-queued + {} admitted",
               requests_.size(), admission_.size(), queues_.size());
   queues_.check();
+  if (offload_) offload_->check();
 }
 
 }  // namespace kvsim

@@ -4,7 +4,8 @@
 //   AdmissionQueue  guards at admission, their queue and its timeouts
 //   Scheduler       what each iteration runs (continuous or static batching), from BatchLimits
 //   RunQueues       waiting/running/swapped requests, the plan steps, preemption and swap
-//   KvLedger        every KV call about a request, with the deferred decode growth protocol
+//   KvLedger        every growth, settlement and release of a request's KV, with the deferred
+//                   decode growth protocol (first allocations are RunQueues' own)
 //   FastForward     the decode-only periods in closed form (sim/serving/fast_forward/), in
 //                   fast-forward mode: entered at one seam, update_fast_forward
 // One forward pass is one event; its duration comes from the latency model, or from an
@@ -26,11 +27,11 @@
 #include "sim/guards/guard.h"
 #include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
+#include "sim/request/request_state.h"
 #include "sim/serving/admission_queue.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/iteration_clock.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/request/request_state.h"
 #include "sim/serving/run_queues.h"
 #include "sim/serving/scheduler.h"
 #include "sim/serving/speculative.h"
@@ -38,7 +39,8 @@
 
 namespace kvsim {
 
-class FastForward;  // sim/serving/fast_forward/fast_forward.h
+class FastForward;       // sim/serving/fast_forward/fast_forward.h
+class OffloadConnector;  // sim/serving/offload/offload_connector.h
 
 class Replica {
  public:
@@ -48,11 +50,11 @@ class Replica {
 
   // Collaborators are borrowed; they must outlive the replica. The scheduler is the one
   // config.scheduler names in scheduler_registry().
-  Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
-          EngineConfig config, std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder);
+  Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency, EngineConfig config,
+          std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder);
   // The same with a given scheduler (tests wrap the registered ones).
-  Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency,
-          EngineConfig config, std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder,
+  Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency, EngineConfig config,
+          std::vector<std::unique_ptr<Guard>> guards, Recorder& recorder,
           std::unique_ptr<Scheduler> scheduler);
   ~Replica();
 
@@ -79,7 +81,9 @@ class Replica {
   };
   void set_transfer_hooks(TransferHooks hooks) { transfer_hooks_ = std::move(hooks); }
   // Called with every request that reaches its outcome (closed-loop clients hook in here).
-  void set_on_finished(std::function<void(const RequestState&)> fn) { on_finished_ = std::move(fn); }
+  void set_on_finished(std::function<void(const RequestState&)> fn) {
+    on_finished_ = std::move(fn);
+  }
   // Checking mode: pool and bookkeeping invariants after every iteration and admission.
   void set_check_invariants(bool on) {
     check_ = on;
@@ -213,7 +217,8 @@ class Replica {
       } else if (async_) {
         hold_finishing(id);  // they finish after the next plan
       } else {
-        finish_request(id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
+        finish_request(
+            id, requests_.at(id).truncated ? Outcome::kCompletedTruncated : Outcome::kCompleted);
       }
     }
   }
@@ -284,7 +289,7 @@ class Replica {
   StepGate* gate_ = nullptr;
   SimTime prepared_duration_ = 0;  // prepare_iteration's duration and FLOPs
   Int128 prepared_flops_ = 0;
-  ClockBatch clock_batch_;  // reused: its vectors keep their capacity
+  ClockBatch clock_batch_;       // reused: its vectors keep their capacity
   SimTime iteration_start_ = 0;  // when in_flight_ started
 
   // In flight, by id. Walks over it sort the ids first, so outcomes keep a fixed order. Its
@@ -300,13 +305,22 @@ class Replica {
   IterationPlan in_flight_;
   std::vector<BatchChunk> chunk_scratch_;
   BatchShape shape_scratch_;  // start_iteration's, reused: its vectors keep their capacity
+  // KV offloading (config_.kv_offloading; replica_offload.cc), else nullptr: the connector, set
+  // up with its hooks into the queues (the fast-forward goes off: loads and stores end at their
+  // own events); a request's load ended (it waits again, or it ended).
+  std::unique_ptr<OffloadConnector> offload_;
+  void set_up_offload();
+  void offload_loaded(int64_t id);
+  // The launched step's prefill chunks are planned as stores (build_connector_meta).
+  void plan_offload_stores(const IterationPlan& it);
+  void set_up_speculative();          // config_.speculative: spec_ and its decode gain
   std::unique_ptr<Speculator> spec_;  // speculative decoding (config_.speculative); else nullptr
   // Fast-forward: allowed by the config, the scheduler and the store (paged with deferred
   // growth); on (fast_forward_) unless something reads every request at every step.
   bool fast_forward_ok_ = false;
   std::unique_ptr<FastForward> fast_forward_;
   PeriodicEvent* sampler_ = nullptr;
-  std::vector<int64_t> done_scratch_;  // end_iteration's completions
+  std::vector<int64_t> done_scratch_;         // end_iteration's completions
   std::vector<int64_t> decode_done_scratch_;  // the decodes' share of them
   // Async scheduling (engine.async_scheduling with a scheduler that plans_ahead()): the next plan
   // is the one made when the iteration that just ended started (plan_after_end_: its start is

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "models/memory/kv_capabilities.h"
 #include "sim/serving/fast_forward/fast_forward.h"
+#include "sim/serving/offload/offload_connector.h"
 #include "sim/serving/replica.h"
 
 namespace kvsim {
@@ -35,7 +36,16 @@ bool Replica::plan(bool* nothing) {
       *nothing = true;
       return false;
     }
-    if (!queues_.has_running() && !queues_.has_swapped()) return false;  // idle, or waiting
+    if (!queues_.has_running() && !queues_.has_swapped()) {
+      // The step preempted every running request (the last one itself) and so admitted nothing;
+      // vLLM's engine loop steps on while requests wait, and its next schedule() takes the
+      // waiting queue again. Otherwise the replica is idle, or waits for an arrival.
+      if (it.preempted > 0 && queues_.waiting_size() > 0) {
+        it.clear();
+        continue;
+      }
+      return false;
+    }
     // Nothing can run although requests hold memory: they wait on each other. Swapped requests
     // come back as recomputes; otherwise the scheduling policy's victim (the newest running
     // request under fcfs) yields its memory (preemption) or, with preemption off, the server is
@@ -83,8 +93,9 @@ bool Replica::prepare_iteration() {
   for (size_t i = 0; i < it.prefill_ids.size(); ++i) {
     const RequestState& r = requests_.at(it.prefill_ids[i]);
     const int64_t chunk = it.prefill_chunks[i];
-    shape.prefill.push_back(
-        {.tokens = chunk, .context_tokens = r.prefilled, .emits_token = r.prefilled + chunk >= r.prefill_target});
+    shape.prefill.push_back({.tokens = chunk,
+                             .context_tokens = r.prefilled,
+                             .emits_token = r.prefilled + chunk >= r.prefill_target});
     chunks.push_back({.query_tokens = chunk, .context_tokens = r.prefilled + chunk});
   }
   // Decode sequences enter the latency and activation models through their count and context
@@ -107,7 +118,8 @@ bool Replica::prepare_iteration() {
       }
     }
     int64_t sum = 0;
-    for (const RequestState* r : it.decode) sum += pool_.model().attended_tokens(r->context_tokens());
+    for (const RequestState* r : it.decode)
+      sum += pool_.model().attended_tokens(r->context_tokens());
     KVSIM_CHECK(sum == it.decode_context, "decode context {} != tracked {}", sum,
                 it.decode_context);
   }
@@ -125,8 +137,8 @@ bool Replica::prepare_iteration() {
   // (Nothing below changes the pool or the recorder before record_start.)
   SimTime duration = 0;
   Int128 flops = 0;
-  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr && it.extra_seconds == 0 &&
-      !spec_) {
+  if (shape.prefill.empty() && shape.decode_seqs > 0 && clock_ == nullptr &&
+      it.extra_seconds == 0 && !spec_) {
     // A decode-only step: the latency model's exact integer form, which the fast-forward's
     // stretches also use (sim/serving/fast_forward/stretch.cc).
     const DecodeStepFixed f = decode_step_fixed(shape.decode_seqs, shape.block_tokens);
@@ -142,8 +154,9 @@ bool Replica::prepare_iteration() {
     if (config_.step_time && clock_ == nullptr) {
       int64_t tokens = it.decode_seqs + it.spec_tokens + it.finished_tokens();
       for (const int64_t c : it.prefill_chunks) tokens += c;
-      const int64_t seqs = static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) +
-                           it.decode_seqs;
+      const int64_t seqs =
+          static_cast<int64_t>(it.prefill_ids.size() + it.finished_in_flight.size()) +
+          it.decode_seqs;
       duration = config_.step_time->duration(tokens, seqs) + seconds_to_sim(it.extra_seconds);
     }
     flops = flops_to_fixed(cost.flops);
@@ -166,6 +179,7 @@ void Replica::launch_iteration(SimTime duration) {
     tokens += it.spec_tokens + it.finished_tokens();
   }
   record_start(events_.now(), pool_.snapshot(), seqs, tokens, duration, prepared_flops_);
+  if (offload_) plan_offload_stores(it);
   hand_over(planning_, duration);
 }
 
@@ -229,8 +243,10 @@ double Replica::clock_seconds(const IterationPlan& it, const BatchShape& shape,
                         .emits_token = true});
   }
   for (const IterationPlan::Finished& f : it.finished_in_flight) {
-    b.decode.push_back(
-        {.request_id = f.id, .kv_before = f.kv_before, .new_tokens = f.tokens, .emits_token = true});
+    b.decode.push_back({.request_id = f.id,
+                        .kv_before = f.kv_before,
+                        .new_tokens = f.tokens,
+                        .emits_token = true});
   }
   b.start_s = sim_to_seconds(events_.now());
   b.shape = &shape;
@@ -244,6 +260,7 @@ void Replica::end_iteration() {
   const IterationPlan& it = in_flight_;
   busy_ = false;
   close_iteration(false);
+  if (offload_) offload_->forward_ended();
   const SimTime now = events_.now();
   if (v0_output_) v0_release_processed();  // the step before's, processed during this one
   std::vector<int64_t>& done = done_scratch_;
@@ -277,7 +294,8 @@ void Replica::end_iteration() {
   if (v0_output_) v0_seqs_ = static_cast<int64_t>(it.prefill_ids.size()) + it.decode_seqs;
   plan_after_end_ = async_;
   recorder_.on_state(now, pool_.snapshot());
-  if (observer_) observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
+  if (observer_)
+    observer_->on_iteration(iteration_shape(it, iteration_start_, now), observed_state());
   if (fast_forward_ != nullptr) fast_forward_->run();
   kick();
 }

@@ -16,16 +16,11 @@ namespace {
 
 std::string_view guard_action_name(Decision::Action a) {
   switch (a) {
-    case Decision::Action::kAdmit:
-      return "admit";
-    case Decision::Action::kReject:
-      return "reject";
-    case Decision::Action::kRejectTooLong:
-      return "reject (too long)";
-    case Decision::Action::kTruncate:
-      return "truncate";
-    case Decision::Action::kQueue:
-      return "queue";
+    case Decision::Action::kAdmit: return "admit";
+    case Decision::Action::kReject: return "reject";
+    case Decision::Action::kRejectTooLong: return "reject (too long)";
+    case Decision::Action::kTruncate: return "truncate";
+    case Decision::Action::kQueue: return "queue";
   }
   return "?";
 }

@@ -40,7 +40,8 @@ SimTime Replica::v0_outputs_processed(SimTime duration) {
   v0_processed_at_ = events_.now() + processed;
   for (const int64_t id : v0_first_) {
     auto f = requests_.find(id);
-    if (f != requests_.end() && f->second.first_token_at < 0) f->second.first_token_at = v0_processed_at_;
+    if (f != requests_.end() && f->second.first_token_at < 0)
+      f->second.first_token_at = v0_processed_at_;
   }
   v0_first_.clear();
   v0_seqs_ = 0;

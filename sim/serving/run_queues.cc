@@ -41,8 +41,7 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
 
 void RunQueues::set_decodes(std::unique_ptr<DecodeSet> decodes) {
   KVSIM_CHECK(size() == 0, "the decoding set is switched with requests admitted");
-  decodes_ = decodes != nullptr ? std::move(decodes)
-                                : std::make_unique<StepDecodes>(*this);
+  decodes_ = decodes != nullptr ? std::move(decodes) : std::make_unique<StepDecodes>(*this);
 }
 
 const RequestState* RunQueues::last_decoding() const {
@@ -64,8 +63,8 @@ bool RunQueues::all_running_decode() const {
 
 bool RunQueues::before(const RequestState& a, const RequestState& b) const {
   const auto key = [this](const RequestState& r) {
-    const int64_t first = policy_ == EngineConfig::SchedulingPolicy::kPriority ? r.spec.priority
-                                                                               : r.prompt_tokens;
+    const int64_t first =
+        policy_ == EngineConfig::SchedulingPolicy::kPriority ? r.spec.priority : r.prompt_tokens;
     return std::tuple(first, r.spec.arrival, r.spec.id);
   };
   return key(a) < key(b);
@@ -73,13 +72,16 @@ bool RunQueues::before(const RequestState& a, const RequestState& b) const {
 
 void RunQueues::enqueue_waiting(int64_t id, bool front) {
   if (policy_ == EngineConfig::SchedulingPolicy::kFcfs) {
-    if (front) waiting_.push_front(id);
-    else waiting_.push_back(id);
+    if (front)
+      waiting_.push_front(id);
+    else
+      waiting_.push_back(id);
     return;
   }
   const RequestState& r = requests_.at(id);
-  const auto at = std::upper_bound(waiting_.begin(), waiting_.end(), id,
-                                   [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
+  const auto at =
+      std::upper_bound(waiting_.begin(), waiting_.end(), id,
+                       [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
   waiting_.insert(at, id);
 }
 
@@ -89,8 +91,9 @@ void RunQueues::enqueue_swapped(int64_t id) {
     return;
   }
   const RequestState& r = requests_.at(id);
-  const auto at = std::upper_bound(swapped_.begin(), swapped_.end(), id,
-                                   [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
+  const auto at =
+      std::upper_bound(swapped_.begin(), swapped_.end(), id,
+                       [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
   swapped_.insert(at, id);
 }
 
@@ -168,6 +171,7 @@ void RunQueues::remove(RequestState& r) {
       erase_from(swapped_, r.spec.id);
       break;
     case Phase::kReceiving: --receiving_; break;
+    case Phase::kLoading: --loading_; break;
     case Phase::kHandingOff: --handing_off_; break;
     case Phase::kGuardQueue:
     case Phase::kDone: break;
@@ -310,15 +314,17 @@ void RunQueues::uncache_in_flight(RequestState& r) {
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
   // Requests receiving their KV join the batch when their transfer ends: they count already.
-  while (!swapped_.empty() && static_cast<int64_t>(running_.size()) + receiving_ < limits.max_num_seqs) {
+  while (!swapped_.empty() &&
+         static_cast<int64_t>(running_.size()) + receiving_ < limits.max_num_seqs) {
     const int64_t id = swapped_.front();
     RequestState& r = requests_.at(id);
-    if (!pool_.allocate_kv(id, r.swapped_tokens, std::max(r.max_total_tokens(), r.swapped_tokens))) break;
+    if (!pool_.allocate_kv(id, r.swapped_tokens, std::max(r.max_total_tokens(), r.swapped_tokens)))
+      break;
     swapped_.pop_front();
     KvLedger::forget(r);
     r.prefill_target = r.swapped_tokens;
     r.prefilled = r.swapped_tokens;  // decoding at once
-    if (r.kv_transferred) {  // the decode side pulls: the KV crosses the link now
+    if (r.kv_transferred) {          // the decode side pulls: the KV crosses the link now
       r.kv_transferred = false;
       r.phase = Phase::kReceiving;
       ++receiving_;
@@ -349,12 +355,17 @@ void RunQueues::check() const {
   for (int64_t id : waiting_) {
     KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);
   }
-  int64_t receiving = 0, handing_off = 0;
+  int64_t receiving = 0, handing_off = 0, loading = 0;
   for (const auto& [id, r] : requests_) {
+    if (r.phase == Phase::kLoading) {
+      ++loading;
+      KVSIM_CHECK(pool_.kv().holds(id), "request {} holds no KV while its prefix loads", id);
+    }
     if (r.phase != Phase::kReceiving && r.phase != Phase::kHandingOff) continue;
     (r.phase == Phase::kReceiving ? receiving : handing_off) += 1;
     KVSIM_CHECK(pool_.kv().holds(id), "request {} holds no KV during its transfer", id);
   }
+  KVSIM_CHECK(loading == loading_, "{} requests loading vs counted {}", loading, loading_);
   KVSIM_CHECK(receiving == receiving_ && handing_off == handing_off_,
               "transfers: {} receiving, {} handing off vs counted {}, {}", receiving, handing_off,
               receiving_, handing_off_);

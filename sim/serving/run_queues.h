@@ -27,13 +27,13 @@
 #include <vector>
 
 #include "models/memory/gpu_memory_pool.h"
+#include "sim/guards/guard.h"
 #include "sim/metrics/observer.h"
 #include "sim/metrics/recorder.h"
-#include "sim/guards/guard.h"
+#include "sim/request/outcome.h"
+#include "sim/serving/decode_set.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
-#include "sim/serving/decode_set.h"
-#include "sim/request/outcome.h"
 #include "sim/serving/scheduler.h"
 
 namespace kvsim {
@@ -42,7 +42,7 @@ class RunQueues final : public PlanSteps {
  public:
   struct Hooks {
     std::function<void(int64_t culprit, const AllocResult& why)> oom;  // crash or abort
-    std::function<void(int64_t id, Outcome outcome)> finish;          // ends a request
+    std::function<void(int64_t id, Outcome outcome)> finish;           // ends a request
     // The guards' scheduler-side check before `tokens` of KV are allocated for the waiting
     // request `r` (AdmissionQueue::check_allocation); absent = always kOk.
     std::function<AllocFit(const RequestState& r, int64_t tokens)> check_allocation;
@@ -57,6 +57,11 @@ class RunQueues final : public PlanSteps {
     // A request's event for the replica's observer (kPreempted, kSwappedIn, kPrefillDone; may be
     // empty).
     std::function<void(const RequestState& r, RequestEventKind kind)> observe;
+    // KV offloading (may be empty; sim/serving/offload/offload_connector.h): the tokens past
+    // `cached` (the GPU prefix hit) that the CPU tier would load for the waiting request `r`
+    // whose sequence is `target` tokens; and the start of that load once its KV is allocated.
+    std::function<int64_t(const RequestState& r, int64_t cached, int64_t target)> offload_match;
+    std::function<void(RequestState& r, int64_t cached, int64_t hit)> offload_load;
   };
   // Collaborators are borrowed; they must outlive the queues. `requests` holds every request in
   // flight; the queues hold its elements by id or address.
@@ -85,7 +90,9 @@ class RunQueues final : public PlanSteps {
   void prefilled(RequestState& r, bool done);
   // The step `it` ran (end_iteration, before its prefills are counted): its decodes get their
   // token and the completed ones (in running order) are appended to `done`.
-  void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) { decodes_->commit(it, done); }
+  void commit_decodes(const IterationPlan& it, std::vector<int64_t>& done) {
+    decodes_->commit(it, done);
+  }
   // What a decode gains when its step ends (StepDecodes::commit): with speculative decoding, one
   // token and its accepted drafts (Speculator::tokens_gained); empty (the default): one token.
   // Only stepping's set reads it: the fast-forward is off with speculation.
@@ -102,6 +109,11 @@ class RunQueues final : public PlanSteps {
   // The last decoding request in running order (an OOM's culprit); nullptr when none.
   const RequestState* last_decoding() const;
 
+  // KV offloading: the hooks into the CPU tier's connector (Hooks::offload_match, offload_load).
+  void set_offload(decltype(Hooks::offload_match) match, decltype(Hooks::offload_load) load) {
+    hooks_.offload_match = std::move(match);
+    hooks_.offload_load = std::move(load);
+  }
   // A request passed the guards: it waits for its prefill.
   void admit(RequestState& r);
   // Disaggregated serving (docs/cluster.md). admit_transferred: a request whose KV is on a
@@ -115,12 +127,20 @@ class RunQueues final : public PlanSteps {
   void hand_off(RequestState& r);
   int64_t receiving() const { return receiving_; }
   int64_t handing_off() const { return handing_off_; }
+  // KV offloading: `r` (kLoading: its KV allocated, its prefix loading from the CPU tier) has
+  // its prefix. Its blocks go back to the GPU prefix cache, keyed, and it waits at the front of
+  // the waiting queue, where its admission finds them as prefix hits (vLLM's
+  // _update_waiting_for_remote_kv caches the loaded blocks and the request waits again).
+  void loaded(RequestState& r);
+  int64_t loading() const { return loading_; }
   // Takes a request out of whichever queue its phase names (it is finishing).
   void remove(RequestState& r);
   // Preempts `r` (running): its KV is freed, and it is swapped out or waits to recompute.
   void preempt(RequestState& r, IterationPlan& it);
   // Whether a KV shortage may be met by preempting (preallocated KV, preemption on).
-  bool can_preempt() const { return preallocated_ && preemption_ != EngineConfig::Preemption::kOff; }
+  bool can_preempt() const {
+    return preallocated_ && preemption_ != EngineConfig::Preemption::kOff;
+  }
   // The first swapped request (the oldest under fcfs) comes back as a recompute: waiting at the
   // front under fcfs, in its place by the policy's key otherwise.
   void unswap_oldest();
@@ -140,11 +160,15 @@ class RunQueues final : public PlanSteps {
 
   // Admission order. Elements of the requests map.
   const std::vector<RequestState*>& running() const { return running_; }
-  int64_t waiting_size() const { return static_cast<int64_t>(waiting_.size() + held_.size()); }
+  // (Loading requests are in vLLM's waiting queue, as WAITING_FOR_REMOTE_KVS.)
+  int64_t waiting_size() const {
+    return static_cast<int64_t>(waiting_.size() + held_.size()) + loading_;
+  }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
   int64_t size() const {
-    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() + swapped_.size()) +
-           receiving_ + handing_off_;
+    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() +
+                                swapped_.size()) +
+           receiving_ + handing_off_ + loading_;
   }
 
   // Async scheduling: a request admitted at `at` while the step it cannot join any more runs. It
@@ -192,6 +216,20 @@ class RunQueues final : public PlanSteps {
   int64_t swap_used_bytes_ = 0;
   int64_t receiving_ = 0;    // kReceiving requests (decode side)
   int64_t handing_off_ = 0;  // kHandingOff requests (prefill side)
+  int64_t loading_ = 0;      // kLoading requests (KV offloading)
+  // KV offloading: the waiting head `r` (GPU prefix hit `cached`, of `target` tokens) starts
+  // loading `hit` more from the CPU tier if its KV fits now. kStarted: it left the queue;
+  // kWait: no room yet (the queue waits, FCFS); kNever: an empty pool cannot hold it.
+  // kNone: no load (no tier, already loaded, or no hit past the GPU's).
+  enum class LoadStart { kNone, kStarted, kWait, kNever };
+  // The load, if any, of the waiting head `r` before its prefill (kNever: it was rejected).
+  LoadStart offload_first(RequestState& r, const PrefixHashes& prefix, int64_t cached,
+                          int64_t target, bool nothing_else);
+  // The prefix figures of `r`'s lookup: `cached` of `target` tokens on the GPU, `hit` more in the
+  // CPU tier; once per request, at its first admission or load.
+  void count_lookup(RequestState& r, int64_t target, int64_t cached, int64_t hit);
+  LoadStart start_load(RequestState& r, const PrefixHashes& prefix, int64_t cached, int64_t hit,
+                       int64_t target, bool nothing_else);
   std::vector<RequestState*> order_scratch_;  // running_ as it was when a walk started
   // Whether the running prefill `r`'s next chunk within `budget` needs more blocks than are free
   // (a paged store; asked without a call that changes anything).

@@ -34,7 +34,8 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     if (r.decoding()) continue;
     if (r.phase == Phase::kRunning) --prefills_left;  // as grow_decodes counted them
     if (r.prefilled >= r.prefill_target) continue;
-    if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end()) continue;
+    if (std::find(it.prefill_ids.begin(), it.prefill_ids.end(), id) != it.prefill_ids.end())
+      continue;
     const int64_t chunk = std::min(r.prefill_target - r.prefilled, budget);
     // A prefill whose next chunk finds no blocks is treated as any running request is (vLLM V1's
     // running loop in Scheduler.schedule): the scheduling policy's victim is preempted until the
@@ -42,7 +43,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     // fcfs, so usually itself); then the walk ends. Without preemption it stalls and keeps its
     // blocks. A stalled prefill costs no failed allocation, whose error would describe the pool
     // for nobody.
-    bool stop = false;  // it stalled, or preempted itself: the walk ends
+    bool stop = false;                    // it stalled, or preempted itself: the walk ends
     const int64_t chunk_budget = budget;  // the chunk is fixed before any preemption
     while (true) {
       AllocResult a = AllocResult::success();
@@ -88,10 +89,15 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
                               .block_tokens = r.spec.hash_block_tokens,
                               .prompt_tokens = r.prompt_tokens,
-                            .owner = r.spec.id};
+                              .owner = r.spec.id};
     const PagedBlocks* paged = pool_.kv().paged();
     const bool lookup = paged != nullptr && paged->prefix_caching();
     const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;
+    const bool nothing_else = running_.empty() && it.prefill_ids.empty() && swapped_.empty() &&
+                              receiving_ == 0 && handing_off_ == 0 && loading_ == 0;
+    const LoadStart load = offload_first(r, prefix, cached, target, nothing_else);
+    if (load == LoadStart::kWait) break;
+    if (load != LoadStart::kNone) continue;
     const int64_t todo = target - cached;
     // Without chunking a prompt runs whole; one longer than the budget runs alone.
     if (!chunked && todo > budget && !it.prefill_ids.empty()) break;
@@ -106,9 +112,6 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       }
       if (fit == AllocFit::kLater) break;  // FCFS: it blocks the ones behind it, as vLLM's
     }
-    const bool nothing_else =
-        running_.empty() && it.prefill_ids.empty() && swapped_.empty() && receiving_ == 0 &&
-        handing_off_ == 0;
     // vLLM V1's scheduler_reserve_full_isl: the free blocks must hold the whole sequence (less
     // its prefix hits), though only the chunk is allocated now. With nothing else holding
     // blocks, a sequence the whole pool cannot hold never runs.
@@ -145,11 +148,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     r.end_preemption(hooks_.now());
     r.prefill_target = target;
     r.prefilled = cached;
-    // Counted at admission, for requests never preempted, as vLLM's PrefixCacheStats (a
-    // recompute's lookup goes to its separate preempted_* figures, which kvsim does not report).
-    if (lookup && r.preemptions == 0) {
-      recorder_.on_prefix_lookup(target, cached, cached / paged->block_tokens());
-    }
+    if (lookup) count_lookup(r, target, cached, 0);
     enter_running(r);
     decodes_->started_prefill(r);
     if (hooks_.scheduled) hooks_.scheduled(r);
@@ -170,16 +169,7 @@ bool RunQueues::stalled(const RequestState& r, int64_t budget, int64_t extra_fre
 
 int64_t RunQueues::full_sequence_blocks(const PrefixHashes& prefix, int64_t target,
                                         const BatchLimits& limits) const {
-  const PagedBlocks& paged = *pool_.kv().paged();
-  int64_t need = paged.blocks_to_allocate(prefix, target);
-  // A sliding window holds at most a window and a chunk: vLLM caps the reservation there
-  // (SlidingWindowSpec.max_admission_blocks_per_request).
-  if (const int64_t w = pool_.model().sliding_window.value_or(0); w > 0) {
-    const int64_t bt = paged.block_tokens();
-    const int64_t window_tokens = w - 1 + limits.max_num_batched_tokens;
-    need = std::min(need, (window_tokens + bt - 1) / bt + 1);
-  }
-  return need;
+  return pool_.kv().paged()->admission_blocks(prefix, target, limits.max_num_batched_tokens);
 }
 
 int64_t RunQueues::new_blocks(int64_t cached, int64_t chunk) const {

@@ -33,9 +33,9 @@ bool RunQueues::walk_running(IterationPlan& it, const BatchLimits& limits) {
       break;
     }
     const int64_t drafts = decoding && spec_k_ > 0 ? r.spec_drafts : 0;
-    const int64_t chunk =
-        decoding ? 1 + drafts
-                 : std::min({r.prefill_target - r.prefilled, limits.long_prefill_token_threshold, budget});
+    const int64_t chunk = decoding ? 1 + drafts
+                                   : std::min({r.prefill_target - r.prefilled,
+                                               limits.long_prefill_token_threshold, budget});
     bool self = false;
     while (true) {
       AllocResult a = AllocResult::success();

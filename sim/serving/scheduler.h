@@ -21,10 +21,11 @@ namespace kvsim {
 // What one iteration may hold. A scheduler plans within them; it may derive narrower ones (the
 // static scheduler's batch) but never changes the caller's.
 struct BatchLimits {
-  int64_t max_num_seqs = 256;              // sequences running at once
-  int64_t max_num_batched_tokens = 16384;  // tokens per iteration (one longer whole prompt runs alone)
-  bool chunked_prefill = false;            // split prompts to fill the token budget
-  int64_t batch_size = 8;                  // static batching: requests per fixed batch
+  int64_t max_num_seqs = 256;  // sequences running at once
+  int64_t max_num_batched_tokens =
+      16384;                     // tokens per iteration (one longer whole prompt runs alone)
+  bool chunked_prefill = false;  // split prompts to fill the token budget
+  int64_t batch_size = 8;        // static batching: requests per fixed batch
   // vLLM V1's scheduler_reserve_full_isl: a waiting request (new or preempted) is admitted only
   // when the free blocks hold its whole sequence (prompt + tokens generated so far, less its
   // prefix hits), though only its first chunk is allocated (KVCacheManager.allocate_slots,
@@ -84,35 +85,36 @@ struct IterationPlan {
     return prefill_ids.empty() && decode_seqs == 0 && finished_in_flight.empty();
   }
   // Member by member (the vectors trade buffers): std::swap's moves through a temporary plan
-  // cost a destructor call on every iteration's hand-over. Every member is listed: a new one
-  // goes here too.
+  // cost a destructor call on every iteration's hand-over.
   friend void swap(IterationPlan& a, IterationPlan& b) noexcept {
-    using std::swap;
-    swap(a.prefill_ids, b.prefill_ids);
-    swap(a.prefill_chunks, b.prefill_chunks);
-    swap(a.decode, b.decode);
-    swap(a.decode_seqs, b.decode_seqs);
-    swap(a.decode_context, b.decode_context);
-    swap(a.spec_tokens, b.spec_tokens);
-    swap(a.finished_in_flight, b.finished_in_flight);
-    swap(a.running_prefills, b.running_prefills);
-    swap(a.extra_seconds, b.extra_seconds);
-    swap(a.preempted, b.preempted);
-    swap(a.running_walk_ended, b.running_walk_ended);
+    zip_members(a, b, [](auto& x, auto& y) {
+      using std::swap;
+      swap(x, y);
+    });
   }
-  // Empties the plan, keeping the vectors' capacity (no allocation per iteration).
+  // Empties the plan, keeping the vectors' capacity (no allocation per iteration): every other
+  // member takes its initial value.
   void clear() {
-    prefill_ids.clear();
-    prefill_chunks.clear();
-    decode.clear();
-    decode_seqs = 0;
-    decode_context = 0;
-    spec_tokens = 0;
-    finished_in_flight.clear();
-    running_prefills = -1;
-    extra_seconds = 0;
-    preempted = 0;
-    running_walk_ended = false;
+    IterationPlan fresh;
+    zip_members(*this, fresh, [](auto& member, const auto& initial) {
+      if constexpr (requires { member.clear(); }) {
+        member.clear();
+      } else {
+        member = initial;
+      }
+    });
+  }
+
+ private:
+  // Calls fn on each pair of same members of a and b. The structured bindings name every data
+  // member: one added to the struct and not here stops the build, so swap() and clear() cannot
+  // leave a member out.
+  template <class Fn>
+  static void zip_members(IterationPlan& a, IterationPlan& b, Fn&& fn) {
+    auto& [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10] = a;
+    auto& [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10] = b;
+    fn(a0, b0), fn(a1, b1), fn(a2, b2), fn(a3, b3), fn(a4, b4), fn(a5, b5);
+    fn(a6, b6), fn(a7, b7), fn(a8, b8), fn(a9, b9), fn(a10, b10);
   }
 };
 
@@ -150,7 +152,8 @@ class QueueView {
   // nothing and makes no call with an effect, and keeps so while free blocks only shrink, as if
   // `walk_frees` more blocks were free (RunQueues::prefills_blocked, with the replica's guards).
   // Conservative: false when unsure.
-  virtual bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const = 0;
+  virtual bool prefills_blocked(const BatchLimits& limits, int64_t decoding,
+                                int64_t walk_frees) const = 0;
   // Whether a running request is still prefilling.
   virtual bool has_prefilling() const = 0;
 
@@ -167,6 +170,14 @@ class Scheduler {
   // engine's async_scheduling): only a plan that reads a running request's in-flight token as
   // done (V1's output placeholders) can.
   virtual bool plans_ahead() const { return false; }
+  // What the engine's other keys may ask of it, asked at parse time (engine_config.cc): whether
+  // it runs speculative decoding's steps (vLLM V1's scheduler does), whether it caps a prefill's
+  // chunk at long_prefill_token_threshold (V1's, with chunked prefill), and whether vLLM V0 had
+  // it (its default step rule, or its chunked-prefill scheduler), so an engine.vllm_version
+  // before V1 may name it.
+  virtual bool runs_speculation() const { return false; }
+  virtual bool caps_long_prefills() const { return false; }
+  virtual bool in_vllm_v0() const { return false; }
   // Decode-only periods in closed form (docs/fast-forward.md). closed_form_periods: whether this
   // scheduler's plans can be, step after step, exactly one grow_decodes walk and nothing else, so
   // that the replica may run such periods without calling plan() each step (false, the safe

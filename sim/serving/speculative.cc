@@ -99,7 +99,8 @@ void Speculator::verification_shape(const IterationPlan& it, const ModelSpec& mo
       plain_context += model.attended_tokens(f.kv_before + 1);
       continue;
     }
-    shape.prefill.push_back({.tokens = f.tokens, .context_tokens = f.kv_before, .emits_token = true});
+    shape.prefill.push_back(
+        {.tokens = f.tokens, .context_tokens = f.kv_before, .emits_token = true});
     chunks.push_back({.query_tokens = f.tokens, .context_tokens = f.kv_before + f.tokens});
   }
   shape.decode_seqs = plain;

@@ -55,7 +55,8 @@ class Speculator {
   // The drafter's seconds in a step whose target pass is `shape` (verification_shape's):
   // EAGLE/EAGLE-3/MTP run their one layer, draft_model its whole draft model, over every token
   // of the step, then k - 1 more times over one row per sequence that samples (vLLM's
-  // EagleProposer.propose, which DraftModelProposer inherits); ngram costs no GPU time. Only the passes' GPU time: the step's fixed overhead is the target pass's.
+  // EagleProposer.propose, which DraftModelProposer inherits); ngram costs no GPU time. Only the
+  // passes' GPU time: the step's fixed overhead is the target pass's.
   double draft_seconds(const BatchShape& shape) const;
 
   // The end of a step for the decode `r` that ran with r.spec_drafts drafts: how many tokens it

@@ -25,13 +25,12 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
   if (!n.is_map()) n.fail_expected("a speculative_config section (a map)");
   SpeculativeConfig c;
   using Method = SpeculativeConfig::Method;
-  c.method = n.get_enum<Method>("method",
-                                {{"eagle", Method::kEagle},
-                                 {"eagle3", Method::kEagle3},
-                                 {"mtp", Method::kMtp},
-                                 {"ngram", Method::kNgram},
-                                 {"ngram_gpu", Method::kNgramGpu},
-                                 {"draft_model", Method::kDraftModel}});
+  c.method = n.get_enum<Method>("method", {{"eagle", Method::kEagle},
+                                           {"eagle3", Method::kEagle3},
+                                           {"mtp", Method::kMtp},
+                                           {"ngram", Method::kNgram},
+                                           {"ngram_gpu", Method::kNgramGpu},
+                                           {"draft_model", Method::kDraftModel}});
   c.method_name = n.get<std::string>("method");
   // The draft model's name is read here; the scenario's setup resolves it (it needs the catalog)
   // as SpeculativeConfig::draft_model.
@@ -43,18 +42,21 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
     }
     c.draft_model_name = model->as<std::string>();
   } else if (model) {
-    model->fail(fmt::format("`model:` names a separate draft model, read only with method "
-                            "draft_model (the {} drafter is built from the target's shape)",
-                            c.method_name));
+    model->fail(
+        fmt::format("`model:` names a separate draft model, read only with method "
+                    "draft_model (the {} drafter is built from the target's shape)",
+                    c.method_name));
   }
   c.num_speculative_tokens = n.get<int>("num_speculative_tokens", {.min = 1, .max = 64});
   const std::optional<ConfigNode> rate = n.optional_child("acceptance_rate");
   const std::optional<ConfigNode> per_pos = n.optional_child("acceptance_per_position");
   if (rate.has_value() == per_pos.has_value()) {
-    (rate ? *rate : n).fail(
-        "give exactly one of acceptance_rate (each draft token accepted with this chance, given "
-        "the one before was: position i then accepted with rate^i) or acceptance_per_position "
-        "(a list of num_speculative_tokens rates, as vLLM's spec-decode metrics report them)");
+    (rate ? *rate : n)
+        .fail(
+            "give exactly one of acceptance_rate (each draft token accepted with this chance, "
+            "given "
+            "the one before was: position i then accepted with rate^i) or acceptance_per_position "
+            "(a list of num_speculative_tokens rates, as vLLM's spec-decode metrics report them)");
   }
   const int k = c.num_speculative_tokens;
   if (rate) {
@@ -63,18 +65,20 @@ std::optional<SpeculativeConfig> parse_speculative_config(const ConfigNode& engi
     for (int i = 0; i < k; ++i) c.acceptance_per_position.push_back(p *= a);
   } else {
     if (!per_pos->is_sequence() || static_cast<int>(per_pos->size()) != k) {
-      per_pos->fail(fmt::format("expected a list of {} rates (one per draft position, "
-                                "num_speculative_tokens {})",
-                                k, k));
+      per_pos->fail(
+          fmt::format("expected a list of {} rates (one per draft position, "
+                      "num_speculative_tokens {})",
+                      k, k));
     }
     double before = 1;
     for (int i = 0; i < k; ++i) {
       const ConfigNode e = per_pos->at(static_cast<size_t>(i));
       const double p = e.as<double>({.min = 0, .max = 1});
       if (p > before) {
-        e.fail(fmt::format("position {}'s rate {} is above position {}'s {}: a draft position is "
-                           "accepted only when every one before it is, so the rates cannot grow",
-                           i + 1, p, i, before));
+        e.fail(
+            fmt::format("position {}'s rate {} is above position {}'s {}: a draft position is "
+                        "accepted only when every one before it is, so the rates cannot grow",
+                        i + 1, p, i, before));
       }
       c.acceptance_per_position.push_back(before = p);
     }

@@ -38,6 +38,7 @@ class VllmV0Scheduler final : public Scheduler {
     whole.chunked_prefill = false;
     return queues.prefills_blocked(whole, 0, 0);
   }
+  bool in_vllm_v0() const override { return true; }
 };
 
 }  // namespace

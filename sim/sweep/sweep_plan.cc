@@ -167,11 +167,11 @@ ConfigNode SweepPoints::config(const SweepPoint& p) const {
   for (size_t a = 0; a < axes_.size(); ++a) {
     const Axis& axis = axes_[a];
     for (size_t k = 0; k < axis.keys.size(); ++k) {
-      written.emplace_back(ConfigNode::key_path(axis.keys[k]),
-                           !axis.written_by[k].empty()
-                               ? axis.written_by[k]
-                               : fmt::format("{}:{}:{}", source_, axis.lines[k][d[a]],
-                                             axis.columns[k][d[a]]));
+      written.emplace_back(
+          ConfigNode::key_path(axis.keys[k]),
+          !axis.written_by[k].empty()
+              ? axis.written_by[k]
+              : fmt::format("{}:{}:{}", source_, axis.lines[k][d[a]], axis.columns[k][d[a]]));
     }
   }
   return ConfigNode::wrap_copy(p.tree, marks_, std::move(written));
@@ -182,7 +182,9 @@ SweepPoint SweepPoints::operator[](size_t i) const {
     const SweepPoint& held = it->second;
     // The caller's own tree, as for a built point (assigning to a YAML::Node would rebind the
     // held one too: nodes are references).
-    return SweepPoint{.index = held.index, .values = held.values, .name = held.name,
+    return SweepPoint{.index = held.index,
+                      .values = held.values,
+                      .name = held.name,
                       .tree = YAML::Clone(held.tree)};
   }
   return build(i);
@@ -249,8 +251,7 @@ SweepPlan expand_sweep(const ConfigNode& root) {
     }
     axes.push_back(std::move(axis));
   }
-  plan.points = SweepPoints(base, std::move(axes), root.marks({"sweep"}),
-                            plan.source);
+  plan.points = SweepPoints(base, std::move(axes), root.marks({"sweep"}), plan.source);
   return plan;
 }
 

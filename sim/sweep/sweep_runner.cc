@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -229,9 +229,8 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
       progress.done_one();
     }
   };
-  const int jobs =
-      std::max(1, static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(o.jobs, 1)),
-                                                    report.points_mine)));
+  const int jobs = std::max(1, static_cast<int>(std::min<size_t>(
+                                   static_cast<size_t>(std::max(o.jobs, 1)), report.points_mine)));
   std::exception_ptr interrupt;
   if (jobs == 1 && !o.interrupt_check) {
     worker();
@@ -268,7 +267,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
     for (auto& t : threads) t.join();
   }
   checker.join();
-  if (interrupt) std::rethrow_exception(interrupt);  // the caller's own, as it threw it
+  if (interrupt) std::rethrow_exception(interrupt);      // the caller's own, as it threw it
   if (check_error) std::rethrow_exception(check_error);  // a bad point: the input's error first
   if (error) rethrow_with_point(error, point_label(plan, error_index));
   report.points_run = ran;

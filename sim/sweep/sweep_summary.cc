@@ -54,53 +54,53 @@ void sweep_summary(const std::vector<fs::path>& dirs,
   }
   bool header_written = false;
   std::string rows;
-  SweepIndexReader reader(dirs.front() / "sweep.json", [&](const nlohmann::json& index,
-                                                           const nlohmann::json& point) {
-    const std::string name = point["name"].get<std::string>();
-    const std::string hash = point["scenario_hash"].get<std::string>();
-    std::string text;
-    for (const fs::path& d : dirs) {
-      if (point_complete(d / "points" / name, hash)) {
-        text = read_sweep_file(d / "points" / name / "summary.csv");
-        break;
-      }
-    }
-    if (text.empty()) {
-      throw InputError(fmt::format("sweep point {} ({}) has no finished run in {}{}",
-                                   point["index"].get<size_t>(), name, dirs.front().string(),
-                                   dirs.size() > 1 ? " or the other folders" : ""));
-    }
-    const size_t eol = text.find('\n');
-    KVSIM_CHECK(eol != std::string::npos, "{}: summary.csv without a header", name);
-    std::string prefix = std::to_string(point["index"].get<size_t>());
-    // Appended piece by piece: `"," + temporary` trips GCC 12's -Wrestrict false positive.
-    for (const auto& v : point["values"]) {
-      prefix += ',';
-      prefix += csv_field(v.get<std::string>());
-    }
-    if (!header_written) {
-      std::string header = "point";
-      for (const auto& k : index.at("keys")) {
-        header += ',';
-        header += csv_field(k.get<std::string>());
-      }
-      header += ',';
-      header.append(text, 0, eol + 1);
-      out(header);
-      header_written = true;
-    }
-    rows.clear();
-    std::istringstream lines(text.substr(eol + 1));
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty()) {
-        rows += prefix;
-        rows += ',';
-        rows += line;
-        rows += '\n';
-      }
-    }
-    out(rows);
-  });
+  SweepIndexReader reader(
+      dirs.front() / "sweep.json", [&](const nlohmann::json& index, const nlohmann::json& point) {
+        const std::string name = point["name"].get<std::string>();
+        const std::string hash = point["scenario_hash"].get<std::string>();
+        std::string text;
+        for (const fs::path& d : dirs) {
+          if (point_complete(d / "points" / name, hash)) {
+            text = read_sweep_file(d / "points" / name / "summary.csv");
+            break;
+          }
+        }
+        if (text.empty()) {
+          throw InputError(fmt::format("sweep point {} ({}) has no finished run in {}{}",
+                                       point["index"].get<size_t>(), name, dirs.front().string(),
+                                       dirs.size() > 1 ? " or the other folders" : ""));
+        }
+        const size_t eol = text.find('\n');
+        KVSIM_CHECK(eol != std::string::npos, "{}: summary.csv without a header", name);
+        std::string prefix = std::to_string(point["index"].get<size_t>());
+        // Appended piece by piece: `"," + temporary` trips GCC 12's -Wrestrict false positive.
+        for (const auto& v : point["values"]) {
+          prefix += ',';
+          prefix += csv_field(v.get<std::string>());
+        }
+        if (!header_written) {
+          std::string header = "point";
+          for (const auto& k : index.at("keys")) {
+            header += ',';
+            header += csv_field(k.get<std::string>());
+          }
+          header += ',';
+          header.append(text, 0, eol + 1);
+          out(header);
+          header_written = true;
+        }
+        rows.clear();
+        std::istringstream lines(text.substr(eol + 1));
+        for (std::string line; std::getline(lines, line);) {
+          if (!line.empty()) {
+            rows += prefix;
+            rows += ',';
+            rows += line;
+            rows += '\n';
+          }
+        }
+        out(rows);
+      });
   reader.read();
 }
 

@@ -65,10 +65,8 @@ std::string trace_what(const RequestEvent& e) {
       return fmt::format("arrived{}: {} prompt tokens, {} output tokens",
                          e.detail.empty() ? "" : fmt::format(" ({})", e.detail), e.prompt_tokens,
                          e.output_tokens);
-    case K::kQueuedBehind:
-      return "queued behind the guard queue";
-    case K::kGuard:
-      return fmt::format("guard {}", e.detail);
+    case K::kQueuedBehind: return "queued behind the guard queue";
+    case K::kGuard: return fmt::format("guard {}", e.detail);
     case K::kAdmitted:
       return fmt::format("admitted past the guards ({} prompt tokens): waits for its prefill",
                          e.prompt_tokens);
@@ -86,8 +84,7 @@ std::string trace_what(const RequestEvent& e) {
       return fmt::format("preempted ({}), {} tokens generated; {}",
                          e.swapped_tokens > 0 ? "swapped out" : "to recompute", e.generated,
                          trace_kv(e));
-    case K::kSwappedIn:
-      return fmt::format("swapped in, decodes again; {}", trace_kv(e));
+    case K::kSwappedIn: return fmt::format("swapped in, decodes again; {}", trace_kv(e));
     case K::kFinished:
       return fmt::format("finished: {}, {} tokens generated, {} preemption(s); {}",
                          outcome_name(e.outcome), e.generated, e.preemptions, trace_kv(e));

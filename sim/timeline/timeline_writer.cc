@@ -16,7 +16,9 @@ namespace {
 
 // Trace-event timestamps are microseconds; simulated time is integer nanoseconds, written
 // exactly (three decimals) so the file's bytes depend only on the run.
-std::string micros(SimTime ns) { return fmt::format("{}.{:03d}", ns / 1000, static_cast<int>(ns % 1000)); }
+std::string micros(SimTime ns) {
+  return fmt::format("{}.{:03d}", ns / 1000, static_cast<int>(ns % 1000));
+}
 
 SimTime window_bound(double seconds) {
   if (std::isinf(seconds)) return std::numeric_limits<SimTime>::max();
@@ -28,7 +30,8 @@ double parse_seconds(const std::string& text, const std::string& whole, double e
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (end != text.c_str() + text.size() || !std::isfinite(v) || v < 0) {
-    throw InputError(fmt::format("--timeline-window '{}': expected START:END in seconds (>= 0)", whole));
+    throw InputError(
+        fmt::format("--timeline-window '{}': expected START:END in seconds (>= 0)", whole));
   }
   return v;
 }
@@ -50,7 +53,8 @@ const char* refusal_name(Outcome o) {
 TimelineWindow parse_timeline_window(const std::string& text) {
   const auto colon = text.find(':');
   if (colon == std::string::npos) {
-    throw InputError(fmt::format("--timeline-window '{}': expected START:END in seconds (>= 0)", text));
+    throw InputError(
+        fmt::format("--timeline-window '{}': expected START:END in seconds (>= 0)", text));
   }
   TimelineWindow w;
   w.start_s = parse_seconds(text.substr(0, colon), text, 0.0);
@@ -73,13 +77,17 @@ class TimelineWriter::Track final : public ReplicaObserver {
 
   void on_iteration(const IterationShape& s, const ReplicaState& after) override {
     if (w_.in_window(s.start)) {
-      const char* name = s.prefill_seqs == 0 ? "decode" : s.decode_seqs == 0 ? "prefill" : "prefill+decode";
-      hold(s.start, fmt::format(
-          R"({{"name":"{}","cat":"iteration","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},)"
-          R"("args":{{"prefill_tokens":{},"prefill_seqs":{},"decode_tokens":{},"batch_size":{},"duration_ms":{:.6f}}}}})",
-          name, micros(s.start), micros(s.end - s.start), pid_, tid_, s.prefill_tokens,
-          s.prefill_seqs, s.decode_seqs, s.prefill_seqs + s.decode_seqs,
-          sim_to_seconds(s.end - s.start) * 1e3));
+      const char* name = s.prefill_seqs == 0  ? "decode"
+                         : s.decode_seqs == 0 ? "prefill"
+                                              : "prefill+decode";
+      hold(
+          s.start,
+          fmt::format(
+              R"({{"name":"{}","cat":"iteration","ph":"X","ts":{},"dur":{},"pid":{},"tid":{},)"
+              R"("args":{{"prefill_tokens":{},"prefill_seqs":{},"decode_tokens":{},"batch_size":{},"duration_ms":{:.6f}}}}})",
+              name, micros(s.start), micros(s.end - s.start), pid_, tid_, s.prefill_tokens,
+              s.prefill_seqs, s.decode_seqs, s.prefill_seqs + s.decode_seqs,
+              sim_to_seconds(s.end - s.start) * 1e3));
     }
     counters(after);
     flush(after.t);
@@ -105,21 +113,26 @@ class TimelineWriter::Track final : public ReplicaObserver {
     }
     if (name == nullptr || !w_.in_window(now.t)) return;
     const std::string args = id >= 0 ? fmt::format(R"({{"request":{}}})", id) : "{}";
-    hold(now.t, fmt::format(R"({{"name":"{}","cat":"event","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
-                            name, micros(now.t), pid_, tid_, args));
+    hold(
+        now.t,
+        fmt::format(
+            R"({{"name":"{}","cat":"event","ph":"i","s":"t","ts":{},"pid":{},"tid":{},"args":{}}})",
+            name, micros(now.t), pid_, tid_, args));
     if (kind == ReplicaEvent::kOomCrash || kind == ReplicaEvent::kRestarted) counters(now);
   }
 
  private:
   void counters(const ReplicaState& s) {
     if (!w_.in_window(s.t)) return;
-    const std::string head = fmt::format(R"("ph":"C","ts":{},"pid":{},"tid":{})", micros(s.t), pid_, tid_);
+    const std::string head =
+        fmt::format(R"("ph":"C","ts":{},"pid":{},"tid":{})", micros(s.t), pid_, tid_);
     hold(s.t, fmt::format(R"({{"name":"KV cache bytes",{},"args":{{"used":{},"free":{}}}}})", head,
                           s.kv_used_bytes, s.kv_free_bytes));
     hold(s.t, fmt::format(R"({{"name":"driver free bytes",{},"args":{{"free":{}}}}})", head,
                           s.driver_free_bytes));
-    hold(s.t, fmt::format(R"({{"name":"queues",{},"args":{{"guard_queue":{},"waiting":{},"running":{}}}}})",
-                          head, s.guard_queue, s.waiting, s.running));
+    hold(s.t, fmt::format(
+                  R"({{"name":"queues",{},"args":{{"guard_queue":{},"waiting":{},"running":{}}}}})",
+                  head, s.guard_queue, s.waiting, s.running));
   }
   void hold(SimTime t, std::string event) { held_.emplace_back(t, std::move(event)); }
 
@@ -143,10 +156,12 @@ ReplicaObserver* TimelineWriter::track(int policy, const std::string& policy_nam
   const std::string name = nlohmann::json(policy_name).dump();  // quoted and escaped
   emit(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
                    pid, tid, name));
-  emit(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-                   pid, tid, pid));
+  emit(fmt::format(
+      R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+      pid, tid, pid));
   const std::string thread =
-      nlohmann::json(replica_name.empty() ? fmt::format("replica {}", replica) : replica_name).dump();
+      nlohmann::json(replica_name.empty() ? fmt::format("replica {}", replica) : replica_name)
+          .dump();
   emit(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})",
                    pid, tid, thread));
   tracks_.push_back(std::make_unique<Track>(*this, pid, tid));

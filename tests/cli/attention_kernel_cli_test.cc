@@ -47,5 +47,6 @@ TEST_CASE("engine.attention_kernel: fa2 | fa3 on Hopper, refused elsewhere", "[c
   std::ofstream(bad) << scenario("a100-sxm4-80gb", "fa3");
   auto r = run_cli("run " + bad + " -o " + dir + "/bad");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("bad.yaml:6:21") && Contains("FlashAttention-3 runs on Hopper GPUs only"));
+  CHECK_THAT(r.err,
+             Contains("bad.yaml:6:21") && Contains("FlashAttention-3 runs on Hopper GPUs only"));
 }

@@ -20,11 +20,11 @@
 #include "sim/config/scenario.h"
 #include "tests/cli/run_cli.h"
 
+using Catch::Matchers::Contains;
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
 using kvsim::test::trim;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 extern char** environ;
@@ -80,9 +80,11 @@ TEST_CASE("every bad trace fails cleanly when a scenario replays it", "[cli][bad
     expected_file += ".expected";
     REQUIRE(fs::exists(expected_file));
     const fs::path scenario = fs::path(tmp) / "scenario.yaml";
-    write_text(scenario, "name: bad-trace\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\n"
-                         "policies: [{name: none, guards: []}]\n"
-                         "workload:\n  trace: {path: '" + trace.string() + "'}\n");
+    write_text(scenario,
+               "name: bad-trace\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\n"
+               "policies: [{name: none, guards: []}]\n"
+               "workload:\n  trace: {path: '" +
+                   trace.string() + "'}\n");
     check_clean_error(run_cli("run --no-output '" + scenario.string() + "'"),
                       trim(read_text(expected_file.string())));
     ++checked;
@@ -142,8 +144,8 @@ TEST_CASE("kill -9 during kvsim run leaves no half-written file under a final na
                                            "--set", "workload.prompt_tokens.value=256",
                                            "--set", "workload.output_tokens.value=16"};
   auto run_args = [&](const std::string& out) {
-    std::vector<std::string> args = {"run", std::string(KVSIM_SOURCE_DIR) + "/scenarios/seed-a-guard.yaml",
-                                     "-o", out};
+    std::vector<std::string> args = {
+        "run", std::string(KVSIM_SOURCE_DIR) + "/scenarios/seed-a-guard.yaml", "-o", out};
     args.insert(args.end(), common.begin(), common.end());
     return args;
   };
@@ -192,8 +194,8 @@ TEST_CASE("kill -9 during kvsim run leaves no half-written file under a final na
     if (finals > 0 && !fs::exists(fs::path(out) / "manifest.json")) ++partial_states;
     // A re-run into the same folder completes and replaces everything with complete files.
     REQUIRE(run_to_end(out));
-    for (const char* f : {"manifest.json", "summary.json", "summary.csv", "requests.csv",
-                          "timeseries.csv"}) {
+    for (const char* f :
+         {"manifest.json", "summary.json", "summary.csv", "requests.csv", "timeseries.csv"}) {
       CHECK(read_text(out + "/" + f) == read_text(ref + "/" + f));
     }
   }
@@ -208,13 +210,15 @@ TEST_CASE("the kv_guard shape lint does not overflow on absurd guard figures", "
   // behaviour) and printed a negative factor.
   const std::string tmp = make_temp_dir("kvsim-lint-overflow");
   const fs::path f = fs::path(tmp) / "s.yaml";
-  write_text(f, "name: s\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\npolicies:\n"
-                "  - {name: k, guards: [{type: kv_guard, num_layers: 4000000000000,\n"
-                "     num_heads: 4000000000000, head_dim: 4000000000000}]}\n");
+  write_text(f,
+             "name: s\nmodel: seed-7b-mha\ngpu: a100-sxm4-80gb\npolicies:\n"
+             "  - {name: k, guards: [{type: kv_guard, num_layers: 4000000000000,\n"
+             "     num_heads: 4000000000000, head_dim: 4000000000000}]}\n");
   // The lint itself, on the loaded scenario (before the guard's own bounds are applied):
   // (4e12)^3 / (32 x 32 x 128) = 4.8828125e32, positive (the wrapped product gave a negative).
   std::string lints;
-  for (const auto& l : kvsim::lint_scenario(kvsim::load_scenario_file(f, kvsim::Catalog::builtin()))) {
+  for (const auto& l :
+       kvsim::lint_scenario(kvsim::load_scenario_file(f, kvsim::Catalog::builtin()))) {
     lints += l + "\n";
   }
   CHECK_THAT(lints, Contains("its estimate is off by 4882812500000000"));
@@ -222,7 +226,8 @@ TEST_CASE("the kv_guard shape lint does not overflow on absurd guard figures", "
   // `kvsim check` sets the guard up as a run would, and its bounds refuse the figures cleanly.
   auto r = run_cli("check '" + f.string() + "'");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("s.yaml:5:53: policies[0].guards[0].num_layers: expected an integer >= 1"));
+  CHECK_THAT(r.err,
+             Contains("s.yaml:5:53: policies[0].guards[0].num_layers: expected an integer >= 1"));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   fs::remove_all(tmp);
 }
@@ -247,7 +252,8 @@ TEST_CASE("a huge model just inside the KV bound runs and billion-token requests
       // the pool's activation profile): the requests reach the KV store, which refuses them.
       // A pool of 10 blocks given by count: a pool sized by gpu_memory_utilization could not
       // hold one 2e9-token request, and vLLM's start-up check would refuse the engine.
-      "engine: {kv: {type: paged, num_blocks: 10}, chunked_prefill: true, max_model_len: 2000000000,\n"
+      "engine: {kv: {type: paged, num_blocks: 10}, chunked_prefill: true, max_model_len: "
+      "2000000000,\n"
       "         allow_long_max_model_len: true}\n"
       "workload:\n"
       "  clients: {type: closed_loop, count: 2}\n"
@@ -271,9 +277,9 @@ TEST_CASE("kvsim check and kvsim run report an engine or policy error with the s
   // policy's `engine:` override name the line and column written (the merge used to lose them:
   // 1:1, or no position at all), and a second policy with a name already used is refused.
   const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "run";
-  for (const char* name : {"engine-scalar", "engine-kv-unknown-key", "policy-engine-scalar",
-                           "policy-engine-kv-unknown-key", "policy-engine-unknown-key",
-                           "duplicate-policy-name"}) {
+  for (const char* name :
+       {"engine-scalar", "engine-kv-unknown-key", "policy-engine-scalar",
+        "policy-engine-kv-unknown-key", "policy-engine-unknown-key", "duplicate-policy-name"}) {
     INFO("file " << name);
     const fs::path f = dir / (std::string(name) + ".yaml");
     const std::string expected =

@@ -25,9 +25,12 @@ TEST_CASE("kvsim capacity: a search over two configurations, its figure, then a 
   const auto r = run_cli(cmd);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("max workload.arrivals.rate"));
-  CHECK_THAT(r.out, Contains("cheapest meeting the SLO at the scenario's load: engine.max_num_seqs=2"));
+  CHECK_THAT(r.out,
+             Contains("cheapest meeting the SLO at the scenario's load: engine.max_num_seqs=2"));
   const std::string csv = read_text(d + "/capacity.csv");
-  CHECK(csv.rfind("config,engine.max_num_seqs,priced_gpu,gpus,gpu_hour_usd,cost_per_hour_usd,max_load,", 0) == 0);
+  CHECK(csv.rfind(
+            "config,engine.max_num_seqs,priced_gpu,gpus,gpu_hour_usd,cost_per_hour_usd,max_load,",
+            0) == 0);
   CHECK(fs::is_directory(d + "/search/0-max_num_seqs=1/round-00/points"));
   const auto again = run_cli(cmd);
   REQUIRE(again.exit_code == 0);
@@ -48,7 +51,8 @@ TEST_CASE("kvsim capacity: a bad --slo or --over is one line and exit 2", "[cli]
   r = run_cli(fmt::format("capacity {} --slo ttft_p99_s=1 --over gpu -o {}", kSerial, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("expected KEY=a,b,c"));
-  r = run_cli(fmt::format("capacity {} --slo ttft_p99_s=1 --search workload.nope -o {}", kSerial, d));
+  r = run_cli(
+      fmt::format("capacity {} --slo ttft_p99_s=1 --search workload.nope -o {}", kSerial, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--search workload.nope"));
   fs::remove_all(d);

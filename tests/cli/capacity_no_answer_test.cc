@@ -17,14 +17,17 @@ namespace {
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
-const std::string kSerialScenario = std::string(KVSIM_SOURCE_DIR) + "/tests/data/capacity/serial.yaml";
+const std::string kSerialScenario =
+    std::string(KVSIM_SOURCE_DIR) + "/tests/data/capacity/serial.yaml";
 
 TEST_CASE("kvsim capacity --search: an SLO no load meets", "[cli][capacity][bad-input]") {
   const std::string d = make_temp_dir("capacity-none") + "/out";
-  const auto r = run_cli(fmt::format(
-      "capacity {} --slo ttft_p99_s=0 --search workload.arrivals.rate -o {} -j 2", kSerialScenario, d));
+  const auto r = run_cli(
+      fmt::format("capacity {} --slo ttft_p99_s=0 --search workload.arrivals.rate -o {} -j 2",
+                  kSerialScenario, d));
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("no load meets the SLO: at the lowest workload.arrivals.rate tried, "));
+  CHECK_THAT(r.err,
+             Contains("no load meets the SLO: at the lowest workload.arrivals.rate tried, "));
   CHECK_THAT(r.err, Contains("ttft_p99_s "));
   CHECK_THAT(r.err, Contains(" > 0"));
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
@@ -34,8 +37,9 @@ TEST_CASE("kvsim capacity --search: an SLO no load meets", "[cli][capacity][bad-
 
 TEST_CASE("kvsim capacity --search: an SLO every load meets", "[cli][capacity][bad-input]") {
   const std::string d = make_temp_dir("capacity-all") + "/out";
-  const auto r = run_cli(fmt::format(
-      "capacity {} --slo ttft_p99_s=1e12 --search workload.arrivals.rate -o {} -j 2", kSerialScenario, d));
+  const auto r = run_cli(
+      fmt::format("capacity {} --slo ttft_p99_s=1e12 --search workload.arrivals.rate -o {} -j 2",
+                  kSerialScenario, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("every load tried meets the SLO, up to workload.arrivals.rate = "));
   CHECK_THAT(r.err, !Contains("serial.yaml:"));
@@ -47,8 +51,9 @@ TEST_CASE("kvsim capacity --search: an SLO every load meets", "[cli][capacity][b
 TEST_CASE("a capacity search that fails in a folder that was there says what it left",
           "[cli][capacity][bad-input]") {
   const std::string d = make_temp_dir("capacity-kept");
-  const auto r = run_cli(fmt::format(
-      "capacity {} --slo ttft_p99_s=0 --search workload.arrivals.rate -o {} -j 2", kSerialScenario, d));
+  const auto r = run_cli(
+      fmt::format("capacity {} --slo ttft_p99_s=0 --search workload.arrivals.rate -o {} -j 2",
+                  kSerialScenario, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(fmt::format("(the probes run so far stay in {}/ for a resume)", d)));
   CHECK(fs::is_directory(d + "/search"));

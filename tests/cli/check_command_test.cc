@@ -7,12 +7,11 @@
 
 #include "tests/cli/run_cli.h"
 
+using Catch::Matchers::Contains;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
 using kvsim::test::trim;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
-
 
 TEST_CASE("every bad scenario gives its one-line error and exit code 2", "[cli][bad-input]") {
   const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "scenario";
@@ -36,7 +35,8 @@ TEST_CASE("every bad scenario gives its one-line error and exit code 2", "[cli][
   }
 }
 
-TEST_CASE("kvsim check finds the workload errors a run finds, but for trace rows", "[cli][bad-input]") {
+TEST_CASE("kvsim check finds the workload errors a run finds, but for trace rows",
+          "[cli][bad-input]") {
   // check sets up every policy and the workload (opening a trace, reading its header) and stops
   // before the first event; only a bad row deep in a trace needs a run to be found.
   const fs::path dir = fs::path(KVSIM_TEST_DATA) / "bad" / "run";
@@ -45,7 +45,8 @@ TEST_CASE("kvsim check finds the workload errors a run finds, but for trace rows
     const fs::path f = e.path();
     if (f.extension() != ".yaml") continue;
     INFO("file " << f.filename());
-    const std::string expected = trim(read_text(fs::path(f).replace_extension(".expected").string()));
+    const std::string expected =
+        trim(read_text(fs::path(f).replace_extension(".expected").string()));
     auto r = run_cli("check '" + f.string() + "'");
     if (f.filename() == "unsorted-trace.yaml") {
       CHECK(r.exit_code == 0);
@@ -75,8 +76,9 @@ TEST_CASE("kvsim check prints seed B's and seed A's lints as warnings", "[cli]")
   CHECK_THAT(r.err, Contains("lints.yaml:6:60: policies[0]: prefix caching is on but the workload "
                              "carries no prefix hashes"));
   // A paged pool is taken up front, so the kv_guard's free memory lies outside it.
-  CHECK_THAT(r.err, Contains("lints.yaml:14:14: policies[0].guards[0]: kv_guard on the paged store, "
-                             "which preallocates its KV pool"));
+  CHECK_THAT(r.err,
+             Contains("lints.yaml:14:14: policies[0].guards[0]: kv_guard on the paged store, "
+                      "which preallocates its KV pool"));
   CHECK_THAT(r.out, Contains("4 warnings"));
   auto l3 = run_cli(std::string("check '") + KVSIM_TEST_DATA + "/scenarios/lints-llama3.yaml'");
   REQUIRE(l3.exit_code == 0);
@@ -113,9 +115,10 @@ TEST_CASE("kvsim check refuses a guard whose policy's KV store lacks a capabilit
       fs::path(KVSIM_TEST_DATA) / "bad" / "run" / "watermark-on-caching-allocator.yaml";
   auto r = run_cli("check '" + f.string() + "'");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("watermark-on-caching-allocator.yaml:16:60: policies[1].guards[1].type: "
-                             "the watermark guard needs a paged KV store; this policy's "
-                             "engine.kv.type is caching_allocator"));
+  CHECK_THAT(r.err,
+             Contains("watermark-on-caching-allocator.yaml:16:60: policies[1].guards[1].type: "
+                      "the watermark guard needs a paged KV store; this policy's "
+                      "engine.kv.type is caching_allocator"));
 }
 
 TEST_CASE("kvsim check takes --set as kvsim run does", "[cli]") {
@@ -129,11 +132,13 @@ TEST_CASE("kvsim check takes --set as kvsim run does", "[cli]") {
   auto ok = run_cli("check '" + serial + "' --set engine.max_num_seqs=2");
   CHECK(ok.exit_code == 0);
   CHECK_THAT(ok.out, Contains("ok (scenario 'serial', model llama-3-8b, gpu h100-sxm"));
-  auto patched = run_cli("check '" + serial +
-                         "' --set gpu=l4 --set model=llama-3.1-8b --set engine.max_model_len=131072"
-                         " --set engine.chunked_prefill=true --set engine.max_num_batched_tokens=2048");
+  auto patched =
+      run_cli("check '" + serial +
+              "' --set gpu=l4 --set model=llama-3.1-8b --set engine.max_model_len=131072"
+              " --set engine.chunked_prefill=true --set engine.max_num_batched_tokens=2048");
   CHECK(patched.exit_code == 2);
-  CHECK_THAT(patched.err, Contains("max_model_len 131072 needs 16.00 GiB of KV cache for one request"));
+  CHECK_THAT(patched.err,
+             Contains("max_model_len 131072 needs 16.00 GiB of KV cache for one request"));
   auto bad = run_cli("check '" + serial + "' --set engine.max_num_seq=2");
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("max_num_seq"));

@@ -5,12 +5,13 @@
 
 #include "tests/cli/run_cli.h"
 
-using kvsim::test::run_cli;
 using Catch::Matchers::Contains;
+using kvsim::test::run_cli;
 
 TEST_CASE("kvsim kv --json reproduces seed A's figures", "[cli][golden]") {
-  auto r = run_cli("kv --model seed-7b-mha --seq 2048,4096,8192,16384,32768 --batch 4 "
-                   "--capacity-gb 80 --weights-gb 16 --json");
+  auto r = run_cli(
+      "kv --model seed-7b-mha --seq 2048,4096,8192,16384,32768 --batch 4 "
+      "--capacity-gb 80 --weights-gb 16 --json");
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
   REQUIRE(j.size() == 5);

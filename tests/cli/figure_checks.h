@@ -47,8 +47,8 @@ inline bool have_matplotlib() {
 }  // namespace kvsim::test
 
 // Skips the test (shown as Skipped by ctest, tests/test_skip.h) without matplotlib.
-#define REQUIRE_MATPLOTLIB()                                                                 \
-  if (!kvsim::test::have_matplotlib()) {                                                     \
-    KVSIM_TEST_SKIP("plot",                                                                  \
+#define REQUIRE_MATPLOTLIB()                                                                    \
+  if (!kvsim::test::have_matplotlib()) {                                                        \
+    KVSIM_TEST_SKIP("plot",                                                                     \
                     "/usr/bin/python3 has no matplotlib (apt-get install python3-matplotlib)"); \
   }

@@ -8,8 +8,8 @@
 
 #include "tests/cli/run_cli.h"
 
-using kvsim::test::run_cli;
 using Catch::Matchers::Contains;
+using kvsim::test::run_cli;
 
 TEST_CASE("kvsim kv --model takes a config.json", "[cli][hf]") {
   // Pythia-6.9B: 2 x 32 layers x 32 heads x 128 x 2 bytes = 524,288 bytes per token; 2,048
@@ -60,7 +60,8 @@ TEST_CASE("every bad config.json fails kvsim kv and kvsim latency with one line,
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() != ".json") continue;
     INFO(e.path().filename());
-    const std::string expected = kvsim::test::trim(kvsim::test::read_text(e.path().string() + ".expected"));
+    const std::string expected =
+        kvsim::test::trim(kvsim::test::read_text(e.path().string() + ".expected"));
     for (const char* cmd : {"kv --seq 2048 --model '", "latency --gpu a100-sxm4-80gb --model '"}) {
       auto r = run_cli(std::string(cmd) + e.path().string() + "'");
       CHECK(r.exit_code == 2);

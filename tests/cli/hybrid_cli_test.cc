@@ -48,8 +48,9 @@ TEST_CASE("kvsim kv headlines what a hybrid model's groups hold, and rates the r
   // The risk from what is held: a batch of 4 on 60 GB with 54 GB of weights leaves
   // 6e9 - 4 x 1,174,405,120 = 1,302,379,520 bytes, 2.2% of the capacity: warning, where every
   // token's KV (4 x 4,160,749,568) would not fit at all (critical).
-  auto r = run_cli("kv --model gemma-3-27b --seq 8192 --batch 4 --capacity-gb 60 --weights-gb 54 "
-                   "--json");
+  auto r = run_cli(
+      "kv --model gemma-3-27b --seq 8192 --batch 4 --capacity-gb 60 --weights-gb 54 "
+      "--json");
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j[0]["kv_bytes_per_request"] == 1'174'405'120LL);
@@ -75,10 +76,12 @@ TEST_CASE("The hybrid what-ifs: the window's memory serves more at once than ful
     const auto& hybrid = j["policies"][0];
     const auto& full = j["policies"][1];
     // The same pool in bytes (the blocks differ in size, the budget does not).
-    const double ratio = hybrid["kv_pool_bytes"].get<double>() / full["kv_pool_bytes"].get<double>();
+    const double ratio =
+        hybrid["kv_pool_bytes"].get<double>() / full["kv_pool_bytes"].get<double>();
     CHECK(ratio == Approx(1.0).epsilon(0.001));
     CHECK(hybrid["ttft_s"]["p99"].get<double>() < full["ttft_s"]["p99"].get<double>());
-    CHECK(hybrid["goodput_tokens_per_s"].get<double>() > full["goodput_tokens_per_s"].get<double>());
+    CHECK(hybrid["goodput_tokens_per_s"].get<double>() >
+          full["goodput_tokens_per_s"].get<double>());
     CHECK(hybrid["preemptions"].get<int64_t>() <= full["preemptions"].get<int64_t>());
     CHECK(hybrid["outcomes"]["lost_oom"] == 0);
     std::filesystem::remove_all(dir);

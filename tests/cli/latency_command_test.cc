@@ -98,8 +98,8 @@ TEST_CASE("kvsim latency --batch takes a list: one row per (seq_len, batch)", "[
       REQUIRE(one.exit_code == 0);
       CHECK(row == nlohmann::json::parse(one.out)[0]);  // the same numbers, exactly
       // ... and the table prints that decode time (ms per token, 2 decimals).
-      CHECK_THAT(human.out, Contains(fmt::format(
-                                "{:.2f}", row["decode_step_s"].get<double>() * 1e3)));
+      CHECK_THAT(human.out,
+                 Contains(fmt::format("{:.2f}", row["decode_step_s"].get<double>() * 1e3)));
     }
   }
   // Eight sequences per decode step: the step is slower, the throughput higher.

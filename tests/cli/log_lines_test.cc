@@ -10,8 +10,8 @@ using kvsim::test::run_cli;
 // native-vs-flash.yaml: one 32k prompt arrives at t = 1 s (fixed arrivals at rate 1) and its
 // native-attention prefill OOMs in the first iteration, at its arrival: "t=1.000000s".
 TEST_CASE("an OOM's log line gives the simulated time in seconds", "[cli][log]") {
-  const auto r = run_cli("--log-level info run '" KVSIM_SOURCE_DIR
-                         "/scenarios/native-vs-flash.yaml'");
+  const auto r =
+      run_cli("--log-level info run '" KVSIM_SOURCE_DIR "/scenarios/native-vs-flash.yaml'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("engine: t=1.000000s OOM on req=0:") != std::string::npos);

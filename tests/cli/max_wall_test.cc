@@ -9,10 +9,10 @@
 
 #include "tests/cli/run_cli.h"
 
+using Catch::Matchers::Contains;
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 TEST_CASE("kvsim run --max-wall-s stops a long run cleanly with partial results", "[cli][e2e]") {

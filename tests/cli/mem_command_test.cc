@@ -5,8 +5,8 @@
 
 #include "tests/cli/run_cli.h"
 
-using kvsim::test::run_cli;
 using Catch::Matchers::Contains;
+using kvsim::test::run_cli;
 
 namespace {
 const std::string kTrace = std::string(KVSIM_TEST_DATA) + "/traces/azure-conv-2023.head2000.csv";
@@ -16,9 +16,9 @@ TEST_CASE("kvsim mem --json reports the waste of one store", "[cli][mem]") {
   auto r = run_cli("mem --trace " + kTrace + " --store paged --json");
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"store", "requests", "peak_kv_bytes", "usage_efficiency",
-                          "internal_waste_fraction", "reservation_waste_fraction",
-                          "external_waste_fraction", "alloc_failures"}) {
+  for (const char* key :
+       {"store", "requests", "peak_kv_bytes", "usage_efficiency", "internal_waste_fraction",
+        "reservation_waste_fraction", "external_waste_fraction", "alloc_failures"}) {
     CHECK(j.contains(key));
   }
   CHECK(j["store"] == "paged");
@@ -34,9 +34,9 @@ TEST_CASE("kvsim mem: max_len reservation is mostly waste; output is determinist
   REQUIRE(a.exit_code == 0);
   auto j = nlohmann::json::parse(a.out);
   CHECK(j["usage_efficiency"].get<double>() < 0.5);
-  const double sum = j["usage_efficiency"].get<double>() + j["internal_waste_fraction"].get<double>() +
-                     j["reservation_waste_fraction"].get<double>() +
-                     j["external_waste_fraction"].get<double>();
+  const double sum =
+      j["usage_efficiency"].get<double>() + j["internal_waste_fraction"].get<double>() +
+      j["reservation_waste_fraction"].get<double>() + j["external_waste_fraction"].get<double>();
   CHECK(sum == Approx(1.0));
   CHECK(run_cli(args).out == a.out);
 }
@@ -113,7 +113,8 @@ TEST_CASE("kvsim mem reproduces the vLLM paper's Figure 2 within 5 points", "[cl
 }
 
 TEST_CASE("kvsim mem --workload and --kv-tokens reject what they cannot use", "[cli][mem]") {
-  const std::string wl = std::string(KVSIM_SOURCE_DIR) + "/scenarios/workloads/vllm-figure2-sharegpt.yaml";
+  const std::string wl =
+      std::string(KVSIM_SOURCE_DIR) + "/scenarios/workloads/vllm-figure2-sharegpt.yaml";
   auto both = run_cli("mem --trace " + kTrace + " --workload " + wl);
   CHECK(both.exit_code == 2);
   auto neither = run_cli("mem --store paged");

@@ -33,10 +33,12 @@ size_t line_count(const std::string& text) {
 }
 
 TEST_CASE("a sweep refused for another scenario's folder writes nothing", "[cli][sweep]") {
-  const std::string sweep = std::string(KVSIM_SOURCE_DIR) + "/scenarios/sweep-margin-blocksize.yaml";
+  const std::string sweep =
+      std::string(KVSIM_SOURCE_DIR) + "/scenarios/sweep-margin-blocksize.yaml";
   const std::string d = make_temp_dir("sweep-refused");
-  REQUIRE(run_cli(fmt::format("sweep {} -o {} --set workload.trace.max_requests=100 -j 2", sweep, d))
-              .exit_code == 0);
+  REQUIRE(
+      run_cli(fmt::format("sweep {} -o {} --set workload.trace.max_requests=100 -j 2", sweep, d))
+          .exit_code == 0);
   const auto before = folder_snapshot(d);
   // The same points (the same names) of another scenario: 101 requests.
   const auto r =

@@ -8,10 +8,10 @@
 
 #include "tests/cli/run_cli.h"
 
+using Catch::Matchers::Contains;
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
-using Catch::Matchers::Contains;
 
 TEST_CASE("kvsim kv --tp gives KV and weights per GPU", "[cli][parallel]") {
   // Llama-3-70B at TP 4 on an H100: 81,920 bytes of KV per token per GPU (2 x 80 x 2 x 128 x 2)

@@ -18,16 +18,15 @@
 #include "tests/cli/run_cli.h"
 
 namespace fs = std::filesystem;
+using kvsim::test::make_temp_dir;
 using kvsim::test::not_blank;
 using kvsim::test::png_size;
-using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
 
 namespace {
 
 const std::string kData = std::string(KVSIM_TEST_DATA) + "/plot";
-
 
 std::string render(const std::string& dir, const std::string& out, const std::string& extra = "") {
   const auto r = run_cli("plot '" + dir + "' -o '" + out + "'" + extra);
@@ -111,8 +110,9 @@ ChromiumRun chromium_dump(const std::string& url, const std::string& tmp) {
   const std::string cmd =
       "timeout 90 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
       "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
-      "--user-data-dir='" + profile + "' --enable-logging=stderr --v=0 --dump-dom '" + url +
-      "' >'" + tmp + "/dom.html' 2>'" + tmp + "/chromium.log'";
+      "--user-data-dir='" +
+      profile + "' --enable-logging=stderr --v=0 --dump-dom '" + url + "' >'" + tmp +
+      "/dom.html' 2>'" + tmp + "/chromium.log'";
   ChromiumRun r;
   r.status = std::system(cmd.c_str());
   r.dom = read_text(tmp + "/dom.html");
@@ -257,7 +257,8 @@ TEST_CASE("report writes one self-contained HTML page with every figure, identic
   }
   const std::string html = read_text(tmp + "/a.html");
   CHECK(html == read_text(tmp + "/b.html"));
-  CHECK(count(html, "src=\"data:image/png;base64,") == 5);  // memory, outcomes, latency_cdf, batch, breakdown
+  CHECK(count(html, "src=\"data:image/png;base64,") ==
+        5);  // memory, outcomes, latency_cdf, batch, breakdown
   CHECK(html.find("http://") == std::string::npos);  // nothing fetched: readable offline
   CHECK(html.find("https://") == std::string::npos);
   CHECK(count(html, "<script") == 1);  // the table sorter, inline; nothing else runs
@@ -305,7 +306,8 @@ TEST_CASE("report of a run without an SLO shows no SLO columns") {
 TEST_CASE("report of a sweep folder: header with the data's kvsim version and scenario hash") {
   REQUIRE_MATPLOTLIB();
   const std::string tmp = make_temp_dir("kvsim-report-sweep");
-  const auto s = run_cli("sweep '" + kData + "/tiny-run.yaml' -o '" + tmp + "/sweep' --jobs 2 "
+  const auto s = run_cli("sweep '" + kData + "/tiny-run.yaml' -o '" + tmp +
+                         "/sweep' --jobs 2 "
                          "--set 'workload.duration_s=20' "
                          "--set 'sweep={zip: {seed: [7, 8], workload.clients.count: [4, 6]}}'");
   INFO(s.err);
@@ -326,7 +328,8 @@ TEST_CASE("report of a sweep folder: header with the data's kvsim version and sc
   CHECK(html.find("scenario_hash none") == std::string::npos);
   CHECK(html.find("against the zipped keys (seed, workload.clients.count") != std::string::npos);
   // It leads with the best point for each metric, before any table.
-  const size_t best = html.find("<h2>Best points</h2><ul class=\"verdict\"><li>highest availability: ");
+  const size_t best =
+      html.find("<h2>Best points</h2><ul class=\"verdict\"><li>highest availability: ");
   REQUIRE(best != std::string::npos);
   CHECK(best < html.find("<table"));
   CHECK(html.find("(seed=", best) != std::string::npos);
@@ -339,8 +342,9 @@ TEST_CASE("report of a sweep folder: header with the data's kvsim version and sc
 TEST_CASE("report loads in headless Chromium with every figure and no console message") {
   REQUIRE_MATPLOTLIB();
   if (!fs::exists("/usr/bin/chromium")) {
-    KVSIM_TEST_SKIP("browser", "/usr/bin/chromium is not installed "
-                               "(scripts/test.sh installs it; or apt-get install chromium)");
+    KVSIM_TEST_SKIP("browser",
+                    "/usr/bin/chromium is not installed "
+                    "(scripts/test.sh installs it; or apt-get install chromium)");
   }
   const std::string tmp = make_temp_dir("kvsim-report-chromium");
   const auto r = run_cli("report '" + tiny_run() + "' -o '" + tmp + "/report.html'");

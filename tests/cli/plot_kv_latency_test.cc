@@ -16,14 +16,13 @@
 #include "tests/cli/run_cli.h"
 
 namespace fs = std::filesystem;
+using kvsim::test::make_temp_dir;
 using kvsim::test::not_blank;
 using kvsim::test::png_size;
-using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
 
 namespace {
-
 
 // Runs `command --plot DIR/a/NAME.png` and again into DIR/b; checks the figure and returns the
 // data JSON the command wrote beside it.

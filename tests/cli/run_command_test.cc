@@ -7,10 +7,10 @@
 
 #include "tests/cli/run_cli.h"
 
+using Catch::Matchers::Contains;
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
 using kvsim::test::run_cli;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 TEST_CASE("kvsim run with no arguments shows OOM, truncation, rejection and a policy with none",
@@ -74,9 +74,11 @@ TEST_CASE("every scenario in scenarios/ writes identical files with --no-fast-fo
     auto step = run_cli("run --no-fast-forward -o '" + stem + "-step' '" + e.path().string() + "'");
     REQUIRE(ff.exit_code == 0);
     REQUIRE(step.exit_code == 0);
-    for (const char* f : {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
+    for (const char* f :
+         {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
       INFO(f);
-      CHECK(kvsim::test::read_text(stem + "-ff/" + f) == kvsim::test::read_text(stem + "-step/" + f));
+      CHECK(kvsim::test::read_text(stem + "-ff/" + f) ==
+            kvsim::test::read_text(stem + "-step/" + f));
     }
   }
   fs::remove_all(dir);

@@ -26,13 +26,15 @@ TEST_CASE("scenarios/speculative-decoding-llama-3-8b.yaml: accepted drafts lower
   // within 0.02 (0.75, 0.5, 0.3; and 0.4, 0.16, 0.064).
   const auto near = [](const nlohmann::json& rates, std::vector<double> want) {
     REQUIRE(rates.size() == want.size());
-    for (size_t i = 0; i < want.size(); ++i) CHECK(std::abs(rates[i].get<double>() - want[i]) < 0.02);
+    for (size_t i = 0; i < want.size(); ++i)
+      CHECK(std::abs(rates[i].get<double>() - want[i]) < 0.02);
   };
   near(eagle["speculative_decoding"]["acceptance_per_position"], {0.75, 0.5, 0.3});
   near(ngram["speculative_decoding"]["acceptance_per_position"], {0.4, 0.16, 0.064});
   // Mean acceptance length 1 + 0.75 + 0.5 + 0.3 = 2.55 tokens a step for EAGLE-3, 1.624 for
   // n-gram: TPOT falls with either, more with EAGLE-3 even though its step also runs the drafter.
-  CHECK(std::abs(eagle["speculative_decoding"]["mean_acceptance_length"].get<double>() - 2.55) < 0.05);
+  CHECK(std::abs(eagle["speculative_decoding"]["mean_acceptance_length"].get<double>() - 2.55) <
+        0.05);
   const double tpot_plain = plain["tpot_s"]["mean"].get<double>();
   const double tpot_eagle = eagle["tpot_s"]["mean"].get<double>();
   const double tpot_ngram = ngram["tpot_s"]["mean"].get<double>();

@@ -61,7 +61,8 @@ TEST_CASE("a sweep stopped by SIGTERM or SIGINT removes its temporaries and exit
   for (const int sig : {SIGTERM, SIGINT}) {
     const std::string d = make_temp_dir("stop-sweep");
     const std::string out = d + "/out";
-    const pid_t pid = spawn_kvsim({"sweep", write_long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
+    const pid_t pid =
+        spawn_kvsim({"sweep", write_long_sweep(d), "-o", out, "-j", "2", "--no-progress"});
     // Two points running: requests.csv and timeseries.csv each.
     REQUIRE(wait_for_temporaries(out, pid, 4));
     ::kill(pid, sig);
@@ -96,9 +97,8 @@ TEST_CASE("kvsim capacity -j 2 stopped by SIGINT at any moment leaves no tempora
   for (const int delay_ms : {30, 80, 150, 250, 400, 600}) {
     const std::string d = make_temp_dir("stop-capacity");
     const pid_t pid = spawn_kvsim({"capacity", serial, "--slo", "ttft_p99_s=1", "--search",
-                                        "workload.arrivals.rate", "--over",
-                                        "engine.max_num_seqs=1,2", "-o", d, "-j", "2",
-                                        "--no-progress"});
+                                   "workload.arrivals.rate", "--over", "engine.max_num_seqs=1,2",
+                                   "-o", d, "-j", "2", "--no-progress"});
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(pid, SIGINT);
     const int code = wait_exit(pid);
@@ -122,7 +122,8 @@ TEST_CASE("a run past the file size limit removes its temporaries and exits 128 
     std::ofstream(f) << text.substr(0, text.find("sweep:"));
   }
   // 64 KiB: requests.csv's first 1 MiB write out of its buffer goes past it.
-  const pid_t pid = spawn_for_signal(KVSIM_BIN, {"run", f, "-o", d + "/out"}, d + "/err.txt", 64 * 1024);
+  const pid_t pid =
+      spawn_for_signal(KVSIM_BIN, {"run", f, "-o", d + "/out"}, d + "/err.txt", 64 * 1024);
   CHECK(wait_exit(pid) == 128 + SIGXFSZ);
   CHECK(temporaries_under(d).empty());
   CHECK(read_text(d + "/err.txt") ==
@@ -130,7 +131,8 @@ TEST_CASE("a run past the file size limit removes its temporaries and exits 128 
   fs::remove_all(d);
 }
 
-TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left", "[cli][sweep][signals]") {
+TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left",
+          "[cli][sweep][signals]") {
   const std::string d = make_temp_dir("stale-sweep");
   const std::string out = d + "/out";
   const std::string f = write_long_sweep(d);

@@ -133,14 +133,16 @@ TEST_CASE("kvsim sweep under mpirun -n 2: rank 0 writes the single-process summa
     KVSIM_TEST_SKIP("mpi", "mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)");
   }
   if (run_cli("sweep --help").out.find("MPI") == std::string::npos) {
-    KVSIM_TEST_SKIP("mpi", "this kvsim was built without MPI (KVSIM_WITH_MPI off or MPI not found)");
+    KVSIM_TEST_SKIP("mpi",
+                    "this kvsim was built without MPI (KVSIM_WITH_MPI off or MPI not found)");
   }
   const std::string single = make_temp_dir("sweep-single"), dir = make_temp_dir("sweep-mpi");
   const std::string set = "--set workload.trace.max_requests=100";
   REQUIRE(run_cli(fmt::format("sweep {} -o {} {}", kSweep, single, set)).exit_code == 0);
   const std::string log = dir + "/../" + fs::path(dir).filename().string() + ".log";
   const std::string cmd = fmt::format(
-      "ASAN_OPTIONS=detect_leaks=0 timeout 240 mpirun --allow-run-as-root --oversubscribe -n 2 {} sweep {} -o {} {} >{} 2>&1",
+      "ASAN_OPTIONS=detect_leaks=0 timeout 240 mpirun --allow-run-as-root --oversubscribe -n 2 {} "
+      "sweep {} -o {} {} >{} 2>&1",
       KVSIM_BIN, kSweep, dir, set, log);
   const int rc = std::system(cmd.c_str());
   INFO(read_text(log));

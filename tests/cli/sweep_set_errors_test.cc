@@ -37,7 +37,7 @@ const char* kSetErrorsSweep =
     "    engine.kv.block_size: [16, BLOCK]\n";
 
 std::string write_set_errors_scenario(const std::string& dir, const std::string& max_requests,
-                           const std::string& block) {
+                                      const std::string& block) {
   std::string text = kSetErrorsSweep;
   text.replace(text.find("MAX"), 3, max_requests);
   text.replace(text.find("BLOCK"), 5, block);
@@ -50,9 +50,12 @@ TEST_CASE("sweep points: errors name the --set, the sweep value or the file's li
           "[cli][sweep][bad-input][set]") {
   const std::string d = make_temp_dir("sweep-set-errors");
   std::string f = write_set_errors_scenario(d, "4", "32");
-  auto r = run_cli(fmt::format("sweep '{}' -o '{}/a' --no-progress --set workload.arrivals.rate=abc", f, d));
+  auto r = run_cli(
+      fmt::format("sweep '{}' -o '{}/a' --no-progress --set workload.arrivals.rate=abc", f, d));
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--set workload.arrivals.rate=abc: workload.arrivals.rate: expected a number"));
+  CHECK_THAT(
+      r.err,
+      Contains("--set workload.arrivals.rate=abc: workload.arrivals.rate: expected a number"));
   CHECK_THAT(r.err, !Contains("s.yaml:1:1"));
   r = run_cli(fmt::format("sweep '{}' -o '{}/b' --no-progress --set engine.max_num_seqz=3", f, d));
   CHECK(r.exit_code == 2);
@@ -80,25 +83,34 @@ TEST_CASE("capacity probes: errors name the --set, the --over or the file's line
     std::string text = kvsim::test::read_text(f);
     std::ofstream(f) << text.substr(0, text.find("sweep:"));
   }
-  auto r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/a' --set workload.arrivals.rate=abc", f, d));
+  auto r = run_cli(fmt::format(
+      "capacity '{}' --slo ttft_p99_s=10 -o '{}/a' --set workload.arrivals.rate=abc", f, d));
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--set workload.arrivals.rate=abc: workload.arrivals.rate: expected a number"));
+  CHECK_THAT(
+      r.err,
+      Contains("--set workload.arrivals.rate=abc: workload.arrivals.rate: expected a number"));
   CHECK_THAT(r.err, !Contains("s.yaml:1:1"));
-  r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/b' --over engine.kv.block_size=16,0", f, d));
+  r = run_cli(fmt::format(
+      "capacity '{}' --slo ttft_p99_s=10 -o '{}/b' --over engine.kv.block_size=16,0", f, d));
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--over engine.kv.block_size=16,0: engine.kv.block_size: expected an integer >= 1"));
+  CHECK_THAT(
+      r.err,
+      Contains("--over engine.kv.block_size=16,0: engine.kv.block_size: expected an integer >= 1"));
   {
     std::string text = kvsim::test::read_text(f);
     text.replace(text.find("max_requests: 4"), 15, "max_requests: -4");
     std::ofstream(f) << text;
   }
-  r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/c' --set seed=4 --over engine.kv.block_size=16,32", f, d));
+  r = run_cli(fmt::format(
+      "capacity '{}' --slo ttft_p99_s=10 -o '{}/c' --set seed=4 --over engine.kv.block_size=16,32",
+      f, d));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("s.yaml:8:17: workload.max_requests: expected an integer >= 1"));
   fs::remove_all(d);
 }
 
-TEST_CASE("capacity: errors in the cost: block name the file's line:col", "[cli][capacity][bad-input]") {
+TEST_CASE("capacity: errors in the cost: block name the file's line:col",
+          "[cli][capacity][bad-input]") {
   // The cost block is read once per configuration, from that configuration's copy of the
   // scenario: before, every such error read "s.yaml:1:1". The bad price is on line 15, its value
   // at column 34; the unknown key on line 15, column 3.
@@ -109,10 +121,13 @@ TEST_CASE("capacity: errors in the cost: block name the file's line:col", "[cli]
   std::ofstream(f) << text;
   auto r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/a'", f, d));
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("s.yaml:15:34: cost.gpu_hour_usd.a100-sxm4-80gb: expected a number >= 0"));
-  r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/b' --over engine.max_num_seqs=4,8", f, d));
+  CHECK_THAT(r.err,
+             Contains("s.yaml:15:34: cost.gpu_hour_usd.a100-sxm4-80gb: expected a number >= 0"));
+  r = run_cli(fmt::format(
+      "capacity '{}' --slo ttft_p99_s=10 -o '{}/b' --over engine.max_num_seqs=4,8", f, d));
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("s.yaml:15:34: cost.gpu_hour_usd.a100-sxm4-80gb: expected a number >= 0"));
+  CHECK_THAT(r.err,
+             Contains("s.yaml:15:34: cost.gpu_hour_usd.a100-sxm4-80gb: expected a number >= 0"));
   text.replace(text.find("gpu_hour_usd:"), 13, "gpu_hour_usdx:");
   std::ofstream(f) << text;
   r = run_cli(fmt::format("capacity '{}' --slo ttft_p99_s=10 -o '{}/c'", f, d));

@@ -63,7 +63,8 @@ std::vector<Step> read_golden(const fs::path& file) {
     const auto j = nlohmann::json::parse(line);
     Step s;
     s.t_ns = j.at("t_ns").get<int64_t>();
-    for (const auto& e : j.at("run")) s.run.emplace_back(e.at(0).get<int64_t>(), e.at(1).get<int64_t>());
+    for (const auto& e : j.at("run"))
+      s.run.emplace_back(e.at(0).get<int64_t>(), e.at(1).get<int64_t>());
     for (const auto& e : j.at("preempted")) s.preempted.push_back(e.get<int64_t>());
     std::sort(s.run.begin(), s.run.end());
     steps.push_back(std::move(s));
@@ -156,15 +157,17 @@ TEST_CASE("kvsim's continuous scheduler takes vLLM V1's steps on every recorded 
       for (size_t k = 0; k < std::max(want.size(), got.size()); ++k) {
         const bool eq = k < want.size() && k < got.size() && want[k].t_ns == got[k].t_ns &&
                         want[k].run == got[k].run && want[k].preempted == got[k].preempted;
-        if (eq) ++same;
-        else if (first == want.size()) first = k;
+        if (eq)
+          ++same;
+        else if (first == want.size())
+          first = k;
       }
-      INFO(fmt::format("{}: {} of {} vLLM steps identical (kvsim ran {})", name, same,
-                       want.size(), got.size()));
+      INFO(fmt::format("{}: {} of {} vLLM steps identical (kvsim ran {})", name, same, want.size(),
+                       got.size()));
       if (first < want.size()) {
-        INFO("first difference at step " << first << "\n  vLLM:  " << show(want[first])
-                                         << "\n  kvsim: "
-                                         << (first < got.size() ? show(got[first]) : "-"));
+        INFO("first difference at step "
+             << first << "\n  vLLM:  " << show(want[first])
+             << "\n  kvsim: " << (first < got.size() ? show(got[first]) : "-"));
         CHECK(first == want.size());
       }
       CHECK(got.size() == want.size());

@@ -35,7 +35,8 @@ kernels:
 )";
 
 std::filesystem::path backend_temp_dir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kvsim-backend-contract-XXXXXX").string();
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / "kvsim-backend-contract-XXXXXX").string();
   REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
   return tmpl;
 }

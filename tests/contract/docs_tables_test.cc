@@ -82,7 +82,8 @@ void check_table(const Registry<F>& registry, const std::string& doc, const std:
 
 }  // namespace
 
-TEST_CASE("the README's guard table lists every registered guard and its keys", "[contract][docs]") {
+TEST_CASE("the README's guard table lists every registered guard and its keys",
+          "[contract][docs]") {
   check_table(guard_registry(), "README.md", "| type | parameters | what it does |", true);
 }
 

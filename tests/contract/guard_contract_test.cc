@@ -6,10 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include "core/config_node.h"
-#include "models/memory/kv_store_registry.h"
-#include "sim/guards/guard_registry.h"
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
+#include "models/memory/kv_store_registry.h"
+#include "sim/guards/guard_registry.h"
 
 using namespace kvsim;
 

@@ -51,8 +51,8 @@ TEST_CASE("every registered KV store round-trips, fails cleanly and declares wha
 
     // The declared capabilities are exactly the store's capability views.
     const KvCapabilities caps = entry.make.provides;
-    INFO("declared: " << kv_capability_list(caps) << "; views: "
-                      << kv_capability_list(capabilities_of(s)));
+    INFO("declared: " << kv_capability_list(caps)
+                      << "; views: " << kv_capability_list(capabilities_of(s)));
     CHECK(caps == capabilities_of(s));
     if (const PagedBlocks* blocks = s.paged()) {
       CHECK(blocks->block_tokens() > 0);

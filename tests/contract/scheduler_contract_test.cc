@@ -107,9 +107,9 @@ class IdleSteps final : public PlanSteps {
 
 struct Variant {
   std::string name;
-  std::string engine;  // engine: YAML (the scheduler comes from the registry entry)
-  std::string kv;      // kv: YAML
-  int64_t spare_bytes; // GPU memory beyond weights, context and workspace; 0 = the GPU's own
+  std::string engine;         // engine: YAML (the scheduler comes from the registry entry)
+  std::string kv;             // kv: YAML
+  int64_t spare_bytes;        // GPU memory beyond weights, context and workspace; 0 = the GPU's own
   std::string guards = "[]";  // the policy's guards: YAML list
   bool continuous_only = false;  // settings the other schedulers refuse (speculative decoding)
 };
@@ -131,8 +131,7 @@ const Variant kVariants[] = {
     {"caching allocator, crash",
      "{max_num_seqs: 10, batch_size: 10, max_num_batched_tokens: 4096, restart_s: 1}",
      "{type: caching_allocator, growth: concat}", int64_t{700} << 20},
-    {"contiguous, waits",
-     "{max_num_seqs: 12, batch_size: 12, max_num_batched_tokens: 4096}",
+    {"contiguous, waits", "{max_num_seqs: 12, batch_size: 12, max_num_batched_tokens: 4096}",
      "{type: contiguous, reserve: pow2, gpu_memory_utilization: 0.99}", int64_t{1200} << 20},
     // The scheduling policies' queue orders and victims, and the scheduler-side watermark.
     {"paged, priority, watermark",
@@ -180,8 +179,7 @@ void run_contract(const std::string& scheduler_name, const Variant& v, uint64_t 
   REQUIRE(entry != nullptr);
   Replica replica(events, pool, latency, config,
                   make_guards(ConfigNode::parse_string(v.guards, "guards.yaml"), model, "paged"),
-                  recorder,
-                  std::make_unique<CheckedScheduler>(entry->make(), log));
+                  recorder, std::make_unique<CheckedScheduler>(entry->make(), log));
   log.replica = &replica;
   replica.set_check_invariants(true);
   std::map<int64_t, int> outcomes;  // id -> outcomes seen

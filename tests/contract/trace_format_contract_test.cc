@@ -3,8 +3,8 @@
 // How it fails: a format that cannot read the sample it declares, that `format: auto` does not
 // recognise from its own sample, that another format claims first, or that accepts its bad row
 // (or reports it without the row's line number) fails the CHECK that says which.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path write_sample(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("kvsim-trace-contract-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("kvsim-trace-contract-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path p = dir / (name + ".trace");
   std::ofstream(p, std::ios::binary) << text;

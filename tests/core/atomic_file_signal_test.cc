@@ -7,10 +7,10 @@
 // opens; 40 children each get one.
 #include <fmt/format.h>
 
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -63,7 +63,8 @@ std::vector<std::string> temporaries_in(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("SIGINT among threads opening AtomicFiles leaves no temporary", "[core][atomic][signals]") {
+TEST_CASE("SIGINT among threads opening AtomicFiles leaves no temporary",
+          "[core][atomic][signals]") {
   const fs::path root = fs::temp_directory_path() / ("kvsim-sigrace-" + std::to_string(::getpid()));
   fs::remove_all(root);
   int interrupted = 0;

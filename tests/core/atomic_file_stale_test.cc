@@ -1,9 +1,9 @@
 // AtomicFile removes what a killed writer of the same file left: "<name>.tmp.<pid>" of a pid that
 // no longer runs (kill -9 skips every destructor; a sweep or timeline killed so left up to 186 MB
 // that no resume removed). A running pid's temporary stays: another process may be writing it.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -32,7 +32,7 @@ TEST_CASE("AtomicFile removes stale temporaries of its file, and only those", "[
   fs::create_directories(dir);
   const pid_t dead = dead_pid();
   const fs::path stale = dir / ("requests.csv.tmp." + std::to_string(dead));
-  const fs::path live = dir / "requests.csv.tmp.1";  // pid 1 always runs
+  const fs::path live = dir / "requests.csv.tmp.1";                          // pid 1 always runs
   const fs::path other = dir / ("summary.csv.tmp." + std::to_string(dead));  // another file's
   const fs::path odd = dir / "requests.csv.tmp.notapid";
   for (const fs::path& p : {stale, live, other, odd}) std::ofstream(p) << "partial";

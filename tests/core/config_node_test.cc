@@ -25,7 +25,8 @@ TEST_CASE("missing keys point at the parent map", "[config]") {
 
 TEST_CASE("bounds and non-finite numbers are rejected", "[config]") {
   auto root = ConfigNode::parse_string("a: -1\nb: .nan\nc: .inf\nd: 2.5\n", "b.yaml");
-  CHECK_THROWS_WITH(root.get<double>("a", {.min = 0}), Contains("expected a number >= 0, got \"-1\""));
+  CHECK_THROWS_WITH(root.get<double>("a", {.min = 0}),
+                    Contains("expected a number >= 0, got \"-1\""));
   CHECK_THROWS_WITH(root.get<double>("b"), Contains("expected a finite number"));
   CHECK_THROWS_WITH(root.get<double>("c"), Contains("expected a finite number"));
   CHECK_THROWS_WITH(root.get<int64_t>("d"), Contains("b.yaml:4:4: d: expected an integer"));
@@ -65,7 +66,8 @@ TEST_CASE("alias bombs are bounded", "[config]") {
   CHECK_THROWS_WITH(ConfigNode::parse_string(bomb, "bomb.yaml"), Contains("alias bomb"));
 }
 
-TEST_CASE("has() is pure; allow() declares keys; get_optional and typed get_enum read", "[config]") {
+TEST_CASE("has() is pure; allow() declares keys; get_optional and typed get_enum read",
+          "[config]") {
   // Fails if has() records the key again (the unknown-key error would vanish) or allow() stops
   // declaring keys (the allowed key would be reported unknown).
   auto root = ConfigNode::parse_string("a: 1\nb: 2\nmode: fast\n", "k.yaml");

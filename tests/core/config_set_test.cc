@@ -8,8 +8,8 @@
 #include "core/config_patch.h"
 #include "core/errors.h"
 
-using kvsim::ConfigNode;
 using Catch::Matchers::Equals;
+using kvsim::ConfigNode;
 
 namespace {
 
@@ -35,8 +35,9 @@ TEST_CASE("a bad value from --set names the --set and the key", "[core][config][
   // Inside a list (the --set's index is the path's [0]), and under a map a --set wrote whole.
   CHECK_THROWS_WITH(patched(yaml, {"list.0.x=zz"}).child("list").at(0).get<int>("x"),
                     Equals("--set list.0.x=zz: list[0].x: expected an integer, got \"zz\""));
-  CHECK_THROWS_WITH(patched(yaml, {"a={b: -1}"}).child("a").get<int>("b", {.min = 0}),
-                    Equals("--set a={b: -1}: a.b: expected an integer >= 0 and <= 2147483647, got \"-1\""));
+  CHECK_THROWS_WITH(
+      patched(yaml, {"a={b: -1}"}).child("a").get<int>("b", {.min = 0}),
+      Equals("--set a={b: -1}: a.b: expected an integer >= 0 and <= 2147483647, got \"-1\""));
   // The later of two --sets of one key is the one that wrote it.
   CHECK_THROWS_WITH(patched(yaml, {"a.b=q", "a=zz"}).child("a").get<int>("b"),
                     Equals("--set a=zz: a: expected a map, got \"zz\""));
@@ -64,7 +65,9 @@ TEST_CASE("echoed values are cut and escaped", "[core][config][echo]") {
   CHECK_THAT(msg, Catch::Contains("got \"" + std::string(40, 'z') + "...\""));
   CHECK(msg.size() < 200);
   YAML::Node raw;
-  raw["k2"] = std::string("a\xFF" "b");  // not UTF-8
+  raw["k2"] = std::string(
+      "a\xFF"
+      "b");  // not UTF-8
   CHECK_THROWS_WITH(ConfigNode::wrap(raw, "e.yaml").get_enum("k2", {"paged"}),
                     Catch::Contains("got \"a\\xFFb\""));
 }
@@ -93,6 +96,8 @@ TEST_CASE("a copy wrapped with its original's marks keeps every position and --s
   kvsim::apply_set_in_place(copy, "list.0.x=zz");
   CHECK_THROWS_WITH(
       ConfigNode::wrap_copy(copy, marks, {{ConfigNode::key_path("list.0.x"), "--over list.0.x=zz"}})
-          .child("list").at(0).get<int>("x"),
+          .child("list")
+          .at(0)
+          .get<int>("x"),
       Equals("--over list.0.x=zz: list[0].x: expected an integer, got \"zz\""));
 }

@@ -16,7 +16,8 @@ TEST_CASE("echo_text keeps short text and cuts long text at a character", "[core
   CHECK(echo_text("abcdef", 3) == "abc...");
   CHECK(echo_text("abc", 3) == "abc");  // exactly max_chars: no mark
   // A multi-byte character counts once and is never split: "é" is 2 bytes, "€" 3, "𝄞" 4.
-  CHECK(echo_text("\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9Ez", 3) == "\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9E...");
+  CHECK(echo_text("\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9Ez", 3) ==
+        "\xC3\xA9\xE2\x82\xAC\xF0\x9D\x84\x9E...");
 }
 
 TEST_CASE("echo_text escapes quotes, control characters and bytes that are not UTF-8",

@@ -26,8 +26,12 @@ using ShapeFactory = std::function<std::unique_ptr<Shape>(const ConfigNode&)>;
 
 Registry<ShapeFactory> shapes() {
   Registry<ShapeFactory> r("shape");
-  r.add({"square", "four sides", {"side"}, [](const ConfigNode&) { return std::make_unique<Square>(); }});
-  r.add({"triangle", "three sides", {}, [](const ConfigNode&) { return std::make_unique<Triangle>(); }});
+  r.add({"square", "four sides", {"side"}, [](const ConfigNode&) {
+           return std::make_unique<Square>();
+         }});
+  r.add({"triangle", "three sides", {}, [](const ConfigNode&) {
+           return std::make_unique<Triangle>();
+         }});
   return r;
 }
 }  // namespace

@@ -42,22 +42,23 @@ const char* kHeader =
 //   3    -    -     -   rejected      -    -     -   rejected
 fs::path make_folders() {
   // Each case runs in its own process, in parallel with the others: a folder per process.
-  const fs::path d = fs::temp_directory_path() / ("kvsim_e2e_compare_test_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("kvsim_e2e_compare_test_" + std::to_string(::getpid()));
   fs::remove_all(d);
-  write(d / "measured/iterations.csv",
-        "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,"
-        "modeled_s,measured_s\n"
-        "p,0,0,0,1,100,0,0,0.011,0.010\n"
-        "p,0,1,0.01,1,20,2,50,0.009,0.010\n"
-        "p,0,2,0.02,0,0,3,90,0.0048,0.004\n"
-        "p,0,3,0.024,0,0,3,93,0.004,0.005\n"
-        "p,0,4,0.029,0,0,2,60,0.004,0.004\n");
-  write(d / "modeled/requests.csv",
-        std::string(kHeader) +
-            "p,0,0,10,10,5,5,completed,0.10,0.010,0.5,0,0,0,0,0,0,0\n"
-            "p,1,0.1,10,10,5,5,completed,0.20,0.020,0.8,1,0,0,0,0,0,0\n"
-            "p,2,0.2,10,10,1,1,completed,0.30,,0.30,0,0,0,0,0,0,0\n"
-            "p,3,0.3,10,0,5,0,rejected,,,,0,0,0,0,0,0,0\n");
+  write(
+      d / "measured/iterations.csv",
+      "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,"
+      "modeled_s,measured_s\n"
+      "p,0,0,0,1,100,0,0,0.011,0.010\n"
+      "p,0,1,0.01,1,20,2,50,0.009,0.010\n"
+      "p,0,2,0.02,0,0,3,90,0.0048,0.004\n"
+      "p,0,3,0.024,0,0,3,93,0.004,0.005\n"
+      "p,0,4,0.029,0,0,2,60,0.004,0.004\n");
+  write(d / "modeled/requests.csv", std::string(kHeader) +
+                                        "p,0,0,10,10,5,5,completed,0.10,0.010,0.5,0,0,0,0,0,0,0\n"
+                                        "p,1,0.1,10,10,5,5,completed,0.20,0.020,0.8,1,0,0,0,0,0,0\n"
+                                        "p,2,0.2,10,10,1,1,completed,0.30,,0.30,0,0,0,0,0,0,0\n"
+                                        "p,3,0.3,10,0,5,0,rejected,,,,0,0,0,0,0,0,0\n");
   write(d / "measured/requests.csv",
         std::string(kHeader) +
             "p,0,0,10,10,5,5,completed,0.08,0.010,0.4,0,0,0,0,0,0,0\n"
@@ -179,7 +180,8 @@ TEST_CASE("e2e compare: the written files", "[e2e_compare]") {
   std::ifstream in(d / "e2e.json");
   const auto j = nlohmann::json::parse(in);
   CHECK(j["iterations"][0]["mape"].get<double>() == Approx(0.12).margin(kEps));
-  CHECK(j["policies"][0]["metrics"]["ttft"]["median_rel_error"].get<double>() == Approx(-0.2).margin(kEps));
+  CHECK(j["policies"][0]["metrics"]["ttft"]["median_rel_error"].get<double>() ==
+        Approx(-0.2).margin(kEps));
   CHECK(j["policies"][0]["outcomes"]["identical"].get<bool>());
   std::ifstream it(d / "e2e_iterations.csv");
   std::string header, first;
@@ -207,9 +209,10 @@ TEST_CASE("e2e compare: the one-screen table", "[e2e_compare]") {
 
 TEST_CASE("e2e compare: bad input names the file and line", "[e2e_compare]") {
   const fs::path d = make_folders();
-  write(d / "measured/iterations.csv",
-        "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,"
-        "modeled_s,measured_s\np,0,0,0,1,100,0,0,0.011,abc\n");
+  write(
+      d / "measured/iterations.csv",
+      "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,"
+      "modeled_s,measured_s\np,0,0,0,1,100,0,0,0.011,abc\n");
   try {
     compare_e2e(d / "modeled", d / "measured");
     FAIL("no error");
@@ -219,7 +222,8 @@ TEST_CASE("e2e compare: bad input names the file and line", "[e2e_compare]") {
   }
   // A policy the modeled run does not have.
   make_folders();
-  write(d / "modeled/requests.csv", std::string(kHeader) + "q,0,0,10,10,5,5,completed,0.1,0.01,0.5,0,0,0,0,0,0,0\n");
+  write(d / "modeled/requests.csv",
+        std::string(kHeader) + "q,0,0,10,10,5,5,completed,0.1,0.01,0.5,0,0,0,0,0,0,0\n");
   CHECK_THROWS_WITH(compare_e2e(d / "modeled", d / "measured"),
                     Catch::Contains("no rows of policy 'p'"));
 }
@@ -236,7 +240,8 @@ TEST_CASE("e2e figure: rendered and byte-identical", "[e2e_compare]") {
   write_e2e(compare_e2e(d / "modeled", d / "measured"), d);
   render_e2e_figure(d);
   REQUIRE(fs::exists(d / "e2e.png"));
-  CHECK(slurp(d / "e2e.txt").find("source: e2e.json, measured/iterations.csv") != std::string::npos);
+  CHECK(slurp(d / "e2e.txt").find("source: e2e.json, measured/iterations.csv") !=
+        std::string::npos);
   const std::string first = slurp(d / "e2e.png");
   render_e2e_figure(d);
   CHECK(slurp(d / "e2e.png") == first);

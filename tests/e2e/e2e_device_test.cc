@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <yaml-cpp/yaml.h>
 #include <filesystem>
 #include <fstream>
-#include <yaml-cpp/yaml.h>
 
 #include "core/config_node.h"
 #include "models/catalog.h"
@@ -35,7 +35,8 @@ TEST_CASE("e2e device: a peak below 1.25x the best measured rate is raised to it
   CHECK(same.gpu.hbm_bytes_per_s == 2e10);
 }
 
-TEST_CASE("e2e device: bytes/s from the main-memory copies, FLOP/s from every kernel", "[e2e_device]") {
+TEST_CASE("e2e device: bytes/s from the main-memory copies, FLOP/s from every kernel",
+          "[e2e_device]") {
   auto copy = [](int64_t mib, double seconds) {
     Measurement m;
     m.c.kind = KernelClass::kMembwCopy;
@@ -61,7 +62,8 @@ TEST_CASE("e2e device: bytes/s from the main-memory copies, FLOP/s from every ke
 
 TEST_CASE("e2e device: the scenario on the raised device, paths made absolute", "[e2e_device]") {
   // Each case runs in its own process, in parallel with the others: a folder per process.
-  const fs::path d = fs::temp_directory_path() / ("kvsim_e2e_device_test_" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("kvsim_e2e_device_test_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   std::ofstream(d / "t.csv") << "arrival_s,prompt_tokens,output_tokens\n0,10,2\n";
@@ -77,7 +79,8 @@ policies: [{name: p, guards: []}]
   raised.hbm_bytes_per_s = 2.5e12;  // 2,500 GB/s instead of 2,039
   const std::string text = scenario_on_device(ConfigNode::parse_file(d / "s.yaml"), raised);
   const YAML::Node y = YAML::Load(text);
-  CHECK(y["workload"]["trace"]["path"].as<std::string>() == (fs::absolute(d) / "t.csv").lexically_normal().string());
+  CHECK(y["workload"]["trace"]["path"].as<std::string>() ==
+        (fs::absolute(d) / "t.csv").lexically_normal().string());
   CHECK(y["model"].as<std::string>() == "llama-3-8b");  // a catalog name, not a file: unchanged
   CHECK(y["gpu"]["hbm_gb_per_s"].as<double>() == 2500.0);
   // The inline spec reads back as the same device: memory to the byte, the peaks, the SMs.

@@ -31,8 +31,10 @@ policies: [{name: p, engine: {kv: {type: paged, block_size: 8}}, guards: []}]
 
 }  // namespace
 
-TEST_CASE("e2e grid: the model's GEMMs, attention and decode at the engine's shapes", "[e2e_grid]") {
-  const Scenario s = load_scenario(ConfigNode::parse_string(kScenario, "grid.yaml"), Catalog::builtin());
+TEST_CASE("e2e grid: the model's GEMMs, attention and decode at the engine's shapes",
+          "[e2e_grid]") {
+  const Scenario s =
+      load_scenario(ConfigNode::parse_string(kScenario, "grid.yaml"), Catalog::builtin());
   const E2eShapes sh = e2e_shapes(s);
   CHECK(sh.block_tokens == 8);
   CHECK(sh.max_batched_tokens == 100);
@@ -113,13 +115,17 @@ TEST_CASE("e2e overhead: the median remainder over the probes, never negative", 
   CHECK(fit_iteration_overhead(fast, lm, 16).iteration_overhead_s == 0.0);
 }
 
-TEST_CASE("e2e grid: a float32 model calibrates fp32 cases on the CPU, fp16 on a GPU", "[e2e_grid]") {
+TEST_CASE("e2e grid: a float32 model calibrates fp32 cases on the CPU, fp16 on a GPU",
+          "[e2e_grid]") {
   // llama-tiny's weights and KV are fp32 (models.yaml): the CPU forward reads 4 bytes per
   // element, so every GEMM, flash and paged_decode case is fp32 there; the copies stay byte
   // probes (fp16, "bytes are bytes"); on cuda the kernels are fp16 as for every model.
-  const Scenario s = load_scenario(ConfigNode::parse_string(
-      "name: t\nmodel: llama-tiny\ngpu: a100-sxm4-80gb\nworkload:\n  arrivals: {type: fixed, rate: 1}\n"
-      "  max_requests: 1\n  prompt_tokens: 16\n  output_tokens: 4\n", "t.yaml"), Catalog::builtin());
+  const Scenario s = load_scenario(
+      ConfigNode::parse_string("name: t\nmodel: llama-tiny\ngpu: a100-sxm4-80gb\nworkload:\n  "
+                               "arrivals: {type: fixed, rate: 1}\n"
+                               "  max_requests: 1\n  prompt_tokens: 16\n  output_tokens: 4\n",
+                               "t.yaml"),
+      Catalog::builtin());
   const Grid cpu = parse_grid(e2e_grid_yaml(s, "cpu"), "e2e.yaml", "cpu");
   const Grid gpu = parse_grid(e2e_grid_yaml(s, "cuda"), "e2e.yaml", "cuda");
   REQUIRE(cpu.cases.size() == gpu.cases.size());

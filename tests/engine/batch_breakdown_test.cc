@@ -95,16 +95,17 @@ TEST_CASE("request_breakdown: the five parts sum to E2E, preemption split at the
   r.end_preemption(44);
   r.finished_at = 60;
   const RequestBreakdown b = request_breakdown(r);
-  CHECK(b.guard_queue == 5);        // 15 - 10
-  CHECK(b.engine_wait == 3);        // 18 - 15
-  CHECK(b.prefill == 9);            // 30 - 18 - 3
-  CHECK(b.decode == 26);            // 60 - 30 - 4
-  CHECK(b.preempted == 7);          // 3 + 4
-  CHECK(b.sum() == 60 - 10);        // E2E
+  CHECK(b.guard_queue == 5);  // 15 - 10
+  CHECK(b.engine_wait == 3);  // 18 - 15
+  CHECK(b.prefill == 9);      // 30 - 18 - 3
+  CHECK(b.decode == 26);      // 60 - 30 - 4
+  CHECK(b.preempted == 7);    // 3 + 4
+  CHECK(b.sum() == 60 - 10);  // E2E
   CHECK(r.preempted_at == -1);
 }
 
-TEST_CASE("batch metrics and breakdown of two requests, iteration by iteration", "[metrics][engine]") {
+TEST_CASE("batch metrics and breakdown of two requests, iteration by iteration",
+          "[metrics][engine]") {
   const fs::path dir = test::fresh_dir("batch-metrics");
   const fs::path trace = dir / "two.csv";
   // Both arrive at 0 with 100-token prompts; one wants 4 output tokens, the other 2.
@@ -236,8 +237,9 @@ policies: [{{name: none, guards: []}}, {{name: queue, guards: [{{type: reserve}}
   fs::remove_all(dir);
 }
 
-TEST_CASE("a cluster's batch block: every replica's iterations, GPU-time-weighted busy share and MFU",
-          "[metrics][engine][cluster]") {
+TEST_CASE(
+    "a cluster's batch block: every replica's iterations, GPU-time-weighted busy share and MFU",
+    "[metrics][engine][cluster]") {
   const fs::path dir = test::fresh_dir("cluster-batch");
   const fs::path trace = dir / "three.csv";
   // Round robin over replica a-0 (TP 1, one GPU) and b-0 (TP 2, two GPUs): request 0 (t = 0,
@@ -284,7 +286,8 @@ policies: [{{name: p, guards: []}}]
   const Catalog& cat = Catalog::builtin();
   const GpuSpec& gpu = cat.gpu("a100-sxm4-80gb");
   const LatencyModel la(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
-  const LatencyModel lb(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash, 2, 1);
+  const LatencyModel lb(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash,
+                        2, 1);
   auto prefill = [](int64_t tokens) {
     BatchShape s;
     s.block_tokens = 16;

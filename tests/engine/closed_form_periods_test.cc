@@ -25,7 +25,8 @@ class FakeQueues final : public QueueView {
   bool prefilling = false;
   mutable std::vector<Asked> asked;
 
-  bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const override {
+  bool prefills_blocked(const BatchLimits& limits, int64_t decoding,
+                        int64_t walk_frees) const override {
     asked.push_back({limits, decoding, walk_frees});
     return blocked;
   }
@@ -42,7 +43,9 @@ BatchLimits chunked_limits() {
 
 }  // namespace
 
-TEST_CASE("continuous: a period is closed form while the prefills it would plan after its decode walk are blocked") {
+TEST_CASE(
+    "continuous: a period is closed form while the prefills it would plan after its decode walk "
+    "are blocked") {
   const std::unique_ptr<Scheduler> s = make_continuous_scheduler();
   CHECK(s->closed_form_periods());
   FakeQueues q;
@@ -58,7 +61,9 @@ TEST_CASE("continuous: a period is closed form while the prefills it would plan 
   CHECK_FALSE(s->admits_nothing(q, limits, 40, 0));
 }
 
-TEST_CASE("vllm_v0: a period is closed form while no whole prompt fits the whole budget, whatever the walk frees") {
+TEST_CASE(
+    "vllm_v0: a period is closed form while no whole prompt fits the whole budget, whatever the "
+    "walk frees") {
   const std::unique_ptr<Scheduler> s = make_vllm_v0_scheduler();
   CHECK(s->closed_form_periods());
   FakeQueues q;

@@ -23,7 +23,9 @@ using kvsim::test::run_yaml;
 
 namespace {
 
-const ReplicaSummary& replica(const PolicySummary& p, size_t i) { return p.cluster->replicas.at(i); }
+const ReplicaSummary& replica(const PolicySummary& p, size_t i) {
+  return p.cluster->replicas.at(i);
+}
 
 int64_t replica_count(const ReplicaSummary& r, Outcome o) { return r.outcomes[outcome_index(o)]; }
 
@@ -147,7 +149,8 @@ TEST_CASE("each router's choice on given replica views", "[cluster][router]") {
     CHECK(x != 0);
     CHECK(x == b->route(spec, v));
   }
-  // session affinity: one session, one replica, every time; prefix affinity the same per first hash.
+  // session affinity: one session, one replica, every time; prefix affinity the same per first
+  // hash.
   RequestSpec s1;
   s1.session_id = 12345;
   auto sa = router("session_affinity");
@@ -185,8 +188,8 @@ sweep: {grid: {cluster.replicas.0.count: [1, 2, 4]}}
   REQUIRE(plan.points.size() == 3);
   const int counts[] = {1, 2, 4};
   for (size_t i = 0; i < 3; ++i) {
-    const Scenario s = load_scenario(ConfigNode::wrap(plan.points[i].tree, "sweep.yaml"),
-                                     Catalog::builtin());
+    const Scenario s =
+        load_scenario(ConfigNode::wrap(plan.points[i].tree, "sweep.yaml"), Catalog::builtin());
     const RunResult r = run_scenario(s, RunOptions{});
     const PolicySummary& p = r.policies.at(0);
     REQUIRE(p.cluster->replicas.size() == static_cast<size_t>(counts[i]));
@@ -229,7 +232,8 @@ policies: [{{name: p, guards: []{}}}]
 // Same scenario and seed, same bytes, with the random router (its own stream of the scenario's
 // seed) and closed-loop clients (their next request is routed when the last one finishes);
 // requests.csv and timeseries.csv end with the `replica` column.
-TEST_CASE("a cluster run is a pure function of its scenario and seed", "[engine][cluster][determinism]") {
+TEST_CASE("a cluster run is a pure function of its scenario and seed",
+          "[engine][cluster][determinism]") {
   namespace fs = std::filesystem;
   const Scenario s = load_scenario(ConfigNode::parse_string(R"(
 name: det
@@ -246,7 +250,7 @@ workload:
   duration_s: 10
 policies: [{name: p, guards: []}, {name: q, guards: [], cluster: {router: {type: least_kv}}}]
 )",
-                                                                 "det.yaml"),
+                                                            "det.yaml"),
                                    Catalog::builtin());
   auto read = [](const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -269,7 +273,9 @@ policies: [{name: p, guards: []}, {name: q, guards: [], cluster: {router: {type:
   fs::remove_all(base);
   CHECK(runs[0].size() > 1000);
   CHECK(runs[0] == runs[1]);
-  CHECK(requests.substr(0, requests.find('\n')).ends_with(",tokens_dropped,guard_queue_s,engine_wait_s,prefill_s,decode_s,preempted_s,replica"));
+  CHECK(requests.substr(0, requests.find('\n'))
+            .ends_with(",tokens_dropped,guard_queue_s,engine_wait_s,prefill_s,decode_s,preempted_s,"
+                       "replica"));
   CHECK(series.substr(0, series.find('\n')).ends_with(",running,replica"));
 }
 

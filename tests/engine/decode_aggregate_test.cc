@@ -1,7 +1,7 @@
-// The decode aggregate (sim/serving/fast_forward/lazy_decodes.h) and the fast-forward around it, on a case
-// worked out by hand: two decoding requests and a long prompt that waits for its whole sequence
-// to fit (vLLM V1's full-sequence admission), in a pool of seven 16-token blocks. The stretch
-// runs while the long prompt waits, counts a block crossing in aggregate, stops before the
+// The decode aggregate (sim/serving/fast_forward/lazy_decodes.h) and the fast-forward around it, on
+// a case worked out by hand: two decoding requests and a long prompt that waits for its whole
+// sequence to fit (vLLM V1's full-sequence admission), in a pool of seven 16-token blocks. The
+// stretch runs while the long prompt waits, counts a block crossing in aggregate, stops before the
 // crossing that runs short (a preemption), and ends with the step at whose end a request
 // completes. Checked in both modes, to the nanosecond.
 #include <catch2/catch.hpp>
@@ -24,8 +24,9 @@ namespace fs = std::filesystem;
 
 using test::iteration_ns;
 
-TEST_CASE("decode aggregate: a waiting long prompt, a crossing counted in aggregate, a shortage, by hand",
-          "[engine][fast_forward]") {
+TEST_CASE(
+    "decode aggregate: a waiting long prompt, a crossing counted in aggregate, a shortage, by hand",
+    "[engine][fast_forward]") {
   const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-aggregate-{}", ::getpid());
   fs::create_directories(base);
   {

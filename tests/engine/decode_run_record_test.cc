@@ -162,7 +162,8 @@ TEST_CASE("a decode run records what its steps' calls record, by hand", "[metric
   CHECK(b.quiet_iterations == 0);
   // Occupancy over the span [0, 200]: the held KV is 0 before t = 100, and after the run the
   // last end's 2,600 B from 132 to 200 ns: (73,200 + 2,600 · 68) / (8,000 · 200).
-  CHECK(a.kv_pool_mean_occupancy == Approx((73'200.0 + 2'600.0 * 68) / (8'000.0 * 200)).epsilon(1e-15));
+  CHECK(a.kv_pool_mean_occupancy ==
+        Approx((73'200.0 + 2'600.0 * 68) / (8'000.0 * 200)).epsilon(1e-15));
   CHECK(a.kv_pool_peak_occupancy == Approx(2'600.0 / 8'000));
   CHECK(summary_json({a}).dump() == summary_json({b}).dump());
 }
@@ -222,7 +223,8 @@ TEST_CASE("a decode run's sums stay exact with steps of years (128-bit paths)",
   run.crossed_in_period = x;
   run.swapped_in_period = w;
   std::vector<SimTime> ends;
-  run.plan_steps(48, std::numeric_limits<SimTime>::max(), std::numeric_limits<int64_t>::max() / 2, ends);
+  run.plan_steps(48, std::numeric_limits<SimTime>::max(), std::numeric_limits<int64_t>::max() / 2,
+                 ends);
   REQUIRE(run.steps == 48);
   Int128 d_sum = 0, jd_sum = 0, xd_sum = 0, wd_sum = 0;
   for (int64_t j = 0; j < 48; ++j) {
@@ -284,7 +286,9 @@ TEST_CASE("a decode run records what its steps' calls record, on random runs",
   // duration grows with its context; the flash attention fit's slope may round to nothing).
   constexpr Int128 kNs = Int128{1} << DecodeStepFixed::kNsShift;
   const auto roll = g() % 3;
-  const Int128 dv = roll == 0 ? 0 : roll == 1 ? Int128{uniform(0, int64_t{1} << 40)} : Int128{uniform(0, 10'000'000)} * kNs;
+  const Int128 dv = roll == 0   ? 0
+                    : roll == 1 ? Int128{uniform(0, int64_t{1} << 40)}
+                                : Int128{uniform(0, 10'000'000)} * kNs;
   run.duration = walk_of(Int128{uniform(1, 1'000'000)} * kNs + uniform(0, int64_t{1} << 40), dv);
   // The crossings: a period of 1 to 16 steps, each crossing 0 to 4 blocks; swaps (a sliding
   // window's crossings that free a block each, counted apart) in a third of the runs.

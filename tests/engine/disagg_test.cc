@@ -100,8 +100,8 @@ policies: [{{name: pd, guards: []}}]
 //   E2E = TTFT + transfer + the three steps, to the nanosecond.
 TEST_CASE("a disaggregated request's TTFT and E2E are prefill + transfer + decode steps",
           "[engine][cluster][disagg]") {
-  const RunResult r =
-      run_disagg({.name = "disagg", .gb_per_s = 10, .rate = 1, .max_requests = 1, .output_tokens = 4});
+  const RunResult r = run_disagg(
+      {.name = "disagg", .gb_per_s = 10, .rate = 1, .max_requests = 1, .output_tokens = 4});
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
   CHECK(p.requests_total == 1);
@@ -126,10 +126,10 @@ TEST_CASE("a disaggregated request's TTFT and E2E are prefill + transfer + decod
 // Both halves or neither: the error points at the `replicas:` list (line 5, column 5).
 TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][disagg][errors]") {
   auto error_of = [](const std::string& groups, const std::string& extra = "") {
-    const std::string yaml = "name: bad\nmodel: llama-3-8b\ngpu: h200\ncluster:\n  replicas: " + groups +
-                             "\n" + extra +
-                             "workload: {arrivals: {type: fixed, rate: 1}, max_requests: 1, "
-                             "prompt_tokens: 10, output_tokens: 2}\npolicies: [{name: x, guards: []}]\n";
+    const std::string yaml =
+        "name: bad\nmodel: llama-3-8b\ngpu: h200\ncluster:\n  replicas: " + groups + "\n" + extra +
+        "workload: {arrivals: {type: fixed, rate: 1}, max_requests: 1, "
+        "prompt_tokens: 10, output_tokens: 2}\npolicies: [{name: x, guards: []}]\n";
     return prepare_error(yaml);
   };
   CHECK_THAT(error_of("[{name: p, role: prefill}]"),
@@ -139,9 +139,9 @@ TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][
   CHECK_THAT(error_of("[{name: p, role: prefill}, {name: d, role: decode}]",
                       "  kv_transfer: {gb_per_s: 0}\n"),
              Catch::Contains("bad.yaml:6:") && Catch::Contains("gb_per_s"));
-  CHECK_THAT(error_of("[{name: p, role: prefill}, {name: d, role: decode}]",
-                      "  kv_transfer: {gbps: 1}\n"),
-             Catch::Contains("bad.yaml:6:") && Catch::Contains("gbps"));
+  CHECK_THAT(
+      error_of("[{name: p, role: prefill}, {name: d, role: decode}]", "  kv_transfer: {gbps: 1}\n"),
+      Catch::Contains("bad.yaml:6:") && Catch::Contains("gbps"));
   CHECK(error_of("[{name: p, role: prefill}, {name: m, role: mixed}]") == "no error");
 }
 
@@ -157,8 +157,8 @@ TEST_CASE("disaggregation errors point at the replica list", "[engine][cluster][
 // So TTFT(A) = P, TTFT(B) = 2P - 1 ms; E2E(A) = P + X + D3, E2E(B) = P + 2X + D3 - 1 ms;
 // transfer times X and X; waits (first token to transfer start) 0 and P + X - 2P = X - P.
 TEST_CASE("transfers from one prefill replica queue on its link", "[engine][cluster][disagg]") {
-  const RunResult r =
-      run_disagg({.name = "link", .gb_per_s = 1, .rate = 1000, .max_requests = 2, .output_tokens = 4});
+  const RunResult r = run_disagg(
+      {.name = "link", .gb_per_s = 1, .rate = 1000, .max_requests = 2, .output_tokens = 4});
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
   CHECK(count(p, Outcome::kCompleted) == 2);
@@ -166,7 +166,7 @@ TEST_CASE("transfers from one prefill replica queue on its link", "[engine][clus
   const double X = sim_to_seconds(transfer_ns(1000, 1));
   CHECK(X == Approx(0.131122).epsilon(1e-12));
   const double D3 = sim_to_seconds(decode_ns(1001) + decode_ns(1002) + decode_ns(1003));
-  REQUIRE(2 * P < P + X);       // B's first token comes while A's transfer runs
+  REQUIRE(2 * P < P + X);           // B's first token comes while A's transfer runs
   REQUIRE(P + X + D3 < P + 2 * X);  // A is done before B arrives on the decode side
   const double a = P + X + D3, b = P + 2 * X + D3 - 0.001;
   CHECK(p.e2e.count == 2);
@@ -201,10 +201,14 @@ TEST_CASE("transfers from one prefill replica queue on its link", "[engine][clus
 // C P + 3X + 3D - 2 ms. Waits: A 0, B X + D - P, C X + 2D - P.
 TEST_CASE("a full decode pool holds requests and their KV on the prefill replica",
           "[engine][cluster][disagg]") {
-  const RunResult r = run_disagg(
-      {.name = "backpressure", .gb_per_s = 1, .rate = 1000, .max_requests = 3, .output_tokens = 20,
-       .prefill_extra = ", engine: {kv: {type: paged, block_size: 16, num_blocks: 126}}",
-       .decode_extra = ", engine: {kv: {type: paged, block_size: 16, num_blocks: 70}}"});
+  const RunResult r =
+      run_disagg({.name = "backpressure",
+                  .gb_per_s = 1,
+                  .rate = 1000,
+                  .max_requests = 3,
+                  .output_tokens = 20,
+                  .prefill_extra = ", engine: {kv: {type: paged, block_size: 16, num_blocks: 126}}",
+                  .decode_extra = ", engine: {kv: {type: paged, block_size: 16, num_blocks: 70}}"});
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.cluster);
   CHECK(count(p, Outcome::kCompleted) == 3);
@@ -225,7 +229,8 @@ TEST_CASE("a full decode pool holds requests and their KV on the prefill replica
   CHECK(p.e2e.p50 == Approx(e2e[1]).epsilon(1e-9));
   CHECK(p.cluster->kv_transfer.count == 3);
   CHECK(p.cluster->kv_transfer.mean == Approx(X).epsilon(1e-9));
-  CHECK(p.cluster->kv_transfer_wait.mean == Approx((wait[0] + wait[1] + wait[2]) / 3).epsilon(1e-9));
+  CHECK(p.cluster->kv_transfer_wait.mean ==
+        Approx((wait[0] + wait[1] + wait[2]) / 3).epsilon(1e-9));
   CHECK(p.cluster->kv_transfer_wait.p50 == Approx(wait[1]).epsilon(1e-9));
   CHECK(p.preemptions == 0);
   // The prefill replica held A's and B's KV at once: its whole pool of 126 blocks.
@@ -323,7 +328,8 @@ TEST_CASE("random disaggregated clusters account for every request", "[property]
                          "{type: contiguous, reserve: prompt_plus_max_new}",
                          "{type: caching_allocator, growth: chunked, chunk_tokens: 512}"});
   const std::string mixed = g() % 3 == 0 ? ", {name: m, count: 1}" : "";
-  const std::string yaml = fmt::format(R"(
+  const std::string yaml = fmt::format(
+      R"(
 name: random-disagg-{}
 seed: {}
 model: llama-3-8b
@@ -345,12 +351,10 @@ workload:
   output_tokens: {{type: uniform, min: 1, max: 300}}
 policies: [{{name: p, guards: []}}]
 )",
-                                       seed, seed, pick({"24", "28", "40"}), pick({"true", "false"}),
-                                       pick({"recompute", "swap", "off"}),
-                                       pick({"crash", "abort_request"}), kv, 1 + g() % 2,
-                                       1 + g() % 2, mixed,
-                                       pick({"round_robin", "least_outstanding", "least_kv"}),
-                                       pick({"0.5", "5", "50"}), 1 + g() % 20);
+      seed, seed, pick({"24", "28", "40"}), pick({"true", "false"}),
+      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv, 1 + g() % 2,
+      1 + g() % 2, mixed, pick({"round_robin", "least_outstanding", "least_kv"}),
+      pick({"0.5", "5", "50"}), 1 + g() % 20);
   INFO(yaml);
   const RunResult r = run_yaml(yaml, /*check=*/true);
   const PolicySummary& p = r.policies.at(0);
@@ -358,7 +362,8 @@ policies: [{{name: p, guards: []}}]
   // Unchecked, fast-forward (the decode aggregate: requests join a decode replica's batch when
   // their transfer ends, also while an iteration is in flight) and stepping agree to the bit.
   {
-    const Scenario sc = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+    const Scenario sc =
+        load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
     RunOptions o;
     o.sample_interval_s = 0.37;
     const RunResult ff = run_scenario(sc, o);

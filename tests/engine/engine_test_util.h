@@ -10,8 +10,8 @@
 #include <sstream>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "core/errors.h"
 #include "models/catalog.h"
@@ -36,7 +36,8 @@ inline RunResult run_yaml(const std::string& yaml, bool check = true) {
 // finds what loading alone does not.
 inline std::string prepare_error(const std::string& yaml) {
   try {
-    const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "bad.yaml"), Catalog::builtin());
+    const Scenario s =
+        load_scenario(ConfigNode::parse_string(yaml, "bad.yaml"), Catalog::builtin());
     prepare_scenario(s, RunOptions{});
   } catch (const InputError& e) {
     return std::string(e.what());
@@ -109,7 +110,6 @@ void in_both_modes(const Scenario& s, const std::filesystem::path& base, Check c
 // A GPU on which one 16k-token request of seed-7b-mha fits beside the 16 GB of weights but two
 // do not: 32 GB - 16 GB weights - 0.5 GiB workspace leaves ~15.5 GB; each request holds
 // (16384 + 16) x 524,288 B = 8.6 GB.
-inline const char* kSmallGpu =
-    "{name: small, memory_gb: 32, hbm_gb_per_s: 2000, fp16_tflops: 312}";
+inline const char* kSmallGpu = "{name: small, memory_gb: 32, hbm_gb_per_s: 2000, fp16_tflops: 312}";
 
 }  // namespace kvsim::test

@@ -111,8 +111,10 @@ TEST_CASE("fast-forward: completion times, the first block shortage and a sample
     // preempted once.
     const std::string ttft = fmt::format("{:.6f}", sim_to_seconds(t1));
     const std::string e2e = fmt::format("{:.6f}", sim_to_seconds(t27));
-    CHECK(requests.find(fmt::format("p,0,0.000000,12,12,28,28,completed,{},", ttft)) != std::string::npos);
-    CHECK(requests.find(fmt::format("p,1,0.000000,20,20,28,28,completed,{},", ttft)) != std::string::npos);
+    CHECK(requests.find(fmt::format("p,0,0.000000,12,12,28,28,completed,{},", ttft)) !=
+          std::string::npos);
+    CHECK(requests.find(fmt::format("p,1,0.000000,20,20,28,28,completed,{},", ttft)) !=
+          std::string::npos);
     // e2e_s, preemptions, tokens_dropped, then the latency breakdown's five cells.
     CHECK(requests.find(fmt::format(",{},0,0,", e2e)) != std::string::npos);
     CHECK(requests.find("p,2,0.000000,40,40,30,30,completed,") != std::string::npos);
@@ -158,7 +160,8 @@ TEST_CASE("static batching and vllm_v0 fast-forward their decode stretches, by h
   }
   const Catalog& catalog = Catalog::builtin();
   const GpuSpec gpu = catalog.gpu("a100-sxm4-80gb");
-  const LatencyModel lat(catalog.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
+  const LatencyModel lat(catalog.model("llama-3-8b"), gpu, default_profile(gpu),
+                         AttentionKind::kFlash);
   const auto prefill = [&](int n) {
     BatchShape s;
     s.block_tokens = 16;
@@ -208,9 +211,10 @@ policies: [{{name: p, guards: []}}]
       const int64_t out[] = {10, 60, 5};
       for (int i = 0; i < 3; ++i) {
         // ... output_tokens, generated, outcome, ttft, tpot, e2e, preemptions (0), ...
-        CHECK(requests.find(fmt::format("p,{},0.000000,16,16,{},{},completed,", i, out[i], out[i])) !=
+        CHECK(requests.find(fmt::format("p,{},0.000000,16,16,{},{},completed,", i, out[i],
+                                        out[i])) != std::string::npos);
+        CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e[i]))) !=
               std::string::npos);
-        CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e[i]))) != std::string::npos);
       }
     };
     test::in_both_modes(s, base, check, 1000, std::string(c.scheduler) + "-");  // no sample inside

@@ -42,17 +42,23 @@ TEST_CASE("kv_guard reject: 429 once its own estimate leaves less than the margi
 }
 
 TEST_CASE("kv_guard truncate keeps max_safe_len tokens and counts what it dropped", "[guards]") {
-  auto p = run_yaml(scenario(
-      "[{type: kv_guard, safety_margin_gb: 60, on_fail: truncate, max_safe_len: 4096}]", 32768, 1))
-               .policies[0];
+  auto p =
+      run_yaml(
+          scenario(
+              "[{type: kv_guard, safety_margin_gb: 60, on_fail: truncate, max_safe_len: 4096}]",
+              32768, 1))
+          .policies[0];
   CHECK(count(p, Outcome::kCompletedTruncated) == 1);
   CHECK(p.tokens_dropped == 32768 - 4096);
 }
 
 TEST_CASE("kv_guard adaptive truncation fits the budget", "[guards]") {
-  auto p = run_yaml(scenario(
-      "[{type: kv_guard, safety_margin_gb: 50, on_fail: truncate, max_safe_len: adaptive}]", 65536, 1))
-               .policies[0];
+  auto p =
+      run_yaml(
+          scenario(
+              "[{type: kv_guard, safety_margin_gb: 50, on_fail: truncate, max_safe_len: adaptive}]",
+              65536, 1))
+          .policies[0];
   CHECK(count(p, Outcome::kCompletedTruncated) == 1);
   // (free - 50 GiB) / 512 KiB per token: about 26k tokens kept of 65,536.
   CHECK(p.tokens_dropped > 30000);
@@ -60,16 +66,19 @@ TEST_CASE("kv_guard adaptive truncation fits the budget", "[guards]") {
 }
 
 TEST_CASE("kv_guard queue with a timeout times out what never fits", "[guards]") {
-  auto p = run_yaml(scenario("[{type: kv_guard, safety_margin_gb: 70, on_fail: queue, timeout_s: 2}]",
-                             32768, 2))
-               .policies[0];
+  auto p =
+      run_yaml(scenario("[{type: kv_guard, safety_margin_gb: 70, on_fail: queue, timeout_s: 2}]",
+                        32768, 2))
+          .policies[0];
   CHECK(count(p, Outcome::kTimedOut) == 2);
 }
 
 TEST_CASE("max_model_len rejects or truncates", "[guards]") {
-  auto rej = run_yaml(scenario("[{type: max_model_len, max_model_len: 8192}]", 16384, 2)).policies[0];
+  auto rej =
+      run_yaml(scenario("[{type: max_model_len, max_model_len: 8192}]", 16384, 2)).policies[0];
   CHECK(count(rej, Outcome::kRejectedTooLong) == 2);
-  auto tr = run_yaml(scenario("[{type: max_model_len, max_model_len: 8192, on_fail: truncate}]", 16384, 1))
+  auto tr = run_yaml(scenario("[{type: max_model_len, max_model_len: 8192, on_fail: truncate}]",
+                              16384, 1))
                 .policies[0];
   CHECK(count(tr, Outcome::kCompletedTruncated) == 1);
   CHECK(tr.tokens_dropped == 16384 - (8192 - 4));
@@ -78,15 +87,18 @@ TEST_CASE("max_model_len rejects or truncates", "[guards]") {
 TEST_CASE("max_inflight queues the rest and serves them all", "[guards]") {
   auto p = run_yaml(scenario("[{type: max_inflight, max_inflight: 1}]", 1024, 4)).policies[0];
   CHECK(count(p, Outcome::kCompleted) == 4);
-  auto r = run_yaml(scenario("[{type: max_inflight, max_inflight: 1, on_fail: reject}]", 1024, 4)).policies[0];
+  auto r = run_yaml(scenario("[{type: max_inflight, max_inflight: 1, on_fail: reject}]", 1024, 4))
+               .policies[0];
   CHECK(count(r, Outcome::kRejected) >= 1);
 }
 
 TEST_CASE("watermark admits what keeps free blocks above the mark, rejects the impossible",
           "[guards]") {
-  auto ok = run_yaml(scenario("[{type: watermark, watermark: 0.01}]", 4096, 3, "{type: paged}")).policies[0];
+  auto ok = run_yaml(scenario("[{type: watermark, watermark: 0.01}]", 4096, 3, "{type: paged}"))
+                .policies[0];
   CHECK(count(ok, Outcome::kCompleted) == 3);
-  auto never = run_yaml(scenario("[{type: watermark, watermark: 0.99}]", 4096, 1, "{type: paged}")).policies[0];
+  auto never = run_yaml(scenario("[{type: watermark, watermark: 0.99}]", 4096, 1, "{type: paged}"))
+                   .policies[0];
   CHECK(count(never, Outcome::kRejectedTooLong) == 1);
 }
 
@@ -97,10 +109,12 @@ TEST_CASE("a watermark guard on a store without blocks is a config error at its 
   for (const char* kv : {"{type: caching_allocator, growth: preallocate}", "{type: contiguous}"}) {
     INFO("kv " << kv);
     const std::string kv_type = std::string(kv).substr(7, std::string(kv).find_first_of(",}") - 7);
-    CHECK_THROWS_WITH(run_yaml(scenario("[{type: watermark}]", 128, 1, kv)),
-                      Catch::Matchers::Contains(
-                          "test.yaml:11:38: policies[0].guards[0].type: the watermark guard needs a paged KV "
-                          "store; this policy's engine.kv.type is " + kv_type));
+    CHECK_THROWS_WITH(
+        run_yaml(scenario("[{type: watermark}]", 128, 1, kv)),
+        Catch::Matchers::Contains(
+            "test.yaml:11:38: policies[0].guards[0].type: the watermark guard needs a paged KV "
+            "store; this policy's engine.kv.type is " +
+            kv_type));
   }
   CHECK_NOTHROW(run_yaml(scenario("[{type: watermark}]", 128, 1, "{type: paged}")));
 }

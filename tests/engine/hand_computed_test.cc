@@ -37,9 +37,10 @@ policies: {}
 
 }  // namespace
 
-TEST_CASE("two requests that cannot both fit: the second OOMs without a guard", "[engine][golden]") {
-  auto r = run_yaml(two_requests("{type: caching_allocator, growth: preallocate}",
-                                 "[{name: none, guards: []}]"));
+TEST_CASE("two requests that cannot both fit: the second OOMs without a guard",
+          "[engine][golden]") {
+  auto r = run_yaml(
+      two_requests("{type: caching_allocator, growth: preallocate}", "[{name: none, guards: []}]"));
   const PolicySummary& p = r.policies.at(0);
   CHECK(p.requests_total == 2);
   CHECK(p.oom_events == 1);
@@ -50,9 +51,9 @@ TEST_CASE("two requests that cannot both fit: the second OOMs without a guard", 
 
 TEST_CASE("the reserve guard rejects the second, or queues it until the first is done",
           "[engine][golden]") {
-  auto r = run_yaml(two_requests(
-      "{type: caching_allocator, growth: preallocate}",
-      "[{name: reject, guards: [{type: reserve, on_fail: reject}]}, {name: queue, guards: [{type: reserve}]}]"));
+  auto r = run_yaml(two_requests("{type: caching_allocator, growth: preallocate}",
+                                 "[{name: reject, guards: [{type: reserve, on_fail: reject}]}, "
+                                 "{name: queue, guards: [{type: reserve}]}]"));
   const PolicySummary& rej = r.policies.at(0);
   CHECK(rej.oom_events == 0);
   CHECK(count(rej, Outcome::kCompleted) == 1);
@@ -215,7 +216,7 @@ workload:
   output_tokens: 20
 policies: [{name: p, guards: []}]
 )",
-                                                                 "test.yaml"),
+                                                            "test.yaml"),
                                    Catalog::builtin());
   const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-sampling-{}", ::getpid());
   std::vector<std::string> summaries;

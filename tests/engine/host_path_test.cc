@@ -85,8 +85,8 @@ TEST_CASE("vLLM 0.6 stamps a step's tokens when the next step has processed them
   CHECK(p.e2e.mean == Approx((0.0402 + 0.0262 + 3.2e-3 / 31) / 2).epsilon(1e-7));
   REQUIRE(p.tpot_metrics_s);
   CHECK(*p.tpot_metrics_s == Approx((0.029 + 0.0100 + 3.2e-3 / 31) / 5).epsilon(1e-7));
-  // The steps themselves are V1's: 4 of 10 ms (the host work and processing, at most 1.31 ms, hide under
-  // the 10 ms forward).
+  // The steps themselves are V1's: 4 of 10 ms (the host work and processing, at most 1.31 ms, hide
+  // under the 10 ms forward).
   CHECK(p.batch.iterations == 4);
   CHECK(p.batch.busy_s == Approx(0.040).epsilon(1e-9));
 }

@@ -19,8 +19,8 @@ using kvsim::test::random_scenario;
 using kvsim::test::random_trace_path;
 using kvsim::test::run_yaml;
 
-
-TEST_CASE("random scenarios keep every invariant and account for every request", "[property][engine]") {
+TEST_CASE("random scenarios keep every invariant and account for every request",
+          "[property][engine]") {
   const uint64_t seed = GENERATE(range(0, 40));
   const std::string yaml = random_scenario(seed);
   INFO("seed " << seed << "\n" << yaml);
@@ -36,7 +36,8 @@ TEST_CASE("random scenarios keep every invariant and account for every request",
 // "Fast-forward"): the closed-form decode stretches must be invisible in the results. Unchecked
 // runs (checking mode steps every iteration), with a short sampling period so that samples fall
 // inside would-be stretches. Small scenarios: 200 of them run in a few seconds.
-TEST_CASE("fast-forward and stepping write identical result files", "[property][engine][fast_forward]") {
+TEST_CASE("fast-forward and stepping write identical result files",
+          "[property][engine][fast_forward]") {
   namespace fs = std::filesystem;
   const uint64_t seed = GENERATE(range(0, 200));
   const std::string yaml = random_scenario(1000 + seed, /*wide=*/true);
@@ -45,7 +46,8 @@ TEST_CASE("fast-forward and stepping write identical result files", "[property][
   const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-ff-{}-{}", ::getpid(), seed);
   auto files = [](const fs::path& dir) {
     std::string all;
-    for (const char* f : {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
+    for (const char* f :
+         {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
       std::ifstream in(dir / f, std::ios::binary);
       std::ostringstream b;
       b << in.rdbuf();
@@ -80,7 +82,8 @@ TEST_CASE("fast-forward stretches and quiet runs happen on the random scenarios"
   int64_t fast_forwarded = 0, quiet = 0;
   for (uint64_t seed = 0; seed < 20; ++seed) {
     const std::string yaml = random_scenario(1000 + seed, /*wide=*/true);
-    const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+    const Scenario s =
+        load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
     RunOptions o;
     o.sample_interval_s = 0.37;
     const RunResult ff = run_scenario(s, o);
@@ -93,13 +96,15 @@ TEST_CASE("fast-forward stretches and quiet runs happen on the random scenarios"
   CHECK(quiet > 1000);
 }
 
-TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", "[engine][determinism]") {
+TEST_CASE("a run is a pure function of its scenario and seed: identical bytes",
+          "[engine][determinism]") {
   namespace fs = std::filesystem;
-  const Scenario s = load_scenario_file(fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "seed-a-guard.yaml",
-                                        Catalog::builtin());
+  const Scenario s = load_scenario_file(
+      fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "seed-a-guard.yaml", Catalog::builtin());
   auto read_all = [](const fs::path& dir) {
     std::string all;
-    for (const char* f : {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
+    for (const char* f :
+         {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
       std::ifstream in(dir / f, std::ios::binary);
       std::ostringstream b;
       b << in.rdbuf();
@@ -126,13 +131,14 @@ TEST_CASE("a run is a pure function of its scenario and seed: identical bytes", 
 TEST_CASE("random clusters conserve requests across replicas", "[property][engine][cluster]") {
   const uint64_t seed = GENERATE(range(0, 20));
   std::mt19937_64 g(seed ^ 0x5eed);
-  const char* routers[] = {"round_robin", "random", "least_outstanding", "least_kv",
-                           "session_affinity", "prefix_affinity"};
+  const char* routers[] = {"round_robin", "random",           "least_outstanding",
+                           "least_kv",    "session_affinity", "prefix_affinity"};
   const std::string yaml =
       random_scenario(seed) +
-      fmt::format("cluster:\n  replicas: [{{name: x, count: {}}}, {{name: y, count: {}}}]\n"
-                  "  router: {{type: {}}}\n",
-                  1 + g() % 2, 1 + g() % 2, routers[g() % 6]);
+      fmt::format(
+          "cluster:\n  replicas: [{{name: x, count: {}}}, {{name: y, count: {}}}]\n"
+          "  router: {{type: {}}}\n",
+          1 + g() % 2, 1 + g() % 2, routers[g() % 6]);
   INFO("seed " << seed << "\n" << yaml);
   const RunResult r = run_yaml(yaml, /*check=*/true);
   const PolicySummary& p = r.policies.at(0);

@@ -3,8 +3,8 @@
 
 #include "models/memory/contiguous_store.h"
 #include "models/memory/kv_metrics.h"
-#include "sim/engine/kv_replay.h"
 #include "models/memory/paged_store.h"
+#include "sim/engine/kv_replay.h"
 
 using namespace kvsim;
 
@@ -23,8 +23,8 @@ TEST_CASE("replay: paged wastes under a block per request, max_len reservation m
   CHECK(paged.free_blocks() == 4000);
   CHECK(p.events < p.iterations);  // decode runs were fast-forwarded
 
-  ContiguousStore maxlen(1000, {.arena_bytes = 64000 * 1000, .reserve = ReservePolicy::kMaxLen,
-                                .max_len = 2048});
+  ContiguousStore maxlen(
+      1000, {.arena_bytes = 64000 * 1000, .reserve = ReservePolicy::kMaxLen, .max_len = 2048});
   const ReplayResult c = replay_kv(maxlen, reqs, o);
   CHECK(c.completed == 300);
   CHECK(c.waste.usage_efficiency < 0.5);
@@ -54,8 +54,10 @@ TEST_CASE("Orca (Max) on OPT-13B's 15,728 slots: 7 requests fit and 8.85% is nev
   //   internal = 7 x (2,048 - 200) / 15,728 = 82.248%;  external & other = 1,392 / 15,728 = 8.850%.
   constexpr int64_t kOptSlotsFig2 = 15'728;  // OPT-13B's 12 GiB of KV in 819,200-byte tokens
   constexpr int64_t bpt = 1000;
-  ContiguousStore store(bpt, {.arena_bytes = kOptSlotsFig2 * bpt, .reserve = ReservePolicy::kMaxLen,
-                              .fit = FitPolicy::kBuddy, .max_len = 2048});
+  ContiguousStore store(bpt, {.arena_bytes = kOptSlotsFig2 * bpt,
+                              .reserve = ReservePolicy::kMaxLen,
+                              .fit = FitPolicy::kBuddy,
+                              .max_len = 2048});
   std::vector<ReplayRequest> reqs(14, ReplayRequest{.prompt_tokens = 100, .output_tokens = 100});
   ReplayOptions o;
   o.max_inflight = 1'000'000;  // memory-bound, as a backlogged server is

@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +57,8 @@ DpRun drive(const std::string& step_time, const std::string& router,
   const GpuSpec gpu = catalog.gpu("h100-sxm");
   const EngineConfig config = parse_engine_config(ConfigNode::parse_string(
       "{async_scheduling: false, data_parallel: 2, expert_parallel: true, max_model_len: 4096, "
-      "step_time: " + step_time + "}",
+      "step_time: " +
+          step_time + "}",
       "engine.yaml"));
   const PoolOptions options{.workspace_bytes = config.workspace_bytes,
                             .attention = config.attention,
@@ -87,7 +88,8 @@ DpRun drive(const std::string& step_time, const std::string& router,
   events.run();
   cluster.finish();
   run.end = events.now();
-  run.per_rank = {rec0.finish(events.now()).requests_total, rec1.finish(events.now()).requests_total};
+  run.per_rank = {rec0.finish(events.now()).requests_total,
+                  rec1.finish(events.now()).requests_total};
   if (group != nullptr) run.stats = group->stats();
   return run;
 }
@@ -121,7 +123,7 @@ TEST_CASE("dp_balance: the lowest 4 x waiting + running, first on ties, bumped u
   views[0].waiting = 0, views[0].running = 3;
   views[1].waiting = 1, views[1].running = 0;
   router->on_stats(views);
-  views[0].running = 100;  // fresh, unpublished: ignored
+  views[0].running = 100;                  // fresh, unpublished: ignored
   CHECK(router->route(spec, views) == 0);  // 3 < 4; rank 0 bumped to waiting 1: 7
   CHECK(router->route(spec, views) == 1);  // 7 > 4; rank 1 bumped to waiting 2: 8
   CHECK(router->route(spec, views) == 0);  // 7 < 8
@@ -204,8 +206,8 @@ TEST_CASE("lockstep ranks: the slower padded step, dummy forwards, the 32-step t
   CHECK(free.end == ms(512));
   // CUDA graphs only up to 50 tokens: rank 1's 100 tokens run eager, so no rank pads: step 1
   // lasts the slower rank's own 21 ms.
-  const DpRun eager =
-      drive(kLockstepStep, "{type: round_robin}", LockstepOptions{.graph_max_tokens = 50}, arrivals);
+  const DpRun eager = drive(kLockstepStep, "{type: round_robin}",
+                            LockstepOptions{.graph_max_tokens = 50}, arrivals);
   CHECK(e2e(eager, 0) == ms(21));
   CHECK(eager.done.at(1).first_token_at == ms(21));
 }
@@ -231,10 +233,10 @@ TEST_CASE("lockstep groups: auto for MoE with data_parallel > 1, runs of data_pa
   CHECK(lockstep_groups(g, true, e, 0).at(0).options.graph_max_tokens == 100);
   CHECK(lockstep_groups(g, false, e, 0).empty());  // dense: independent engines
   e.data_parallel = 1;
-  CHECK(lockstep_groups(g, true, e, 0).empty());   // no DP
+  CHECK(lockstep_groups(g, true, e, 0).empty());  // no DP
   e.data_parallel = 8;
   g.count = 1;
-  CHECK(lockstep_groups(g, true, e, 0).empty());   // one rank standing for all eight
+  CHECK(lockstep_groups(g, true, e, 0).empty());  // one rank standing for all eight
   e.data_parallel = 2;
   g.count = 2;
   g.lockstep = ReplicaGroupConfig::Lockstep::kOff;
@@ -265,13 +267,16 @@ policies: [{{name: p, guards: []}}]
                        group);
   };
   namespace fs = std::filesystem;
-  const fs::path a = kvsim::test::fresh_dir("dense-dp-auto"), b = kvsim::test::fresh_dir("dense-dp-off");
+  const fs::path a = kvsim::test::fresh_dir("dense-dp-auto"),
+                 b = kvsim::test::fresh_dir("dense-dp-off");
   RunOptions o;
   o.out_dir = a.string();
-  run_scenario(load_scenario(ConfigNode::parse_string(scenario("count: 2"), "a.yaml"), Catalog::builtin()), o);
+  run_scenario(
+      load_scenario(ConfigNode::parse_string(scenario("count: 2"), "a.yaml"), Catalog::builtin()),
+      o);
   o.out_dir = b.string();
-  run_scenario(load_scenario(ConfigNode::parse_string(scenario("count: 2, data_parallel: {lockstep: false}"),
-                                                      "b.yaml"),
+  run_scenario(load_scenario(ConfigNode::parse_string(
+                                 scenario("count: 2, data_parallel: {lockstep: false}"), "b.yaml"),
                              Catalog::builtin()),
                o);
   const std::string req_a = kvsim::test::file_text(a / "requests.csv");

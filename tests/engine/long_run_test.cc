@@ -85,8 +85,7 @@ TEST_CASE("progress_line: simulated time, requests done, rate, ETA when the tota
         "kvsim: policy paged  t=0.0 s simulated  0 requests done (0/s)");
 }
 
-TEST_CASE("max_wall_s: a run stopped at once keeps what finished, in-flight counted",
-          "[engine]") {
+TEST_CASE("max_wall_s: a run stopped at once keeps what finished, in-flight counted", "[engine]") {
   // 5,000 requests of 64 prompt / 64 output tokens at 100/s: an event each, more than 4,096.
   // A wall limit of 1 ns has passed at the first poll (after event 4,096): the run stops there,
   // every policy partial, outcomes + in_flight_at_stop = requests that arrived (none lost).
@@ -114,7 +113,8 @@ policies:
   CHECK(outcomes + *p.in_flight_at_stop == p.requests_total);
   CHECK(p.requests_total <= 4096);  // arrivals stopped too (each an event)
   // Without the limit: the same scenario runs to its end, not partial.
-  const Scenario s2 = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
+  const Scenario s2 =
+      load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
   const RunResult full = run_scenario(s2, RunOptions{});
   CHECK_FALSE(full.policies.front().in_flight_at_stop.has_value());
   CHECK(full.policies.front().requests_total == 5000);

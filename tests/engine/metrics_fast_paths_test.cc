@@ -89,7 +89,8 @@ TEST_CASE("write_fixed_6: fmt's {:.6f} of any double", "[metrics]") {
   CHECK(six(2e9) == "2000000000.000000");
   CHECK(six(-std::numeric_limits<double>::max()) ==
         fmt::format("{:.6f}", -std::numeric_limits<double>::max()));  // the longest cell
-  CHECK(six(std::numeric_limits<double>::quiet_NaN()) == fmt::format("{:.6f}", std::numeric_limits<double>::quiet_NaN()));
+  CHECK(six(std::numeric_limits<double>::quiet_NaN()) ==
+        fmt::format("{:.6f}", std::numeric_limits<double>::quiet_NaN()));
   // Random doubles over many magnitudes, quotients like TPOT's, and values a few ulps from a
   // tie (k + 0.5) x 10^-6.
   std::mt19937_64 rng(23);
@@ -116,7 +117,8 @@ TEST_CASE("write_seconds_9 and write_int: fmt's bytes", "[metrics]") {
   CHECK(nine(1'500'000'007) == "1.500000007");
   CHECK(nine(0) == "0.000000000");
   CHECK(nine(12) == "0.000000012");
-  CHECK(nine(-5) == fmt::format("{}.{:09d}", SimTime{-5} / kNsPerSecond, SimTime{-5} % kNsPerSecond));
+  CHECK(nine(-5) ==
+        fmt::format("{}.{:09d}", SimTime{-5} / kNsPerSecond, SimTime{-5} % kNsPerSecond));
   auto integer = [](int64_t v) { return cell(write_int, v); };
   CHECK(integer(-42) == "-42");
   CHECK(integer(0) == "0");
@@ -219,7 +221,7 @@ TEST_CASE("sort_doubles: std::sort's sequence", "[metrics]") {
   for (int kind = 0; kind < 4; ++kind) {
     std::vector<double> w;
     for (int i = 0; i < 5'000; ++i) {
-      const double x = kind == 0 ? static_cast<double>(rng() % 4096)
+      const double x = kind == 0   ? static_cast<double>(rng() % 4096)
                        : kind == 1 ? 1.0 + static_cast<double>(rng() % 1'000'000) * 1e-15
                        : kind == 2 ? 0.5
                                    : 1.0 + static_cast<double>(rng() % 2048) / 2048.0;
@@ -280,7 +282,8 @@ TEST_CASE("LogDistribution::bucket: the logarithm's bucket, cached or not", "[me
   // Every ns up to 300,000 in order: buckets narrower than 1 ns (some hold no integer) below
   // 100 ns, then each bucket's whole range from its first ns to the next one's.
   LogDistribution in_order;
-  for (SimTime a = 1; a <= 300'000; ++a) REQUIRE(in_order.bucket(a) == LogDistribution::bucket_of(a));
+  for (SimTime a = 1; a <= 300'000; ++a)
+    REQUIRE(in_order.bucket(a) == LogDistribution::bucket_of(a));
   for (SimTime a = 1'000; a < 3'000; ++a) {
     REQUIRE(d.bucket(a) == LogDistribution::bucket_of(a));
     REQUIRE(d.bucket(a * 7'919) == LogDistribution::bucket_of(a * 7'919));
@@ -297,7 +300,8 @@ TEST_CASE("LogDistribution::add_sorted counts as add() of each value", "[metrics
   // is bucket 69's middle, 1.01^69.5 ns = 1.996 ns, and the mean is 1,000,008 / 7 ns.
   const std::vector<SimTime> by_hand = {0, 1, 1, 2, 2, 2, 1'000'000};
   LogDistribution sorted;
-  sorted.add_sorted(7, [&](int64_t j) { return by_hand[static_cast<size_t>(j)]; }, 1'000'008);
+  sorted.add_sorted(
+      7, [&](int64_t j) { return by_hand[static_cast<size_t>(j)]; }, 1'000'008);
   CHECK(sorted.count() == 7);
   CHECK(sorted.stats_seconds().p50 == Approx(std::pow(1.01, 69.5) / 1e9));
   CHECK(sorted.stats_seconds().mean == Approx(1'000'008.0 / 7 / 1e9));
@@ -312,13 +316,16 @@ TEST_CASE("LogDistribution::add_sorted counts as add() of each value", "[metrics
     Int128 sum = 0;
     for (int j = 0; j < k; ++j) {
       const auto roll = rng() % 10;
-      v += roll == 0 ? static_cast<SimTime>(rng() % 5'000'000) : roll < 3 ? 0 : static_cast<SimTime>(rng() % 300);
+      v += roll == 0  ? static_cast<SimTime>(rng() % 5'000'000)
+           : roll < 3 ? 0
+                      : static_cast<SimTime>(rng() % 300);
       if (run % 500 == 7) v += LogDistribution::kCachedBelowNs / 200;
       ns.push_back(v);
       sum += v;
       one_by_one.add(v);
     }
-    at_once.add_sorted(k, [&](int64_t j) { return ns[static_cast<size_t>(j)]; }, sum);
+    at_once.add_sorted(
+        k, [&](int64_t j) { return ns[static_cast<size_t>(j)]; }, sum);
   }
   REQUIRE(at_once.count() == one_by_one.count());
   const LatencyStats a = at_once.stats_seconds(), b = one_by_one.stats_seconds();

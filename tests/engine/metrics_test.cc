@@ -42,7 +42,7 @@ MemorySnapshot metrics_state(int64_t act, int64_t live, int64_t waste) {
 }
 
 RequestState metrics_request(int64_t id, double arrival, double first_token, double finished,
-                     int64_t generated, Outcome outcome) {
+                             int64_t generated, Outcome outcome) {
   RequestState r;
   r.spec.id = id;
   r.spec.arrival = metrics_at_s(arrival);
@@ -76,7 +76,8 @@ std::string metrics_read_file(const fs::path& p) {
 // free 20 (t=0): 149 bytes on a 100-byte GPU, a report of "148 GB on 80 GB" in small.
 // KV occupancy over the pool of 40: held (live + waste) is 0, 12, 34, 0 from t = 0, 1, 2, 4:
 // peak 34/40 = 0.85; mean (12 x 1 s + 34 x 2 s) / (40 x 4 s duration) = 80/160 = 0.5.
-TEST_CASE("the peak snapshot is one instant, unlike category peaks, and KV occupancy by hand", "[engine][metrics]") {
+TEST_CASE("the peak snapshot is one instant, unlike category peaks, and KV occupancy by hand",
+          "[engine][metrics]") {
   Recorder rec("p");
   rec.set_kv_pool_bytes(40);
   rec.on_arrival(metrics_at_s(0));
@@ -127,8 +128,7 @@ TEST_CASE("the peak snapshot is one instant, unlike category peaks, and KV occup
 // Duration 0.0 -> 5.0 = 5 s. Attainment 2/4 = 0.5; goodput 2/5 = 0.4 requests/s and
 // (4 + 5)/5 = 1.8 tokens/s. requests.csv gets them as they finish (0, 3, 2, 1) but in id order.
 TEST_CASE("SLO attainment and goodput by hand, and requests.csv in id order", "[engine][metrics]") {
-  const fs::path dir =
-      fs::temp_directory_path() / fmt::format("kvsim-metrics-test-{}", ::getpid());
+  const fs::path dir = fs::temp_directory_path() / fmt::format("kvsim-metrics-test-{}", ::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   AtomicFile requests(dir / "requests.csv");
@@ -197,7 +197,8 @@ policies:
 // Top level ttft_s 2, tpot_s 0.1; policy b overrides tpot_s with 0.5 and keeps ttft_s 2.
 // Pool: 1000 blocks x 16 tokens x 131,072 B/token (llama-3-8b: 32 layers x 8 KV heads x 128 x 2
 // x 2 B) = 2,097,152,000 B.
-TEST_CASE("a top-level slo is merged per policy, and a paged pool is its blocks", "[engine][metrics]") {
+TEST_CASE("a top-level slo is merged per policy, and a paged pool is its blocks",
+          "[engine][metrics]") {
   const RunResult r =
       kvsim::test::run_yaml(slo_scenario("slo: {ttft_s: 2, tpot_s: 0.1}", ", slo: {tpot_s: 0.5}"));
   const PolicySummary& a = r.policies.at(0);

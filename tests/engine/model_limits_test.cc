@@ -75,15 +75,16 @@ TEST_CASE("max_model_len above max_position needs allow_long_max_model_len", "[e
   // Without the flag: the error at the key (line 6, column 18 of test.yaml).
   const std::string e = error_of(one_request(8000, 200, "  max_model_len: 8200\n"));
   CHECK_THAT(e, Catch::Matchers::StartsWith("test.yaml:6:18: "));
-  CHECK_THAT(e, Catch::Matchers::Contains(
-                    "max_model_len 8200 is above llama-3-8b's max_position 8192"));
+  CHECK_THAT(
+      e, Catch::Matchers::Contains("max_model_len 8200 is above llama-3-8b's max_position 8192"));
   CHECK_THAT(e, Catch::Matchers::Contains("allow_long_max_model_len: true"));
 }
 
 TEST_CASE("unchunked, max_num_batched_tokens below max_model_len is an error", "[engine][limits]") {
   const std::string e = error_of(one_request(100, 10, "  max_num_batched_tokens: 4096\n"));
   CHECK_THAT(e, Catch::Matchers::StartsWith("test.yaml:6:27: "));
-  CHECK_THAT(e, Catch::Matchers::Contains("max_num_batched_tokens 4096 is below max_model_len 8192"));
+  CHECK_THAT(e,
+             Catch::Matchers::Contains("max_num_batched_tokens 4096 is below max_model_len 8192"));
   // Chunked prefill splits prompts: the same budget is fine.
   const PolicySummary p = run_yaml(one_request(100, 10,
                                                "  max_num_batched_tokens: 4096\n"
@@ -91,12 +92,12 @@ TEST_CASE("unchunked, max_num_batched_tokens below max_model_len is an error", "
                               .policies.at(0);
   CHECK(count(p, Outcome::kCompleted) == 1);
   // And so is a budget that holds the shorter max_model_len.
-  CHECK(error_of(one_request(100, 10,
-                             "  max_num_batched_tokens: 4096\n  max_model_len: 4096\n")) ==
+  CHECK(error_of(one_request(100, 10, "  max_num_batched_tokens: 4096\n  max_model_len: 4096\n")) ==
         "no error");
 }
 
-TEST_CASE("resolve_model_limits defaults as vLLM does, with 16,384 as the floor", "[engine][limits]") {
+TEST_CASE("resolve_model_limits defaults as vLLM does, with 16,384 as the floor",
+          "[engine][limits]") {
   const Catalog& catalog = Catalog::builtin();
   auto resolved = [&](const char* model, const char* engine) {
     const ConfigNode n = ConfigNode::parse_string(engine, "engine.yaml");
@@ -108,7 +109,8 @@ TEST_CASE("resolve_model_limits defaults as vLLM does, with 16,384 as the floor"
   EngineConfig c = resolved("llama-3-8b", "{}");
   CHECK(c.max_model_len == 8192);
   CHECK(c.max_num_batched_tokens == 16384);
-  // seed-7b-mha: 32,768 positions, so an unchunked batch of 32,768 (vLLM: max(max_model_len, 2048)).
+  // seed-7b-mha: 32,768 positions, so an unchunked batch of 32,768 (vLLM: max(max_model_len,
+  // 2048)).
   c = resolved("seed-7b-mha", "{}");
   CHECK(c.max_model_len == 32768);
   CHECK(c.max_num_batched_tokens == 32768);
@@ -187,7 +189,8 @@ TEST_CASE("a deadline ends a request waiting in the engine's queue at arrival + 
   EngineConfig c;
   c.max_num_seqs = 1;
   c.max_queue_time = seconds_to_sim(2.0);
-  const auto out = run_replica(c, {spec(0, 0.0), spec(1, 0.1, 0.5), spec(2, 0.2), spec(3, 0.3, 10.0)});
+  const auto out =
+      run_replica(c, {spec(0, 0.0), spec(1, 0.1, 0.5), spec(2, 0.2), spec(3, 0.3, 10.0)});
   REQUIRE(out.size() == 4);
   CHECK(out.at(0).outcome == Outcome::kCompleted);
   CHECK(out.at(0).at > seconds_to_sim(3.3));
@@ -200,11 +203,13 @@ TEST_CASE("a deadline ends a request waiting in the engine's queue at arrival + 
 
 // The same stream behind a max_inflight: 1 guard that queues: requests 1 and 2 wait in the guard
 // queue. Request 1's deadline (0.5 s) is earlier than the guard's timeout_s (1 s): it leaves at
-// 0.1 + 0.5 = 0.6 s. Request 2's deadline (3 s) is later: the guard's timeout wins, 0.2 + 1 = 1.2 s.
+// 0.1 + 0.5 = 0.6 s. Request 2's deadline (3 s) is later: the guard's timeout wins, 0.2 + 1 = 1.2
+// s.
 TEST_CASE("in a guard queue the earlier of deadline and guard timeout wins", "[engine][limits]") {
   EngineConfig c;
-  const auto out = run_replica(c, {spec(0, 0.0), spec(1, 0.1, 0.5), spec(2, 0.2, 3.0)},
-                               "[{type: max_inflight, max_inflight: 1, on_fail: queue, timeout_s: 1}]");
+  const auto out =
+      run_replica(c, {spec(0, 0.0), spec(1, 0.1, 0.5), spec(2, 0.2, 3.0)},
+                  "[{type: max_inflight, max_inflight: 1, on_fail: queue, timeout_s: 1}]");
   REQUIRE(out.size() == 3);
   CHECK(out.at(0).outcome == Outcome::kCompleted);
   CHECK(out.at(1).outcome == Outcome::kTimedOut);

@@ -66,7 +66,8 @@ TEST_CASE("a prefill replica's mean KV occupancy covers the transfer after its o
   CHECK(p.kv_pool_mean_occupancy <= p.kv_pool_peak_occupancy);
 }
 
-TEST_CASE("KV occupancy stays 0 <= mean <= peak <= 1 on any link", "[engine][cluster][disagg][occupancy]") {
+TEST_CASE("KV occupancy stays 0 <= mean <= peak <= 1 on any link",
+          "[engine][cluster][disagg][occupancy]") {
   // A link of 1,000 s latency (latency_us 1e9) printed "KV mean 54886.7%". Several requests, so
   // transfers queue and the replicas' KV comes and goes.
   for (const auto& [gb, us] : {std::pair{0.05, 50.0}, {25.0, 1e9}, {1.0, 20.0}}) {
@@ -94,9 +95,8 @@ TEST_CASE("checking mode rejects occupancy figures out of order", "[engine][occu
   CHECK_THROWS_AS(check_occupancy(s), InvariantError);
   s.kv_pool_mean_occupancy = 0.2;
   s.cluster = ClusterSummary{};
-  s.cluster->replicas.push_back(ReplicaSummary{.label = "prefill-0",
-                                               .kv_pool_peak_occupancy = 0.5,
-                                               .kv_pool_mean_occupancy = 548.9});
+  s.cluster->replicas.push_back(ReplicaSummary{
+      .label = "prefill-0", .kv_pool_peak_occupancy = 0.5, .kv_pool_mean_occupancy = 548.9});
   CHECK_THROWS_WITH(check_occupancy(s), Catch::Contains("policy x, replica prefill-0"));
   s.cluster->replicas.back().kv_pool_mean_occupancy = 0.5;  // equal: allowed
   CHECK_NOTHROW(check_occupancy(s));

@@ -37,7 +37,8 @@ workload:
 
 }  // namespace
 
-TEST_CASE("policies on their own GPU and model: each its own pool and latency", "[engine][policy]") {
+TEST_CASE("policies on their own GPU and model: each its own pool and latency",
+          "[engine][policy]") {
   const RunResult r = run_yaml(std::string(R"(name: what-if
 model: llama-3-8b
 gpu: a100-sxm4-80gb
@@ -63,7 +64,8 @@ policies:
   const double less = 0.9 * static_cast<double>(cat.gpu("a100-sxm4-80gb").memory_bytes -
                                                 cat.gpu("a100-sxm4-40gb").memory_bytes);
   const int64_t block = 16 * cat.model("llama-3-8b").kv_bytes_per_token();
-  CHECK(std::abs(static_cast<double>(base.kv_pool_bytes - a40.kv_pool_bytes) - less) <= 2.0 * block);
+  CHECK(std::abs(static_cast<double>(base.kv_pool_bytes - a40.kv_pool_bytes) - less) <=
+        2.0 * block);
   // Their names go to summary.json only for the policies that set them.
   CHECK(base.model.empty());
   CHECK(base.gpu.empty());
@@ -90,7 +92,8 @@ policies: [{name: p, guards: [], gpu: h100-sxm}]
   CHECK(p.ttft.p50 == prefill_100_s("llama-3-8b", "h100-sxm"));
 }
 
-TEST_CASE("an unknown key in a policy lists the keys a policy accepts", "[engine][policy][errors]") {
+TEST_CASE("an unknown key in a policy lists the keys a policy accepts",
+          "[engine][policy][errors]") {
   const std::string e = prepare_error(std::string(R"(name: bad
 model: llama-3-8b
 gpu: a100-sxm4-80gb
@@ -98,8 +101,10 @@ policies:
   - {name: ok}
   - {name: typo, modle: llama-2-7b}
 )") + kOneShortRequest);
-  CHECK_THAT(e, Catch::Contains("bad.yaml:6:18: policies[1]: unknown key 'modle'; did you mean 'model'?"));
-  CHECK_THAT(e, Catch::Contains("(a policy accepts: cluster, engine, gpu, guards, model, name, slo)"));
+  CHECK_THAT(
+      e, Catch::Contains("bad.yaml:6:18: policies[1]: unknown key 'modle'; did you mean 'model'?"));
+  CHECK_THAT(e,
+             Catch::Contains("(a policy accepts: cluster, engine, gpu, guards, model, name, slo)"));
   // A policy's model and GPU are checked where they are written.
   CHECK_THAT(prepare_error(std::string(R"(name: bad
 model: llama-3-8b

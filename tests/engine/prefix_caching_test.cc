@@ -47,8 +47,8 @@ RunResult run_trace(const std::vector<Row>& rows, const std::string& engine_extr
     std::ofstream out(trace);
     for (const Row& r : rows) {
       out << fmt::format(
-          R"({{"timestamp": {}, "input_length": {}, "output_length": 1, "hash_ids": [{}]}})",
-          r.timestamp_ms, r.input, fmt::join(r.hashes, ", "))
+                 R"({{"timestamp": {}, "input_length": {}, "output_length": 1, "hash_ids": [{}]}})",
+                 r.timestamp_ms, r.input, fmt::join(r.hashes, ", "))
           << "\n";
     }
   }
@@ -66,7 +66,7 @@ policies:
   - name: off
     guards: []
 )",
-                                                engine_extra, trace.string()));
+                                             engine_extra, trace.string()));
   fs::remove(trace);
   return res;
 }
@@ -104,8 +104,8 @@ const std::vector<int> kHashes16 = {0, 1, 2,  3,  4,  5,  6,  7,
 // 8,176 / 16,384 = 0.4990234375. Without prefix caching both TTFTs are the 8,192-token
 // iteration's, and there are no prefix figures.
 TEST_CASE("a repeated 8k prompt prefills only its last block", "[engine][prefix]") {
-  const RunResult r = run_trace({{0, 8192, kHashes16}, {10000, 8192, kHashes16}},
-                                "max_num_batched_tokens: 8193");
+  const RunResult r =
+      run_trace({{0, 8192, kHashes16}, {10000, 8192, kHashes16}}, "max_num_batched_tokens: 8193");
   const PolicySummary& apc = r.policies.at(0);
   const PolicySummary& off = r.policies.at(1);
   const double first = iteration_s(8192, 0);

@@ -18,7 +18,8 @@ namespace kvsim::test {
 
 // Where random_scenario(seed, true) may write its trace (removed by the test that runs it).
 inline std::filesystem::path random_trace_path(uint64_t seed) {
-  return std::filesystem::temp_directory_path() / fmt::format("kvsim-pc-{}-{}.jsonl", ::getpid(), seed);
+  return std::filesystem::temp_directory_path() /
+         fmt::format("kvsim-pc-{}-{}.jsonl", ::getpid(), seed);
 }
 
 // `wide`: the fast-forward identity test's variety on top (more paged stores, prefix caching
@@ -35,10 +36,11 @@ inline std::string random_scenario(uint64_t seed, bool wide = false) {
                          "{type: contiguous, reserve: max_len, max_len: 16384}",
                          "{type: caching_allocator, growth: preallocate}",
                          "{type: caching_allocator, growth: chunked, chunk_tokens: 512}"});
-  const char* guards = pick({"[]", "[{type: kv_guard, safety_margin_gb: 4}]",
-                             "[{type: kv_guard, safety_margin_gb: 4, on_fail: truncate, max_safe_len: 4096}]",
-                             "[{type: reserve, timeout_s: 5}]", "[{type: max_inflight, max_inflight: 4}]",
-                             "[{type: max_model_len, max_model_len: 12000, on_fail: truncate}, {type: reserve}]"});
+  const char* guards =
+      pick({"[]", "[{type: kv_guard, safety_margin_gb: 4}]",
+            "[{type: kv_guard, safety_margin_gb: 4, on_fail: truncate, max_safe_len: 4096}]",
+            "[{type: reserve, timeout_s: 5}]", "[{type: max_inflight, max_inflight: 4}]",
+            "[{type: max_model_len, max_model_len: 12000, on_fail: truncate}, {type: reserve}]"});
   const double rate = 0.5 + static_cast<double>(g() % 200) / 10.0;
   const char* scheduler = pick({"continuous", "continuous", "static"});
   if (wide && g() % 4 == 0) scheduler = "vllm_v0";
@@ -76,12 +78,15 @@ inline std::string random_scenario(uint64_t seed, bool wide = false) {
         const uint64_t shared = 1 + g() % 6, own = 1 + g() % 2;
         std::string ids;
         for (uint64_t b = 0; b < shared + own; ++b) {
-          ids += fmt::format("{}{}", b ? ", " : "", b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
+          ids += fmt::format("{}{}", b ? ", " : "",
+                             b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
         }
         const uint64_t prompt = (shared + own - 1) * 512 + 1 + g() % 511;
-        trace << fmt::format(R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
-                             ms, prompt, 1 + g() % 400, ids)
-              << "\n";
+        trace
+            << fmt::format(
+                   R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
+                   ms, prompt, 1 + g() % 400, ids)
+            << "\n";
         ms += static_cast<int64_t>(g() % 1500);
       }
       trace_path = path;
@@ -110,7 +115,8 @@ inline std::string random_scenario(uint64_t seed, bool wide = false) {
           ? fmt::format(
                 "  arrivals: {{type: poisson, rate: {}}}\n"
                 "  max_requests: 40\n"
-                "  prompt_tokens: {{type: mixture, components: [{{weight: 0.8, type: uniform, min: 16, "
+                "  prompt_tokens: {{type: mixture, components: [{{weight: 0.8, type: uniform, min: "
+                "16, "
                 "max: 2048}}, {{weight: 0.2, type: uniform, min: 4096, max: 14000}}]}}\n"
                 "  output_tokens: {}\n{}",
                 rate, outputs, extra_workload)
@@ -137,6 +143,5 @@ engine:
                      pick({"recompute", "swap", "off"}), pick({"crash", "abort_request"}), kv,
                      extra_engine, workload, guards);
 }
-
 
 }  // namespace kvsim::test

@@ -137,7 +137,8 @@ const char* kHundredBlocks = "{type: paged, block_size: 16, num_blocks: 100}";
 // The watermark case: 100 blocks, watermark 0.1 (M = 10 blocks); requests (arrival s,
 // prompt, output): 0: 0.0/630/5, 1: 0.005/320/5, 2: 0.006/320/5, 3: 0.007/320/5. Blocks:
 // ceil(630/16) = 40, ceil(320/16) = 20.
-const std::vector<Arrival> kRepro = {{0.0, 630, 5}, {0.005, 320, 5}, {0.006, 320, 5}, {0.007, 320, 5}};
+const std::vector<Arrival> kRepro = {
+    {0.0, 630, 5}, {0.005, 320, 5}, {0.006, 320, 5}, {0.007, 320, 5}};
 
 }  // namespace
 
@@ -169,11 +170,11 @@ TEST_CASE("the watermark is checked by the scheduler, after the step's allocatio
 // steps 7-9: its tokens 3-5. Nine steps, one preemption.
 TEST_CASE("the arrival-time watermark variant admits the fourth and preempts it",
           "[engine][scheduling]") {
-  const Run r = drive("{}", kHundredBlocks,
-                      "[{type: watermark, watermark: 0.1, check_at: arrival}]", kRepro);
-  const std::vector<Step> expected = {
-      {{0}, {}},       {{1, 2, 3}, {0}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}},
-      {{3}, {1, 2}},   {{}, {3}},        {{}, {3}},       {{}, {3}}};
+  const Run r =
+      drive("{}", kHundredBlocks, "[{type: watermark, watermark: 0.1, check_at: arrival}]", kRepro);
+  const std::vector<Step> expected = {{{0}, {}},       {{1, 2, 3}, {0}}, {{}, {0, 1, 2}},
+                                      {{}, {0, 1, 2}}, {{}, {0, 1, 2}},  {{3}, {1, 2}},
+                                      {{}, {3}},       {{}, {3}},        {{}, {3}}};
   CHECK(r.steps == expected);
   CHECK(r.summary.preemptions == 1);
   REQUIRE(r.done.count(3));
@@ -212,7 +213,8 @@ TEST_CASE("priority serves the waiting queue by priority, then arrival", "[engin
     for (const Step& s : r.steps) ids.insert(ids.end(), s.prefill.begin(), s.prefill.end());
     return ids;
   };
-  const Run prio = drive("{max_num_seqs: 1, scheduling_policy: priority}", kHundredBlocks, "[]", three);
+  const Run prio =
+      drive("{max_num_seqs: 1, scheduling_policy: priority}", kHundredBlocks, "[]", three);
   CHECK(order(prio) == std::vector<int64_t>{1, 2, 0});
   CHECK(prio.summary.iterations == 6);
   const Run fcfs = drive("{max_num_seqs: 1}", kHundredBlocks, "[]", three);
@@ -228,9 +230,11 @@ TEST_CASE("shortest_prompt_first serves the shortest prompt first", "[engine][sc
   const std::vector<Arrival> three = {{0.0, 300, 2, 0}, {0.0, 100, 2, 1}, {0.0, 200, 2, 2}};
   const Run spf = drive("{max_num_seqs: 1, scheduling_policy: shortest_prompt_first}",
                         kHundredBlocks, "[]", three);
-  const std::vector<Step> expected = {{{1}, {}}, {{}, {1}}, {{2}, {}}, {{}, {2}}, {{0}, {}}, {{}, {0}}};
+  const std::vector<Step> expected = {{{1}, {}}, {{}, {1}}, {{2}, {}},
+                                      {{}, {2}}, {{0}, {}}, {{}, {0}}};
   CHECK(spf.steps == expected);
-  const Run prio = drive("{max_num_seqs: 1, scheduling_policy: priority}", kHundredBlocks, "[]", three);
+  const Run prio =
+      drive("{max_num_seqs: 1, scheduling_policy: priority}", kHundredBlocks, "[]", three);
   CHECK(prio.steps.front() == Step{{0}, {}});
 }
 
@@ -251,7 +255,8 @@ TEST_CASE("priority preempts the lowest priority, fcfs the newest", "[engine][sc
   CHECK(prio.summary.preemptions == 1);
   CHECK(prio.done.at(1).preemptions == 1);
   const Run fcfs = drive("{}", four, "[]", three);
-  const std::vector<Step> newest = {{{0, 1, 2}, {}}, {{}, {0, 1}}, {{}, {0, 1}}, {{2}, {}}, {{}, {2}}};
+  const std::vector<Step> newest = {
+      {{0, 1, 2}, {}}, {{}, {0, 1}}, {{}, {0, 1}}, {{2}, {}}, {{}, {2}}};
   CHECK(fcfs.steps == newest);
   CHECK(fcfs.summary.preemptions == 1);
   CHECK(fcfs.done.at(2).preemptions == 1);
@@ -285,18 +290,19 @@ TEST_CASE("vllm_v0 runs a step that admits a prompt as prefill only", "[engine][
 // 10); 0 made token 1 in step 1 and tokens 2-5 in steps 3-6; 1 and 2 tokens 1 in step 2 and 2-5
 // in steps 3-6: all three end with step 6 (free 100). Step 7 prefills 3, steps 8-11 decode it.
 TEST_CASE("vllm_v0 decodes in the steps that admit no prompt", "[engine][scheduling]") {
-  const Run r = drive("{scheduler: vllm_v0}", kHundredBlocks, "[{type: watermark, watermark: 0.1}]",
-                      kRepro);
+  const Run r =
+      drive("{scheduler: vllm_v0}", kHundredBlocks, "[{type: watermark, watermark: 0.1}]", kRepro);
   const std::vector<Step> expected = {
-      {{0}, {}},       {{1, 2}, {}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}},
-      {{}, {0, 1, 2}}, {{3}, {}},    {{}, {3}},       {{}, {3}},       {{}, {3}},
-      {{}, {3}}};
+      {{0}, {}}, {{1, 2}, {}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}}, {{}, {0, 1, 2}},
+      {{3}, {}}, {{}, {3}},    {{}, {3}},       {{}, {3}},       {{}, {3}}};
   CHECK(r.steps == expected);
   CHECK(r.summary.preemptions == 0);
   CHECK(completed(r) == 4);
 }
 
-TEST_CASE("an unknown scheduling_policy is a config error at the key", "[engine][scheduling][config]") {
-  CHECK_THROWS_WITH(parse_engine_config(ConfigNode::parse_string("{scheduling_policy: lifo}", "e.yaml")),
-                    Catch::Matchers::Contains("e.yaml:1:21: scheduling_policy"));
+TEST_CASE("an unknown scheduling_policy is a config error at the key",
+          "[engine][scheduling][config]") {
+  CHECK_THROWS_WITH(
+      parse_engine_config(ConfigNode::parse_string("{scheduling_policy: lifo}", "e.yaml")),
+      Catch::Matchers::Contains("e.yaml:1:21: scheduling_policy"));
 }

@@ -110,7 +110,8 @@ policies: [{{name: p, guards: []}}]
       CHECK(p.quiet_iterations < 99);
     }
     const std::string requests = test::file_text(dir / "requests.csv");
-    CHECK(requests.find(fmt::format(",completed,{:.6f},", sim_to_seconds(test::iteration_ns(lat, prefill)))) !=
+    CHECK(requests.find(fmt::format(",completed,{:.6f},",
+                                    sim_to_seconds(test::iteration_ns(lat, prefill)))) !=
           std::string::npos);
     CHECK(requests.find(fmt::format(",{:.6f},0,0,", sim_to_seconds(e2e))) != std::string::npos);
   });

@@ -11,17 +11,17 @@
 
 #include <fmt/format.h>
 
-#include "models/latency/profile.h"
 #include "core/config_node.h"
+#include "models/latency/profile.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/speculative_config.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/engine/speculative_test_util.h"
 
 using namespace kvsim;
+using kvsim::test::batch_token_sum;
 using kvsim::test::count;
 using kvsim::test::prepare_error;
-using kvsim::test::batch_token_sum;
 using kvsim::test::run_yaml;
 
 namespace {
@@ -41,8 +41,8 @@ TEST_CASE("speculation at acceptance 1: k = 3 gives 4 tokens a step, N tokens in
   // 1 + 3 tokens and accepts all 3 drafts, so it gains 4: ceil(41 / 4) = 11 decode steps (ten of
   // 4, the last one cut to the 1 token left, as vLLM stops at max_tokens). 12 iterations. vLLM's
   // stats count every draft in full: 11 drafts, 33 draft tokens, 33 accepted.
-  const RunResult r = run_yaml(scenario(
-      "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 1.0}", 1, 16, 42));
+  const RunResult r = run_yaml(
+      scenario("{method: eagle, num_speculative_tokens: 3, acceptance_rate: 1.0}", 1, 16, 42));
   const PolicySummary& p = r.policies.at(0);
   CHECK(count(p, Outcome::kCompleted) == 1);
   CHECK(p.batch.iterations == 12);
@@ -63,8 +63,8 @@ TEST_CASE("speculation at acceptance 0: one token a step, each step still 1 + k 
           "[engine][speculative]") {
   // Prompt 16, output 10: 9 tokens after the prefill, one a step (the bonus token only): 9 decode
   // steps, each verifying 1 + 3 = 4 query tokens. 10 iterations, 16 + 9 x 4 = 52 batch tokens.
-  const RunResult r = run_yaml(scenario(
-      "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.0}", 1, 16, 10));
+  const RunResult r = run_yaml(
+      scenario("{method: eagle, num_speculative_tokens: 3, acceptance_rate: 0.0}", 1, 16, 10));
   const PolicySummary& p = r.policies.at(0);
   CHECK(count(p, Outcome::kCompleted) == 1);
   CHECK(p.batch.iterations == 10);
@@ -134,7 +134,8 @@ TEST_CASE("async speculation: a request its accepted drafts finished still runs 
   // The request ends at step 2's end either way.
   const std::string spec = "{method: eagle, num_speculative_tokens: 3, acceptance_rate: 1.0}";
   const PolicySummary a = run_yaml(scenario(spec, 1, 16, 5)).policies.at(0);
-  const PolicySummary s = run_yaml(scenario(spec, 1, 16, 5, ", async_scheduling: false")).policies.at(0);
+  const PolicySummary s =
+      run_yaml(scenario(spec, 1, 16, 5, ", async_scheduling: false")).policies.at(0);
   CHECK(s.batch.iterations == 2);
   CHECK(a.batch.iterations == 3);
   CHECK(batch_token_sum(s) == Approx(16 + 4).epsilon(1e-12));
@@ -169,10 +170,14 @@ TEST_CASE("EAGLE's draft layer: its weights and its KV in the pool", "[engine][s
   // 3 x 4096 x 14336, two norms of 4096: 218,112,000 parameters, 436,224,000 B in BF16. The
   // pool's blocks hold 33 layers: 16 x 33 x 4,096 = 2,162,688 B a block. The memory left for KV
   // shrinks by the layer's weights, so the pool does too, to within a block either way.
-  const auto run = [](const std::string& spec) { return run_yaml(scenario(spec, 1, 10, 2)).policies.at(0); };
+  const auto run = [](const std::string& spec) {
+    return run_yaml(scenario(spec, 1, 10, 2)).policies.at(0);
+  };
   const PolicySummary plain = run("");
-  const PolicySummary eagle = run("{method: eagle, num_speculative_tokens: 2, acceptance_rate: 0.5}");
-  const PolicySummary ngram = run("{method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  const PolicySummary eagle =
+      run("{method: eagle, num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  const PolicySummary ngram =
+      run("{method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");
   const auto weights = [](const PolicySummary& p) {
     return p.category_peaks_bytes[static_cast<size_t>(MemCategory::kWeights)];
   };
@@ -193,21 +198,22 @@ TEST_CASE("a speculative step's time: the target verifies 1 + k tokens, the draf
   //     over those 3 tokens, then once over 1 row at context 16 + 3 + 1 = 20.
   // The drafter is llama-3-8b cut to one layer (an EAGLE head: one Llama decoder layer, the
   // target's embedding and LM head); only its passes' GPU time counts (no step overhead).
-  const RunResult r = run_yaml(scenario(
-      "{method: eagle, num_speculative_tokens: 2, acceptance_rate: 0.0}", 1, 16, 2));
+  const RunResult r = run_yaml(
+      scenario("{method: eagle, num_speculative_tokens: 2, acceptance_rate: 0.0}", 1, 16, 2));
   const PolicySummary& p = r.policies.at(0);
   REQUIRE(p.batch.iterations == 2);
   const Catalog& cat = Catalog::builtin();
   const GpuSpec& gpu = cat.gpu("a100-sxm4-80gb");
-  const LatencyModel target(cat.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
+  const LatencyModel target(cat.model("llama-3-8b"), gpu, default_profile(gpu),
+                            AttentionKind::kFlash);
   ModelSpec head = cat.model("llama-3-8b");
   head.layers = 1;
   const LatencyModel drafter(head, gpu, default_profile(gpu), AttentionKind::kFlash);
   const kvsim::test::TwoSpeculativeSteps steps;
   CHECK(p.batch.busy_s == sim_to_seconds(steps.busy(target, drafter)));
   // ngram drafts on the CPU: the same steps cost the target's passes only.
-  const RunResult n = run_yaml(scenario(
-      "{method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.0}", 1, 16, 2));
+  const RunResult n = run_yaml(
+      scenario("{method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.0}", 1, 16, 2));
   CHECK(n.policies.at(0).batch.busy_s ==
         sim_to_seconds(seconds_to_sim(target.iteration(steps.prefill).seconds) +
                        seconds_to_sim(target.iteration(steps.verify).seconds)));
@@ -270,39 +276,40 @@ policies: [{{name: p}}]
                                      engine_line));
   };
   // Line 6 is the engine line written; columns count from 1 (0.7 is the 97th character).
-  const std::string rising = err(
-      "  speculative_config: {method: eagle, num_speculative_tokens: 3, "
-      "acceptance_per_position: [0.5, 0.7, 0.2]}");
+  const std::string rising =
+      err("  speculative_config: {method: eagle, num_speculative_tokens: 3, "
+          "acceptance_per_position: [0.5, 0.7, 0.2]}");
   CHECK_THAT(rising, Catch::Contains("bad.yaml:6:97"));
   CHECK_THAT(rising, Catch::Contains("position 2's rate 0.7 is above position 1's 0.5"));
-  const std::string both = err(
-      "  speculative_config: {method: mtp, num_speculative_tokens: 1, acceptance_rate: 0.5, "
-      "acceptance_per_position: [0.5]}");
+  const std::string both =
+      err("  speculative_config: {method: mtp, num_speculative_tokens: 1, acceptance_rate: 0.5, "
+          "acceptance_per_position: [0.5]}");
   CHECK_THAT(both, Catch::Contains("bad.yaml:6:"));
   CHECK_THAT(both, Catch::Contains("give exactly one of acceptance_rate"));
-  const std::string length = err(
-      "  speculative_config: {method: eagle, num_speculative_tokens: 2, "
-      "acceptance_per_position: [0.5]}");
+  const std::string length =
+      err("  speculative_config: {method: eagle, num_speculative_tokens: 2, "
+          "acceptance_per_position: [0.5]}");
   CHECK_THAT(length, Catch::Contains("expected a list of 2 rates"));
-  const std::string draft = err(
-      "  speculative_config: {method: draft_model, num_speculative_tokens: 2, "
-      "acceptance_rate: 0.5}");
+  const std::string draft =
+      err("  speculative_config: {method: draft_model, num_speculative_tokens: 2, "
+          "acceptance_rate: 0.5}");
   CHECK_THAT(draft, Catch::Contains("bad.yaml:6:32"));
   CHECK_THAT(draft, Catch::Contains("draft_model"));
-  const std::string rate = err(
-      "  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 1.5}");
+  const std::string rate =
+      err("  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 1.5}");
   CHECK_THAT(rate, Catch::Contains("bad.yaml:6:83"));
-  const std::string stat = err(
-      "  scheduler: static\n"
-      "  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  const std::string stat =
+      err("  scheduler: static\n"
+          "  speculative_config: {method: ngram, num_speculative_tokens: 2, acceptance_rate: 0.5}");
   CHECK_THAT(stat, Catch::Contains("bad.yaml:7:23"));
   CHECK_THAT(stat, Catch::Contains("needs scheduler: continuous"));
-  const std::string k0 = err(
-      "  speculative_config: {method: eagle, num_speculative_tokens: 0, acceptance_rate: 0.5}");
+  const std::string k0 =
+      err("  speculative_config: {method: eagle, num_speculative_tokens: 0, acceptance_rate: 0.5}");
   CHECK_THAT(k0, Catch::Contains("bad.yaml:6:"));
 }
 
-TEST_CASE("a trace's acceptance_rate column sets one request's acceptance", "[engine][speculative]") {
+TEST_CASE("a trace's acceptance_rate column sets one request's acceptance",
+          "[engine][speculative]") {
   // EAGLE k = 3 at the engine's rate 1, two requests of prompt 16 and output 9 (8 tokens after the
   // prefill), 10 s apart so that they never share a step:
   //   request 0, acceptance_rate 0 in its row: 1 token a step, 8 decode steps, 0 accepted
@@ -350,7 +357,8 @@ policies: [{{name: p}}]
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("async scheduling's default with speculation is vLLM's, by method", "[engine][speculative]") {
+TEST_CASE("async scheduling's default with speculation is vLLM's, by method",
+          "[engine][speculative]") {
   // VllmConfig.__post_init__ turns an unset async_scheduling on for EagleModelTypes (eagle,
   // eagle3, mtp) and NgramGPUTypes (ngram_gpu) only: the CPU ngram and draft_model run
   // synchronously unless told otherwise; without speculation it is on.

@@ -35,9 +35,10 @@ std::string draft_scenario(const std::string& spec, int requests, int prompt, in
 }
 
 std::string draft_spec(int k, double rate) {
-  return fmt::format("{{method: draft_model, model: llama-3-8b, num_speculative_tokens: {}, "
-                     "acceptance_rate: {}}}",
-                     k, rate);
+  return fmt::format(
+      "{{method: draft_model, model: llama-3-8b, num_speculative_tokens: {}, "
+      "acceptance_rate: {}}}",
+      k, rate);
 }
 
 // KV bytes a token keeps on one GPU, per layer: 2 (K, V) x 8 KV heads / TP 4 x 128 x 2 B (BF16)
@@ -46,8 +47,9 @@ constexpr int64_t kDraftLayerBytes = 1024;
 
 }  // namespace
 
-TEST_CASE("draft_model: the draft model's KV in the pool's blocks and its weights beside the target's",
-          "[engine][speculative]") {
+TEST_CASE(
+    "draft_model: the draft model's KV in the pool's blocks and its weights beside the target's",
+    "[engine][speculative]") {
   // KV a token: the target's 80 layers x 1,024 = 81,920 B plus the draft's 32 x 1,024 = 32,768 B
   // = 114,688 B = 112 target-sized layers (model_with_draft_model), 16 x 114,688 = 1,835,008 B a
   // block of 16.
@@ -67,7 +69,8 @@ TEST_CASE("draft_model: the draft model's KV in the pool's blocks and its weight
         weights_bytes_on_gpu(target, tp4, 0) + 4015529984);
 
   const PolicySummary plain = run_yaml(draft_scenario("", 1, 10, 2)).policies.at(0);
-  const PolicySummary drafted = run_yaml(draft_scenario(draft_spec(2, 0.5), 1, 10, 2)).policies.at(0);
+  const PolicySummary drafted =
+      run_yaml(draft_scenario(draft_spec(2, 0.5), 1, 10, 2)).policies.at(0);
   const auto weights = [](const PolicySummary& p) {
     return p.category_peaks_bytes[static_cast<size_t>(MemCategory::kWeights)];
   };
@@ -91,7 +94,8 @@ TEST_CASE("draft_model's lookahead slots: context + k drafts + k lookahead, as f
   CHECK(held / (16.0 * 112 * kDraftLayerBytes) == Approx(2).epsilon(1e-12));
 }
 
-TEST_CASE("draft_model: tokens a step at acceptance 1 and 0 as for EAGLE", "[engine][speculative]") {
+TEST_CASE("draft_model: tokens a step at acceptance 1 and 0 as for EAGLE",
+          "[engine][speculative]") {
   // Acceptance 1, k = 3: prompt 16, output 42; the prefill gives token 1, then ceil(41 / 4) = 11
   // decode steps of 4 tokens (the last cut to 1): 12 iterations, 33 drafts all accepted.
   const PolicySummary one = run_yaml(draft_scenario(draft_spec(3, 1.0), 1, 16, 42)).policies.at(0);
@@ -155,15 +159,16 @@ policies: [{{name: p}}]
   const std::string vocab = err(
       "{method: draft_model, model: mistral-7b, num_speculative_tokens: 2, acceptance_rate: 0.5}");
   CHECK_THAT(vocab, Catch::Contains("bad.yaml:7:52"));
-  CHECK_THAT(vocab, Catch::Contains("vocabulary of 32000 tokens, the target llama-3-70b has 128256"));
-  const std::string eagle = err(
-      "{method: eagle, model: llama-3-8b, num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  CHECK_THAT(vocab,
+             Catch::Contains("vocabulary of 32000 tokens, the target llama-3-70b has 128256"));
+  const std::string eagle =
+      err("{method: eagle, model: llama-3-8b, num_speculative_tokens: 2, acceptance_rate: 0.5}");
   CHECK_THAT(eagle, Catch::Contains("bad.yaml:7:46"));
   CHECK_THAT(eagle, Catch::Contains("read only with method draft_model"));
   // vLLM's draft_tensor_parallel_size: the target's degree runs; another is not modelled.
-  const std::string dtp = err(
-      "{method: draft_model, model: llama-3-8b, draft_tensor_parallel_size: 1, "
-      "num_speculative_tokens: 2, acceptance_rate: 0.5}");
+  const std::string dtp =
+      err("{method: draft_model, model: llama-3-8b, draft_tensor_parallel_size: 1, "
+          "num_speculative_tokens: 2, acceptance_rate: 0.5}");
   CHECK_THAT(dtp, Catch::Contains("bad.yaml:7:92"));
   CHECK_THAT(dtp, Catch::Contains("tensor parallelism than the target's (4)"));
   CHECK(err("{method: draft_model, model: llama-3-8b, draft_tensor_parallel_size: 4, "

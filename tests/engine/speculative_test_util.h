@@ -55,12 +55,12 @@ struct TwoSpeculativeSteps {
   }
   // The run's busy time with `drafter` proposing, each step's seconds rounded as the engine does.
   SimTime busy(const LatencyModel& target, const LatencyModel& drafter) const {
-    const SimTime d1 = seconds_to_sim(target.iteration(prefill).seconds +
-                                      drafter.iteration(prefill).ops_seconds +
-                                      drafter.iteration(row1).ops_seconds);
-    const SimTime d2 = seconds_to_sim(target.iteration(verify).seconds +
-                                      drafter.iteration(verify).ops_seconds +
-                                      drafter.iteration(row2).ops_seconds);
+    const SimTime d1 =
+        seconds_to_sim(target.iteration(prefill).seconds + drafter.iteration(prefill).ops_seconds +
+                       drafter.iteration(row1).ops_seconds);
+    const SimTime d2 =
+        seconds_to_sim(target.iteration(verify).seconds + drafter.iteration(verify).ops_seconds +
+                       drafter.iteration(row2).ops_seconds);
     return d1 + d2;
   }
 };

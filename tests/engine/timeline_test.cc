@@ -7,9 +7,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -29,7 +29,8 @@ namespace fs = std::filesystem;
 
 std::string temp_path(const std::string& stem) {
   static int n = 0;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("kvsim-timeline-{}-{}", ::getpid(), n++);
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("kvsim-timeline-{}-{}", ::getpid(), n++);
   fs::create_directories(dir);
   return (dir / stem).string();
 }

@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/errors.h"
 #include "models/catalog.h"
 #include "models/latency/plausibility.h"
-#include "core/errors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

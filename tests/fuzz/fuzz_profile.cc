@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "models/latency/profile.h"
 #include "core/errors.h"
+#include "models/latency/profile.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

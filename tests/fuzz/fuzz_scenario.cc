@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "models/catalog.h"
 #include "core/config_node.h"
-#include "sim/config/scenario.h"
 #include "core/errors.h"
+#include "models/catalog.h"
+#include "sim/config/scenario.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "workloads/workload.h"
 

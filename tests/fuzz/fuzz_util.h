@@ -19,9 +19,9 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 
 // One scratch file per fuzzing process (jobs run as separate processes), rewritten per input.
 inline const std::string& scratch_path(const char* stem) {
-  static const std::string path =
-      (std::filesystem::temp_directory_path() / (std::string(stem) + "." + std::to_string(getpid())))
-          .string();
+  static const std::string path = (std::filesystem::temp_directory_path() /
+                                   (std::string(stem) + "." + std::to_string(getpid())))
+                                      .string();
   return path;
 }
 

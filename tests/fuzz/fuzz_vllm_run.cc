@@ -51,8 +51,8 @@ void read_input(const std::string& kind, const std::filesystem::path& dir) {
   } else if (kind == "bench") {
     const MeasuredRun run = read_measured_run(dir / "bench.json");
     for (const MeasuredRequest& r : run.requests) {
-      if (r.input_tokens < 1 || r.output_tokens < 1 || !(r.ttft_s >= 0) ||
-          !(r.e2e_s >= r.ttft_s) || !std::isfinite(r.e2e_s)) {
+      if (r.input_tokens < 1 || r.output_tokens < 1 || !(r.ttft_s >= 0) || !(r.e2e_s >= r.ttft_s) ||
+          !std::isfinite(r.e2e_s)) {
         __builtin_trap();
       }
     }
@@ -74,7 +74,7 @@ void read_input(const std::string& kind, const std::filesystem::path& dir) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string kind = KVSIM_FUZZ_VLLM_INPUT;
   const std::filesystem::path& dir = scratch_dir();
-  const char* name = kind == "meta" ? "meta.json"
+  const char* name = kind == "meta"       ? "meta.json"
                      : kind == "requests" ? "requests.jsonl"
                      : kind == "bench"    ? "bench.json"
                                           : "dense.csv";

@@ -1,4 +1,5 @@
-// Golden results: each shipped scenario (scenarios/*.yaml, and tests/data/golden-scenarios/*.yaml) is run as a user runs it
+// Golden results: each shipped scenario (scenarios/*.yaml, and tests/data/golden-scenarios/*.yaml)
+// is run as a user runs it
 // (`kvsim run FILE -o DIR`; a scenario with a `sweep:` section is also swept) and compared with
 // tests/golden/<scenario>/:
 //   summary.json  the run's summary; counts and strings must match exactly, floating-point
@@ -48,7 +49,8 @@ json digest(const fs::path& file) {
   const std::string text = read_text(file.string());
   int64_t rows = 0;
   for (char c : text) rows += c == '\n';
-  return {{"lines", rows}, {"bytes", static_cast<int64_t>(text.size())},
+  return {{"lines", rows},
+          {"bytes", static_cast<int64_t>(text.size())},
           {"fnv1a64", fmt::format("{:016x}", kvsim::fnv1a64(text))}};
 }
 
@@ -79,14 +81,17 @@ void compare(const json& want, const json& got, const std::string& path,
     for (const auto& [k, v] : want.items()) keys.insert(k);
     for (const auto& [k, v] : got.items()) keys.insert(k);
     for (const auto& k : keys) {
-      if (!want.contains(k)) diffs.push_back(path + "." + k + ": not in the golden result");
-      else if (!got.contains(k)) diffs.push_back(path + "." + k + ": missing");
-      else compare(want[k], got[k], path + "." + k, diffs);
+      if (!want.contains(k))
+        diffs.push_back(path + "." + k + ": not in the golden result");
+      else if (!got.contains(k))
+        diffs.push_back(path + "." + k + ": missing");
+      else
+        compare(want[k], got[k], path + "." + k, diffs);
     }
   } else if (want.is_array()) {
     if (want.size() != got.size()) {
-      diffs.push_back(fmt::format("{}: expected {} elements, got {}", path, want.size(),
-                                  got.size()));
+      diffs.push_back(
+          fmt::format("{}: expected {} elements, got {}", path, want.size(), got.size()));
       return;
     }
     for (size_t i = 0; i < want.size(); ++i) {
@@ -136,21 +141,25 @@ std::vector<fs::path> shipped_scenarios() {
 
 }  // namespace
 
-TEST_CASE("every shipped scenario reproduces its golden result", "[golden]") {
+namespace {
+
+// Runs every shipped scenario (and its sweep, if it has one) with `flags` and compares the
+// results with its golden.
+void check_every_golden(const std::string& flags) {
   const auto scenarios = shipped_scenarios();
   REQUIRE(!scenarios.empty());
   for (const auto& file : scenarios) {
     const std::string name = file.stem().string();
     DYNAMIC_SECTION(name) {
       const std::string tmp = make_temp_dir("kvsim-golden");
-      const auto r = run_cli("run '" + file.string() + "' -o '" + tmp + "/run'");
+      const auto r = run_cli("run " + flags + "'" + file.string() + "' -o '" + tmp + "/run'");
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
       const json summary = json::parse(read_text(tmp + "/run/summary.json"));
       json digests = {{"requests.csv", digest(tmp + "/run/requests.csv")},
                       {"timeseries.csv", digest(tmp + "/run/timeseries.csv")}};
       if (read_text(file.string()).find("\nsweep:") != std::string::npos) {
-        const auto s = run_cli("sweep '" + file.string() + "' -o '" + tmp + "/sweep'");
+        const auto s = run_cli("sweep " + flags + "'" + file.string() + "' -o '" + tmp + "/sweep'");
         INFO(s.err);
         REQUIRE(s.exit_code == 0);
         digests["sweep/summary.csv"] = digest(tmp + "/sweep/summary.csv");
@@ -159,6 +168,19 @@ TEST_CASE("every shipped scenario reproduces its golden result", "[golden]") {
       fs::remove_all(tmp);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("every shipped scenario reproduces its golden result", "[golden]") {
+  check_every_golden("");
+}
+
+// Checking mode asserts every invariant after each step (the pool's categories sum to capacity,
+// no block leaked or freed twice, every request ends in one outcome) and turns the fast-forward
+// off, so the same goldens also prove that stepping and the fast-forward agree.
+TEST_CASE("every shipped scenario reproduces its golden result in checking mode", "[golden]") {
+  check_every_golden("--check-invariants ");
 }
 
 TEST_CASE("every golden folder belongs to a shipped scenario", "[golden]") {

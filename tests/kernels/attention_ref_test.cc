@@ -3,10 +3,10 @@
 #include <cmath>
 #include <vector>
 
+#include "core/errors.h"
 #include "kernels/cpu_ref/attention_ref.h"
 #include "kernels/cpu_ref/random_inputs.h"
 #include "kernels/cpu_ref/tolerance.h"
-#include "core/errors.h"
 
 using namespace kvsim::kernels;
 
@@ -78,7 +78,8 @@ TEST_CASE("attention_reference matches the textbook loops", "[kernels][attention
   const Inputs in = make_inputs(s, Precision::kFp16, seed);
   std::vector<float> got(in.q.size());
   attention_reference(s, in.q, in.k, in.v, got);
-  const CheckReport r = check_close(naive_loops(s, in.q, in.k, in.v), got, {.atol = 1e-6, .rtol = 1e-5});
+  const CheckReport r =
+      check_close(naive_loops(s, in.q, in.k, in.v), got, {.atol = 1e-6, .rtol = 1e-5});
   INFO(r.summary("reference", s.describe()));
   CHECK(r.passed);
 }
@@ -105,8 +106,13 @@ TEST_CASE("native and flash CPU kernels agree with the reference within the dtyp
 }
 
 TEST_CASE("flash CPU tiling does not depend on the tile size", "[kernels][attention]") {
-  const AttentionShape s{.batch = 1, .heads = 4, .kv_heads = 1, .seq_q = 77, .seq_kv = 93,
-                         .head_dim = 64, .causal = true};
+  const AttentionShape s{.batch = 1,
+                         .heads = 4,
+                         .kv_heads = 1,
+                         .seq_q = 77,
+                         .seq_kv = 93,
+                         .head_dim = 64,
+                         .causal = true};
   const Inputs in = make_inputs(s, Precision::kFp16, 5);
   std::vector<float> ref(in.q.size()), a(in.q.size()), b(in.q.size());
   attention_reference(s, in.q, in.k, in.v, ref);
@@ -118,7 +124,8 @@ TEST_CASE("flash CPU tiling does not depend on the tile size", "[kernels][attent
 
 TEST_CASE("attention special cases have closed forms", "[kernels][attention]") {
   // One key: the output is that key's value row, whatever the scores.
-  AttentionShape one{.batch = 1, .heads = 2, .kv_heads = 1, .seq_q = 3, .seq_kv = 1, .head_dim = 64};
+  AttentionShape one{
+      .batch = 1, .heads = 2, .kv_heads = 1, .seq_q = 3, .seq_kv = 1, .head_dim = 64};
   Inputs in = make_inputs(one, Precision::kFp16, 9);
   std::vector<float> o(in.q.size());
   attention_reference(one, in.q, in.k, in.v, o);
@@ -126,8 +133,13 @@ TEST_CASE("attention special cases have closed forms", "[kernels][attention]") {
     for (int64_t c = 0; c < 64; ++c) REQUIRE(o[i * 64 + c] == Approx(in.v[c]));
   // Zero queries: uniform weights, so each output is the mean of the visible value rows; with a
   // causal prefill the first row sees only key 0.
-  AttentionShape causal{.batch = 1, .heads = 1, .kv_heads = 1, .seq_q = 4, .seq_kv = 4,
-                        .head_dim = 64, .causal = true};
+  AttentionShape causal{.batch = 1,
+                        .heads = 1,
+                        .kv_heads = 1,
+                        .seq_q = 4,
+                        .seq_kv = 4,
+                        .head_dim = 64,
+                        .causal = true};
   in = make_inputs(causal, Precision::kFp16, 11);
   std::fill(in.q.begin(), in.q.end(), 0.0f);
   o.assign(in.q.size(), 0.0f);

@@ -24,12 +24,27 @@ namespace {
   std::vector<AttentionShape> out;
   for (int64_t d : {64, 128}) {
     for (bool causal : {false, true}) {
-      out.push_back({.batch = 2, .heads = 4, .kv_heads = 4, .seq_q = 130, .seq_kv = 130,
-                     .head_dim = d, .causal = causal});  // MHA, 2 full tiles + a tail of 2
-      out.push_back({.batch = 1, .heads = 8, .kv_heads = 2, .seq_q = 77, .seq_kv = 200,
-                     .head_dim = d, .causal = causal});  // GQA-4, seq_q < seq_kv
-      out.push_back({.batch = 1, .heads = 4, .kv_heads = 1, .seq_q = 1, .seq_kv = 65,
-                     .head_dim = d, .causal = causal});  // MQA, one query row
+      out.push_back({.batch = 2,
+                     .heads = 4,
+                     .kv_heads = 4,
+                     .seq_q = 130,
+                     .seq_kv = 130,
+                     .head_dim = d,
+                     .causal = causal});  // MHA, 2 full tiles + a tail of 2
+      out.push_back({.batch = 1,
+                     .heads = 8,
+                     .kv_heads = 2,
+                     .seq_q = 77,
+                     .seq_kv = 200,
+                     .head_dim = d,
+                     .causal = causal});  // GQA-4, seq_q < seq_kv
+      out.push_back({.batch = 1,
+                     .heads = 4,
+                     .kv_heads = 1,
+                     .seq_q = 1,
+                     .seq_kv = 65,
+                     .head_dim = d,
+                     .causal = causal});  // MQA, one query row
     }
   }
   return out;
@@ -50,13 +65,17 @@ TEST_CASE("CUDA native and flash attention match the reference", "[gpu][kernels]
       std::vector<float> ref(q.size());
       attention_reference(s, q, k, v, ref);
       for (int ver : cuda::versions("native")) {
-        const CheckReport r = check_close(ref, cuda::run_native_attention(ver, s, p, q, k, v), tolerance_for(p));
-        INFO(r.summary("native v" + std::to_string(ver) + " " + std::string(precision_name(p)), s.describe()));
+        const CheckReport r =
+            check_close(ref, cuda::run_native_attention(ver, s, p, q, k, v), tolerance_for(p));
+        INFO(r.summary("native v" + std::to_string(ver) + " " + std::string(precision_name(p)),
+                       s.describe()));
         CHECK(r.passed);
       }
       for (int ver : cuda::versions("flash")) {
-        const CheckReport r = check_close(ref, cuda::run_flash_attention(ver, s, p, q, k, v), tolerance_for(p));
-        INFO(r.summary("flash v" + std::to_string(ver) + " " + std::string(precision_name(p)), s.describe()));
+        const CheckReport r =
+            check_close(ref, cuda::run_flash_attention(ver, s, p, q, k, v), tolerance_for(p));
+        INFO(r.summary("flash v" + std::to_string(ver) + " " + std::string(precision_name(p)),
+                       s.describe()));
         CHECK(r.passed);
       }
     }
@@ -70,8 +89,12 @@ TEST_CASE("CUDA paged decode matches the reference for block sizes 8..64", "[gpu
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     for (int64_t block : {8, 16, 24, 32, 64}) {
       for (int64_t d : {64, 128}) {
-        const PagedDecodeShape s{.batch = 3, .heads = 8, .kv_heads = 2, .head_dim = d,
-                                 .context = 301, .block_size = block};
+        const PagedDecodeShape s{.batch = 3,
+                                 .heads = 8,
+                                 .kv_heads = 2,
+                                 .head_dim = d,
+                                 .context = 301,
+                                 .block_size = block};
         InputRng rng(static_cast<uint64_t>(block * 1000 + d));
         const auto q = random_values(rng, s.batch * s.heads * s.head_dim, p);
         const auto kc = random_values(rng, s.cache_elements(), p);
@@ -80,7 +103,8 @@ TEST_CASE("CUDA paged decode matches the reference for block sizes 8..64", "[gpu
         std::vector<float> ref(q.size());
         paged_decode_reference(s, q, kc, vc, table, ref);
         for (int ver : cuda::versions("paged_decode")) {
-          const CheckReport r = check_close(ref, cuda::run_paged_decode(ver, s, p, q, kc, vc, table), tolerance_for(p));
+          const CheckReport r = check_close(
+              ref, cuda::run_paged_decode(ver, s, p, q, kc, vc, table), tolerance_for(p));
           INFO(r.summary("paged v" + std::to_string(ver), s.describe()));
           CHECK(r.passed);
         }
@@ -102,8 +126,8 @@ TEST_CASE("CUDA paged decode over sequences of different lengths matches the ref
   const std::vector<int32_t> contexts = {1, 77, 301};
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     for (int64_t d : {64, 128}) {
-      const PagedDecodeShape whole{.batch = 3, .heads = 8, .kv_heads = 2, .head_dim = d,
-                                   .context = 301, .block_size = 16};
+      const PagedDecodeShape whole{
+          .batch = 3, .heads = 8, .kv_heads = 2, .head_dim = d, .context = 301, .block_size = 16};
       cuda::PagedDecodeVarlenShape s;
       s.batch = 3;
       s.heads = 8;
@@ -122,8 +146,12 @@ TEST_CASE("CUDA paged decode over sequences of different lengths matches the ref
           cuda::run_paged_decode_varlen(1, s, p, q, kc, vc, table, contexts);
       const int64_t block_elements = s.kv_heads * s.block_size * d;
       for (int64_t b = 0; b < s.batch; ++b) {
-        const PagedDecodeShape one{.batch = 1, .heads = 8, .kv_heads = 2, .head_dim = d,
-                                   .context = contexts[static_cast<size_t>(b)], .block_size = 16};
+        const PagedDecodeShape one{.batch = 1,
+                                   .heads = 8,
+                                   .kv_heads = 2,
+                                   .head_dim = d,
+                                   .context = contexts[static_cast<size_t>(b)],
+                                   .block_size = 16};
         std::vector<float> k1, v1;
         std::vector<int32_t> t1;
         for (int64_t j = 0; j < one.blocks_per_seq(); ++j) {
@@ -151,8 +179,9 @@ TEST_CASE("CUDA GEMMs match the reference", "[gpu][kernels]") {
   if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
-    for (const GemmShape& s : {GemmShape{.m = 1, .n = 256, .k = 512}, GemmShape{.m = 77, .n = 384, .k = 256},
-                               GemmShape{.m = 512, .n = 128, .k = 1024}}) {
+    for (const GemmShape& s :
+         {GemmShape{.m = 1, .n = 256, .k = 512}, GemmShape{.m = 77, .n = 384, .k = 256},
+          GemmShape{.m = 512, .n = 128, .k = 1024}}) {
       InputRng rng(static_cast<uint64_t>(s.m + s.n));
       const auto x = random_values(rng, s.m * s.k, p);
       const auto w = random_values(rng, s.n * s.k, p);
@@ -181,7 +210,8 @@ TEST_CASE("CUDA bandwidth probe copies exactly and reads every word", "[gpu][ker
 TEST_CASE("an unknown kernel version is an input error", "[gpu][kernels]") {
   if (!kvsim::test::gpu_available_or_skip()) return;
 #ifdef KVSIM_HAVE_CUDA
-  const AttentionShape s{.batch = 1, .heads = 1, .kv_heads = 1, .seq_q = 8, .seq_kv = 8, .head_dim = 64};
+  const AttentionShape s{
+      .batch = 1, .heads = 1, .kv_heads = 1, .seq_q = 8, .seq_kv = 8, .head_dim = 64};
   std::vector<float> z(static_cast<size_t>(s.q_elements()));
   REQUIRE_THROWS_WITH(cuda::run_flash_attention(9, s, Precision::kFp16, z, z, z),
                       Catch::Matchers::Contains("unknown kernel version 9"));

@@ -14,8 +14,8 @@
 using namespace kvsim::kernels;
 
 TEST_CASE("the shuffled block table is a permutation", "[kernels][paged]") {
-  const PagedDecodeShape s{.batch = 3, .heads = 4, .kv_heads = 2, .head_dim = 64, .context = 50,
-                           .block_size = 16};
+  const PagedDecodeShape s{
+      .batch = 3, .heads = 4, .kv_heads = 2, .head_dim = 64, .context = 50, .block_size = 16};
   InputRng rng(1);
   std::vector<int32_t> t = shuffled_block_table(s, rng);
   REQUIRE(t.size() == size_t(3 * 4));
@@ -28,8 +28,8 @@ TEST_CASE("the shuffled block table is a permutation", "[kernels][paged]") {
 }
 
 TEST_CASE("gather_paged undoes the scatter through the block table", "[kernels][paged]") {
-  const PagedDecodeShape s{.batch = 2, .heads = 2, .kv_heads = 2, .head_dim = 64, .context = 21,
-                           .block_size = 8};
+  const PagedDecodeShape s{
+      .batch = 2, .heads = 2, .kv_heads = 2, .head_dim = 64, .context = 21, .block_size = 8};
   InputRng rng(2);
   const std::vector<int32_t> table = shuffled_block_table(s, rng);
   // Write token t of (b, kvh) as the value b*1e4 + kvh*1e3 + t into its paged slot by hand.
@@ -52,8 +52,12 @@ TEST_CASE("paged decode CPU kernel matches the gathered reference for block size
           "[kernels][paged]") {
   const int64_t block = GENERATE(1, 8, 16, 24, 32, 64);
   const Precision p = block % 16 == 0 ? Precision::kFp16 : Precision::kBf16;
-  PagedDecodeShape s{.batch = 3, .heads = 8, .kv_heads = 2, .head_dim = block == 24 ? 64 : 128,
-                     .context = 100 + block, .block_size = block};
+  PagedDecodeShape s{.batch = 3,
+                     .heads = 8,
+                     .kv_heads = 2,
+                     .head_dim = block == 24 ? 64 : 128,
+                     .context = 100 + block,
+                     .block_size = block};
   INFO(s.describe());
   InputRng rng(static_cast<uint64_t>(block));
   const auto q = random_values(rng, s.batch * s.heads * s.head_dim, p);

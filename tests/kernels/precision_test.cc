@@ -4,8 +4,8 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/cpu_ref/precision.h"
 #include "core/errors.h"
+#include "kernels/cpu_ref/precision.h"
 
 using namespace kvsim::kernels;
 
@@ -14,7 +14,7 @@ TEST_CASE("fp16 conversion hits the known bit patterns", "[kernels][precision]")
   CHECK(float_to_fp16_bits(-2.0f) == 0xc000);
   CHECK(float_to_fp16_bits(65504.0f) == 0x7bff);
   CHECK(float_to_fp16_bits(65519.0f) == 0x7bff);
-  CHECK(float_to_fp16_bits(65520.0f) == 0x7c00);  // the tie rounds to even: infinity
+  CHECK(float_to_fp16_bits(65520.0f) == 0x7c00);               // the tie rounds to even: infinity
   CHECK(float_to_fp16_bits(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
   CHECK(float_to_fp16_bits(std::ldexp(1.0f, -25)) == 0x0000);  // tie to even: zero
   CHECK(float_to_fp16_bits(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal

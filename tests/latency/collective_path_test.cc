@@ -1,7 +1,8 @@
 // vLLM's choice of all-reduce path (models/latency/collective_path.h), case by case against the
-// rules of vllm/distributed/device_communicators/cuda_communicator.py (CudaCommunicator.all_reduce),
-// custom_all_reduce.py (CustomAllreduce, should_custom_ar), all_reduce_utils.py (the size
-// tables), symm_mem.py and csrc/custom_all_reduce.cuh (one-shot or two-shot).
+// rules of vllm/distributed/device_communicators/cuda_communicator.py
+// (CudaCommunicator.all_reduce), custom_all_reduce.py (CustomAllreduce, should_custom_ar),
+// all_reduce_utils.py (the size tables), symm_mem.py and csrc/custom_all_reduce.cuh (one-shot or
+// two-shot).
 #include <catch2/catch.hpp>
 
 #include "models/latency/collective_path.h"
@@ -14,12 +15,20 @@ constexpr int64_t KiB = 1024, MiB = 1024 * 1024;
 
 // Two to eight PCIe cards (no NVLink), P2P working: RTX PRO 6000 Blackwell, cc 12.0.
 AllReduceCase pcie(int world, int64_t bytes, bool p2p = true) {
-  return {.compute_capability = 120, .nvlink = false, .nvswitch = false, .world = world,
-          .p2p = p2p, .bytes = bytes};
+  return {.compute_capability = 120,
+          .nvlink = false,
+          .nvswitch = false,
+          .world = world,
+          .p2p = p2p,
+          .bytes = bytes};
 }
 // An NVSwitch node (HGX): every pair NVLinked, multicast available.
 AllReduceCase nvswitch(int cc, int world, int64_t bytes) {
-  return {.compute_capability = cc, .nvlink = true, .nvswitch = true, .world = world, .p2p = true,
+  return {.compute_capability = cc,
+          .nvlink = true,
+          .nvswitch = true,
+          .world = world,
+          .p2p = true,
           .bytes = bytes};
 }
 

@@ -46,7 +46,8 @@ TEST_CASE("a curve reads its measured points and interpolates linearly in bytes 
   CHECK(rtx.seconds(1) == Approx(4.266e-6).epsilon(1e-9));
   const auto& p = rtx.points;
   const double past = p.back().first * 2;
-  const double slope = (p.back().second - p[p.size() - 2].second) / (p.back().first - p[p.size() - 2].first);
+  const double slope =
+      (p.back().second - p[p.size() - 2].second) / (p.back().first - p[p.size() - 2].first);
   CHECK(rtx.seconds(past) == Approx(p.back().second + slope * p.back().first).epsilon(1e-12));
   // The series measured without P2P (vLLM 0.19): 19.08 us at 8,192 B, 4.2x the P2P run's.
   CHECK(curve("rtx-pro-6000", CollectiveOp::kAllReduce, true, 2, false).seconds(8192) ==
@@ -69,7 +70,8 @@ TEST_CASE("the all-reduce message is tokens x hidden x 2 bytes, twice per layer,
   // The ring traffic each GPU moves stays the byte count: 2 x 3/4 x 8,388,608 x 160.
   CHECK(ar.bytes == Approx(2.0 * 3 / 4 * 8'388'608 * 160));
   // 513 tokens are past the capture size: eager (8,404,992 B, between 8,388,608 and 16,777,216).
-  const auto eager = build("llama-3-70b", "h100-sxm", Parallelism{4, 1}).iteration(prefill_batch(513));
+  const auto eager =
+      build("llama-3-70b", "h100-sxm", Parallelism{4, 1}).iteration(prefill_batch(513));
   CHECK_FALSE(find_op(eager, "allreduce").comm.graph);
 }
 
@@ -142,8 +144,9 @@ TEST_CASE("PP sends the hidden states and the residual, TP-sliced, then all-gath
   CHECK(s.comm.message_bytes == 4'096'000.0);
   CHECK(s.bytes == 2 * 4'096'000.0);
   CHECK(s.comm.source == CommSource::kMeasured);
-  // Vidur's H100 send/recv: 16.5 us at 3,129,344 B and 25 at 6,275,072 B -> 16.5 + 8.5 x 966,656 / 3,145,728 = 19.1120 us; the all-gather of 8,192,000 B over 2
-  // H100s: 27.01 at 4,194,304 and 36.27 at 8,388,608 -> 27.01 + 9.26 x 3,997,696 / 4,194,304
-  // = 35.8358 us. Two tensors: 2 x (19.1120 + 35.8358) = 109.8956 us.
+  // Vidur's H100 send/recv: 16.5 us at 3,129,344 B and 25 at 6,275,072 B -> 16.5 + 8.5 x 966,656 /
+  // 3,145,728 = 19.1120 us; the all-gather of 8,192,000 B over 2 H100s: 27.01 at 4,194,304
+  // and 36.27 at 8,388,608 -> 27.01 + 9.26 x 3,997,696 / 4,194,304 = 35.8358 us. Two tensors: 2 x
+  // (19.1120 + 35.8358) = 109.8956 us.
   CHECK(s.seconds == Approx(109.8956e-6).epsilon(1e-5));
 }

@@ -76,9 +76,11 @@ TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come bef
   for (int i = 0; i < 3000; ++i) {
     DecodeStepFixed g;
     const int scale = static_cast<int>(rng() % 40);
-    g.ns_a = static_cast<Int128>(rng() >> (64 - scale - 1)) * unit / 3 - (i % 7 == 0 ? 50 * unit : 0);
+    g.ns_a =
+        static_cast<Int128>(rng() >> (64 - scale - 1)) * unit / 3 - (i % 7 == 0 ? 50 * unit : 0);
     g.ns_b = static_cast<Int128>(rng() >> static_cast<int>(rng() % 64)) * (i % 11 == 0 ? -1 : 1);
-    DecodeStepFixed::Walk a(g, static_cast<int64_t>(rng() % 100000), static_cast<int64_t>(rng() % 300));
+    DecodeStepFixed::Walk a(g, static_cast<int64_t>(rng() % 100000),
+                            static_cast<int64_t>(rng() % 300));
     DecodeStepFixed::Walk b = a;
     const auto n = static_cast<int64_t>(1 + rng() % 200);
     const auto from = static_cast<int64_t>(rng() % 1'000'000);
@@ -95,14 +97,15 @@ TEST_CASE("DecodeStepFixed::Walk::ends_before: the steps' ends when all come bef
       wsum += static_cast<Int128>(ws.back()) * e;
     }
     // A time past the last end, at it, or somewhere inside.
-    const int64_t before = rng() % 3 == 0 ? e + 1 + static_cast<int64_t>(rng() % 1000)
-                           : rng() % 2 == 0 ? e
-                                            : from + static_cast<int64_t>(rng() % static_cast<uint64_t>(e - from + 1));
+    const int64_t before =
+        rng() % 3 == 0   ? e + 1 + static_cast<int64_t>(rng() % 1000)
+        : rng() % 2 == 0 ? e
+                         : from + static_cast<int64_t>(rng() % static_cast<uint64_t>(e - from + 1));
     std::vector<int64_t> out2(static_cast<size_t>(n));
     DecodeStepFixed::Walk c = a;
     EndSums got;
-    const bool answers =
-        c.ends_before(out2.data(), n, from, before, weighted ? ws.data() : nullptr, most_weight, got);
+    const bool answers = c.ends_before(out2.data(), n, from, before, weighted ? ws.data() : nullptr,
+                                       most_weight, got);
     INFO("walk " << i << " n " << n);
     if (!answers) {
       ++declined;

@@ -81,8 +81,7 @@ TEST_CASE("flash tiles: a mixed batch's decodes each take a query tile, placed l
   // + 32 x 10 = 384. Longest first: the 320 decode CTAs fill waves 1 and 2 (188 + 132), whose
   // longest CTAs walk 3 tiles; the chunk's 64 CTAs fill wave 2's last 56 slots and start wave 3
   // (8 CTAs of 1 tile). Waves 3, tiles 3 + 3 + 1 = 7.
-  const FlashTileWork w =
-      flash_tile_work({PrefillChunk{128, 0, true}}, 10, 300, 32, 128, 188, 0);
+  const FlashTileWork w = flash_tile_work({PrefillChunk{128, 0, true}}, 10, 300, 32, 128, 188, 0);
   CHECK(w.ctas == 384);
   CHECK(w.waves == 3);
   CHECK(w.wave_blocks == 7);

@@ -5,9 +5,9 @@
 
 #include <string_view>
 
+#include "core/errors.h"
 #include "models/catalog.h"
 #include "models/latency/latency_model.h"
-#include "core/errors.h"
 
 namespace kvsim::test {
 

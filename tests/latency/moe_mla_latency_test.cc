@@ -62,8 +62,7 @@ TEST_CASE("DeepSeek-V3: dense-first layers, a shared expert and 58 routed layers
   // The shared expert: every row, 58 layers.
   CHECK(find_op(c, "shared_experts").flops == Approx(58 * (2 * h * 512 + 2 * 256 * h)));
   // Routed: one token's 8 experts, weights 8 x 7168 x 512 bytes (gate/up) per layer.
-  CHECK(find_op(c, "mlp_gate_up").bytes ==
-        Approx(58 * (8 * h * 512 + 8 * h * 2 + 8 * 512 * 2)));
+  CHECK(find_op(c, "mlp_gate_up").bytes == Approx(58 * (8 * h * 512 + 8 * h * 2 + 8 * 512 * 2)));
   CHECK_FALSE(has_op(c, "all_to_all"));  // no expert parallelism
   CHECK(has_op(c, "allreduce"));
 }
@@ -95,7 +94,8 @@ TEST_CASE("MLA prefill expands the latent of every key and attends with 192/128 
   // 1000 x 576 x 2 = 1,152,000; kv_b 512 x 4096 x 1 = 2,097,152; the expanded K and V written
   // and read 2 x 1000 x 4096 x 2 = 16,384,000.
   const auto lm = moe_latency_model("deepseek-v3", Parallelism{8, 1});
-  const auto c = lm.iteration(prefill_batch(1000));  // kept alive: find_op returns a reference into it
+  const auto c =
+      lm.iteration(prefill_batch(1000));  // kept alive: find_op returns a reference into it
   const OpCost& a = find_op(c, "attention_prefill");
   CHECK(a.flops == Approx(61 * (640.0 * 16 * 500'500 + 2.0 * 1000 * 512 * 4096)));
   CHECK(a.bytes == Approx(61 * (10'240'000.0 + 1'152'000 + 2'097'152 + 16'384'000)));
@@ -105,7 +105,8 @@ TEST_CASE("DP 8 with expert parallelism: 32 experts a GPU, 8 replicas' tokens, a
           "[latency][moe][parallel]") {
   // Each replica decodes 4 sequences; the 8 replicas' 32 tokens meet in each MoE layer. This
   // GPU holds 32 of 256 experts: it takes 32 x 8 x 32/256 = 32 rows and is expected to touch
-  // 32 x (1 - (248/256)^32) = 32 x (1 - 0.36204) = 20.41 of its experts, each whole (width 2048, FP8).
+  // 32 x (1 - (248/256)^32) = 32 x (1 - 0.36204) = 20.41 of its experts, each whole (width 2048,
+  // FP8).
   const auto lm = moe_latency_model("deepseek-v3", Parallelism{1, 1, 8, true});
   const auto c = lm.iteration(decode_batch({500, 500, 500, 500}));
   const double h = 7168, f = 2048;
@@ -125,8 +126,8 @@ TEST_CASE("MoE and MLA iterations: the memoised totals equal the full costing's 
           "[latency][moe][mla]") {
   for (const Parallelism par : {Parallelism{8, 1}, Parallelism{1, 1, 8, true}, Parallelism{2, 2}}) {
     const auto lm = moe_latency_model("deepseek-v3", par);
-    for (const BatchShape& b : {prefill_batch(300), decode_batch({10, 2000, 70}),
-                                prefill_batch(17, 900, 3)}) {
+    for (const BatchShape& b :
+         {prefill_batch(300), decode_batch({10, 2000, 70}), prefill_batch(17, 900, 3)}) {
       const IterationCost full = lm.iteration(b);
       const IterationCost totals = lm.iteration(b, OpDetail::kTotals);
       CHECK(full.seconds == totals.seconds);

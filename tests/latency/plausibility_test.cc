@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "models/latency/plausibility.h"
 #include "core/data_path.h"
+#include "models/latency/plausibility.h"
 #include "tests/latency/latency_test_util.h"
 
 using namespace kvsim;

@@ -76,11 +76,14 @@ TEST_CASE("flash attention efficiency follows the GPU and the kernel generation"
   // vLLM's default on Hopper is FA3; FA3 on an A100 is refused.
   const Catalog& c = Catalog::builtin();
   const double curve = 16384.0 / (16384 + 512);
-  CHECK(default_profile(c.gpu("a100-sxm4-80gb")).of(OpClass::kAttentionFlash).compute_efficiency == 0.73);
+  CHECK(default_profile(c.gpu("a100-sxm4-80gb")).of(OpClass::kAttentionFlash).compute_efficiency ==
+        0.73);
   const Profile fa2 = default_profile(c.gpu("h100-sxm"), FlashKernel::kFa2);
   const Profile fa3 = default_profile(c.gpu("h100-sxm"));
-  CHECK(989.4 * fa2.of(OpClass::kAttentionFlash).compute_efficiency * curve == Approx(334.8).epsilon(1e-3));
-  CHECK(989.4 * fa3.of(OpClass::kAttentionFlash).compute_efficiency * curve == Approx(740.7).epsilon(1e-3));
+  CHECK(989.4 * fa2.of(OpClass::kAttentionFlash).compute_efficiency * curve ==
+        Approx(334.8).epsilon(1e-3));
+  CHECK(989.4 * fa3.of(OpClass::kAttentionFlash).compute_efficiency * curve ==
+        Approx(740.7).epsilon(1e-3));
   CHECK(default_flash_kernel(c.gpu("h200")) == FlashKernel::kFa3);
   CHECK(default_flash_kernel(c.gpu("l40s")) == FlashKernel::kFa2);
   CHECK_THROWS_AS(default_profile(c.gpu("a100-sxm4-80gb"), FlashKernel::kFa3), InputError);
@@ -172,8 +175,8 @@ TEST_CASE("a table replaces the scalar efficiency and interpolates", "[latency][
   // against a flat table at 0.75 (the A100's old scalar).
   Profile p = default_profile(Catalog::builtin().gpu("a100-sxm4-80gb"));
   Profile flat = p;
-  flat.tables.push_back({OpClass::kGemm, TableMetric::kComputeEfficiency, TableAxis::kTokens,
-                         {{1, 0.75}}, ""});
+  flat.tables.push_back(
+      {OpClass::kGemm, TableMetric::kComputeEfficiency, TableAxis::kTokens, {{1, 0.75}}, ""});
   const auto before = with_profile(flat).iteration(prefill_batch(136));
   p.tables.push_back(t);
   const auto after = with_profile(p).iteration(prefill_batch(136));

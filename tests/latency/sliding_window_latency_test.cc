@@ -12,7 +12,8 @@ TEST_CASE("decode attention of a sliding-window model reads the window's KV, not
   // O written: 2 x 32 heads x 128 x 2 = 16,384 bytes. 32 layers: 4,096 x 4,096 x 32 +
   // 16,384 x 32 = 536,870,912 + 524,288 = 537,395,200 bytes (4,096 x 131,072 bytes of KV).
   const LatencyModel m = make_model("mistral-7b");
-  const IterationCost a_cost = m.iteration(decode_batch({10001}));  // find_op returns a reference into it
+  const IterationCost a_cost =
+      m.iteration(decode_batch({10001}));  // find_op returns a reference into it
   const OpCost& a = find_op(a_cost, "attention_decode");
   CHECK(a.bytes == Approx(537395200.0).epsilon(1e-12));
   // The same as a sequence of exactly the window, and as the aggregate form with the attended
@@ -44,7 +45,8 @@ TEST_CASE("prefill attention of a chunk reads at most the window", "[latency][wi
   SECTION("a chunk wholly past the window") {
     // 2,048 tokens after 8,192: each query sees 4,096 keys, 2,048 x 4,096 pairs; the chunk
     // reads keys from 8,192 - 4,096 + 1 = 4,097 to 10,239: 6,143 = 4,095 + 2,048.
-    const IterationCost a_cost = m.iteration(prefill_batch(2048, 8192));  // find_op returns a reference into it
+    const IterationCost a_cost =
+        m.iteration(prefill_batch(2048, 8192));  // find_op returns a reference into it
     const OpCost& a = find_op(a_cost, "attention_prefill");
     CHECK(a.flops == Approx(L * 4 * D * H * 2048.0 * 4096).epsilon(1e-12));
     CHECK(a.bytes ==
@@ -54,7 +56,8 @@ TEST_CASE("prefill attention of a chunk reads at most the window", "[latency][wi
     // 2,048 tokens after 3,000: queries 0 .. 1,095 see 3,001 .. 4,096 keys, the other 952 see
     // 4,096: 1,096 x 3,000 + 1,096 x 1,097 / 2 + 952 x 4,096 = 7,788,548 pairs (the sum of
     // min(3,001 + i, 4,096) over i < 2,048). Keys read: min(5,048, 4,095 + 2,048) = 5,048.
-    const IterationCost a_cost = m.iteration(prefill_batch(2048, 3000));  // find_op returns a reference into it
+    const IterationCost a_cost =
+        m.iteration(prefill_batch(2048, 3000));  // find_op returns a reference into it
     const OpCost& a = find_op(a_cost, "attention_prefill");
     CHECK(a.flops == Approx(L * 4 * D * H * 7788548.0).epsilon(1e-12));
     CHECK(a.bytes ==
@@ -62,7 +65,8 @@ TEST_CASE("prefill attention of a chunk reads at most the window", "[latency][wi
   }
   SECTION("a chunk inside the window is unchanged") {
     // 1,024 after 1,024: 1,024 x 1,024 + 1,024 x 1,025 / 2 pairs, as without a window.
-    const IterationCost a_cost = m.iteration(prefill_batch(1024, 1024));  // find_op returns a reference into it
+    const IterationCost a_cost =
+        m.iteration(prefill_batch(1024, 1024));  // find_op returns a reference into it
     const OpCost& a = find_op(a_cost, "attention_prefill");
     CHECK(a.flops == Approx(L * 4 * D * H * (1024.0 * 1024 + 1024.0 * 1025 / 2)).epsilon(1e-12));
   }

@@ -3,11 +3,11 @@
 
 #include <vector>
 
+#include "core/errors.h"
 #include "models/catalog.h"
 #include "models/memory/activation.h"
-#include "models/memory/gpu_memory_pool.h"
 #include "models/memory/caching_allocator_store.h"
-#include "core/errors.h"
+#include "models/memory/gpu_memory_pool.h"
 
 using namespace kvsim;
 
@@ -15,14 +15,14 @@ TEST_CASE("one 32k prompt's FP16 scores for 32 heads are 68.7 GB", "[memory][act
   const ModelSpec& m = Catalog::builtin().model("seed-7b-mha");
   const std::vector<BatchChunk> one = {{32768, 32768}};
   CHECK(attention_score_bytes(m, one) == 68'719'476'736);
-  CHECK(activation_peak_bytes(m, one, AttentionKind::kNative) >
-        2 * attention_score_bytes(m, one));
+  CHECK(activation_peak_bytes(m, one, AttentionKind::kNative) > 2 * attention_score_bytes(m, one));
   CHECK(activation_peak_bytes(m, one, AttentionKind::kFlash) < 5'000'000'000);  // ~4.05 GB
   CHECK(parse_attention_kind("flash") == AttentionKind::kFlash);
   CHECK_THROWS_AS(parse_attention_kind("sdpa"), InputError);
 }
 
-TEST_CASE("a 32k native prefill on seed-7b-mha OOMs on an A100-80GB; flash fits", "[memory][activation]") {
+TEST_CASE("a 32k native prefill on seed-7b-mha OOMs on an A100-80GB; flash fits",
+          "[memory][activation]") {
   const Catalog& c = Catalog::builtin();
   const ModelSpec& m = c.model("seed-7b-mha");
   const GpuSpec& g = c.gpu("a100-sxm4-80gb");

@@ -1,13 +1,14 @@
 // Unit tests of the PyTorch CUDACachingAllocator model (constants: facts.md §3).
 #include <catch2/catch.hpp>
 
-#include "models/memory/caching_allocator.h"
 #include "core/errors.h"
 #include "core/units.h"
+#include "models/memory/caching_allocator.h"
 
 using namespace kvsim;
 
-TEST_CASE("caching allocator rounds to 512 B and picks PyTorch's segment sizes", "[memory][caching]") {
+TEST_CASE("caching allocator rounds to 512 B and picks PyTorch's segment sizes",
+          "[memory][caching]") {
   CHECK(CachingAllocator::round_size(1) == 512);
   CHECK(CachingAllocator::round_size(512) == 512);
   CHECK(CachingAllocator::round_size(513) == 1024);
@@ -31,7 +32,8 @@ TEST_CASE("caching allocator packs small requests into a 2 MiB segment", "[memor
   a.check_invariants();
 }
 
-TEST_CASE("caching allocator splits large segments only past 1 MiB of remainder", "[memory][caching]") {
+TEST_CASE("caching allocator splits large segments only past 1 MiB of remainder",
+          "[memory][caching]") {
   CachingAllocator a(kGiB);
   CaBlockId b1 = -1, b2 = -1, b3 = -1;
   REQUIRE(a.malloc(8 * kMiB, &b1));  // 20 MiB segment: 8 used, 12 left (> 1 MiB: split)

@@ -9,12 +9,14 @@ namespace {
 constexpr int64_t kArenaBpt = 100;
 ContiguousStore make(int64_t arena_tokens, ReservePolicy p, FitPolicy f = FitPolicy::kFirst,
                      int64_t max_len = 1000) {
-  return ContiguousStore(kArenaBpt, {.arena_bytes = arena_tokens * kArenaBpt, .reserve = p, .fit = f,
-                                .max_len = max_len});
+  return ContiguousStore(
+      kArenaBpt,
+      {.arena_bytes = arena_tokens * kArenaBpt, .reserve = p, .fit = f, .max_len = max_len});
 }
 }  // namespace
 
-TEST_CASE("contiguous max_len reserves max_len and refuses longer requests", "[memory][contiguous]") {
+TEST_CASE("contiguous max_len reserves max_len and refuses longer requests",
+          "[memory][contiguous]") {
   ContiguousStore s = make(10'000, ReservePolicy::kMaxLen);
   REQUIRE(s.allocate(1, 100, 300));
   KvUsage u = s.usage();

@@ -9,9 +9,10 @@
 #include "models/memory/hybrid_paged_store.h"
 #include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
+#include "tests/memory/tiny_hybrid.h"
 
 using namespace kvsim;
-using Catch::Matchers::Contains;
+using kvsim::test::tiny_hybrid;
 
 namespace {
 
@@ -31,23 +32,6 @@ KvBudget hybrid_budget() {
 std::unique_ptr<KvStore> hybrid_store(const std::string& yaml, const ModelSpec& m) {
   return make_kv_store(ConfigNode::parse_string(yaml, "kv.yaml"), m,
                        Catalog::builtin().gpu("a100-sxm4-80gb"), hybrid_budget());
-}
-
-// Four layers, 0 and 2 local over `span` tokens, 1 KV head of dim 4 in FP16: 2 x 1 x 4 x 2 = 16
-// bytes per layer and token.
-ModelSpec tiny_hybrid(ModelSpec::LocalKind kind, int span) {
-  ModelSpec m;
-  m.name = "tiny-hybrid";
-  m.layers = 4;
-  m.heads = 2;
-  m.kv_heads = 1;
-  m.head_dim = 4;
-  m.hidden = 8;
-  m.ffn = 16;
-  m.vocab = 10;
-  m.max_position = 4096;
-  m.local_attention = ModelSpec::LocalAttention{kind, span, {0, 2}};
-  return m;
 }
 
 }  // namespace
@@ -122,9 +106,10 @@ TEST_CASE("A hybrid model's pool: available / (page x group_size) blocks, less t
   CHECK(oss->kv_bytes_per_token() == 73'728);
   CHECK(hybrid_store("{type: paged}", hybrid("gemma-3-27b"))->paged()->total_blocks() == 42'597);
   CHECK(hybrid_store("{type: paged}", hybrid("llama-4-scout"))->paged()->total_blocks() == 70'996);
-  // Prefix caching is refused for hybrid models, at the key.
-  CHECK_THROWS_WITH(hybrid_store("{type: paged, enable_prefix_caching: true}", hybrid("gpt-oss-20b")),
-                    Contains("kv.yaml:1:38") && Contains("prefix caching is not modelled"));
+  // Prefix caching is offered for hybrid models.
+  CHECK(hybrid_store("{type: paged, enable_prefix_caching: true}", hybrid("gpt-oss-20b"))
+            ->paged()
+            ->prefix_caching());
 }
 
 TEST_CASE("Per-group block tables: a sliding group frees the blocks that leave its window",
@@ -171,8 +156,7 @@ TEST_CASE("Per-group block tables: a sliding group frees the blocks that leave i
   s.check_invariants();
 }
 
-TEST_CASE("Per-group block tables: a chunked group frees its finished chunks",
-          "[memory][hybrid]") {
+TEST_CASE("Per-group block tables: a chunked group frees its finished chunks", "[memory][hybrid]") {
   // Chunk 32 on layers 0 and 2. A 64-token prompt: 4 blocks a table. Growing to 65 with 64
   // computed: the current chunk starts at 64, so the chunked table frees its 4 blocks and
   // takes a fifth: full 5 held, chunked 1.

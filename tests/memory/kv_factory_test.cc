@@ -1,12 +1,12 @@
 // Building stores from YAML: sizing, defaults and errors with file:line:col.
 #include <catch2/catch.hpp>
 
+#include "core/config_node.h"
+#include "core/errors.h"
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_store.h"
-#include "core/config_node.h"
-#include "core/errors.h"
 
 using namespace kvsim;
 using Catch::Matchers::Contains;

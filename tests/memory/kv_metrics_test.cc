@@ -9,7 +9,7 @@ using namespace kvsim;
 
 TEST_CASE("time-weighted means are ratios of integrals", "[memory][metrics]") {
   KvWasteAccumulator acc;
-  acc.hold(0, {100, 0, 100, 0});  // 50% for 10 ns
+  acc.hold(0, {100, 0, 100, 0});   // 50% for 10 ns
   acc.hold(10, {300, 100, 0, 0});  // 75% for 30 ns
   const KvWasteSummary s = acc.summary(40);
   // live: 100*10 + 300*30 = 10,000; footprint: 200*10 + 400*30 = 14,000.

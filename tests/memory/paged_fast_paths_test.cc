@@ -15,7 +15,8 @@ using namespace kvsim;
 namespace {
 
 PagedStore make_block16_store(int64_t blocks, bool prefix) {
-  return PagedStore(1000, {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
+  return PagedStore(1000,
+                    {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
 }
 
 void same_usage(const KvUsage& a, const KvUsage& b) {
@@ -37,7 +38,8 @@ TEST_CASE("id index agrees with a hash map under random inserts and erases", "[m
   std::unordered_map<int64_t, int32_t> ref;
   for (int step = 0; step < 4000; ++step) {
     // Dense ids (as traces give) with a few far ones, so probe runs wrap and collide.
-    const int64_t id = g() % 8 == 0 ? static_cast<int64_t>(g() >> 1) : static_cast<int64_t>(g() % 300);
+    const int64_t id =
+        g() % 8 == 0 ? static_cast<int64_t>(g() >> 1) : static_cast<int64_t>(g() % 300);
     if (g() % 2 == 0 && !ref.count(id)) {
       const auto slot = static_cast<int32_t>(g() % 1000);
       index.insert(id, slot);
@@ -205,7 +207,7 @@ TEST_CASE("a deferral window must be settled before any other call about its req
   CHECK_THROWS_AS(d.open(1), InvariantError);
   CHECK_THROWS_AS(d.settle(2, 0), InvariantError);  // request 2 has no window open
   CHECK_THROWS_AS(d.settle(1, 7), InvariantError);  // more than its room
-  CHECK(s.tokens(2) == 10);                          // other requests are unaffected
+  CHECK(s.tokens(2) == 10);                         // other requests are unaffected
   d.settle(1, 3);
   CHECK(s.tokens(1) == 13);
   CHECK(d.outstanding() == 0);

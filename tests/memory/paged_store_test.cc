@@ -1,15 +1,16 @@
 // Unit tests of the paged store (vLLM block pool).
 #include <catch2/catch.hpp>
 
-#include "models/memory/paged_store.h"
 #include "core/errors.h"
+#include "models/memory/paged_store.h"
 
 using namespace kvsim;
 
 namespace {
 constexpr int64_t kBpt = 1000;  // bytes per token, round for reading
 PagedStore make(int64_t blocks, bool prefix = false) {
-  return PagedStore(kBpt, {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
+  return PagedStore(kBpt,
+                    {.block_tokens = 16, .num_blocks = blocks, .enable_prefix_caching = prefix});
 }
 }  // namespace
 
@@ -29,7 +30,8 @@ TEST_CASE("paged pool returns every block on release", "[memory][paged]") {
 
 TEST_CASE("paged waste is the slack of the last block", "[memory][paged]") {
   PagedStore s = make(100);
-  REQUIRE(s.allocate(1, 33, 40));  // 3 blocks = 48 slots, 33 live, 7 reservation (to 40), 8 internal
+  REQUIRE(
+      s.allocate(1, 33, 40));  // 3 blocks = 48 slots, 33 live, 7 reservation (to 40), 8 internal
   KvUsage u = s.usage();
   CHECK(u.live_bytes == 33 * kBpt);
   CHECK(u.reservation_bytes == 7 * kBpt);
@@ -46,7 +48,8 @@ TEST_CASE("paged waste is the slack of the last block", "[memory][paged]") {
   s.check_invariants();
 }
 
-TEST_CASE("paged out of blocks is a returned result that leaves the store unchanged", "[memory][paged]") {
+TEST_CASE("paged out of blocks is a returned result that leaves the store unchanged",
+          "[memory][paged]") {
   PagedStore s = make(4);
   REQUIRE(s.allocate(1, 48, 100));
   AllocResult r = s.allocate(2, 32, 40);

@@ -11,10 +11,12 @@
 using namespace kvsim;
 
 namespace {
-ConfigNode paged() { return ConfigNode::parse_string("{type: paged, block_size: 16}", "test.yaml"); }
+ConfigNode paged() {
+  return ConfigNode::parse_string("{type: paged, block_size: 16}", "test.yaml");
+}
 PoolOptions options(int tp, int pp = 1) {
-  return PoolOptions{.profile_batched_tokens = 8192, .profile_num_seqs = 256,
-                     .parallelism = Parallelism{tp, pp}};
+  return PoolOptions{
+      .profile_batched_tokens = 8192, .profile_num_seqs = 256, .parallelism = Parallelism{tp, pp}};
 }
 }  // namespace
 

@@ -117,8 +117,10 @@ TEST_CASE("a sliding window frees blocks on the deferred-growth path too",
   s.check_invariants();
 }
 
-TEST_CASE("a growth that fails under a sliding window leaves the store unchanged, and freed "
-          "window blocks serve the growth", "[memory][paged][window]") {
+TEST_CASE(
+    "a growth that fails under a sliding window leaves the store unchanged, and freed "
+    "window blocks serve the growth",
+    "[memory][paged][window]") {
   // A 4-token window, 4-token blocks, 3 blocks. allocate 12 tokens: 3 blocks, none free.
   // Growing to 13 frees blocks wholly before 12 - 4 + 1 = 9: 9 / 4 = 2 blocks, and needs one:
   // it succeeds from a freed block. 2 held (8 .. 11 and 12).
@@ -141,15 +143,18 @@ TEST_CASE("a growth that fails under a sliding window leaves the store unchanged
   s.check_invariants();
 }
 
-TEST_CASE("prefix caching with a sliding window: freed shared blocks stay with their other owner "
-          "and cached blocks stay findable", "[memory][paged][window][prefix]") {
+TEST_CASE(
+    "prefix caching with a sliding window: freed shared blocks stay with their other owner "
+    "and cached blocks stay findable",
+    "[memory][paged][window][prefix]") {
   // Window 32, 16-token blocks, 20 blocks. Two requests with the same 64-token prompt (hashes
   // per 16 tokens). A: 4 blocks a0..a3. B hits (64 - 1) / 16 = 3 of them (a0..a2) and allocates
   // one: 15 free.
   const std::vector<uint64_t> hashes = {11, 22, 33, 44};
   const PrefixHashes prefix{.hashes = hashes, .block_tokens = 16, .prompt_tokens = 64};
-  PagedStore s(100, {.block_tokens = 16, .num_blocks = 20, .enable_prefix_caching = true,
-                     .sliding_window = 32});
+  PagedStore s(
+      100,
+      {.block_tokens = 16, .num_blocks = 20, .enable_prefix_caching = true, .sliding_window = 32});
   REQUIRE(s.allocate(1, 64, 100, prefix));
   REQUIRE(s.allocate(2, 64, 100, prefix));
   CHECK(s.prefix_hit_blocks() == 3);
@@ -180,9 +185,10 @@ TEST_CASE("prefix caching with a sliding window: freed shared blocks stay with t
   s.check_invariants();
 }
 
-TEST_CASE("a long deferral window under a sliding window ends before the first growth that frees "
-          "blocks, or swaps a block at each crossing past it; window_frees says how many a growth frees",
-          "[memory][paged][window][fast_forward]") {
+TEST_CASE(
+    "a long deferral window under a sliding window ends before the first growth that frees "
+    "blocks, or swaps a block at each crossing past it; window_frees says how many a growth frees",
+    "[memory][paged][window][fast_forward]") {
   // Mistral-7B (window 4,096), 16-token blocks, 1,000 in the pool. A growth to T tokens (from
   // T - 1) frees floor((T - 4,096) / 16) - skipped leading blocks (blocks_to_skip): some once
   // T >= 4,096 + 16 = 4,112 while skipped = 0. Growths reach the store at crossings, T = 1

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "core/config_node.h"
 #include "models/catalog.h"
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_store.h"
-#include "core/config_node.h"
 
 namespace kvsim::test {
 

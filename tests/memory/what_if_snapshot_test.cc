@@ -69,7 +69,8 @@ TEST_CASE("a what-if snapshot is the snapshot after the growth and reservation i
 
 // The same with swaps (a sliding window's steady crossings: a block taken, the oldest freed):
 // snapshot_with(usage_after(tokens, crossings, swaps)) against add_swaps and add.
-TEST_CASE("a what-if snapshot with swaps is the snapshot after them", "[memory][paged][fast_forward][window]") {
+TEST_CASE("a what-if snapshot with swaps is the snapshot after them",
+          "[memory][paged][fast_forward][window]") {
   const Catalog& c = Catalog::builtin();
   const ModelSpec& m = c.model("mistral-7b");  // window 4,096
   GpuMemoryPool pool(m, c.gpu("a100-sxm4-80gb"),

@@ -1,8 +1,8 @@
 // config.json files built to break the reader (tests/data/bad/hf-config: each FILE with its
 // FILE.expected message), and model paths that name something other than a file. Every one must
 // be a one-line InputError naming the file and the place, short whatever the input's size.
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -79,11 +79,12 @@ TEST_CASE("a config.json value is described, never dumped", "[models][hf][bad-in
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   for (const std::string key : {"hidden_size", "tie_word_embeddings", "torch_dtype"}) {
     INFO(key);
-    const std::string text = "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
-                             "\"num_attention_heads\": 32, \"num_hidden_layers\": 32, "
-                             "\"intermediate_size\": 14336, \"vocab_size\": 128256, "
-                             "\"max_position_embeddings\": 8192, \"" + key + "x\": 1, \"" + key +
-                             "\": " + deep + "}";
+    const std::string text =
+        "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, "
+        "\"num_attention_heads\": 32, \"num_hidden_layers\": 32, "
+        "\"intermediate_size\": 14336, \"vocab_size\": 128256, "
+        "\"max_position_embeddings\": 8192, \"" +
+        key + "x\": 1, \"" + key + "\": " + deep + "}";
     std::string msg;
     try {
       (void)parse_hf_config(text, "deep.json");
@@ -95,7 +96,8 @@ TEST_CASE("a config.json value is described, never dumped", "[models][hf][bad-in
   }
   // An object likewise; its key starts at column 41.
   CHECK_THROWS_WITH(parse_hf_config("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": "
-                                    "{\"a\": 1, \"b\": 2}}", "o.json"),
+                                    "{\"a\": 1, \"b\": 2}}",
+                                    "o.json"),
                     Contains("o.json:1:41: 'hidden_size': expected an integer in [1, 1048576], got "
                              "an object of 2 key(s)"));
 }
@@ -104,12 +106,14 @@ TEST_CASE("every JSON error is kvsim's one-line error with the place", "[models]
   // A number too large for a double was nlohmann's out_of_range exception, with no file or
   // place, which nothing caught. The place is the token's last character: line 2, column 20 (the
   // key is columns 1-13, the colon 14, the number 16-20).
-  CHECK_THROWS_AS(parse_hf_config("{\"architectures\": [\"LlamaForCausalLM\"],\n\"hidden_size\": 1e400}",
-                                  "big.json"),
-                  InputError);
-  CHECK_THROWS_WITH(parse_hf_config("{\"architectures\": [\"LlamaForCausalLM\"],\n\"hidden_size\": 1e400}",
-                                    "big.json"),
-                    Contains("big.json:2:20: malformed JSON: number overflow parsing '1e400'"));
+  CHECK_THROWS_AS(
+      parse_hf_config("{\"architectures\": [\"LlamaForCausalLM\"],\n\"hidden_size\": 1e400}",
+                      "big.json"),
+      InputError);
+  CHECK_THROWS_WITH(
+      parse_hf_config("{\"architectures\": [\"LlamaForCausalLM\"],\n\"hidden_size\": 1e400}",
+                      "big.json"),
+      Contains("big.json:2:20: malformed JSON: number overflow parsing '1e400'"));
   // The same far below: -1e400 (columns 7-12).
   CHECK_THROWS_WITH(parse_hf_config("{\"x\": -1e400}", "neg.json"),
                     Contains("neg.json:1:12: malformed JSON: number overflow parsing '-1e400'"));
@@ -123,8 +127,8 @@ TEST_CASE("every JSON error is kvsim's one-line error with the place", "[models]
   }
   CHECK_THAT(msg, Contains("open.json:1:"));
   CHECK_THAT(msg, Contains(": malformed JSON: syntax error while parsing value - invalid string: "
-                           "missing closing quote; last read: '\\\"" + std::string(39, 'x') +
-                           "...'"));
+                           "missing closing quote; last read: '\\\"" +
+                           std::string(39, 'x') + "...'"));
   CHECK(msg.size() < 300);
   // Empty input.
   CHECK_THROWS_WITH(parse_hf_config("", "empty.json"), Contains("empty.json:1:1: malformed JSON"));

@@ -87,7 +87,8 @@ TEST_CASE("Mixtral-8x7B's config.json: 8 experts, top-2, window null", "[models]
   check_same_as_catalog(m, "mixtral-8x7b");
 }
 
-TEST_CASE("Qwen3-32B's config.json: per-head Q/K norms, weights on one and two GPUs", "[models][hf]") {
+TEST_CASE("Qwen3-32B's config.json: per-head Q/K norms, weights on one and two GPUs",
+          "[models][hf]") {
   // KV: 2 x 64 layers x 8 KV heads x 128 x 2 bytes = 262,144 bytes per token. Per layer: Q
   // 5,120 x 8,192 = 41,943,040, K and V 2 x 5,120 x 1,024 = 10,485,760, O 8,192 x 5,120 =
   // 41,943,040, MLP 3 x 5,120 x 25,600 = 393,216,000, norms 2 x 5,120 + q_norm and k_norm 2 x 128
@@ -95,7 +96,7 @@ TEST_CASE("Qwen3-32B's config.json: per-head Q/K norms, weights on one and two G
   // 5,120 = 1,555,824,640; final norm 5,120: 32,762,123,264 (the model card's "32.8B").
   const ModelSpec m = hf_model("qwen3-32b.json");
   CHECK(m.qk_norm);
-  CHECK_FALSE(m.qkv_bias);  // attention_bias false
+  CHECK_FALSE(m.qkv_bias);                    // attention_bias false
   CHECK_FALSE(m.sliding_window.has_value());  // use_sliding_window false
   CHECK(m.head_dim == 128);
   CHECK(m.kv_bytes_per_token() == 262144);
@@ -151,14 +152,15 @@ TEST_CASE("a config.json of an architecture kvsim cannot model is one line namin
     FAIL("no error");
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    CHECK_THAT(msg, Contains("bad-architecture.json:2:3: architecture 'MambaForCausalLM' is not "
-                             "one kvsim can model (supported: LlamaForCausalLM, "
-                             "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
-                             "Qwen3ForCausalLM, Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
-                             "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, "
-                             "DeepseekV3ForCausalLM, GptOssForCausalLM, Gemma3ForCausalLM, "
-                             "Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration, "
-                             "PhiMoEForCausalLM)"));
+    CHECK_THAT(msg,
+               Contains("bad-architecture.json:2:3: architecture 'MambaForCausalLM' is not "
+                        "one kvsim can model (supported: LlamaForCausalLM, "
+                        "MistralForCausalLM, MixtralForCausalLM, Qwen2ForCausalLM, "
+                        "Qwen3ForCausalLM, Phi3ForCausalLM, PhiForCausalLM, GPTNeoXForCausalLM, "
+                        "Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, DeepseekV2ForCausalLM, "
+                        "DeepseekV3ForCausalLM, GptOssForCausalLM, Gemma3ForCausalLM, "
+                        "Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration, "
+                        "PhiMoEForCausalLM)"));
     CHECK(msg.find('\n') == std::string::npos);
   }
 }
@@ -189,8 +191,7 @@ TEST_CASE("a config.json missing a key or with a bad value says which and where"
                     Contains("z.json:1:1: expected a config.json object, got array"));
 }
 
-TEST_CASE("load_model takes a catalog name, a config.json or a kvsim model YAML",
-          "[models][hf]") {
+TEST_CASE("load_model takes a catalog name, a config.json or a kvsim model YAML", "[models][hf]") {
   const Catalog& c = Catalog::builtin();
   CHECK(load_model("llama-3-8b", c).param_count() == 8030261248);
   // A relative path is read from base_dir.

@@ -24,13 +24,16 @@ const ModelSpec& hybrid_model(const char* name) { return Catalog::builtin().mode
 std::string gpt_oss_config(int layers, int experts) {
   std::string types;
   for (int i = 0; i < layers; ++i) {
-    types += std::string(i == 0 ? "" : ", ") + (i % 2 == 0 ? "\"sliding_attention\"" : "\"full_attention\"");
+    types += std::string(i == 0 ? "" : ", ") +
+             (i % 2 == 0 ? "\"sliding_attention\"" : "\"full_attention\"");
   }
   return "{\"architectures\": [\"GptOssForCausalLM\"], \"hidden_size\": 2880, "
-         "\"intermediate_size\": 2880, \"num_hidden_layers\": " + std::to_string(layers) +
-         ", \"num_local_experts\": " + std::to_string(experts) +
+         "\"intermediate_size\": 2880, \"num_hidden_layers\": " +
+         std::to_string(layers) + ", \"num_local_experts\": " + std::to_string(experts) +
          ", \"num_experts_per_tok\": 4, \"num_attention_heads\": 64, \"num_key_value_heads\": 8, "
-         "\"head_dim\": 64, \"sliding_window\": 128, \"layer_types\": [" + types + "], "
+         "\"head_dim\": 64, \"sliding_window\": 128, \"layer_types\": [" +
+         types +
+         "], "
          "\"max_position_embeddings\": 131072, \"attention_bias\": true, \"vocab_size\": 201088, "
          "\"tie_word_embeddings\": false, \"quantization_config\": {\"quant_method\": \"mxfp4\"}, "
          "\"torch_dtype\": \"bfloat16\"}";
@@ -54,11 +57,13 @@ const char* const kGemma3Config = R"({
 std::string llama4_config(int experts, int step, int64_t max_position) {
   return R"({"architectures": ["Llama4ForConditionalGeneration"], "torch_dtype": "bfloat16",
   "text_config": {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
-    "interleave_moe_layer_step": )" + std::to_string(step) + R"(, "intermediate_size": 8192,
-    "intermediate_size_mlp": 16384, "max_position_embeddings": )" + std::to_string(max_position) +
+    "interleave_moe_layer_step": )" +
+         std::to_string(step) + R"(, "intermediate_size": 8192,
+    "intermediate_size_mlp": 16384, "max_position_embeddings": )" +
+         std::to_string(max_position) +
          R"(, "num_attention_heads": 40, "num_experts_per_tok": 1, "num_hidden_layers": 48,
-    "num_key_value_heads": 8, "num_local_experts": )" + std::to_string(experts) +
-         R"(, "tie_word_embeddings": false, "vocab_size": 202048}})";
+    "num_key_value_heads": 8, "num_local_experts": )" +
+         std::to_string(experts) + R"(, "tie_word_embeddings": false, "vocab_size": 202048}})";
 }
 
 }  // namespace
@@ -224,12 +229,14 @@ TEST_CASE("Qwen2's max_window_layers: the window on layers from max_window_layer
     "num_key_value_heads": 2, "num_hidden_layers": 8, "vocab_size": 1000, "sliding_window": 256,
     )";
   // Layers 6 and 7 slide (i >= 6); 0-5 are global.
-  const ModelSpec some = parse_hf_config(base + R"("use_sliding_window": true, "max_window_layers": 6})", "q.json");
+  const ModelSpec some =
+      parse_hf_config(base + R"("use_sliding_window": true, "max_window_layers": 6})", "q.json");
   REQUIRE(some.hybrid());
   CHECK(some.local_attention->layers == std::vector<int>{6, 7});
   CHECK(some.local_attention->size == 256);
   // max_window_layers 0: every layer slides, the uniform window.
-  const ModelSpec all = parse_hf_config(base + R"("use_sliding_window": true, "max_window_layers": 0})", "q.json");
+  const ModelSpec all =
+      parse_hf_config(base + R"("use_sliding_window": true, "max_window_layers": 0})", "q.json");
   CHECK_FALSE(all.hybrid());
   CHECK(all.sliding_window == 256);
   // max_window_layers at or past the layers (transformers' default 28 here): no layer slides.
@@ -237,7 +244,8 @@ TEST_CASE("Qwen2's max_window_layers: the window on layers from max_window_layer
   CHECK_FALSE(none.hybrid());
   CHECK_FALSE(none.sliding_window.has_value());
   // use_sliding_window false: no window whatever max_window_layers says.
-  const ModelSpec off = parse_hf_config(base + R"("use_sliding_window": false, "max_window_layers": 2})", "q.json");
+  const ModelSpec off =
+      parse_hf_config(base + R"("use_sliding_window": false, "max_window_layers": 2})", "q.json");
   CHECK_FALSE(off.hybrid());
   CHECK_FALSE(off.sliding_window.has_value());
 }
@@ -245,7 +253,8 @@ TEST_CASE("Qwen2's max_window_layers: the window on layers from max_window_layer
 TEST_CASE("Hybrid configs' bad input: one line naming the file, line and column",
           "[models][hybrid][hf][errors]") {
   CHECK_THROWS_WITH(parse_hf_config(R"({"architectures": ["Gemma3ForConditionalGeneration"],
-  "torch_dtype": "bfloat16"})", "g.json"),
+  "torch_dtype": "bfloat16"})",
+                                    "g.json"),
                     Catch::Contains("g.json:1:1:") && Catch::Contains("text_config"));
   // layer_types of the wrong length.
   std::string bad = gpt_oss_config(36, 128);

@@ -4,10 +4,10 @@
 
 #include <limits>
 
-#include "models/catalog.h"
-#include "models/kv_calculator.h"
 #include "core/errors.h"
 #include "core/units.h"
+#include "models/catalog.h"
+#include "models/kv_calculator.h"
 
 using namespace kvsim;
 

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
+#include "core/units.h"
 #include "models/catalog.h"
 #include "models/kv_calculator.h"
-#include "core/units.h"
 
 using namespace kvsim;
 
@@ -51,7 +51,7 @@ TEST_CASE("seed A's printed 8.60/17.20/55.40/46.80 come from multiplying rounded
   // (4.30 GB; exact is 4.29 GB), and multiplied the rounded figures by 4.
   const auto rows = kv_table(seed_a_query());
   const double per_4k = round2(to_gb(rows[1].kv_bytes_per_request));  // 2.15
-  const double per_8k = 2 * per_4k;                                    // the seed's 4.30
+  const double per_8k = 2 * per_4k;                                   // the seed's 4.30
   CHECK(round2(to_gb(rows[2].kv_bytes_per_request)) == Approx(4.29));
   CHECK(round2(4 * per_4k) == Approx(8.60));
   CHECK(round2(4 * per_8k) == Approx(17.20));

@@ -145,7 +145,8 @@ TEST_CASE("Qwen3-30B-A3B from its config.json: 30.5B, every layer 128 experts of
   CHECK(c.kv_bytes_per_token() == m.kv_bytes_per_token());
 }
 
-TEST_CASE("Qwen3-30B-A3B BF16 weights per GPU at TP 2 and at DP 2 with EP", "[models][moe][parallel]") {
+TEST_CASE("Qwen3-30B-A3B BF16 weights per GPU at TP 2 and at DP 2 with EP",
+          "[models][moe][parallel]") {
   // TP 2, per layer: Q, O 2 x 2048 x 2048 x 2 = 16,777,216; K, V (2 KV heads) 2 x 2048 x 256
   // x 2 = 2,097,152; norms 8,192 and the q/k norms (replicated) 2 x 128 x 2 = 512; router
   // 2048 x 128 x 2 = 524,288; experts 128 x 3 x 2048 x 384 x 2 = 603,979,776: 623,387,136 x 48
@@ -194,6 +195,7 @@ TEST_CASE("Expert parallelism is refused where it cannot split", "[models][moe][
   // 8 experts cannot fill 16 expert-parallel GPUs; a dense model has no experts to split.
   CHECK_THROWS_AS(check_parallelism(moe_model("mixtral-8x7b"), Parallelism{1, 1, 16, true}),
                   InputError);
-  CHECK_THROWS_AS(check_parallelism(moe_model("llama-3-8b"), Parallelism{1, 1, 2, true}), InputError);
+  CHECK_THROWS_AS(check_parallelism(moe_model("llama-3-8b"), Parallelism{1, 1, 2, true}),
+                  InputError);
   CHECK_NOTHROW(check_parallelism(moe_model("mixtral-8x7b"), Parallelism{2, 1, 4, true}));
 }

@@ -131,7 +131,8 @@ TEST_CASE("PP splits layers as vLLM get_pp_indices, the remainder before the las
   CHECK(kv("llama-3-8b", 1, 3, 0) == 45'056);
   CHECK(kv("llama-3-8b", 1, 3, 2) == 40'960);
   // TP 2 x PP 2 stage 1: 16 x (16,384 + 218,103,808) + 525,336,576 + 8,192.
-  CHECK(weights("llama-3-8b", 2, 2, 1) == 16 * (int64_t{16'384} + 218'103'808) + 525'336'576 + 8'192);
+  CHECK(weights("llama-3-8b", 2, 2, 1) ==
+        16 * (int64_t{16'384} + 218'103'808) + 525'336'576 + 8'192);
 }
 
 TEST_CASE("gpu_share is the model one GPU holds", "[models][parallel]") {
@@ -145,7 +146,7 @@ TEST_CASE("gpu_share is the model one GPU holds", "[models][parallel]") {
   // / 4 = 427,851,776; x 80 = 34,228,142,080; embedding + LM head 2 x 32064 x 8192 x 2
   // = 1,050,673,152; final norm 16,384: 35,278,831,616 bytes (32.86 GiB, against 131.42 on 1).
   CHECK(s.weights_bytes() == 35'278'831'616);
-  CHECK(s.kv_bytes_per_token() == 81'920);  // 2 x 80 x 2 x 128 x 2
+  CHECK(s.kv_bytes_per_token() == 81'920);                          // 2 x 80 x 2 x 128 x 2
   CHECK(gpu_share(m, {}, 0).weights_bytes() == m.weights_bytes());  // one GPU: the model
 }
 

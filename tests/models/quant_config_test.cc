@@ -20,7 +20,8 @@ ModelSpec llama_with(const std::string& quant) {
   return parse_hf_config(R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
     "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
     "num_hidden_layers": 32, "vocab_size": 128256, "max_position_embeddings": 8192,
-    "torch_dtype": "bfloat16", "quantization_config": )" + quant + "}",
+    "torch_dtype": "bfloat16", "quantization_config": )" +
+                             quant + "}",
                          "quant.json");
 }
 }  // namespace

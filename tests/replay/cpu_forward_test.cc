@@ -103,7 +103,8 @@ std::vector<Vec> dense_reference(const LlamaWeights& w, const ForwardSetup& s, i
         }
         for (double& sc : score) sum += (sc = std::exp(sc - mx));
         for (int64_t j = 0; j <= p; ++j) {
-          for (size_t c = 0; c < D; ++c) attn[h * D + c] += score[j] / sum * qkv[j][nq + nkv + kv + c];
+          for (size_t c = 0; c < D; ++c)
+            attn[h * D + c] += score[j] / sum * qkv[j][nq + nkv + kv + c];
         }
       }
       const Vec o = matvec(l.wo, attn, H);
@@ -117,8 +118,8 @@ std::vector<Vec> dense_reference(const LlamaWeights& w, const ForwardSetup& s, i
   }
   std::vector<Vec> logits;
   for (int64_t p = 0; p < n; ++p) {
-    logits.push_back(matvec(w.lm_head_or_embed(), rms_norm(x[p], w.final_norm),
-                            static_cast<size_t>(m.vocab)));
+    logits.push_back(
+        matvec(w.lm_head_or_embed(), rms_norm(x[p], w.final_norm), static_cast<size_t>(m.vocab)));
   }
   return logits;
 }
@@ -150,8 +151,10 @@ void check_row(const std::vector<float>& got, int row, const Vec& want) {
   CHECK(worst <= kLogitTol);
 }
 
-TEST_CASE("a 9-token prefill's logits match the dense double-precision forward, also with a "
-          "second sequence in the batch", "[replay][cpu_forward]") {
+TEST_CASE(
+    "a 9-token prefill's logits match the dense double-precision forward, also with a "
+    "second sequence in the batch",
+    "[replay][cpu_forward]") {
   const ForwardSetup s = tiny_setup();
   CpuForward f(s);
   const auto ref1 = dense_reference(f.weights(), s, 1, 9);
@@ -171,8 +174,10 @@ TEST_CASE("a 9-token prefill's logits match the dense double-precision forward, 
   }
 }
 
-TEST_CASE("chunks 5 + 4 and 3 decode steps, interleaved with a second sequence, match the dense "
-          "forward at every emitted position", "[replay][cpu_forward]") {
+TEST_CASE(
+    "chunks 5 + 4 and 3 decode steps, interleaved with a second sequence, match the dense "
+    "forward at every emitted position",
+    "[replay][cpu_forward]") {
   const ForwardSetup s = tiny_setup();
   CpuForward f(s);
   const auto ref1 = dense_reference(f.weights(), s, 1, 12);
@@ -221,8 +226,10 @@ TEST_CASE("chunks 5 + 4 and 3 decode steps, interleaved with a second sequence, 
   }
 }
 
-TEST_CASE("the clock's repeats rewrite the same KV: repeats = 3 leaves the logits of the next "
-          "iteration unchanged", "[replay][cpu_forward]") {
+TEST_CASE(
+    "the clock's repeats rewrite the same KV: repeats = 3 leaves the logits of the next "
+    "iteration unchanged",
+    "[replay][cpu_forward]") {
   const ForwardSetup one = tiny_setup(16, 1);
   const ForwardSetup three = tiny_setup(16, 3);
   CpuForward a(one), b(three);
@@ -267,7 +274,8 @@ TEST_CASE("a pool over 8 GiB is refused with the bytes it asked for", "[replay][
                     Catch::Contains("asks for 8589936640 bytes"));
 }
 
-TEST_CASE("a model that is not dense Llama-shaped is refused in one line", "[replay][cpu_forward]") {
+TEST_CASE("a model that is not dense Llama-shaped is refused in one line",
+          "[replay][cpu_forward]") {
   ForwardSetup s = tiny_setup();
   s.model.num_experts = 8;
   CHECK_THROWS_WITH(make_cpu_forward(s),

@@ -34,7 +34,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / fmt::format("kvsim-replay-{}-{}", name, ::getpid());
+  const fs::path d =
+      fs::temp_directory_path() / fmt::format("kvsim-replay-{}-{}", name, ::getpid());
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -87,12 +88,16 @@ class RecordingFakeClock : public IterationClock {
  public:
   RecordingFakeClock(std::vector<Event>& log, bool modeled) : log_(log), modeled_(modeled) {}
   double seconds(const ClockBatch& b) override {
-    for (const ClockSeq& s : b.prefill) log_.push_back({.seq = s, .decode = false, .start_s = b.start_s});
-    for (const ClockSeq& s : b.decode) log_.push_back({.seq = s, .decode = true, .start_s = b.start_s});
+    for (const ClockSeq& s : b.prefill)
+      log_.push_back({.seq = s, .decode = false, .start_s = b.start_s});
+    for (const ClockSeq& s : b.decode)
+      log_.push_back({.seq = s, .decode = true, .start_s = b.start_s});
     if (modeled_) return b.modeled->seconds;
     return b.prefill.empty() ? 0.0005 : 0.001;
   }
-  void release(int64_t id) override { log_.push_back({.release = true, .seq = {.request_id = id}}); }
+  void release(int64_t id) override {
+    log_.push_back({.release = true, .seq = {.request_id = id}});
+  }
   void release_all() override { log_.push_back({.release = true, .release_all = true}); }
 
  private:
@@ -176,7 +181,8 @@ policies:
 
 }  // namespace
 
-TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's result files", "[replay]") {
+TEST_CASE("a replay whose clock returns the modeled time writes kvsim run's result files",
+          "[replay]") {
   // The replay is kvsim's engine, not a second scheduler: with the latency model's own seconds
   // as the "measured" time, every result file is byte-identical to a plain run's (which also
   // fast-forwards decode stretches: the replay never does, so this checks that too), on
@@ -291,7 +297,8 @@ policies: [{name: rr, guards: []}]
   fs::remove_all(dir);
 }
 
-TEST_CASE("one request on a fixed-time clock: the ClockBatch sequence and its times by hand", "[replay]") {
+TEST_CASE("one request on a fixed-time clock: the ClockBatch sequence and its times by hand",
+          "[replay]") {
   // One request, prompt P = 100, output N = 4, arriving at t = 1 s (fixed arrivals at rate 1:
   // the k-th at k/rate). The clock takes 1 ms for an iteration with a prefill chunk, 0.5 ms for a
   // decode-only one.
@@ -337,7 +344,8 @@ policies: [{name: one, guards: []}]
 
   REQUIRE(log.size() == 5);
   auto same = [](const ClockSeq& a, int64_t kv_before, int64_t new_tokens) {
-    return a.request_id == 0 && a.kv_before == kv_before && a.new_tokens == new_tokens && a.emits_token;
+    return a.request_id == 0 && a.kv_before == kv_before && a.new_tokens == new_tokens &&
+           a.emits_token;
   };
   CHECK((!log[0].decode && same(log[0].seq, 0, 100)));
   CHECK(log[0].start_s == 1.0);
@@ -351,25 +359,27 @@ policies: [{name: one, guards: []}]
   std::string header, row;
   std::getline(req, header);
   std::getline(req, row);
-  CHECK(row == "one,0,1.000000,100,100,4,4,completed,0.001000,0.000500,0.002500,0,0,"
-               "0.000000000,0.000000000,0.001000000,0.001500000,0.000000000");
+  CHECK(row ==
+        "one,0,1.000000,100,100,4,4,completed,0.001000,0.000500,0.002500,0,0,"
+        "0.000000000,0.000000000,0.001000000,0.001500000,0.000000000");
 
   // iterations.csv, but for modeled_s (the latency model's figure): start_s, the prefill and
   // decode counts, the decode context (context_tokens(): 101, 102, 103) and the measured time.
   std::istringstream it(slurp(dir / "out" / "iterations.csv"));
   std::vector<std::string> lines;
-  for (std::string l; std::getline(it, l);) lines.push_back(l.substr(0, l.rfind(',', l.rfind(',') - 1)) + l.substr(l.rfind(',')));
+  for (std::string l; std::getline(it, l);)
+    lines.push_back(l.substr(0, l.rfind(',', l.rfind(',') - 1)) + l.substr(l.rfind(',')));
   const std::vector<std::string> expected = {
-      "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,measured_s",
-      "one,0,0,1.000000000,1,100,0,0,0.001",
-      "one,0,1,1.001000000,0,0,1,101,0.0005",
-      "one,0,2,1.001500000,0,0,1,102,0.0005",
-      "one,0,3,1.002000000,0,0,1,103,0.0005"};
+      "policy,replica,index,start_s,prefill_seqs,prefill_tokens,decode_seqs,decode_context_tokens,"
+      "measured_s",
+      "one,0,0,1.000000000,1,100,0,0,0.001", "one,0,1,1.001000000,0,0,1,101,0.0005",
+      "one,0,2,1.001500000,0,0,1,102,0.0005", "one,0,3,1.002000000,0,0,1,103,0.0005"};
   CHECK(lines == expected);
   fs::remove_all(dir);
 }
 
-TEST_CASE("release calls under preemption: once per drop, never twice without a use between", "[replay]") {
+TEST_CASE("release calls under preemption: once per drop, never twice without a use between",
+          "[replay]") {
   // Each policy's clock log is checked for:
   //  (a) every release names a request that was in a batch since its previous release (none
   //      released twice without being used in between, none released before it ran);
@@ -471,11 +481,11 @@ policies:
   replay(dir / "with", h100);
   replay(dir / "without", "");
   const std::string p = fs::absolute(h100).string();
-  const Scenario s = load_scenario_with_sets(
-      ConfigNode::parse_file(scenario),
-      {"engine.profile=" + p, "policies.0.engine.profile=" + p, "policies.1.engine.profile=" + p,
-       "policies.2.engine.profile=" + p},
-      Catalog::builtin());
+  const Scenario s =
+      load_scenario_with_sets(ConfigNode::parse_file(scenario),
+                              {"engine.profile=" + p, "policies.0.engine.profile=" + p,
+                               "policies.1.engine.profile=" + p, "policies.2.engine.profile=" + p},
+                              Catalog::builtin());
   RunOptions plain;
   plain.out_dir = (dir / "plain").string();
   run_scenario(s, plain);
@@ -489,7 +499,8 @@ TEST_CASE("disaggregated replicas: the prefill side releases at the transfer's e
   // modeled clock with a log per replica (made in build order: prefill, then decode):
   //  - the result files are a plain run's (the hand-off and transfer paths without fast-forward);
   //  - prefill side: each request runs prefill chunks only, then is released once, when its KV
-  //    leaves with the transfer (Replica::release_handed_off): 40 releases, nothing held at the end;
+  //    leaves with the transfer (Replica::release_handed_off): 40 releases, nothing held at the
+  //    end;
   //  - decode side: each request first appears as a decode step whose KV holds the transferred
   //    prompt (kv_before = prompt tokens > 0: the clock fills it untimed), continues by one token
   //    a step, and is released once when it finishes: 40 releases, nothing held.
@@ -553,12 +564,12 @@ policies: [{name: pd, guards: []}]
 TEST_CASE("kvsim-validate replay: bad input is one line and exit 2", "[replay]") {
   const fs::path scenario = fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "replay-cpu-tiny.yaml";
   const fs::path out = fresh_dir("bad") / "out";
-  const Cli repeats =
-      run_validate(fmt::format("replay '{}' --backend cpu --repeats 0 -o '{}'", scenario.string(), out.string()));
+  const Cli repeats = run_validate(fmt::format("replay '{}' --backend cpu --repeats 0 -o '{}'",
+                                               scenario.string(), out.string()));
   CHECK(repeats.exit_code == 2);
   CHECK(repeats.err.find("--repeats") != std::string::npos);
-  const Cli backend =
-      run_validate(fmt::format("replay '{}' --backend tpu -o '{}'", scenario.string(), out.string()));
+  const Cli backend = run_validate(
+      fmt::format("replay '{}' --backend tpu -o '{}'", scenario.string(), out.string()));
   CHECK(backend.exit_code == 2);
   CHECK(backend.err.find("--backend") != std::string::npos);
   // A bad scenario key: the file:line:col of the loader, through the same path as `kvsim run`.
@@ -568,6 +579,7 @@ TEST_CASE("kvsim-validate replay: bad input is one line and exit 2", "[replay]")
   CHECK(key.exit_code == 2);
   CHECK(key.err.find("scenario.yaml:3:1") != std::string::npos);
   CHECK(std::count(key.err.begin(), key.err.end(), '\n') <= 1);
-  CHECK_THROWS_AS(run_replay(ReplayOptions{.scenario = bad, .backend = "tpu", .out_dir = out}), InputError);
+  CHECK_THROWS_AS(run_replay(ReplayOptions{.scenario = bad, .backend = "tpu", .out_dir = out}),
+                  InputError);
   fs::remove_all(dir);
 }

@@ -56,8 +56,7 @@ ForwardSetup tiny_setup(int64_t num_blocks) {
 
 TEST_CASE("the CUDA forward pass refuses what it cannot run, in one line", "[replay]") {
 #ifndef KVSIM_HAVE_CUDA
-  REQUIRE_THROWS_WITH(make_cuda_forward(tiny_setup(8)),
-                      Catch::Contains("built without CUDA"));
+  REQUIRE_THROWS_WITH(make_cuda_forward(tiny_setup(8)), Catch::Contains("built without CUDA"));
 #else
   // The model checks come before the device probe, so they hold on any machine.
   ForwardSetup bad = tiny_setup(8);
@@ -110,8 +109,10 @@ void check_row(const std::vector<float>& ref, const std::vector<float>& got, int
 
 }  // namespace
 
-TEST_CASE("CUDA forward logits match the CPU forward pass through chunked prefill, decode "
-          "and release", "[gpu][replay]") {
+TEST_CASE(
+    "CUDA forward logits match the CPU forward pass through chunked prefill, decode "
+    "and release",
+    "[gpu][replay]") {
   if (!kvsim::test::gpu_available_or_skip()) return;
   const ForwardSetup setup = tiny_setup(32);
   CpuForward cpu(setup);

@@ -218,8 +218,8 @@ policies: [{name: p}]
   CHECK(c.groups[1].gpu_hour_usd == 2.99);
   CHECK(c.gpus == 4);
   CHECK(c.gpu == "a100-sxm4-80gb+h100-sxm");
-  CHECK(c.gpu_hour_usd == 0);        // no single price: the groups' differ
-  CHECK(c.tensor_parallel == 0);     // nor a single TP
+  CHECK(c.gpu_hour_usd == 0);     // no single price: the groups' differ
+  CHECK(c.tensor_parallel == 0);  // nor a single TP
   CHECK(c.cost_per_hour_usd() == Approx(8.98));
   // A GPU with no known price leaves the whole cost unknown (0), not a partial sum.
   const YAML::Node u = YAML::Load(R"(

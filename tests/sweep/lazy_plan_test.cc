@@ -8,8 +8,8 @@
 
 #include "core/config_patch.h"
 #include "core/errors.h"
-#include "tests/sanitizer.h"
 #include "sim/sweep/sweep_plan.h"
+#include "tests/sanitizer.h"
 #include "tests/sweep/sweep_plan_base.h"
 
 namespace kvsim {
@@ -38,8 +38,8 @@ TEST_CASE("lazy points: point i equals the eager expansion (grid x grid x zip)",
 
   // The eager expansion, as the plan was built before: nested loops, each point's tree the base
   // (sweep: removed) with its values applied in key order.
-  YAML::Node base = YAML::Clone(
-      ConfigNode::parse_string(std::string(test::kSweepPlanBase), "s.yaml").yaml());
+  YAML::Node base =
+      YAML::Clone(ConfigNode::parse_string(std::string(test::kSweepPlanBase), "s.yaml").yaml());
   size_t index = 0;
   for (const char* block : {"16", "32", "64"}) {
     for (const char* rate : {"1", "2"}) {
@@ -67,8 +67,8 @@ TEST_CASE("lazy points: a million-point plan is not materialised", "[sweep]") {
   for (int i = 0; i < 1000; ++i) values += fmt::format("{}{}", i ? "," : "", i);
   values += "]";
   const long before = lazy_rss_kib();
-  const SweepPlan p = test::expand_over_base(fmt::format("sweep:\n  grid:\n    seed: {0}\n    workload.rate: {0}\n",
-                                         values));
+  const SweepPlan p = test::expand_over_base(
+      fmt::format("sweep:\n  grid:\n    seed: {0}\n    workload.rate: {0}\n", values));
   const long after = lazy_rss_kib();
   // 1000 x 1000 = 1,000,000 points, exactly the limit.
   REQUIRE(p.points.size() == 1'000'000);

@@ -2,7 +2,8 @@
 // the Python module, a capacity search) must not grow with the number of runs. Each case repeats
 // the same work a few thousand times in this process and reads the peak resident set (VmHWM)
 // from /proc/self/status after a warm-up and at the end. The bound is generous, far above
-// allocator noise and far below what a per-run leak of the size a fuzzing run once showed (1 KiB) would add.
+// allocator noise and far below what a per-run leak of the size a fuzzing run once showed (1 KiB)
+// would add.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,12 +14,12 @@
 #include <string>
 
 #include "core/config_node.h"
-#include "tests/sanitizer.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
 #include "sim/run/scenario_runner.h"
 #include "sim/sweep/sweep_plan.h"
+#include "tests/sanitizer.h"
 #include "workloads/workload.h"
 
 namespace kvsim {
@@ -62,8 +63,10 @@ constexpr long kManyRunsBoundKib = 4 * 1024;
 bool rss_measurable_or_skip() {
   const bool asan = kvsim::test::kAddressSanitizer;
   std::string why;
-  if (asan) why = "AddressSanitizer's quarantine and shadow memory grow RSS by design";
-  else if (many_runs_status_kib("VmHWM") == 0) why = "no /proc/self/status to read VmHWM from";
+  if (asan)
+    why = "AddressSanitizer's quarantine and shadow memory grow RSS by design";
+  else if (many_runs_status_kib("VmHWM") == 0)
+    why = "no /proc/self/status to read VmHWM from";
   if (why.empty()) return true;
   std::cout << "memory test skipped: " << why << std::endl;
   return false;
@@ -92,8 +95,9 @@ TEST_CASE("2000 runs of one scenario in one process: peak RSS stops growing", "[
 
 TEST_CASE("20000 parses, loads and lints of scenarios: peak RSS stops growing", "[sweep][memory]") {
   if (!rss_measurable_or_skip()) return;
-  // The fuzz_scenario target's loop (tests/fuzz/fuzz_scenario.cc) in a plain build: a fuzzing run saw
-  // RSS grow under libFuzzer + ASan; here it must not. A bad variant goes through the error path.
+  // The fuzz_scenario target's loop (tests/fuzz/fuzz_scenario.cc) in a plain build: a fuzzing run
+  // saw RSS grow under libFuzzer + ASan; here it must not. A bad variant goes through the error
+  // path.
   const Catalog& catalog = Catalog::builtin();
   const std::string good = kManyRunsTiny;
   const std::string bad = good + "bogus_key: 1\n";
@@ -135,7 +139,8 @@ TEST_CASE("walking 20000 sweep points holds one point at a time", "[sweep][memor
   const long end = many_runs_status_kib("VmHWM");
   INFO("VmHWM after 2000 points " << warm << " KiB, after 20000 " << end << " KiB");
   if (warm == 0) return;
-  CHECK(end - warm < kManyRunsBoundKib);  // eager trees (30 KB each, as measured before the lazy plan) would be 527 MiB
+  CHECK(end - warm < kManyRunsBoundKib);  // eager trees (30 KB each, as measured before the lazy
+                                          // plan) would be 527 MiB
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ TEST_CASE("a scenario without a sweep block is one point", "[sweep]") {
 }
 
 TEST_CASE("grid: the cartesian product, first key slowest", "[sweep]") {
-  const SweepPlan p =
-      test::expand_over_base("sweep:\n  grid:\n    engine.kv.block_size: [16, 32]\n    workload.rate: [1, 2, 3]\n");
+  const SweepPlan p = test::expand_over_base(
+      "sweep:\n  grid:\n    engine.kv.block_size: [16, 32]\n    workload.rate: [1, 2, 3]\n");
   REQUIRE(p.keys == std::vector<std::string>{"engine.kv.block_size", "workload.rate"});
   REQUIRE(p.points.size() == 6);
   const std::vector<std::vector<std::string>> want = {{"16", "1"}, {"16", "2"}, {"16", "3"},
@@ -70,8 +70,9 @@ TEST_CASE("key paths reach into lists by index and values may be maps", "[sweep]
 
 TEST_CASE("bad sweep blocks and paths are clean errors with a position", "[sweep]") {
   using Catch::Matchers::Contains;
-  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    policies.5.guards.0.safety_margin_gb: [1]\n"),
-                    Contains("s.yaml:13:43") && Contains("index 5 past the end of a list of 2"));
+  CHECK_THROWS_WITH(
+      test::expand_over_base("sweep:\n  grid:\n    policies.5.guards.0.safety_margin_gb: [1]\n"),
+      Contains("s.yaml:13:43") && Contains("index 5 past the end of a list of 2"));
   CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    policies.0.name.x: [1]\n"),
                     Contains("s.yaml:13:24") && Contains("inside a scalar"));
   CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    workload.rate: []\n"),
@@ -80,13 +81,17 @@ TEST_CASE("bad sweep blocks and paths are clean errors with a position", "[sweep
                     Contains("a non-empty list"));
   CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid:\n    engine..kv: [1]\n"),
                     Contains("is not a key path"));
-  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  zip: {seed: [1, 2], workload.rate: [1, 2, 3]}\n"),
-                    Contains("zip lists must have one length"));
-  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  gird: {seed: [1]}\n"), Contains("did you mean 'grid'"));
+  CHECK_THROWS_WITH(
+      test::expand_over_base("sweep:\n  zip: {seed: [1, 2], workload.rate: [1, 2, 3]}\n"),
+      Contains("zip lists must have one length"));
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  gird: {seed: [1]}\n"),
+                    Contains("did you mean 'grid'"));
   CHECK_THROWS_WITH(test::expand_over_base("sweep: {}\n"), Contains("expected `grid:` or `zip:`"));
   CHECK_THROWS_WITH(test::expand_over_base("sweep: [1]\n"), Contains("a map with `grid:`"));
-  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid: {sweep.grid: [1]}\n"), Contains("its own block"));
-  CHECK_THROWS_AS(test::expand_over_base("sweep:\n  grid:\n    policies.9.name: [x]\n"), ConfigError);
+  CHECK_THROWS_WITH(test::expand_over_base("sweep:\n  grid: {sweep.grid: [1]}\n"),
+                    Contains("its own block"));
+  CHECK_THROWS_AS(test::expand_over_base("sweep:\n  grid:\n    policies.9.name: [x]\n"),
+                  ConfigError);
 }
 
 TEST_CASE("a sweep that would explode is refused", "[sweep]") {
@@ -97,7 +102,8 @@ TEST_CASE("a sweep that would explode is refused", "[sweep]") {
   for (const char* k : {"seed", "workload.rate", "engine.kv.block_size"}) {
     big += fmt::format("    {}: {}\n", k, values);
   }
-  CHECK_THROWS_WITH(test::expand_over_base(big), Catch::Matchers::Contains("more than 1000000 points"));
+  CHECK_THROWS_WITH(test::expand_over_base(big),
+                    Catch::Matchers::Contains("more than 1000000 points"));
 }
 
 }  // namespace

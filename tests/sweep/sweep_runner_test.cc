@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/catalog.h"
 #include "core/errors.h"
+#include "models/catalog.h"
 
 namespace kvsim {
 namespace {

@@ -39,7 +39,13 @@ TEST_CASE("cpu backend: a flash case's output is the forward pass's chunk attent
   c.kind = KernelClass::kFlash;
   c.version = 0;
   c.precision = Precision::kFp32;
-  c.attn = {.batch = 2, .heads = 4, .kv_heads = 2, .seq_q = 5, .seq_kv = 9, .head_dim = 64, .causal = true};
+  c.attn = {.batch = 2,
+            .heads = 4,
+            .kv_heads = 2,
+            .seq_q = 5,
+            .seq_kv = 9,
+            .head_dim = 64,
+            .causal = true};
   const CaseInputs in = make_case_inputs(c, 7);
   const std::vector<float> got = make_cpu_backend()->run_for_check(c, in);
   REQUIRE(got.size() == in.a.size());
@@ -64,12 +70,13 @@ TEST_CASE("cpu backend: a flash case's output is the forward pass's chunk attent
     for (int64_t i = 0; i < Sq; ++i) {
       for (int64_t h = 0; h < H; ++h) {
         for (int64_t x = 0; x < D; ++x) {
-          q[static_cast<size_t>((i * H + h) * D + x)] = in.a[static_cast<size_t>(((b * H + h) * Sq + i) * D + x)];
+          q[static_cast<size_t>((i * H + h) * D + x)] =
+              in.a[static_cast<size_t>(((b * H + h) * Sq + i) * D + x)];
         }
       }
     }
-    paged_chunk_attention(pool, 0, table, AttentionDims{4, 2, 64}, /*kv_before=*/4, /*new_tokens=*/5,
-                          q.data(), H * D, o.data(), H * D, scratch);
+    paged_chunk_attention(pool, 0, table, AttentionDims{4, 2, 64}, /*kv_before=*/4,
+                          /*new_tokens=*/5, q.data(), H * D, o.data(), H * D, scratch);
     int differ = 0;
     for (int64_t i = 0; i < Sq; ++i) {
       for (int64_t h = 0; h < H; ++h) {
@@ -83,8 +90,10 @@ TEST_CASE("cpu backend: a flash case's output is the forward pass's chunk attent
   }
 }
 
-TEST_CASE("cpu backend: a paged_decode case's output is the forward pass's decode attention, bit "
-          "for bit", "[validate][cpu_backend]") {
+TEST_CASE(
+    "cpu backend: a paged_decode case's output is the forward pass's decode attention, bit "
+    "for bit",
+    "[validate][cpu_backend]") {
   // B=3 sequences of 10 tokens in blocks of 4 (3 blocks each, the last holding 2), H=4 over one KV
   // head (MQA): each is a decode token at position 9 after kv_before = 9 tokens.
   KernelCase c;
@@ -111,16 +120,20 @@ TEST_CASE("cpu backend: a paged_decode case's output is the forward pass's decod
       }
     }
     std::vector<float> o(static_cast<size_t>(H * D));
-    paged_chunk_attention(pool, 0, table, AttentionDims{4, 1, 64}, /*kv_before=*/9, /*new_tokens=*/1,
-                          &in.a[static_cast<size_t>(b * H * D)], H * D, o.data(), H * D, scratch);
+    paged_chunk_attention(pool, 0, table, AttentionDims{4, 1, 64}, /*kv_before=*/9,
+                          /*new_tokens=*/1, &in.a[static_cast<size_t>(b * H * D)], H * D, o.data(),
+                          H * D, scratch);
     int differ = 0;
-    for (int64_t e = 0; e < H * D; ++e) differ += o[static_cast<size_t>(e)] != got[static_cast<size_t>(b * H * D + e)];
+    for (int64_t e = 0; e < H * D; ++e)
+      differ += o[static_cast<size_t>(e)] != got[static_cast<size_t>(b * H * D + e)];
     CHECK(differ == 0);
   }
 }
 
-TEST_CASE("cpu backend: flash (causal and not) and paged_decode pass the reference check at fp32, "
-          "fp16 and bf16", "[validate][cpu_backend]") {
+TEST_CASE(
+    "cpu backend: flash (causal and not) and paged_decode pass the reference check at fp32, "
+    "fp16 and bf16",
+    "[validate][cpu_backend]") {
   auto backend = make_cpu_backend();
   for (Precision p : {Precision::kFp32, Precision::kFp16, Precision::kBf16}) {
     for (bool causal : {true, false}) {
@@ -129,7 +142,13 @@ TEST_CASE("cpu backend: flash (causal and not) and paged_decode pass the referen
       c.version = 0;
       c.precision = p;
       // 70 query tokens: two tiles of the forward's 64 (the second of 6), after 30 cached keys.
-      c.attn = {.batch = 1, .heads = 6, .kv_heads = 2, .seq_q = 70, .seq_kv = 100, .head_dim = 128, .causal = causal};
+      c.attn = {.batch = 1,
+                .heads = 6,
+                .kv_heads = 2,
+                .seq_q = 70,
+                .seq_kv = 100,
+                .head_dim = 128,
+                .causal = causal};
       const auto r = check_case(*backend, c, 3);
       CHECK(r.passed);
       CHECK(r.bad == 0);
@@ -138,7 +157,8 @@ TEST_CASE("cpu backend: flash (causal and not) and paged_decode pass the referen
     d.kind = KernelClass::kPagedDecode;
     d.version = 0;
     d.precision = p;
-    d.paged = {.batch = 2, .heads = 8, .kv_heads = 2, .head_dim = 128, .context = 37, .block_size = 16};
+    d.paged = {
+        .batch = 2, .heads = 8, .kv_heads = 2, .head_dim = 128, .context = 37, .block_size = 16};
     CHECK(check_case(*backend, d, 4).passed);
   }
 }
@@ -155,7 +175,13 @@ TEST_CASE("fp32 cases move 4 bytes per element: twice fp16's", "[validate][cpu_b
 
   KernelCase f;
   f.kind = KernelClass::kFlash;
-  f.attn = {.batch = 1, .heads = 1, .kv_heads = 1, .seq_q = 2, .seq_kv = 2, .head_dim = 64, .causal = true};
+  f.attn = {.batch = 1,
+            .heads = 1,
+            .kv_heads = 1,
+            .seq_q = 2,
+            .seq_kv = 2,
+            .head_dim = 64,
+            .causal = true};
   // Q and O (128 elements each) + K and V (128 each) = 512 elements: 1024 bytes, 2048 at fp32.
   CHECK(f.bytes_moved() == 1024.0);
   f.precision = Precision::kFp32;
@@ -172,13 +198,15 @@ TEST_CASE("fp32 cases move 4 bytes per element: twice fp16's", "[validate][cpu_b
 }
 
 TEST_CASE("grids accept dtype fp32", "[validate][grid]") {
-  const Grid g = parse_grid("name: t\nkernels:\n  - {class: gemm, dtypes: [fp32, fp16], m: [1], n: [8], k: [8]}\n",
-                            "g.yaml", "cpu");
+  const Grid g = parse_grid(
+      "name: t\nkernels:\n  - {class: gemm, dtypes: [fp32, fp16], m: [1], n: [8], k: [8]}\n",
+      "g.yaml", "cpu");
   REQUIRE(g.cases.size() == 2);
   CHECK(g.cases[0].precision == Precision::kFp32);
   CHECK(g.cases[0].describe() == "gemm v0 fp32 M=1 N=8 K=8");
   CHECK(g.cases[1].precision == Precision::kFp16);
-  REQUIRE_THROWS_WITH(parse_grid("name: t\nkernels:\n  - {class: gemm, dtypes: [fp64], m: [1], n: [8], k: [8]}\n",
-                                 "g.yaml", "cpu"),
-                      Catch::Contains("g.yaml:3:"));
+  REQUIRE_THROWS_WITH(
+      parse_grid("name: t\nkernels:\n  - {class: gemm, dtypes: [fp64], m: [1], n: [8], k: [8]}\n",
+                 "g.yaml", "cpu"),
+      Catch::Contains("g.yaml:3:"));
 }

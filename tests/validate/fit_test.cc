@@ -18,7 +18,8 @@ TEST_CASE("a GEMM's prediction is its best tiling's waves, combined with its mem
   // half-intensity h = 8, combine exponent 3 (the built-in values).
   const GpuSpec gpu = Catalog::builtin().gpu("a100-sxm4-80gb");
   Profile p = default_profile(gpu);
-  p.of(OpClass::kGemm) = {.compute_efficiency = 0.5, .memory_efficiency = 0.8, .launch_overhead_s = 3e-6};
+  p.of(OpClass::kGemm) = {
+      .compute_efficiency = 0.5, .memory_efficiency = 0.8, .launch_overhead_s = 3e-6};
   KernelCase c;
   c.kind = KernelClass::kGemm;
   const double sm_s = 108 / (312e12 * 0.5);  // seconds per FLOP of one SM at the full-wave rate
@@ -99,11 +100,13 @@ TEST_CASE("a copy maps onto the model's elementwise traffic", "[validate][model]
   KernelCase c;
   c.kind = KernelClass::kMembwCopy;
   c.bytes = int64_t{256} << 20;
-  CHECK(*predict_seconds(c, gpu, p) == Approx(2.0 * c.bytes / (gpu.hbm_bytes_per_s * 0.9)).epsilon(1e-9));
+  CHECK(*predict_seconds(c, gpu, p) ==
+        Approx(2.0 * c.bytes / (gpu.hbm_bytes_per_s * 0.9)).epsilon(1e-9));
 }
 
 // Synthetic measurements from a planted profile must give the planted coefficients back.
-TEST_CASE("planted coefficients are recovered within 5% from synthetic measurements", "[validate][fit]") {
+TEST_CASE("planted coefficients are recovered within 5% from synthetic measurements",
+          "[validate][fit]") {
   const GpuSpec gpu = Catalog::builtin().gpu("h100-sxm");
   const Grid g = parse_grid(R"(
 name: planted
@@ -112,15 +115,19 @@ kernels:
   - {class: flash, heads: 16, kv_heads: [16, 4], seq: [128, 512, 1024, 2048, 4096, 8192], head_dim: [64, 128], causal: true}
   - {class: paged_decode, batch: [1, 8, 64], heads: 32, kv_heads: 8, head_dim: 128, context: [256, 2048, 16384], block_size: [8, 16, 32, 64]}
   - {class: gemm, m: [1, 16, 128, 1024, 8192], n: [4096, 14336], k: [4096]}
-)", "planted.yaml", "cuda");
+)",
+                            "planted.yaml", "cuda");
   Profile planted = default_profile(gpu);
-  planted.of(OpClass::kAttentionFlash) = {.compute_efficiency = 0.62, .memory_efficiency = 0.7, .launch_overhead_s = 4e-6};
+  planted.of(OpClass::kAttentionFlash) = {
+      .compute_efficiency = 0.62, .memory_efficiency = 0.7, .launch_overhead_s = 4e-6};
   planted.flash_seq_half_tokens = 700;
   planted.flash_head_dim_exponent = 0.6;
-  planted.of(OpClass::kAttentionDecode) = {.compute_efficiency = 0.5, .memory_efficiency = 0.77, .launch_overhead_s = 6e-6};
+  planted.of(OpClass::kAttentionDecode) = {
+      .compute_efficiency = 0.5, .memory_efficiency = 0.77, .launch_overhead_s = 6e-6};
   planted.decode_context_half_tokens = 300;
   planted.paged_block_half_tokens = 5;
-  planted.of(OpClass::kGemm) = {.compute_efficiency = 0.71, .memory_efficiency = 0.83, .launch_overhead_s = 5e-6};
+  planted.of(OpClass::kGemm) = {
+      .compute_efficiency = 0.71, .memory_efficiency = 0.83, .launch_overhead_s = 5e-6};
   std::vector<Measurement> rows;
   for (const KernelCase& c : g.cases) {
     Measurement m;
@@ -173,7 +180,8 @@ TEST_CASE("an fp32 GEMM's prediction reads 4-byte weights", "[validate][model]")
 // The cases run forward and then backward, so the GEMM memo that 8,192-row cases grew serves
 // the 1-row ones, and cases of different shapes (n, k, kv_heads, head_dim, dtype, native or
 // flash) must each find their own model.
-TEST_CASE("one predictor for many cases gives each case a fresh model's bits", "[validate][model]") {
+TEST_CASE("one predictor for many cases gives each case a fresh model's bits",
+          "[validate][model]") {
   const GpuSpec gpu = Catalog::builtin().gpu("h100-sxm");
   const Grid g = parse_grid(R"(
 name: reuse
@@ -184,7 +192,8 @@ kernels:
   - {class: gemm, dtypes: [fp16, bf16], m: [1, 16, 129, 1024, 8192, 20000], n: [4096, 14336],
      k: [4096, 1024]}
   - {class: membw_copy, bytes_mib: [1, 256]}
-)", "reuse.yaml", "cuda");
+)",
+                            "reuse.yaml", "cuda");
   const Profile p = default_profile(gpu);
   const KernelPredictor predictor(gpu, p);
   std::vector<const KernelCase*> order;

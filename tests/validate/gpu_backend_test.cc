@@ -25,7 +25,8 @@ kernels:
   - {class: membw_copy, bytes_mib: [1, 64]}
   - {class: membw_read, bytes_mib: [1, 64]}
 )";
-  const int failed = run_measure({.grid = dir / "g.yaml", .backend = "cuda", .out_dir = dir, .quiet = true});
+  const int failed =
+      run_measure({.grid = dir / "g.yaml", .backend = "cuda", .out_dir = dir, .quiet = true});
   CHECK(failed == 0);
   for (const Measurement& m : read_measurements(dir / "measurements.csv")) {
     INFO(m.c.describe());
@@ -35,7 +36,8 @@ kernels:
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("CUDA backend skips fp32 cases: they calibrate the CPU forward pass only", "[gpu][validate]") {
+TEST_CASE("CUDA backend skips fp32 cases: they calibrate the CPU forward pass only",
+          "[gpu][validate]") {
   if (!kvsim::test::gpu_available_or_skip()) return;
   const auto dir = kvsim::test::fresh_dir("kvsim-gpu-fp32");
   // One fp32 and one fp16 GEMM: the fp32 one is recorded as skipped with the reason, untimed;
@@ -46,7 +48,8 @@ timing: {warmup: 1, repetitions: 3}
 kernels:
   - {class: gemm, dtypes: [fp32, fp16], m: [1], n: [256], k: [512]}
 )";
-  const int failed = run_measure({.grid = dir / "g.yaml", .backend = "cuda", .out_dir = dir, .quiet = true});
+  const int failed =
+      run_measure({.grid = dir / "g.yaml", .backend = "cuda", .out_dir = dir, .quiet = true});
   CHECK(failed == 0);
   const auto rows = read_measurements(dir / "measurements.csv");
   REQUIRE(rows.size() == 2);

@@ -13,8 +13,10 @@ using namespace kvsim::validate;
 TEST_CASE("the shipped grids parse and expand", "[validate][grid]") {
   for (const char* name : {"cpu-tiny", "quick", "full"}) {
     INFO(name);
-    const Grid cpu = load_grid(std::string(KVSIM_SOURCE_DIR) + "/validate/grids/" + name + ".yaml", "cpu");
-    const Grid gpu = load_grid(std::string(KVSIM_SOURCE_DIR) + "/validate/grids/" + name + ".yaml", "cuda");
+    const Grid cpu =
+        load_grid(std::string(KVSIM_SOURCE_DIR) + "/validate/grids/" + name + ".yaml", "cpu");
+    const Grid gpu =
+        load_grid(std::string(KVSIM_SOURCE_DIR) + "/validate/grids/" + name + ".yaml", "cuda");
     CHECK(cpu.name == name);
     CHECK_FALSE(gpu.cases.empty());
     std::map<std::string, int> splits;
@@ -32,7 +34,8 @@ holdout_every: 2
 kernels:
   - {class: flash, versions: [1, 2], heads: 2, seq: [64, 128], head_dim: 64, causal: [true, false]}
   - {class: membw_read, bytes_mib: [1]}
-)", "t.yaml", "cuda");
+)",
+                            "t.yaml", "cuda");
   REQUIRE(g.cases.size() == 9);
   std::map<std::string, int> n;
   for (const KernelCase& c : g.cases) {
@@ -46,14 +49,20 @@ kernels:
 }
 
 TEST_CASE("grid errors name the file, line and column", "[validate][grid]") {
-  REQUIRE_THROWS_WITH(parse_grid("name: t\nkernels:\n  - {class: flash, heads: 2, seq: [8], typo: 1}\n", "g.yaml", "cpu"),
-                      Catch::Matchers::Contains("g.yaml:3") && Catch::Matchers::Contains("typo"));
-  REQUIRE_THROWS_WITH(parse_grid("name: t\nkernels:\n  - {class: flsh, heads: 2, seq: [8]}\n", "g.yaml", "cpu"),
-                      Catch::Matchers::Contains("g.yaml:3"));
-  REQUIRE_THROWS_WITH(parse_grid("name: t\nkernels:\n  - {class: flash, heads: 6, kv_heads: 4, seq: [8]}\n", "g.yaml", "cpu"),
-                      Catch::Matchers::Contains("g.yaml:3") && Catch::Matchers::Contains("must divide"));
-  REQUIRE_THROWS_AS(parse_grid("name: t\nkernels:\n  - {class: gemm, m: [1], n: [0], k: 4}\n", "g.yaml", "cpu"),
-                    ConfigError);
+  REQUIRE_THROWS_WITH(
+      parse_grid("name: t\nkernels:\n  - {class: flash, heads: 2, seq: [8], typo: 1}\n", "g.yaml",
+                 "cpu"),
+      Catch::Matchers::Contains("g.yaml:3") && Catch::Matchers::Contains("typo"));
+  REQUIRE_THROWS_WITH(
+      parse_grid("name: t\nkernels:\n  - {class: flsh, heads: 2, seq: [8]}\n", "g.yaml", "cpu"),
+      Catch::Matchers::Contains("g.yaml:3"));
+  REQUIRE_THROWS_WITH(
+      parse_grid("name: t\nkernels:\n  - {class: flash, heads: 6, kv_heads: 4, seq: [8]}\n",
+                 "g.yaml", "cpu"),
+      Catch::Matchers::Contains("g.yaml:3") && Catch::Matchers::Contains("must divide"));
+  REQUIRE_THROWS_AS(
+      parse_grid("name: t\nkernels:\n  - {class: gemm, m: [1], n: [0], k: 4}\n", "g.yaml", "cpu"),
+      ConfigError);
 }
 
 TEST_CASE("measurements.csv round-trips and rejects bad rows with file:line", "[validate][csv]") {
@@ -63,7 +72,8 @@ kernels:
   - {class: paged_decode, heads: 4, kv_heads: 2, head_dim: 64, context: [100], block_size: [16]}
   - {class: gemm, m: [3], n: [8], k: [16]}
   - {class: membw_copy, bytes_mib: [1]}
-)", "t.yaml", "cpu");
+)",
+                            "t.yaml", "cpu");
   std::vector<Measurement> rows;
   for (const KernelCase& c : g.cases) {
     Measurement m;
@@ -86,7 +96,8 @@ kernels:
   std::string text = measurements_csv(rows);
   text.replace(text.find("1.5e-05"), 7, "fast");
   std::ofstream(dir / "bad.csv") << text;
-  REQUIRE_THROWS_WITH(read_measurements(dir / "bad.csv"),
-                      Catch::Matchers::Contains("bad.csv:2") && Catch::Matchers::Contains("column seconds"));
+  REQUIRE_THROWS_WITH(
+      read_measurements(dir / "bad.csv"),
+      Catch::Matchers::Contains("bad.csv:2") && Catch::Matchers::Contains("column seconds"));
   std::filesystem::remove_all(dir);
 }

@@ -20,8 +20,10 @@ namespace {
 // A two-model-dim, three-row Vidur file: Llama-2-7B dims (32 heads, hidden 4096, FFN 11008),
 // token counts 8, 16 and 16 again (overlapping grids), plus a TP 2 row that is not imported.
 std::string vidur_csv() {
-  const char* ops[] = {"emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
-                       "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"};
+  const char* ops[] = {"emb",         "input_layernorm", "attn_pre_proj",
+                       "attn_rope",   "attn_post_proj",  "post_attention_layernorm",
+                       "mlp_up_proj", "mlp_act",         "mlp_down_proj",
+                       "add"};
   std::string h;
   for (const char* op : ops) {
     for (const char* st : {"min", "max", "mean", "median", "std"}) {
@@ -32,7 +34,8 @@ std::string vidur_csv() {
        "num_tensor_parallel_workers\n";
   auto row = [&](double median, int tokens, int tp) {
     std::string r;
-    for (int i = 0; i < 10; ++i) r += fmt::format("{},{},{},{},0,", median / 2, median * 2, median, median);
+    for (int i = 0; i < 10; ++i)
+      r += fmt::format("{},{},{},{},0,", median / 2, median * 2, median, median);
     return r + fmt::format("32,32,4096,11008,32000,True,{},{}\n", tokens, tp);
   };
   return h + row(0.010, 8, 1) + row(0.020, 16, 1) + row(0.030, 16, 1) + row(0.5, 8, 2);
@@ -40,7 +43,8 @@ std::string vidur_csv() {
 
 }  // namespace
 
-TEST_CASE("import vidur maps each operation onto a GEMM or an elementwise copy", "[validate][import]") {
+TEST_CASE("import vidur maps each operation onto a GEMM or an elementwise copy",
+          "[validate][import]") {
   const auto dir = kvsim::test::fresh_dir("kvsim-import");
   const auto a100 = dir / "a100";
   std::filesystem::create_directories(a100);
@@ -75,7 +79,8 @@ TEST_CASE("import vidur maps each operation onto a GEMM or an elementwise copy",
   CHECK(rows[12].seconds == Approx(25e-6));
   CHECK(rows[12].c.split == "test");
   CHECK(manifest_gpu(o.out_dir).name == "a100-sxm4-80gb");
-  CHECK(kvsim::test::slurp(o.out_dir / "vidur_ops.csv").find("12,16,attn_pre_proj") != std::string::npos);
+  CHECK(kvsim::test::slurp(o.out_dir / "vidur_ops.csv").find("12,16,attn_pre_proj") !=
+        std::string::npos);
 }
 
 TEST_CASE("import vidur refuses what it cannot read", "[validate][import]") {
@@ -88,7 +93,8 @@ TEST_CASE("import vidur refuses what it cannot read", "[validate][import]") {
   CHECK_THROWS_WITH(run_import_vidur(o), Catch::Contains("pass --gpu"));  // no GPU in the path
   o.gpu = "h100-sxm";
   o.tp = 4;
-  CHECK_THROWS_WITH(run_import_vidur(o), Catch::Contains("no rows with num_tensor_parallel_workers = 4"));
+  CHECK_THROWS_WITH(run_import_vidur(o),
+                    Catch::Contains("no rows with num_tensor_parallel_workers = 4"));
   std::ofstream(o.input) << "a,b\n1,2\n";
   o.tp = 1;
   CHECK_THROWS_WITH(run_import_vidur(o), Catch::Contains("mlp.csv:1: no column 'num_tokens'"));

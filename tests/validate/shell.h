@@ -32,7 +32,8 @@ inline std::filesystem::path fresh_dir(const std::string& stem) {
 
 inline Shell shell(const std::string& cmd) {
   const auto dir = fresh_dir("kvsim-validate-sh");
-  const std::string full = cmd + " >'" + (dir / "out").string() + "' 2>'" + (dir / "err").string() + "' </dev/null";
+  const std::string full =
+      cmd + " >'" + (dir / "out").string() + "' 2>'" + (dir / "err").string() + "' </dev/null";
   const int status = std::system(full.c_str());
   Shell r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

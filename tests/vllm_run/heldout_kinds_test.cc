@@ -57,8 +57,10 @@ Replay replay(const nlohmann::json& engine_kwargs, const std::string& gpu,
                     ("kvsim-heldout-" + tag + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(base);
   std::filesystem::create_directories(base / "run");
-  nlohmann::json meta = {{"schema_version", 1}, {"model", engine_kwargs["model"]},
-                         {"vllm_version", "0.19.0"}, {"engine_kwargs", engine_kwargs}};
+  nlohmann::json meta = {{"schema_version", 1},
+                         {"model", engine_kwargs["model"]},
+                         {"vllm_version", "0.19.0"},
+                         {"engine_kwargs", engine_kwargs}};
   std::ofstream(base / "run" / "meta.json") << meta.dump(2);
   std::ofstream(base / "run" / "requests.jsonl") << kRequests;
   VllmRunOptions o;
@@ -85,15 +87,17 @@ TEST_CASE("held out: another GPU, the RTX 4090 with Llama-3.1-8B, pool from vLLM
           "[vllm_run][heldout]") {
   // No num_gpu_blocks_override, no max_num_seqs or max_num_batched_tokens: vLLM's API-server
   // defaults for a GPU under 70 GiB are 256 sequences and 2,048 tokens (get_batch_defaults).
-  nlohmann::json kw = {{"model", "meta-llama/Llama-3.1-8B"}, {"tensor_parallel_size", 1},
-                       {"max_model_len", 8192}, {"dtype", "bfloat16"}, {"seed", 1}};
+  nlohmann::json kw = {{"model", "meta-llama/Llama-3.1-8B"},
+                       {"tensor_parallel_size", 1},
+                       {"max_model_len", 8192},
+                       {"dtype", "bfloat16"},
+                       {"seed", 1}};
   const auto profile = heldout_kinds::kProfiles / "rtx4090-llama-3.1-8b-tp1.yaml";
   REQUIRE(load_profile(profile).gpu == "rtx-4090");
   const heldout_kinds::Replay r90 = heldout_kinds::replay(kw, "rtx-4090", profile, "4090-90");
-  CHECK_THAT(r90.scenario, Contains("max_num_seqs: 256\n") &&
-                               Contains("max_num_batched_tokens: 2048\n") &&
-                               Contains("gpu_memory_utilization: 0.9\n") &&
-                               Contains("tensor_parallel: 1\n"));
+  CHECK_THAT(r90.scenario,
+             Contains("max_num_seqs: 256\n") && Contains("max_num_batched_tokens: 2048\n") &&
+                 Contains("gpu_memory_utilization: 0.9\n") && Contains("tensor_parallel: 1\n"));
   // Llama-3.1-8B: 8,030,261,248 parameters (embedding and LM head 2 x 128,256 x 4,096 =
   // 1,050,673,152; 32 layers of 218,112,000; final norm 4,096) x 2 bytes; KV 32 layers x 2 x 8
   // heads x 128 x 2 bytes = 131,072 bytes a token.
@@ -117,9 +121,13 @@ TEST_CASE("held out: another GPU, the RTX 4090 with Llama-3.1-8B, pool from vLLM
 
 TEST_CASE("held out: tensor parallelism, Llama-3.1-8B at TP 2 on the RTX PRO 6000",
           "[vllm_run][heldout]") {
-  const nlohmann::json kw = {{"model", "meta-llama/Llama-3.1-8B"}, {"tensor_parallel_size", 2},
-                             {"max_num_seqs", 8}, {"max_model_len", 4096}, {"dtype", "bfloat16"},
-                             {"num_gpu_blocks_override", 2001}, {"seed", 1}};
+  const nlohmann::json kw = {{"model", "meta-llama/Llama-3.1-8B"},
+                             {"tensor_parallel_size", 2},
+                             {"max_num_seqs", 8},
+                             {"max_model_len", 4096},
+                             {"dtype", "bfloat16"},
+                             {"num_gpu_blocks_override", 2001},
+                             {"seed", 1}};
   const auto profile = heldout_kinds::kProfiles / "rtxpro6000-llama-3.1-8b-tp2.yaml";
   const heldout_kinds::Replay r = heldout_kinds::replay(kw, "rtx-pro-6000", profile, "tp2");
   // max_num_batched_tokens unset on a GPU of 70 GiB or more (not an A100): 8,192.
@@ -127,8 +135,9 @@ TEST_CASE("held out: tensor parallelism, Llama-3.1-8B at TP 2 on the RTX PRO 600
                              Contains("max_num_batched_tokens: 8192\n"));
   // vLLM's TP sharding per GPU: Q, K, V, O and the MLP halved (a layer's 16,777,216 +
   // 8,388,608 + 16,777,216 + 176,160,768 = 218,103,808 / 2 = 109,051,904, plus its two norms,
-  // 8,192, replicated); the vocabulary of the embedding and the LM head halved (VocabParallelEmbedding,
-  // ParallelLMHead: 2 x 64,128 x 4,096 = 525,336,576); the final norm 4,096. 32 x 109,060,096
+  // 8,192, replicated); the vocabulary of the embedding and the LM head halved
+  // (VocabParallelEmbedding, ParallelLMHead: 2 x 64,128 x 4,096 = 525,336,576); the final norm
+  // 4,096. 32 x 109,060,096
   // + 525,336,576 + 4,096 = 4,015,263,744 parameters = 8,030,527,488 bytes. KV: 4 of the 8
   // heads a GPU, 32 x 2 x 4 x 128 x 2 = 65,536 bytes a token.
   CHECK(heldout_kinds::layout(r)["weights_bytes_per_gpu"] == 8'030'527'488);
@@ -137,13 +146,19 @@ TEST_CASE("held out: tensor parallelism, Llama-3.1-8B at TP 2 on the RTX PRO 600
   CHECK(heldout_kinds::layout(r)["kv_pool_tokens_per_gpu"] == 32'000);
 }
 
-TEST_CASE("held out: the MoE model with DP 2 and EP, costed with the fused-MoE term fitted from moe.csv",
-          "[vllm_run][heldout][moe]") {
+TEST_CASE(
+    "held out: the MoE model with DP 2 and EP, costed with the fused-MoE term fitted from moe.csv",
+    "[vllm_run][heldout][moe]") {
   const nlohmann::json kw = {{"model", "Qwen/Qwen3-30B-A3B-Instruct-2507"},
-                             {"tensor_parallel_size", 1}, {"data_parallel_size", 2},
-                             {"enable_expert_parallel", true}, {"max_num_seqs", 4},
-                             {"max_num_batched_tokens", 1024}, {"max_model_len", 4096},
-                             {"dtype", "bfloat16"}, {"num_gpu_blocks_override", 1001}, {"seed", 1}};
+                             {"tensor_parallel_size", 1},
+                             {"data_parallel_size", 2},
+                             {"enable_expert_parallel", true},
+                             {"max_num_seqs", 4},
+                             {"max_num_batched_tokens", 1024},
+                             {"max_model_len", 4096},
+                             {"dtype", "bfloat16"},
+                             {"num_gpu_blocks_override", 1001},
+                             {"seed", 1}};
   const auto profile = heldout_kinds::kProfiles / "rtxpro6000-qwen3-30b-a3b-tp1.yaml";
   const Profile p = load_profile(profile);
   REQUIRE(p.routed_experts.fitted);

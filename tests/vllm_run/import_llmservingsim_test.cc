@@ -23,8 +23,8 @@ const std::filesystem::path kBundle =
     std::filesystem::path(KVSIM_TEST_DATA) / "llmservingsim" / "tiny" / "bf16";
 
 std::filesystem::path out_dir() {
-  const auto d = std::filesystem::temp_directory_path() /
-                 ("kvsim-import-lss-" + std::to_string(::getpid()));
+  const auto d =
+      std::filesystem::temp_directory_path() / ("kvsim-import-lss-" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   return d;
 }

@@ -61,7 +61,8 @@ TEST_CASE("the fit recovers the elementwise L2 speedup and the flash tiles' para
   // Llama-3.1-8B's attention at TP 1: chunks of 16 to 2,048 tokens after 0 to 16k cached.
   const BundleDims d = bundle_dims(Catalog::builtin().model("llama-3.1-8b"), 1);
   for (int64_t chunk : {16, 64, 256, 1024, 2048}) {
-    for (int64_t cached : {0, 1024, 4096, 16384}) rows.push_back(row(flash_case(d, chunk, cached), g, truth));
+    for (int64_t cached : {0, 1024, 4096, 16384})
+      rows.push_back(row(flash_case(d, chunk, cached), g, truth));
   }
 
   Profile start = default_profile(g);

@@ -44,8 +44,12 @@ TEST_CASE("fused-MoE fit: the even rows recover the term, the odd rows are held 
     std::ofstream(csv) << "tokens,activated_experts,time_us\n1,2,18.12\n4,2,18.48\n4,8,42.48\n"
                        << "16,8," << t_16_8 << "\n64,16,81.68\n256,16,104.72\n";
   };
-  const MoeShape shape{.hidden = 1000, .expert_ffn = 500, .topk = 2, .bytes_per_weight = 2,
-                       .hbm_bytes_per_s = 1e12, .flops_per_s = 1e14};
+  const MoeShape shape{.hidden = 1000,
+                       .expert_ffn = 500,
+                       .topk = 2,
+                       .bytes_per_weight = 2,
+                       .hbm_bytes_per_s = 1e12,
+                       .flops_per_s = 1e14};
   write(43.92);
   const std::vector<MoeRow> rows = read_moe_csv(csv);
   REQUIRE(rows.size() == 6);
@@ -82,8 +86,11 @@ TEST_CASE("the profile's routed_experts term: written, read back, and costing a 
   const GpuSpec gpu = c.gpu("rtx-pro-6000");
   Profile p = default_profile(gpu);
   CHECK_THAT(write_profile_yaml(p), !Contains("routed_experts"));  // absent unless fitted
-  p.routed_experts = {.fitted = true, .constant_s = 10e-6, .memory_efficiency = 0.8,
-                      .compute_efficiency = 0.6, .source = "hand-written"};
+  p.routed_experts = {.fitted = true,
+                      .constant_s = 10e-6,
+                      .memory_efficiency = 0.8,
+                      .compute_efficiency = 0.6,
+                      .source = "hand-written"};
   const Profile back = parse_profile(write_profile_yaml(p), "t");
   CHECK(back.routed_experts.fitted);
   CHECK(back.routed_experts.constant_s == Approx(10e-6));

@@ -34,8 +34,8 @@ fs::path fresh_dir(const std::string& stem) {
 // kvsim-validate ARGS (shell words), its exit code and stderr.
 Result run_validate(const std::string& args, const fs::path& scratch) {
   const fs::path err = scratch / "stderr.txt";
-  const std::string cmd = std::string("'") + KVSIM_VALIDATE_BIN + "' " + args +
-                          " >/dev/null 2>'" + err.string() + "' </dev/null";
+  const std::string cmd = std::string("'") + KVSIM_VALIDATE_BIN + "' " + args + " >/dev/null 2>'" +
+                          err.string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
   Result r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -47,7 +47,9 @@ Result run_validate(const std::string& args, const fs::path& scratch) {
   return r;
 }
 
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+size_t lines(const std::string& s) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
 
 }  // namespace
 
@@ -59,8 +61,7 @@ TEST_CASE("kvsim-validate refuses an -o path too long for the stop handler befor
   while (deep.size() < 1100) deep += "/" + std::string(100, 'a');
   const std::string bench = std::string(KVSIM_TEST_DATA) + "/vllm-runs";
   for (const std::string& args :
-       {"profile --gpu a100-sxm4-80gb -o " + deep + "/p.yaml",
-        "memprobe --backend cpu -o " + deep,
+       {"profile --gpu a100-sxm4-80gb -o " + deep + "/p.yaml", "memprobe --backend cpu -o " + deep,
         "vllm-run " + bench + " --gpu a100-sxm4-80gb -o " + deep}) {
     INFO(args);
     const Result r = run_validate(args, scratch);
@@ -75,9 +76,8 @@ TEST_CASE("kvsim-validate refuses an -o path too long for the stop handler befor
 
 TEST_CASE("kvsim-validate's command-line errors are one line with its prefix", "[vllm_run][cli]") {
   const fs::path scratch = fresh_dir("kvsim-validate-flags");
-  const Result r =
-      run_validate("import vidur " + scratch.string() + " -o " + scratch.string() + "/o --tp 0",
-                   scratch);
+  const Result r = run_validate(
+      "import vidur " + scratch.string() + " -o " + scratch.string() + "/o --tp 0", scratch);
   CHECK(r.exit_code == 2);
   CHECK(r.err == "kvsim-validate: error: --tp: Value 0 not in range 1 to 64\n");
   fs::remove_all(scratch);
@@ -88,8 +88,7 @@ TEST_CASE("kvsim-validate's command-line errors are one line with its prefix", "
 // that copy; now it sets up the user's file first and writes nothing.
 TEST_CASE("kvsim-validate e2e names the user's scenario for a set-up error", "[vllm_run][cli]") {
   const fs::path scratch = fresh_dir("kvsim-validate-e2e-setup");
-  const std::string scenario =
-      std::string(KVSIM_TEST_DATA) + "/bad/run/default-kv-no-room.yaml";
+  const std::string scenario = std::string(KVSIM_TEST_DATA) + "/bad/run/default-kv-no-room.yaml";
   const Result r = run_validate(
       "e2e " + scenario + " --backend cpu --quiet -o " + (scratch / "out").string(), scratch);
   CHECK(r.exit_code == 2);

@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -33,8 +33,8 @@ const std::filesystem::path kRunsDir = std::filesystem::path(KVSIM_TEST_DATA) / 
 
 std::filesystem::path fresh_dir(const std::string& stem) {
   static int n = 0;
-  const auto d = std::filesystem::temp_directory_path() /
-                 fmt::format("{}-{}-{}", stem, ::getpid(), n++);
+  const auto d =
+      std::filesystem::temp_directory_path() / fmt::format("{}-{}-{}", stem, ::getpid(), n++);
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
@@ -47,7 +47,9 @@ std::string slurp_file(const std::filesystem::path& p) {
   return s.str();
 }
 
-void write_file(const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; }
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
 
 // A run folder: tiny's requests.jsonl and a meta.json whose engine_kwargs are `kwargs` (text, so
 // a test can place a value at a known line:col).
@@ -55,7 +57,7 @@ std::filesystem::path run_with_kwargs(const std::string& kwargs) {
   const auto d = fresh_dir("kvsim-vllm-bad");
   std::filesystem::copy_file(kRunsDir / "tiny" / "requests.jsonl", d / "requests.jsonl");
   write_file(d / "meta.json",
-        "{\"model\": \"meta-llama/Llama-3.1-8B\",\n\"engine_kwargs\": " + kwargs + "}\n");
+             "{\"model\": \"meta-llama/Llama-3.1-8B\",\n\"engine_kwargs\": " + kwargs + "}\n");
   return d;
 }
 
@@ -88,9 +90,10 @@ std::filesystem::path bench_with(const nlohmann::json& changes) {
 
 }  // namespace
 
-TEST_CASE("speculative_config, async_scheduling false and long_prefill_token_threshold reach the "
-          "replayed scenario",
-          "[vllm_run][bad-input]") {
+TEST_CASE(
+    "speculative_config, async_scheduling false and long_prefill_token_threshold reach the "
+    "replayed scenario",
+    "[vllm_run][bad-input]") {
   const Catalog& c = Catalog::builtin();
   VllmScenarioInputs in;
   in.engine = read_measured_run(run_with_kwargs(
@@ -103,12 +106,14 @@ TEST_CASE("speculative_config, async_scheduling false and long_prefill_token_thr
   in.trace = "/tmp/trace.csv";
   const std::string y = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
   // The EAGLE drafter's checkpoint name is not carried: kvsim builds it from the target's shape.
-  CHECK_THAT(y, Contains("  async_scheduling: false\n") &&
-                    Contains("  speculative_config: {\"method\":\"eagle\",\"num_speculative_tokens\":3,"
-                             "\"acceptance_rate\":0.7}\n"));
+  CHECK_THAT(
+      y, Contains("  async_scheduling: false\n") &&
+             Contains("  speculative_config: {\"method\":\"eagle\",\"num_speculative_tokens\":3,"
+                      "\"acceptance_rate\":0.7}\n"));
   // The scenario loads with them: 3 drafts, position i accepted with 0.7^i, synchronous.
   (void)load_scenario(ConfigNode::parse_string(y, "scenario.yaml"), c);
-  const EngineConfig e = parse_engine_config(ConfigNode::parse_string(y, "scenario.yaml").child("engine"));
+  const EngineConfig e =
+      parse_engine_config(ConfigNode::parse_string(y, "scenario.yaml").child("engine"));
   CHECK_FALSE(e.async_scheduling);
   REQUIRE(e.speculative);
   CHECK(e.speculative->num_speculative_tokens == 3);
@@ -126,7 +131,8 @@ TEST_CASE("speculative_config, async_scheduling false and long_prefill_token_thr
                   .engine;
   in.p2p = "off";  // kvsim-validate vllm-run --p2p off: the host's GPUs do not reach each other
   const std::string g = vllm_scenario_yaml(in, c.gpu("rtx-pro-6000"));
-  const EngineConfig ge = parse_engine_config(ConfigNode::parse_string(g, "scenario.yaml").child("engine"));
+  const EngineConfig ge =
+      parse_engine_config(ConfigNode::parse_string(g, "scenario.yaml").child("engine"));
   CHECK(ge.enforce_eager);
   CHECK(ge.disable_custom_all_reduce);
   CHECK(ge.p2p == P2pSetting::kOff);
@@ -139,9 +145,9 @@ TEST_CASE("an engine argument kvsim does not carry is refused at its line:col",
   // so the quote of "cpu_offload_gb" is at column 38.
   CHECK_THAT(read_error(run_with_kwargs(R"({"max_num_seqs": 4, "cpu_offload_gb": 4})")),
              Contains("meta.json:2:38: engine argument 'cpu_offload_gb' is not carried"));
-  CHECK_THAT(read_error(run_with_kwargs(R"("oops")")),
-             Contains("meta.json:2:1: 'engine_kwargs': expected an object") &&
-                 Contains("got \"oops\""));
+  CHECK_THAT(
+      read_error(run_with_kwargs(R"("oops")")),
+      Contains("meta.json:2:1: 'engine_kwargs': expected an object") && Contains("got \"oops\""));
   CHECK_THAT(read_error(run_with_kwargs(R"({"speculative_config": {"method": "ngram",
 "num_speculative_tokens": 2}})")),
              Contains("meta.json:2:19: speculative_config: vLLM records no acceptance rate"));
@@ -186,15 +192,17 @@ TEST_CASE("a 100,000-deep or 10 MB JSON value is refused in one short line",
 TEST_CASE("bench serve values are checked: no negative, extra, fractional or huge figures",
           "[vllm_run][bad-input]") {
   using J = nlohmann::json;
-  CHECK_THAT(read_error(bench_with({{"ttfts", {0.05, -0.08}}})),
-             Contains("bench.json:1:") && Contains("'ttfts'[1]: expected a number >= 0, got -0.08"));
+  CHECK_THAT(
+      read_error(bench_with({{"ttfts", {0.05, -0.08}}})),
+      Contains("bench.json:1:") && Contains("'ttfts'[1]: expected a number >= 0, got -0.08"));
   CHECK_THAT(read_error(bench_with({{"itls", {{0.02, -0.03}, {0.04}}}})),
              Contains("'itls'[0]: expected seconds >= 0, got -0.03"));
   // Request 1 has 2 output tokens: at most 1 gap between them.
   CHECK_THAT(read_error(bench_with({{"itls", {{0.02, 0.03}, {0.04, 0.04}}}})),
              Contains("'itls'[1]: 2 inter-token gaps for 2 output tokens (at most 1)"));
-  CHECK_THAT(read_error(bench_with({{"input_lens", {100.5, 60}}})),
-             Contains("'input_lens'[0]: expected a token count (an integer in [0, 2^32]), got 100.5"));
+  CHECK_THAT(
+      read_error(bench_with({{"input_lens", {100.5, 60}}})),
+      Contains("'input_lens'[0]: expected a token count (an integer in [0, 2^32]), got 100.5"));
   CHECK_THAT(read_error(bench_with({{"output_lens", {3, 1e30}}})),
              Contains("'output_lens'[1]: expected a token count"));
   // 1e308 + 1e308 overflows: the mean would be inf, then null in e2e.json.
@@ -249,8 +257,8 @@ TEST_CASE("the bad vllm-run catalogue: one line each, at the file:line:col its s
   // tests/data/bad/vllm-run/: NAME.meta.json read as a meta.json, NAME.bench.json as a vllm
   // bench serve result; NAME.expected holds the message (a substring).
   int seen = 0;
-  for (const auto& f : std::filesystem::directory_iterator(
-           std::filesystem::path(KVSIM_TEST_DATA) / "bad" / "vllm-run")) {
+  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(KVSIM_TEST_DATA) /
+                                                           "bad" / "vllm-run")) {
     const std::string name = f.path().filename().string();
     if (f.path().extension() != ".json") continue;
     INFO(name);

@@ -65,16 +65,16 @@ TEST_CASE("vllm-run --fit-step-overhead stopped by a signal leaves no partial fi
   for (const int sig : {SIGINT, SIGTERM}) {
     INFO("signal " << sig);
     const fs::path out = d / ("out-" + std::to_string(sig));
-    const pid_t pid = spawn_for_signal(KVSIM_VALIDATE_BIN,
-                                       {"vllm-run", bench.string(), "--gpu", "rtx-pro-6000", "-o",
-                                        out.string(), "--fit-step-overhead", "--quiet", "--no-plot"});
+    const pid_t pid = spawn_for_signal(
+        KVSIM_VALIDATE_BIN, {"vllm-run", bench.string(), "--gpu", "rtx-pro-6000", "-o",
+                             out.string(), "--fit-step-overhead", "--quiet", "--no-plot"});
     REQUIRE(wait_for_files_in(out / "step-overhead-fit"));
     ::kill(pid, sig);
     CHECK(wait_exit(pid) == 128 + sig);
     CHECK_FALSE(fs::exists(out / "step-overhead-fit"));
     CHECK(temporaries_under(out).empty());
-    CHECK_FALSE(fs::exists(fs::temp_directory_path() /
-                           ("kvsim-vllm-run-check." + std::to_string(pid))));
+    CHECK_FALSE(
+        fs::exists(fs::temp_directory_path() / ("kvsim-vllm-run-check." + std::to_string(pid))));
   }
   fs::remove_all(d);
 }
@@ -85,13 +85,13 @@ TEST_CASE("vllm-run --fit-step-overhead stopped by a signal leaves no partial fi
 // over 64 bytes, and written in one piece at commit.
 TEST_CASE("kvsim-validate past the file size limit removes its temporary and exits 153",
           "[vllm_run][signals]") {
-  const fs::path d = fs::temp_directory_path() / ("kvsim-validate-xfsz-" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("kvsim-validate-xfsz-" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
-  const pid_t pid =
-      spawn_for_signal(KVSIM_VALIDATE_BIN,
-                       {"profile", "--gpu", "a100-sxm4-80gb", "-o", (d / "p.yaml").string()},
-                       (d / "err.txt").string(), 64);
+  const pid_t pid = spawn_for_signal(
+      KVSIM_VALIDATE_BIN, {"profile", "--gpu", "a100-sxm4-80gb", "-o", (d / "p.yaml").string()},
+      (d / "err.txt").string(), 64);
   CHECK(wait_exit(pid) == 128 + SIGXFSZ);
   CHECK(temporaries_under(d).empty());
   CHECK_FALSE(fs::exists(d / "p.yaml"));

@@ -34,8 +34,7 @@ double metric(const ServingMetrics& m, const std::string& name) {
 
 std::filesystem::path temp_dir(const std::string& stem) {
   const auto d = std::filesystem::temp_directory_path() /
-                 (stem + "-" + std::to_string(::getpid()) + "-" +
-                  std::to_string(std::rand()));
+                 (stem + "-" + std::to_string(::getpid()) + "-" + std::to_string(std::rand()));
   std::filesystem::remove_all(d);
   return d;
 }
@@ -171,8 +170,9 @@ TEST_CASE("vllm-run on a bench serve file: kvsim's run files, e2e.json and the m
   o.plot = false;
   const double worst = run_vllm_run(o);
   CHECK(std::isfinite(worst));
-  for (const char* f : {"requests.csv", "summary.json", "timeseries.csv", "manifest.json",
-                        "scenario.yaml", "trace.csv", "measured_requests.csv", "e2e.json", "e2e.txt"}) {
+  for (const char* f :
+       {"requests.csv", "summary.json", "timeseries.csv", "manifest.json", "scenario.yaml",
+        "trace.csv", "measured_requests.csv", "e2e.json", "e2e.txt"}) {
     INFO(f);
     CHECK(std::filesystem::is_regular_file(out / f));
   }
@@ -241,8 +241,8 @@ TEST_CASE("a Qwen3-MoE run with DP and EP: each replica holds its share of the e
   // activation and non-torch memory); DP 2 frees 61,064,245,248 - 32,073,216,000 =
   // 28,991,029,248 bytes = 294,912 tokens (18,432 blocks of 16) more than DP 1.
   const nlohmann::json dp1 = moe_run({{"data_parallel_size", 1}});
-  const nlohmann::json ep = moe_run({}, std::string(KVSIM_TEST_DATA) +
-                                            "/hf-configs/qwen3-30b-a3b-instruct-2507.json");
+  const nlohmann::json ep =
+      moe_run({}, std::string(KVSIM_TEST_DATA) + "/hf-configs/qwen3-30b-a3b-instruct-2507.json");
   const nlohmann::json no_ep = moe_run({{"enable_expert_parallel", false}});
   const auto layout = [](const nlohmann::json& s) { return s["policies"][0]["gpu_layout"]; };
   CHECK(layout(dp1)["weights_bytes_per_gpu"] == 61'064'245'248);

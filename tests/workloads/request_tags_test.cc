@@ -58,10 +58,12 @@ TEST_CASE("normalized CSV: bad priority / max_queue_time_s give the line error",
   const std::string head = "arrival_s,prompt_tokens,output_tokens,priority,max_queue_time_s\n";
   CHECK_THAT(trace_error(head + "0.0,100,10,1,1\n0.5,200,20,high,\n"),
              Catch::Matchers::EndsWith(":3: priority: expected an integer, got 'high'"));
-  CHECK_THAT(trace_error(head + "0.0,100,10,1,0\n"),
-             Catch::Matchers::EndsWith(":2: max_queue_time_s: expected a number of seconds > 0, got '0'"));
+  CHECK_THAT(
+      trace_error(head + "0.0,100,10,1,0\n"),
+      Catch::Matchers::EndsWith(":2: max_queue_time_s: expected a number of seconds > 0, got '0'"));
   CHECK_THAT(trace_error(head + "0.0,100,10,1,-3\n"),
-             Catch::Matchers::EndsWith(":2: max_queue_time_s: expected a number of seconds > 0, got '-3'"));
+             Catch::Matchers::EndsWith(
+                 ":2: max_queue_time_s: expected a number of seconds > 0, got '-3'"));
 }
 
 TEST_CASE("generated workloads stamp priority and max_queue_time_s; bursts may override",
@@ -75,7 +77,8 @@ TEST_CASE("generated workloads stamp priority and max_queue_time_s; bursts may o
       "  priority: 5\n"
       "  max_queue_time_s: 2\n"
       "  bursts: [{at_s: 1.5, count: 1, prompt_tokens: 8, output_tokens: 1, priority: -1},\n"
-      "           {at_s: 2.5, count: 1, prompt_tokens: 8, output_tokens: 1, max_queue_time_s: 0.25}]\n",
+      "           {at_s: 2.5, count: 1, prompt_tokens: 8, output_tokens: 1, max_queue_time_s: "
+      "0.25}]\n",
       "w.yaml");
   Workload w = make_workload(root.child("workload"), 1);
   auto v = drain(*w.source);
@@ -83,14 +86,15 @@ TEST_CASE("generated workloads stamp priority and max_queue_time_s; bursts may o
   REQUIRE(v.size() == 4);
   CHECK(v[0].priority == 5);
   CHECK(v[0].max_queue_time == std::optional<SimTime>(2'000'000'000));
-  CHECK(v[1].priority == -1);  // its own
+  CHECK(v[1].priority == -1);                                           // its own
   CHECK(v[1].max_queue_time == std::optional<SimTime>(2'000'000'000));  // the workload's
   CHECK(v[2].priority == 5);
   CHECK(v[3].priority == 5);
   CHECK(v[3].max_queue_time == std::optional<SimTime>(250'000'000));
   // Closed-loop clients too.
   auto cl = ConfigNode::parse_string(
-      "workload:\n  clients: {type: closed_loop, count: 1}\n  prompt_tokens: 1\n  output_tokens: 1\n"
+      "workload:\n  clients: {type: closed_loop, count: 1}\n  prompt_tokens: 1\n  output_tokens: "
+      "1\n"
       "  max_requests: 1\n  priority: 3\n  max_queue_time_s: 1.5\n",
       "w.yaml");
   Workload c = make_workload(cl.child("workload"), 1);
@@ -102,7 +106,8 @@ TEST_CASE("generated workloads stamp priority and max_queue_time_s; bursts may o
       "workload:\n  arrivals: {type: fixed, rate: 1}\n  prompt_tokens: 1\n  output_tokens: 1\n"
       "  duration_s: 1\n  max_queue_time_s: 0\n",
       "w.yaml");
-  CHECK_THROWS_WITH(make_workload(bad.child("workload"), 1), Catch::Matchers::StartsWith("w.yaml:6:21: "));
+  CHECK_THROWS_WITH(make_workload(bad.child("workload"), 1),
+                    Catch::Matchers::StartsWith("w.yaml:6:21: "));
 }
 
 // The optional session_id column (docs/cluster.md's session_affinity router): any text, hashed

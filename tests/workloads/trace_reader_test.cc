@@ -2,8 +2,8 @@
 // scenario copies: row counts, first/last rows, format detection, ids, prefix hashes.
 #include "workloads/traces/trace_reader.h"
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>

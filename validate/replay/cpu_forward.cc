@@ -102,8 +102,8 @@ void CpuForward::prepare(const ClockBatch& batch) {
     sin_.resize(static_cast<size_t>(max_position * half));
     for (int64_t p = known; p < max_position; ++p) {
       for (int64_t i = 0; i < half; ++i) {
-        const double freq = std::pow(kRopeTheta, -2.0 * static_cast<double>(i) /
-                                                     static_cast<double>(m.head_dim));
+        const double freq =
+            std::pow(kRopeTheta, -2.0 * static_cast<double>(i) / static_cast<double>(m.head_dim));
         const double angle = static_cast<double>(p) * freq;
         cos_[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(angle));
         sin_[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(angle));
@@ -174,8 +174,8 @@ void CpuForward::forward() {
       }
     }
     for (const SeqRows& s : seqs_) {
-      paged_chunk_attention(pool_, layer, pool_.block_table(s.id), dims, s.kv_before,
-                            s.new_tokens, &qkv_[static_cast<size_t>(s.row0 * qkv_cols)], qkv_cols,
+      paged_chunk_attention(pool_, layer, pool_.block_table(s.id), dims, s.kv_before, s.new_tokens,
+                            &qkv_[static_cast<size_t>(s.row0 * qkv_cols)], qkv_cols,
                             &attn_[static_cast<size_t>(s.row0 * q_cols)], q_cols, scratch_);
     }
     linear_f32(attn_.data(), w.wo.data(), proj_.data(), T, H, q_cols, threads);

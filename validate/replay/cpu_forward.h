@@ -22,10 +22,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "validate/replay/forward_pass.h"
-#include "validate/replay/llama_weights.h"
 #include "validate/paged_attention.h"
 #include "validate/paged_kv_pool.h"
+#include "validate/replay/forward_pass.h"
+#include "validate/replay/llama_weights.h"
 
 namespace kvsim::validate {
 

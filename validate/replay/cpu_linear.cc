@@ -11,8 +11,8 @@ namespace {
 
 using LinearMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-void linear_slice(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, int64_t c0,
-           int64_t cols) {
+void linear_slice(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k,
+                  int64_t c0, int64_t cols) {
   const Eigen::Map<const LinearMat> xm(x, m, k);
   const Eigen::Map<const LinearMat> wm(w, n, k);
   Eigen::Map<LinearMat> ym(y, m, n);

@@ -79,8 +79,8 @@ struct PrefillSeg {
 
 // What one iteration runs, built on the host and uploaded before the timed region.
 struct Plan {
-  int64_t rows = 0;            // T: prefill tokens then one row per decode sequence
-  int64_t decode_row0 = 0;     // = prefill tokens
+  int64_t rows = 0;         // T: prefill tokens then one row per decode sequence
+  int64_t decode_row0 = 0;  // = prefill tokens
   int decode_seqs = 0;
   int decode_table_stride = 0;
   int max_prefill_n = 0;
@@ -170,7 +170,8 @@ class CudaForwardPass final : public CudaForward {
       throw InputError("--backend cuda: the forward pass runs dense Llama-shaped models; " +
                        m_.name + " " + what);
     };
-    if (!kernels::supported_head_dim(m_.head_dim)) no("has head_dim " + std::to_string(m_.head_dim) + " (64 or 128 only)");
+    if (!kernels::supported_head_dim(m_.head_dim))
+      no("has head_dim " + std::to_string(m_.head_dim) + " (64 or 128 only)");
     if (m_.kv_heads <= 0 || m_.heads % m_.kv_heads != 0) no("has heads not a multiple of kv_heads");
     if (m_.num_experts > 1) no("is a mixture of experts");
     if (!m_.gated_mlp) no("has a non-gated MLP");
@@ -272,7 +273,8 @@ class CudaForwardPass final : public CudaForward {
       p.ids.push_back(replay_token_id(s_.seed, c.request_id, position, m_.vocab));
       p.pos.push_back(static_cast<int32_t>(position));
       p.slots.push_back(int64_t{seq.table[static_cast<size_t>(position / s_.block_tokens)]} *
-                            s_.block_tokens + position % s_.block_tokens);
+                            s_.block_tokens +
+                        position % s_.block_tokens);
     }
   }
 
@@ -303,8 +305,7 @@ class CudaForwardPass final : public CudaForward {
       p.emit_rows.push_back(static_cast<int32_t>(p.ids.size() - 1));
       p.decode_contexts.push_back(static_cast<int32_t>(c.kv_before + 1));
       decode_seqs.push_back(&seq);
-      p.decode_table_stride =
-          std::max(p.decode_table_stride, static_cast<int>(seq.table.size()));
+      p.decode_table_stride = std::max(p.decode_table_stride, static_cast<int>(seq.table.size()));
     }
     p.decode_seqs = static_cast<int>(decode_seqs.size());
     p.decode_tables.assign(static_cast<size_t>(p.decode_seqs) * p.decode_table_stride, 0);
@@ -351,8 +352,8 @@ class CudaForwardPass final : public CudaForward {
     reserve(logits_, e * m_.vocab * 2);
   }
 
-  void gemm(const cu::DeviceBuffer& x, const cu::DeviceBuffer& w, cu::DeviceBuffer& y,
-            int64_t m, int64_t n, int64_t k) {
+  void gemm(const cu::DeviceBuffer& x, const cu::DeviceBuffer& w, cu::DeviceBuffer& y, int64_t m,
+            int64_t n, int64_t k) {
     cu::gemm(1, kernels::GemmShape{m, n, k}, kernels::Precision::kFp16, x.get(), w.get(), y.get());
   }
 
@@ -370,11 +371,13 @@ class CudaForwardPass final : public CudaForward {
       __half* kp = as_half(k_pool_) + l * layer_pool;
       __half* vp = as_half(v_pool_) + l * layer_pool;
       if (l == 0) {
-        cudafwd::rms_norm<<<static_cast<unsigned>(t), kThreads>>>(
-            as_half(x_), as_half(w.attn_norm), as_half(h_), m_.hidden, static_cast<float>(kRmsNormEps));
+        cudafwd::rms_norm<<<static_cast<unsigned>(t), kThreads>>>(as_half(x_), as_half(w.attn_norm),
+                                                                  as_half(h_), m_.hidden,
+                                                                  static_cast<float>(kRmsNormEps));
       } else {  // the previous layer's MLP output joins the residual here
         cudafwd::add_rms_norm<<<static_cast<unsigned>(t), kThreads>>>(
-            as_half(x_), as_half(delta_), as_half(w.attn_norm), as_half(h_), m_.hidden, static_cast<float>(kRmsNormEps));
+            as_half(x_), as_half(delta_), as_half(w.attn_norm), as_half(h_), m_.hidden,
+            static_cast<float>(kRmsNormEps));
       }
       CUDA_CHECK_LAUNCH();
       gemm(h_, w.wqkv, qkv_, t, qkv_width_, h);
@@ -383,13 +386,14 @@ class CudaForwardPass final : public CudaForward {
           m_.head_dim, qkv_width_, static_cast<float>(std::log2(kRopeTheta)));
       CUDA_CHECK_LAUNCH();
       cudafwd::kv_scatter<<<static_cast<unsigned>(t), kThreads>>>(
-          as_half(qkv_), static_cast<const int64_t*>(d_slots_.get()), kp, vp, m_.heads,
-          m_.kv_heads, m_.head_dim, s_.block_tokens, qkv_width_);
+          as_half(qkv_), static_cast<const int64_t*>(d_slots_.get()), kp, vp, m_.heads, m_.kv_heads,
+          m_.head_dim, s_.block_tokens, qkv_width_);
       CUDA_CHECK_LAUNCH();
       attention(p, kp, vp);
       gemm(attn_, w.wo, delta_, t, h, hd);
       cudafwd::add_rms_norm<<<static_cast<unsigned>(t), kThreads>>>(
-          as_half(x_), as_half(delta_), as_half(w.mlp_norm), as_half(h_), m_.hidden, static_cast<float>(kRmsNormEps));
+          as_half(x_), as_half(delta_), as_half(w.mlp_norm), as_half(h_), m_.hidden,
+          static_cast<float>(kRmsNormEps));
       CUDA_CHECK_LAUNCH();
       gemm(h_, w.gate_up, gate_up_, t, 2 * int64_t{m_.ffn}, h);
       cudafwd::silu_mul<<<grid_for(t * m_.ffn), kThreads>>>(as_half(gate_up_), as_half(act_), t,
@@ -403,8 +407,9 @@ class CudaForwardPass final : public CudaForward {
     if (e == 0) return;
     cudafwd::gather_rows<<<static_cast<unsigned>(e), kThreads>>>(
         as_half(x_), static_cast<const int32_t*>(d_emit_rows_.get()), as_half(xe_), m_.hidden);
-    cudafwd::rms_norm<<<static_cast<unsigned>(e), kThreads>>>(
-        as_half(xe_), as_half(final_norm_), as_half(he_), m_.hidden, static_cast<float>(kRmsNormEps));
+    cudafwd::rms_norm<<<static_cast<unsigned>(e), kThreads>>>(as_half(xe_), as_half(final_norm_),
+                                                              as_half(he_), m_.hidden,
+                                                              static_cast<float>(kRmsNormEps));
     CUDA_CHECK_LAUNCH();
     gemm(he_, lm_head(), logits_, e, m_.vocab, h);
   }

@@ -17,7 +17,6 @@
 
 #include <cstdint>
 
-
 namespace kvsim::validate::cudafwd {
 
 constexpr int kThreads = 256;
@@ -122,9 +121,9 @@ __global__ void rope(__half* qkv, const int32_t* pos, int rope_heads, int head_d
 }
 
 // Writes every token's K and V heads to its slot of this layer's pools.
-__global__ void kv_scatter(const __half* qkv, const int64_t* slots, __half* k_pool,
-                           __half* v_pool, int heads, int kv_heads, int head_dim,
-                           int block_tokens, int64_t row_stride) {
+__global__ void kv_scatter(const __half* qkv, const int64_t* slots, __half* k_pool, __half* v_pool,
+                           int heads, int kv_heads, int head_dim, int block_tokens,
+                           int64_t row_stride) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slots[t];
   const int64_t block = slot / block_tokens, off = slot % block_tokens;
@@ -139,8 +138,8 @@ __global__ void kv_scatter(const __half* qkv, const int64_t* slots, __half* k_po
 }
 
 // Q of rows [row0, row0 + n) into [heads, n, head_dim] (flash attention's layout).
-__global__ void gather_q(const __half* qkv, __half* q, int64_t row0, int n, int heads,
-                         int head_dim, int64_t row_stride) {
+__global__ void gather_q(const __half* qkv, __half* q, int64_t row0, int n, int heads, int head_dim,
+                         int64_t row_stride) {
   const int64_t total = int64_t{heads} * n * head_dim;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
@@ -160,7 +159,8 @@ __global__ void gather_kv(const __half* k_pool, const __half* v_pool, const int3
     const int64_t h = e / (int64_t{head_dim} * context);
     const int64_t src =
         ((int64_t{table[t / block_tokens]} * kv_heads + h) * block_tokens + t % block_tokens) *
-            head_dim + d;
+            head_dim +
+        d;
     k[e] = k_pool[src];
     v[e] = v_pool[src];
   }

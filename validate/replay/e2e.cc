@@ -67,8 +67,10 @@ E2eComparison run_e2e(const E2eOptions& o) {
   mo.gpu = s.gpu.name;
   mo.quiet = true;
   if (const int failed = run_measure(mo); failed > 0) {
-    throw InputError(fmt::format("{}: {} kernel correctness check(s) failed; the timings would not "
-                                 "describe working kernels", (cal / "measurements.csv").string(), failed));
+    throw InputError(
+        fmt::format("{}: {} kernel correctness check(s) failed; the timings would not "
+                    "describe working kernels",
+                    (cal / "measurements.csv").string(), failed));
   }
   // On the CPU the catalog's peaks are placeholders: raise them where the kernels beat them
   // (e2e_device.h), and calibrate and run on that device.
@@ -87,9 +89,10 @@ E2eComparison run_e2e(const E2eOptions& o) {
       write_file_atomic(cal / "manifest.json", man.dump(2) + "\n");
       scenario_path = out / "scenario.yaml";
       write_file_atomic(scenario_path, scenario_on_device(raw, gpu));
-      say(fmt::format("{} peaks raised to {:.4g} FLOP/s and {:.4g} B/s (1.25x the best measured; "
-                      "the catalog's are placeholders) -> {}", s.gpu.name, gpu.fp16_flops,
-                      gpu.hbm_bytes_per_s, scenario_path.string()));
+      say(
+          fmt::format("{} peaks raised to {:.4g} FLOP/s and {:.4g} B/s (1.25x the best measured; "
+                      "the catalog's are placeholders) -> {}",
+                      s.gpu.name, gpu.fp16_flops, gpu.hbm_bytes_per_s, scenario_path.string()));
     }
   }
   run_calibrate({cal, profile_path, true});
@@ -130,7 +133,8 @@ E2eComparison run_e2e(const E2eOptions& o) {
   run_scenario(modeled, ro);
 
   // 3. Measured: the same engine with the forward pass as its clock.
-  say(fmt::format("3/4 measured replay on the {} backend -> {}", o.backend, (out / "measured").string()));
+  say(fmt::format("3/4 measured replay on the {} backend -> {}", o.backend,
+                  (out / "measured").string()));
   ReplayOptions rp;
   rp.scenario = scenario_path;
   rp.backend = o.backend;
@@ -151,15 +155,16 @@ E2eComparison run_e2e(const E2eOptions& o) {
   man["kvsim_version"] = kvsim_version();
   man["scenario"] = o.scenario.string();
   try {
-    man["scenario_hash"] = nlohmann::json::parse(read_text(out / "modeled" / "manifest.json")).value(
-        "scenario_hash", std::string());
+    man["scenario_hash"] = nlohmann::json::parse(read_text(out / "modeled" / "manifest.json"))
+                               .value("scenario_hash", std::string());
   } catch (const nlohmann::json::exception&) {
     man["scenario_hash"] = "";
   }
   man["backend"] = o.backend;
   man["gpu"] = gpu.name;
   man["scenario_as_run"] = scenario_path == o.scenario ? o.scenario.string() : "scenario.yaml";
-  man["peaks"] = {{"fp16_flops", gpu.fp16_flops}, {"hbm_bytes_per_s", gpu.hbm_bytes_per_s},
+  man["peaks"] = {{"fp16_flops", gpu.fp16_flops},
+                  {"hbm_bytes_per_s", gpu.hbm_bytes_per_s},
                   {"source", gpu.source}};
   man["repeats"] = o.repeats;
   man["threads"] = o.threads;
@@ -167,7 +172,8 @@ E2eComparison run_e2e(const E2eOptions& o) {
   man["profile"] = "calibration/profile.yaml";
   man["iteration_overhead_s"] = overhead.iteration_overhead_s;
   for (const OverheadProbe& p : overhead.probes) {
-    man["overhead_probes"].push_back({{"batch", p.name}, {"measured_s", p.measured_s}, {"modeled_ops_s", p.ops_s}});
+    man["overhead_probes"].push_back(
+        {{"batch", p.name}, {"measured_s", p.measured_s}, {"modeled_ops_s", p.ops_s}});
   }
   write_file_atomic(out / "manifest.json", man.dump(2) + "\n");
   if (o.plot) render_e2e_figure(out);

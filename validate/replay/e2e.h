@@ -32,7 +32,7 @@ struct E2eOptions {
   int threads = 1;    // CPU threads of the forward pass
   uint64_t seed = 1;  // weights, inputs and KV values of the forward pass
   bool quiet = false;
-  bool plot = true;   // render DIR/e2e.png (needs python3 + matplotlib)
+  bool plot = true;  // render DIR/e2e.png (needs python3 + matplotlib)
   // Tests only: a clock maker used instead of the backend's forward pass, for both the overhead
   // probe and the replay (ReplayOptions::clock_override).
   std::function<std::unique_ptr<IterationClock>(const ForwardSetup&)> clock_override;

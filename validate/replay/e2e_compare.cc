@@ -42,7 +42,8 @@ class Csv {
   size_t size() const { return rows_.size(); }
   size_t column(const std::string& name) const {
     auto it = std::find(header_.begin(), header_.end(), name);
-    if (it == header_.end()) throw InputError(fmt::format("{}:1: no column '{}'", path_.string(), name));
+    if (it == header_.end())
+      throw InputError(fmt::format("{}:1: no column '{}'", path_.string(), name));
     return static_cast<size_t>(it - header_.begin());
   }
   const std::string& text(size_t row, size_t col) const { return rows_[row][col]; }
@@ -65,7 +66,9 @@ class Csv {
   }
   double required(size_t row, size_t col) const {
     auto v = number(row, col);
-    if (!v) throw InputError(fmt::format("{}:{}: {} is empty", path_.string(), lines_[row], header_[col]));
+    if (!v)
+      throw InputError(
+          fmt::format("{}:{}: {} is empty", path_.string(), lines_[row], header_[col]));
     return *v;
   }
   int line(size_t row) const { return lines_[row]; }
@@ -168,7 +171,8 @@ std::vector<std::pair<std::string, Side>> read_requests(const std::filesystem::p
   const Csv csv(file);
   const size_t pol = csv.column("policy"), id = csv.column("id"), out = csv.column("outcome"),
                pre = csv.column("preemptions");
-  const std::array<size_t, 3> cols = {csv.column("ttft_s"), csv.column("tpot_s"), csv.column("e2e_s")};
+  const std::array<size_t, 3> cols = {csv.column("ttft_s"), csv.column("tpot_s"),
+                                      csv.column("e2e_s")};
   std::vector<std::pair<std::string, Side>> sides;
   for (size_t i = 0; i < csv.size(); ++i) {
     const std::string& p = csv.text(i, pol);
@@ -227,7 +231,8 @@ E2eComparison compare_e2e(const std::filesystem::path& modeled_dir,
     // Not a structured binding: clang 14 (the sanitizer build) cannot capture one in a lambda.
     const std::string& name = entry.first;
     const auto& meas = entry.second;
-    auto it = std::find_if(modeled.begin(), modeled.end(), [&](const auto& p) { return p.first == name; });
+    auto it = std::find_if(modeled.begin(), modeled.end(),
+                           [&](const auto& p) { return p.first == name; });
     if (it == modeled.end()) {
       throw InputError(fmt::format("{}: no rows of policy '{}' (measured has them)",
                                    (modeled_dir / "requests.csv").string(), name));
@@ -251,15 +256,20 @@ void write_e2e(const E2eComparison& c, const std::filesystem::path& out_dir) {
   nlohmann::ordered_json j;
   j["tool"] = "kvsim-validate e2e";
   j["errors"] = "relative, (modeled - measured) / measured; mape = mean |error|";
-  std::string icsv = "kind,group,iterations,mape,median_rel_error,p90_rel_error,modeled_s,measured_s\n";
+  std::string icsv =
+      "kind,group,iterations,mape,median_rel_error,p90_rel_error,modeled_s,measured_s\n";
   for (const IterationGroup& g : c.iterations) {
-    j["iterations"].push_back({{"kind", g.kind}, {"group", g.name}, {"iterations", g.iterations},
-                               {"mape", g.mape}, {"median_rel_error", g.median_rel_error},
-                               {"p90_rel_error", g.p90_rel_error}, {"modeled_s", g.modeled_s},
+    j["iterations"].push_back({{"kind", g.kind},
+                               {"group", g.name},
+                               {"iterations", g.iterations},
+                               {"mape", g.mape},
+                               {"median_rel_error", g.median_rel_error},
+                               {"p90_rel_error", g.p90_rel_error},
+                               {"modeled_s", g.modeled_s},
                                {"measured_s", g.measured_s}});
-    icsv += fmt::format("{},{},{},{},{},{},{},{}\n", g.kind, g.name, g.iterations, g9(g.mape),
-                        g9(g.median_rel_error), g9(g.p90_rel_error), g9(g.modeled_s),
-                        g9(g.measured_s));
+    icsv +=
+        fmt::format("{},{},{},{},{},{},{},{}\n", g.kind, g.name, g.iterations, g9(g.mape),
+                    g9(g.median_rel_error), g9(g.p90_rel_error), g9(g.modeled_s), g9(g.measured_s));
   }
   std::string rcsv =
       "policy,metric,requests,modeled_median_s,measured_median_s,median_rel_error,modeled_p90_s,"
@@ -275,15 +285,18 @@ void write_e2e(const E2eComparison& c, const std::filesystem::path& out_dir) {
           {"requests", m.requests},
           {"modeled", {{"median_s", m.modeled_median}, {"p90_s", m.modeled_p90}}},
           {"measured", {{"median_s", m.measured_median}, {"p90_s", m.measured_p90}}},
-          {"median_rel_error", m.median_rel_error}, {"p90_rel_error", m.p90_rel_error},
-          {"median_abs_request_error", m.median_abs_request_error}, {"request_error_cdf", cdf}};
+          {"median_rel_error", m.median_rel_error},
+          {"p90_rel_error", m.p90_rel_error},
+          {"median_abs_request_error", m.median_abs_request_error},
+          {"request_error_cdf", cdf}};
       rcsv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", p.policy, m.metric, m.requests,
                           g9(m.modeled_median), g9(m.measured_median), g9(m.median_rel_error),
                           g9(m.modeled_p90), g9(m.measured_p90), g9(m.p90_rel_error),
                           g9(m.median_abs_request_error));
     }
     pj["preemptions"] = {{"modeled", p.modeled_preemptions}, {"measured", p.measured_preemptions}};
-    pj["outcomes"] = {{"modeled", p.modeled_outcomes}, {"measured", p.measured_outcomes},
+    pj["outcomes"] = {{"modeled", p.modeled_outcomes},
+                      {"measured", p.measured_outcomes},
                       {"identical", p.outcomes_identical()}};
     j["policies"].push_back(pj);
   }
@@ -294,13 +307,15 @@ void write_e2e(const E2eComparison& c, const std::filesystem::path& out_dir) {
 
 std::string e2e_table(const E2eComparison& c) {
   auto pct = [](double v) { return fmt::format("{:+.1f}%", v * 100); };
-  cli::TextTable it({"iterations", "n", "MAPE", "median err", "p90 err", "modeled s", "measured s"});
+  cli::TextTable it(
+      {"iterations", "n", "MAPE", "median err", "p90 err", "modeled s", "measured s"});
   for (const IterationGroup& g : c.iterations) {
     it.add_row({g.name, std::to_string(g.iterations), fmt::format("{:.1f}%", g.mape * 100),
                 pct(g.median_rel_error), pct(g.p90_rel_error), fmt::format("{:.3f}", g.modeled_s),
                 fmt::format("{:.3f}", g.measured_s)});
   }
-  cli::TextTable rq({"policy", "metric", "n", "median mod/meas (ms)", "err", "p90 mod/meas (ms)", "err"});
+  cli::TextTable rq(
+      {"policy", "metric", "n", "median mod/meas (ms)", "err", "p90 mod/meas (ms)", "err"});
   std::string outcomes;
   for (const PolicyCompare& p : c.policies) {
     for (const MetricCompare& m : p.metrics) {

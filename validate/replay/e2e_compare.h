@@ -26,18 +26,18 @@
 namespace kvsim::validate {
 
 struct IterationGroup {
-  std::string kind;   // "all", "shape" or "tokens"
-  std::string name;   // "all"; "prefill-only", "decode-only", "mixed"; "1-7", "8-63", ...
+  std::string kind;  // "all", "shape" or "tokens"
+  std::string name;  // "all"; "prefill-only", "decode-only", "mixed"; "1-7", "8-63", ...
   int64_t iterations = 0;
   double mape = 0;
   double median_rel_error = 0;
   double p90_rel_error = 0;
-  double modeled_s = 0;   // sums over the group's iterations
+  double modeled_s = 0;  // sums over the group's iterations
   double measured_s = 0;
 };
 
 struct MetricCompare {
-  std::string metric;  // "ttft", "tpot", "e2e"
+  std::string metric;    // "ttft", "tpot", "e2e"
   int64_t requests = 0;  // requests with the figure on both sides
   double modeled_median = 0, modeled_p90 = 0;
   double measured_median = 0, measured_p90 = 0;
@@ -49,7 +49,7 @@ struct MetricCompare {
 
 struct PolicyCompare {
   std::string policy;
-  int64_t matched = 0;  // ids present on both sides
+  int64_t matched = 0;                 // ids present on both sides
   std::vector<MetricCompare> metrics;  // ttft, tpot, e2e
   int64_t modeled_preemptions = 0, measured_preemptions = 0;
   std::map<std::string, int64_t> modeled_outcomes, measured_outcomes;

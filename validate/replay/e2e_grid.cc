@@ -31,7 +31,8 @@ E2eShapes e2e_shapes(const Scenario& s) {
   auto read = [&](const std::optional<ConfigNode>& engine) {
     if (!engine || !engine->is_map()) return;
     if (auto kv = engine->peek("kv"); kv && kv->is_map()) {
-      if (auto b = kv->peek("block_size"); b && !b->is_null()) out.block_tokens = b->as<int>({.min = 1, .max = 256});
+      if (auto b = kv->peek("block_size"); b && !b->is_null())
+        out.block_tokens = b->as<int>({.min = 1, .max = 256});
     }
     if (auto t = engine->peek("max_num_batched_tokens"); t && !t->is_null()) {
       out.max_batched_tokens = t->as<int64_t>({.min = 1});
@@ -41,7 +42,8 @@ E2eShapes e2e_shapes(const Scenario& s) {
     }
   };
   read(s.root.peek("engine"));
-  if (auto p = s.root.peek("policies"); p && p->is_sequence() && p->size() > 0 && p->at(0).is_map()) {
+  if (auto p = s.root.peek("policies");
+      p && p->is_sequence() && p->size() > 0 && p->at(0).is_map()) {
     read(p->at(0).peek("engine"));
   }
   return out;
@@ -74,17 +76,21 @@ std::string e2e_grid_yaml(const Scenario& s, const std::string& backend) {
   gemm("lm_head", up_to({1, 4, 16, 64}, sh.max_batched_tokens), m.vocab, m.hidden);
   const auto chunks = up_to({16, 64, 256, 512}, sh.max_batched_tokens);
   if (sh.native_attention) {
-    y += fmt::format("  - {{class: native, dtypes: [{}], batch: [1], heads: [{}], seq: {}, "
-                     "head_dim: [{}], causal: [true]}}\n", dtype, h, list(chunks), d);
+    y += fmt::format(
+        "  - {{class: native, dtypes: [{}], batch: [1], heads: [{}], seq: {}, "
+        "head_dim: [{}], causal: [true]}}\n",
+        dtype, h, list(chunks), d);
   } else {
     // On a GPU the tiled tensor-core kernel (flash v2), not v1's one-thread-per-row cross-check.
-    y += fmt::format("  - {{class: flash, versions: [{}], dtypes: [{}], batch: [1], heads: [{}], "
-                     "kv_heads: [{}], seq: {}, context: [0, 256], head_dim: [{}], causal: [true]}}\n",
-                     cpu ? 1 : 2, dtype, h, kvh, list(chunks), d);
+    y += fmt::format(
+        "  - {{class: flash, versions: [{}], dtypes: [{}], batch: [1], heads: [{}], "
+        "kv_heads: [{}], seq: {}, context: [0, 256], head_dim: [{}], causal: [true]}}\n",
+        cpu ? 1 : 2, dtype, h, kvh, list(chunks), d);
   }
-  y += fmt::format("  - {{class: paged_decode, dtypes: [{}], batch: [1, 8, 32], heads: [{}], "
-                   "kv_heads: [{}], head_dim: [{}], context: {}, block_size: [{}]}}\n",
-                   dtype, h, kvh, d, list(contexts), sh.block_tokens);
+  y += fmt::format(
+      "  - {{class: paged_decode, dtypes: [{}], batch: [1, 8, 32], heads: [{}], "
+      "kv_heads: [{}], head_dim: [{}], context: {}, block_size: [{}]}}\n",
+      dtype, h, kvh, d, list(contexts), sh.block_tokens);
   // 64 and 256 MiB outgrow a CPU's caches: main memory's bandwidth (e2e_device.h).
   y += "  - {class: membw_copy, bytes_mib: [0.25, 1, 4, 16, 64, 256]}\n";
   return y;

@@ -21,9 +21,9 @@
 namespace kvsim::validate {
 
 struct E2eShapes {
-  int block_tokens = 16;                // engine.kv.block_size (default 16, vLLM's)
-  int64_t max_batched_tokens = 2048;    // engine.max_num_batched_tokens
-  bool native_attention = false;        // engine.attention: native
+  int block_tokens = 16;              // engine.kv.block_size (default 16, vLLM's)
+  int64_t max_batched_tokens = 2048;  // engine.max_num_batched_tokens
+  bool native_attention = false;      // engine.attention: native
 };
 
 // The engine keys the grid and the forward pass need, from the scenario's tree.

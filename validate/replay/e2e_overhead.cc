@@ -21,9 +21,8 @@ struct Probe {
 
 OverheadFit fit_iteration_overhead(IterationClock& clock, const LatencyModel& model,
                                    int block_tokens, int rounds) {
-  const std::vector<Probe> probes = {{"decode 1 x 32", 0, 1, 32},
-                                     {"decode 4 x 64", 0, 4, 64},
-                                     {"prefill 16", 16, 0, 0}};
+  const std::vector<Probe> probes = {
+      {"decode 1 x 32", 0, 1, 32}, {"decode 4 x 64", 0, 4, 64}, {"prefill 16", 16, 0, 0}};
   OverheadFit fit;
   std::vector<double> remainders;
   int64_t next_id = 1'000'000;

@@ -17,7 +17,7 @@
 namespace kvsim::validate {
 
 struct OverheadProbe {
-  std::string name;     // e.g. "decode 1 x 32"
+  std::string name;       // e.g. "decode 1 x 32"
   double measured_s = 0;  // median over the rounds
   double ops_s = 0;       // the profile's kernel time of the same batch
 };

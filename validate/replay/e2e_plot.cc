@@ -34,12 +34,14 @@ void render_e2e_figure(const std::filesystem::path& dir) {
   if (pid < 0) throw InputError(fmt::format("cannot start {}: {}", python, std::strerror(errno)));
   if (pid == 0) {
     ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "kvsim-validate: error: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    std::fprintf(stderr, "kvsim-validate: error: cannot run %s: %s\n", argv[0],
+                 std::strerror(errno));
     ::_exit(127);
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw InputError(fmt::format("waiting for {}: {}", python, std::strerror(errno)));
+    if (errno != EINTR)
+      throw InputError(fmt::format("waiting for {}: {}", python, std::strerror(errno)));
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   throw InputError(fmt::format("{} scripts/kvsim_plot {} failed ({})", python, dir.string(),

@@ -12,7 +12,8 @@ void check_forward_backend(const std::string& backend) {
   }
 }
 
-std::unique_ptr<IterationClock> make_forward(const std::string& backend, const ForwardSetup& setup) {
+std::unique_ptr<IterationClock> make_forward(const std::string& backend,
+                                             const ForwardSetup& setup) {
   check_forward_backend(backend);
   return backend == "cuda" ? make_cuda_forward(setup) : make_cpu_forward(setup);
 }

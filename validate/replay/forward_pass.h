@@ -17,12 +17,12 @@
 namespace kvsim::validate {
 
 struct ForwardSetup {
-  ModelSpec model;           // the whole model (one GPU: no tensor or pipeline split)
-  int block_tokens = 16;     // paged KV block size in tokens (the scenario's store)
-  int64_t num_blocks = 0;    // blocks in the real KV pool (the simulated pool's block count)
-  uint64_t seed = 1;         // weights, inputs and filled KV come from it
-  int repeats = 1;           // timed executions per iteration; the clock returns their median
-  int threads = 1;           // CPU threads for the GEMMs (cpu backend)
+  ModelSpec model;         // the whole model (one GPU: no tensor or pipeline split)
+  int block_tokens = 16;   // paged KV block size in tokens (the scenario's store)
+  int64_t num_blocks = 0;  // blocks in the real KV pool (the simulated pool's block count)
+  uint64_t seed = 1;       // weights, inputs and filled KV come from it
+  int repeats = 1;         // timed executions per iteration; the clock returns their median
+  int threads = 1;         // CPU threads for the GEMMs (cpu backend)
 };
 
 // Throws InputError when the setup cannot run here (the pool or the weights do not fit in the

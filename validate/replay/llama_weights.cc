@@ -26,7 +26,8 @@ std::vector<float> linear_weight(kernels::InputRng& rng, int64_t out, int64_t in
 int64_t weight_floats(const ModelSpec& m) {
   const int64_t h = m.hidden;
   const int64_t qkv = int64_t{m.heads + 2 * m.kv_heads} * m.head_dim;
-  const int64_t layer = 2 * h + qkv * h + h * int64_t{m.heads} * m.head_dim + 3 * int64_t{m.ffn} * h;
+  const int64_t layer =
+      2 * h + qkv * h + h * int64_t{m.heads} * m.head_dim + 3 * int64_t{m.ffn} * h;
   return int64_t{m.vocab} * h * (m.tied_embeddings ? 1 : 2) + m.layers * layer + h;
 }
 
@@ -34,22 +35,26 @@ int64_t weight_floats(const ModelSpec& m) {
 
 void check_llama_shaped(const ModelSpec& m, int64_t max_bytes) {
   const auto refuse = [&](const std::string& why) {
-    throw InputError(fmt::format("cpu forward: model {} {}; the replay's forward pass runs "
-                                 "dense Llama-shaped models only", m.name, why));
+    throw InputError(
+        fmt::format("cpu forward: model {} {}; the replay's forward pass runs "
+                    "dense Llama-shaped models only",
+                    m.name, why));
   };
   if (m.num_experts > 1) refuse(fmt::format("has {} experts", m.num_experts));
   if (!m.gated_mlp) refuse("has an ungated MLP");
   if (m.sliding_window) refuse("uses sliding-window attention");
   if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.kv_heads < 1 || m.head_dim < 2 ||
       m.head_dim % 2 != 0 || m.ffn < 1 || m.vocab < 1 || m.heads % m.kv_heads != 0) {
-    refuse("has a shape it cannot run (needs positive sizes, an even head_dim and kv_heads "
-           "dividing heads)");
+    refuse(
+        "has a shape it cannot run (needs positive sizes, an even head_dim and kv_heads "
+        "dividing heads)");
   }
   const int64_t bytes = weight_floats(m) * int64_t{sizeof(float)};
   if (bytes > max_bytes) {
-    throw InputError(fmt::format("cpu forward: model {}'s float32 weights need {} bytes, over "
-                                 "the {} bytes the CPU forward pass allows", m.name, bytes,
-                                 max_bytes));
+    throw InputError(
+        fmt::format("cpu forward: model {}'s float32 weights need {} bytes, over "
+                    "the {} bytes the CPU forward pass allows",
+                    m.name, bytes, max_bytes));
   }
 }
 

@@ -26,7 +26,7 @@ struct LlamaLayerWeights {
 };
 
 struct LlamaWeights {
-  std::vector<float> embed;       // [vocab, hidden]
+  std::vector<float> embed;  // [vocab, hidden]
   std::vector<LlamaLayerWeights> layers;
   std::vector<float> final_norm;  // [hidden]
   std::vector<float> lm_head;     // [vocab, hidden]; empty when tied to `embed`

@@ -40,8 +40,8 @@ class RecordingClock : public IterationClock {
     const double modeled = b.modeled != nullptr ? b.modeled->seconds : 0;
     // start_s: nanosecond simulated times, so 9 decimals are exact; durations round-trip at 9
     // significant digits.
-    out_.append(fmt::format("{},{},{},{:.9f},{},{},{},{},{:.9g},{:.9g}\n", policy_, replica_, index_++,
-                            b.start_s, b.prefill.size(), prefill_tokens, b.decode.size(),
+    out_.append(fmt::format("{},{},{},{:.9f},{},{},{},{},{:.9g},{:.9g}\n", policy_, replica_,
+                            index_++, b.start_s, b.prefill.size(), prefill_tokens, b.decode.size(),
                             b.shape != nullptr ? b.shape->decode_context_tokens : 0, modeled,
                             measured));
     modeled_total_ += modeled;
@@ -74,8 +74,10 @@ std::string yaml_quoted(const std::string& text) {
 void check_options(const ReplayOptions& o) {
   check_forward_backend(o.backend);
   if (o.out_dir.empty()) throw InputError("replay: an output folder is required (-o DIR)");
-  if (o.repeats < 1) throw InputError(fmt::format("--repeats: expected an integer >= 1, got {}", o.repeats));
-  if (o.threads < 1) throw InputError(fmt::format("--threads: expected an integer >= 1, got {}", o.threads));
+  if (o.repeats < 1)
+    throw InputError(fmt::format("--repeats: expected an integer >= 1, got {}", o.repeats));
+  if (o.threads < 1)
+    throw InputError(fmt::format("--threads: expected an integer >= 1, got {}", o.threads));
   if (!o.profile.empty() && !std::filesystem::is_regular_file(o.profile)) {
     throw InputError(fmt::format("--profile: no such file: {}", o.profile.string()));
   }
@@ -116,8 +118,8 @@ void run_replay(const ReplayOptions& o) {
   check_options(o);
   const ConfigNode raw = ConfigNode::parse_file(o.scenario);
   const Scenario s = load_scenario_with_sets(raw, profile_sets(raw, o.profile), Catalog::builtin());
-  const std::string device = o.clock_override ? std::string("test clock")
-                                              : make_backend(o.backend)->device_name();
+  const std::string device =
+      o.clock_override ? std::string("test clock") : make_backend(o.backend)->device_name();
 
   AtomicFile iterations(o.out_dir / "iterations.csv");
   iterations.append(kIterationsHeader);
@@ -131,21 +133,18 @@ void run_replay(const ReplayOptions& o) {
     return std::make_unique<RecordingClock>(std::move(inner), iterations, c.policy, c.replica,
                                             modeled_total, measured_total);
   };
-  run.marks = {{"clock", "measured"},
-               {"backend", o.backend},
-               {"device", device},
-               {"repeats", o.repeats},
-               {"threads", o.threads},
-               {"forward_seed", o.seed}};
+  run.marks = {{"clock", "measured"},  {"backend", o.backend}, {"device", device},
+               {"repeats", o.repeats}, {"threads", o.threads}, {"forward_seed", o.seed}};
   run.extra_files = {{"iterations.csv", &iterations}};
   const RunResult r = run_scenario(s, run);
   if (!o.quiet) {
     int64_t requests = 0;
     for (const PolicySummary& p : r.policies) requests += p.requests_total;
-    fmt::print("replay: {} policies, {} requests on {} ({}); the iterations' time: measured {:.3f} s, "
-               "modeled {:.3f} s; results in {}\n",
-               r.policies.size(), requests, o.backend, device, measured_total, modeled_total,
-               o.out_dir.string());
+    fmt::print(
+        "replay: {} policies, {} requests on {} ({}); the iterations' time: measured {:.3f} s, "
+        "modeled {:.3f} s; results in {}\n",
+        r.policies.size(), requests, o.backend, device, measured_total, modeled_total,
+        o.out_dir.string());
   }
 }
 

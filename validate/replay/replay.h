@@ -20,10 +20,10 @@ namespace kvsim::validate {
 
 struct ReplayOptions {
   std::filesystem::path scenario;
-  std::string backend = "cpu";         // cpu | cuda (make_cpu_forward / make_cuda_forward)
+  std::string backend = "cpu";  // cpu | cuda (make_cpu_forward / make_cuda_forward)
   std::filesystem::path out_dir;
-  std::filesystem::path profile;       // "" = the scenario's; else every policy's engine.profile
-  int repeats = 1;                     // ForwardSetup::repeats
+  std::filesystem::path profile;  // "" = the scenario's; else every policy's engine.profile
+  int repeats = 1;                // ForwardSetup::repeats
   int threads = 1;
   uint64_t seed = 1;
   bool quiet = false;

@@ -17,21 +17,36 @@ namespace {
 using Json = nlohmann::json;
 
 // The engine arguments carried into the scenario (vllm_engine.cc writes each).
-constexpr std::array<std::string_view, 20> kCarried = {
-    "model", "tensor_parallel_size", "data_parallel_size", "enable_expert_parallel",
-    "max_num_seqs", "max_num_batched_tokens", "max_model_len", "num_gpu_blocks_override",
-    "num_gpu_blocks", "block_size", "gpu_memory_utilization", "enable_prefix_caching", "dtype",
-    "kv_cache_dtype", "seed", "speculative_config", "async_scheduling",
-    "long_prefill_token_threshold", "enforce_eager", "disable_custom_all_reduce"};
+constexpr std::array<std::string_view, 20> kCarried = {"model",
+                                                       "tensor_parallel_size",
+                                                       "data_parallel_size",
+                                                       "enable_expert_parallel",
+                                                       "max_num_seqs",
+                                                       "max_num_batched_tokens",
+                                                       "max_model_len",
+                                                       "num_gpu_blocks_override",
+                                                       "num_gpu_blocks",
+                                                       "block_size",
+                                                       "gpu_memory_utilization",
+                                                       "enable_prefix_caching",
+                                                       "dtype",
+                                                       "kv_cache_dtype",
+                                                       "seed",
+                                                       "speculative_config",
+                                                       "async_scheduling",
+                                                       "long_prefill_token_threshold",
+                                                       "enforce_eager",
+                                                       "disable_custom_all_reduce"};
 // Arguments that change neither the schedule nor the memory (where the weights come from, how
 // requests are logged, the name the API serves): accepted and not carried.
 constexpr std::array<std::string_view, 9> kNoEffect = {
-    "trust_remote_code", "disable_log_stats", "disable_log_requests", "served_model_name",
-    "tokenizer", "tokenizer_revision", "revision", "download_dir", "load_format"};
+    "trust_remote_code", "disable_log_stats", "disable_log_requests",
+    "served_model_name", "tokenizer",         "tokenizer_revision",
+    "revision",          "download_dir",      "load_format"};
 // The keys of vLLM's speculative_config kvsim models, plus its own acceptance keys.
 constexpr std::array<std::string_view, 6> kSpeculativeKeys = {
-    "method", "num_speculative_tokens", "model", "draft_tensor_parallel_size", "acceptance_rate",
-    "acceptance_per_position"};
+    "method",          "num_speculative_tokens", "model", "draft_tensor_parallel_size",
+    "acceptance_rate", "acceptance_per_position"};
 
 template <size_t N>
 bool listed(const std::array<std::string_view, N>& keys, const std::string& k) {
@@ -48,8 +63,9 @@ void check_dtypes(const JsonFields& f, const VllmEngineArgs& e) {
   const std::string w = lower(e.dtype);
   if (!(w == "auto" || w == "bfloat16" || w == "bf16" || w == "float16" || w == "half" ||
         w == "fp16" || w == "float32" || w == "float")) {
-    f.fail("dtype", fmt::format("'dtype': \"{}\": expected auto, bfloat16, float16, half or float32",
-                                echo_text(e.dtype)));
+    f.fail("dtype",
+           fmt::format("'dtype': \"{}\": expected auto, bfloat16, float16, half or float32",
+                       echo_text(e.dtype)));
   }
   const std::string kv = lower(e.kv_cache_dtype);
   if (!(kv == "auto" || kv.rfind("fp8", 0) == 0 || kv == "bfloat16" || kv == "bf16" ||
@@ -70,8 +86,8 @@ std::string speculative_flow(const JsonFields& engine, const std::string& text,
                              const std::string& where, int tensor_parallel) {
   const Json& v = engine.json().at("speculative_config");
   if (!v.is_object()) {
-    engine.fail("speculative_config", fmt::format("'speculative_config': expected an object, got {}",
-                                                  describe_json(v)));
+    engine.fail("speculative_config",
+                fmt::format("'speculative_config': expected an object, got {}", describe_json(v)));
   }
   const JsonFields s(v, text, where);
   for (const auto& [k, ignored] : v.items()) {
@@ -83,12 +99,13 @@ std::string speculative_flow(const JsonFields& engine, const std::string& text,
   }
   nlohmann::ordered_json out;
   const std::string method = s.string("method", "");
-  static constexpr std::array<std::string_view, 6> kMethods = {"eagle", "eagle3", "mtp", "ngram",
-                                                               "ngram_gpu", "draft_model"};
+  static constexpr std::array<std::string_view, 6> kMethods = {"eagle", "eagle3",    "mtp",
+                                                               "ngram", "ngram_gpu", "draft_model"};
   if (!listed(kMethods, method)) {
-    s.fail("method", fmt::format("speculative_config 'method': \"{}\": expected eagle, eagle3, mtp, "
-                                 "ngram, ngram_gpu or draft_model",
-                                 echo_text(method)));
+    s.fail("method",
+           fmt::format("speculative_config 'method': \"{}\": expected eagle, eagle3, mtp, "
+                       "ngram, ngram_gpu or draft_model",
+                       echo_text(method)));
   }
   out["method"] = method;
   out["num_speculative_tokens"] = s.integer("num_speculative_tokens", 1, 64);
@@ -108,20 +125,23 @@ std::string speculative_flow(const JsonFields& engine, const std::string& text,
   }
   if (s.has("acceptance_rate")) {
     const double a = s.number("acceptance_rate");
-    if (!(a >= 0 && a <= 1)) s.fail("acceptance_rate", "'acceptance_rate': expected a number in [0, 1]");
+    if (!(a >= 0 && a <= 1))
+      s.fail("acceptance_rate", "'acceptance_rate': expected a number in [0, 1]");
     out["acceptance_rate"] = a;
   } else {
     const Json& list = s.at("acceptance_per_position");
     const int64_t k = out["num_speculative_tokens"].get<int64_t>();
     if (!list.is_array() || static_cast<int64_t>(list.size()) != k) {
       s.fail("acceptance_per_position", fmt::format("'acceptance_per_position': expected a list of "
-                                                    "{} rates (num_speculative_tokens)", k));
+                                                    "{} rates (num_speculative_tokens)",
+                                                    k));
     }
     double before = 1;
     for (const Json& r : list) {
       if (!r.is_number() || !(r.get<double>() >= 0 && r.get<double>() <= before)) {
-        s.fail("acceptance_per_position", "'acceptance_per_position': expected rates in [0, 1], "
-                                          "none above the one before");
+        s.fail("acceptance_per_position",
+               "'acceptance_per_position': expected rates in [0, 1], "
+               "none above the one before");
       }
       before = r.get<double>();
     }
@@ -186,8 +206,9 @@ VllmEngineArgs read_engine_kwargs(const JsonFields& f, const std::string& fallba
     e.speculative_config = speculative_flow(f, f.text(), f.where(), e.tensor_parallel);
     if (e.async_scheduling.value_or(false) &&
         f.json()["speculative_config"].value("method", "") == "ngram") {
-      f.fail("async_scheduling", "vLLM runs the CPU ngram drafter without async scheduling "
-                                 "(it raises for async_scheduling: true)");
+      f.fail("async_scheduling",
+             "vLLM runs the CPU ngram drafter without async scheduling "
+             "(it raises for async_scheduling: true)");
     }
   }
   return e;

@@ -47,7 +47,8 @@ HeldoutReport heldout_report(const std::vector<Heldout>& held) {
   r.table += "\n";
   for (const auto& [cls, bins] : acc) {
     const Acc& all = bins.at("all");
-    nlohmann::ordered_json c = {{"rows", all.n}, {"mape", all.abs / all.n}, {"signed", all.signed_ / all.n}};
+    nlohmann::ordered_json c = {
+        {"rows", all.n}, {"mape", all.abs / all.n}, {"signed", all.signed_ / all.n}};
     r.table += fmt::format("{:<18} {:>6} {:>6.1f}% {:>+6.1f}%", cls, all.n, 100 * all.abs / all.n,
                            100 * all.signed_ / all.n);
     for (const char* b : kBins) {

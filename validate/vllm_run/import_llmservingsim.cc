@@ -63,11 +63,13 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   }
   const auto meta_file = bundle / "meta.yaml";
   if (!std::filesystem::is_regular_file(meta_file)) {
-    throw InputError(fmt::format("{}: no meta.yaml (expected LLMServingSim's perf/<GPU>/<org>/<model>/<dtype>/ folder)",
-                                 bundle.string()));
+    throw InputError(fmt::format(
+        "{}: no meta.yaml (expected LLMServingSim's perf/<GPU>/<org>/<model>/<dtype>/ folder)",
+        bundle.string()));
   }
   if (!std::filesystem::is_regular_file(tp_dir / "dense.csv")) {
-    throw InputError(fmt::format("{}: no dense.csv (is there a tp{} folder?)", tp_dir.string(), tp));
+    throw InputError(
+        fmt::format("{}: no dense.csv (is there a tp{} folder?)", tp_dir.string(), tp));
   }
   const BundleMeta meta = read_bundle_meta(meta_file);
   const std::string gpu_name = o.gpu.empty() ? catalog_gpu_for(meta.gpu) : o.gpu;
@@ -107,7 +109,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
 
   // dense.csv: every other distinct token count is held out (as `import vidur`).
   const BundleCsv dense = read_bundle_csv(tp_dir / "dense.csv");
-  const size_t c_layer = dense.col("layer"), c_tok = dense.col("tokens"), c_us = dense.col("time_us");
+  const size_t c_layer = dense.col("layer"), c_tok = dense.col("tokens"),
+               c_us = dense.col("time_us");
   std::map<int64_t, std::string> split_of;
   for (size_t i = 0; i < dense.rows.size(); ++i) split_of[dense.count(i, c_tok, 1)];
   {
@@ -129,7 +132,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   }
   // per_sequence.csv: lm_head is a GEMM over the sequences; the sampler a line fitted below.
   const BundleCsv per_seq = read_bundle_csv(tp_dir / "per_sequence.csv");
-  const size_t p_layer = per_seq.col("layer"), p_seq = per_seq.col("sequences"), p_us = per_seq.col("time_us");
+  const size_t p_layer = per_seq.col("layer"), p_seq = per_seq.col("sequences"),
+               p_us = per_seq.col("time_us");
   std::vector<std::pair<double, double>> sampler_train, sampler_test;
   {
     std::map<std::string, int> seen;
@@ -143,15 +147,16 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
       } else if (op == "sampler") {
         (split == "train" ? sampler_train : sampler_test).emplace_back(static_cast<double>(n), us);
       } else {
-        throw InputError(fmt::format("{}:{}: op '{}' has no kvsim operation",
-                                     per_seq.path.string(), per_seq.lines[i], op));
+        throw InputError(fmt::format("{}:{}: op '{}' has no kvsim operation", per_seq.path.string(),
+                                     per_seq.lines[i], op));
       }
     }
   }
   // attention.csv: prefill-only and decode-only rows alternate train/test; mixed rows are held out.
   const BundleCsv attn = read_bundle_csv(tp_dir / "attention.csv");
   const size_t a_pc = attn.col("prefill_chunk"), a_kp = attn.col("kv_prefill"),
-               a_nd = attn.col("n_decode"), a_kd = attn.col("kv_decode"), a_us = attn.col("time_us");
+               a_nd = attn.col("n_decode"), a_kd = attn.col("kv_decode"),
+               a_us = attn.col("time_us");
   struct Mixed {
     int64_t pc, kp, nd, kd;
     double us;
@@ -159,19 +164,21 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   std::vector<Mixed> mixed;
   int n_prefill = 0, n_decode = 0;
   for (size_t i = 0; i < attn.rows.size(); ++i) {
-    const int64_t pc = attn.count(i, a_pc, 0), kp = attn.count(i, a_kp, 0), nd = attn.count(i, a_nd, 0),
-                  kd = attn.count(i, a_kd, 0);
+    const int64_t pc = attn.count(i, a_pc, 0), kp = attn.count(i, a_kp, 0),
+                  nd = attn.count(i, a_nd, 0), kd = attn.count(i, a_kd, 0);
     const double us = attn.num(i, a_us);
     if (pc > 0 && nd == 0) {
       add(flash_case(d, pc, kp), us, n_prefill++ % 2 == 1 ? "test" : "train", "prefill", pc);
     } else if (pc == 0 && nd > 0 && kd > 0) {
-      add(decode_case(d, nd, kd, meta.block_size), us, n_decode++ % 2 == 1 ? "test" : "train", "decode", nd);
+      add(decode_case(d, nd, kd, meta.block_size), us, n_decode++ % 2 == 1 ? "test" : "train",
+          "decode", nd);
     } else if (pc > 0 && nd > 0 && kd > 0) {
       // The mixed factor's fit divides by the measured time: a 0 would make it NaN.
       if (!(us > 0)) {
-        throw InputError(fmt::format("{}:{}: column time_us: expected a positive time for a mixed "
-                                     "batch, got {}",
-                                     attn.path.string(), attn.lines[i], us));
+        throw InputError(
+            fmt::format("{}:{}: column time_us: expected a positive time for a mixed "
+                        "batch, got {}",
+                        attn.path.string(), attn.lines[i], us));
       }
       mixed.push_back({pc, kp, nd, kd, us});
     }
@@ -206,7 +213,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   }
   // Mixed batches (one chunk and decodes in one varlen kernel) are costed by the same tiles, the
   // decodes inside the prefill kernel: nothing of them is fitted, every mixed row is held out.
-  p.flash_tiles.source = fmt::format("{}: prefill-only rows of attention.csv (train half)", provenance);
+  p.flash_tiles.source =
+      fmt::format("{}: prefill-only rows of attention.csv (train half)", provenance);
   p.per_sequence_overhead_s = std::max(0.0, sb) * 1e-6;
   p.iteration_overhead_s = std::max(0.0, sa) * 1e-6 + kVllmHostStepOverhead_s;
   p.name = gpu.name + "-llmservingsim";
@@ -222,15 +230,18 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   // expert's width split tp ways, as vLLM shards FusedMoE weights without EP).
   std::optional<MoeFit> moe;
   if (std::filesystem::is_regular_file(tp_dir / "moe.csv") && model.moe()) {
-    const MoeShape shape{.hidden = static_cast<double>(model.hidden),
-                         .expert_ffn = static_cast<double>(routed_ffn_per_gpu(model, Parallelism{.tensor = tp})),
-                         .topk = static_cast<double>(model.experts_per_token),
-                         .bytes_per_weight = 2,  // the bundle's BF16 experts
-                         .hbm_bytes_per_s = gpu.hbm_bytes_per_s,
-                         .flops_per_s = gpu.fp16_flops};
-    moe = fit_routed_experts(read_moe_csv(tp_dir / "moe.csv"), shape,
-                             fmt::format("{}: least squares on the relative errors of the even rows "
-                                         "of moe.csv (docs/fidelity.md)", provenance));
+    const MoeShape shape{
+        .hidden = static_cast<double>(model.hidden),
+        .expert_ffn = static_cast<double>(routed_ffn_per_gpu(model, Parallelism{.tensor = tp})),
+        .topk = static_cast<double>(model.experts_per_token),
+        .bytes_per_weight = 2,  // the bundle's BF16 experts
+        .hbm_bytes_per_s = gpu.hbm_bytes_per_s,
+        .flops_per_s = gpu.fp16_flops};
+    moe =
+        fit_routed_experts(read_moe_csv(tp_dir / "moe.csv"), shape,
+                           fmt::format("{}: least squares on the relative errors of the even rows "
+                                       "of moe.csv (docs/fidelity.md)",
+                                       provenance));
     p.routed_experts = moe->cost;
   }
   // skew.csv is read and checked before the first file is written: a bad one writes nothing.
@@ -256,7 +267,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     const Measurement& m = rows[i];
     if (m.c.split != "test" || !m.timed()) continue;
     const auto cls = model_class(m.c);
-    const std::string name = row_ops[i] == "prefill" ? "attention_prefill"
+    const std::string name = row_ops[i] == "prefill"  ? "attention_prefill"
                              : row_ops[i] == "decode" ? "attention_decode"
                                                       : std::string(op_class_name(*cls));
     held.push_back({name, row_ops[i], row_tokens[i], m.seconds, *predictor.seconds(m.c)});
@@ -266,8 +277,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     held.push_back({"attention_mixed", "mixed", x.pc + x.nd, x.us * 1e-6, pred});
   }
   for (auto [n, us] : sampler_test) {
-    held.push_back({"sampler", "sampler", static_cast<int64_t>(n), us * 1e-6,
-                    (sa + sb * n) * 1e-6});
+    held.push_back(
+        {"sampler", "sampler", static_cast<int64_t>(n), us * 1e-6, (sa + sb * n) * 1e-6});
   }
   if (skew_csv) {
     const BundleCsv& skew = *skew_csv;
@@ -287,8 +298,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   if (moe) {
     for (size_t i = 0; i < moe->test.size(); ++i) {
       const MoeRow& r = moe->test[i];
-      held.push_back({"fused_moe", "moe", static_cast<int64_t>(r.tokens), r.seconds,
-                      moe->test_predicted[i]});
+      held.push_back(
+          {"fused_moe", "moe", static_cast<int64_t>(r.tokens), r.seconds, moe->test_predicted[i]});
     }
   }
 
@@ -309,7 +320,8 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   }
   j["sampler"] = {{"constant_us", sa}, {"per_sequence_us", sb}};
   if (moe) {
-    j["routed_experts"] = {{"train_rows", moe->train_rows}, {"heldout_rows", moe->test.size()},
+    j["routed_experts"] = {{"train_rows", moe->train_rows},
+                           {"heldout_rows", moe->test.size()},
                            {"heldout_mape", moe->test_mape},
                            {"constant_us", moe->cost.constant_s * 1e6},
                            {"memory_efficiency", moe->cost.memory_efficiency},
@@ -319,18 +331,22 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
 
   write_import_folder(
       o.out_dir, "kvsim-validate import llmservingsim",
-      {{"folder", bundle.string()}, {"tensor_parallel", tp}, {"model", meta.model},
+      {{"folder", bundle.string()},
+       {"tensor_parallel", tp},
+       {"model", meta.model},
        {"vllm_version", meta.vllm_version},
        {"timing", "LLMServingSim's profiler inside vLLM: GPU time per op, mean of 3 iterations"},
-       {"split", "dense and per-sequence: every other distinct token count is test; "
-                 "attention: every other prefill-only and decode-only row, every mixed row"}},
+       {"split",
+        "dense and per-sequence: every other distinct token count is test; "
+        "attention: every other prefill-only and decode-only row, every mixed row"}},
       meta.gpu, gpu, rows);
   if (!o.quiet) {
-    fmt::print("import llmservingsim: {} rows ({} mixed attention, {} sampler) from {} (tp{}) on {}\n"
-               "{}sampler: {:.1f} us + {:.3f} us per sequence\nwrote {} and {}\n",
-               rows.size(), mixed.size(), sampler_train.size() + sampler_test.size(), bundle.string(), tp,
-               gpu.name, report.table, sa, sb, (o.out_dir / "profile.yaml").string(),
-               (o.out_dir / "heldout.csv").string());
+    fmt::print(
+        "import llmservingsim: {} rows ({} mixed attention, {} sampler) from {} (tp{}) on {}\n"
+        "{}sampler: {:.1f} us + {:.3f} us per sequence\nwrote {} and {}\n",
+        rows.size(), mixed.size(), sampler_train.size() + sampler_test.size(), bundle.string(), tp,
+        gpu.name, report.table, sa, sb, (o.out_dir / "profile.yaml").string(),
+        (o.out_dir / "heldout.csv").string());
   }
   return report.mape;
 }

@@ -64,7 +64,8 @@ class JsonFields {
   std::string string(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     const Json& v = j_.at(key);
-    if (!v.is_string()) fail(key, fmt::format("'{}': expected a string, got {}", key, describe_json(v)));
+    if (!v.is_string())
+      fail(key, fmt::format("'{}': expected a string, got {}", key, describe_json(v)));
     return v.get<std::string>();
   }
   bool boolean(const std::string& key, bool fallback) const {

@@ -32,7 +32,8 @@ KernelCase traffic(double bytes) {
 
 size_t BundleCsv::col(const std::string& name) const {
   const auto it = std::find(header.begin(), header.end(), name);
-  if (it == header.end()) throw InputError(fmt::format("{}:1: no column '{}'", path.string(), name));
+  if (it == header.end())
+    throw InputError(fmt::format("{}:1: no column '{}'", path.string(), name));
   return static_cast<size_t>(it - header.begin());
 }
 
@@ -125,8 +126,13 @@ KernelCase flash_case(const BundleDims& d, int64_t chunk, int64_t cached) {
   KernelCase c;
   c.kind = KernelClass::kFlash;
   c.precision = kBf16;
-  c.attn = {.batch = 1, .heads = d.heads, .kv_heads = d.kv_heads, .seq_q = chunk,
-            .seq_kv = cached + chunk, .head_dim = d.head_dim, .causal = true};
+  c.attn = {.batch = 1,
+            .heads = d.heads,
+            .kv_heads = d.kv_heads,
+            .seq_q = chunk,
+            .seq_kv = cached + chunk,
+            .head_dim = d.head_dim,
+            .causal = true};
   return c;
 }
 
@@ -134,8 +140,12 @@ KernelCase decode_case(const BundleDims& d, int64_t n, int64_t context, int64_t 
   KernelCase c;
   c.kind = KernelClass::kPagedDecode;
   c.precision = kBf16;
-  c.paged = {.batch = n, .heads = d.heads, .kv_heads = d.kv_heads, .head_dim = d.head_dim,
-             .context = context, .block_size = block};
+  c.paged = {.batch = n,
+             .heads = d.heads,
+             .kv_heads = d.kv_heads,
+             .head_dim = d.head_dim,
+             .context = context,
+             .block_size = block};
   return c;
 }
 

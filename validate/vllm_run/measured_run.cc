@@ -35,9 +35,10 @@ std::string read_text(const std::filesystem::path& p) {
 // count it too long and compare the errors over a different set of requests.
 void check_model_len(const VllmEngineArgs& e, int64_t input_tokens, const std::string& where) {
   if (e.max_model_len && input_tokens > *e.max_model_len) {
-    throw InputError(fmt::format("{}: {} prompt tokens, above the run's max_model_len {} (vLLM "
-                                 "refuses such a prompt)",
-                                 where, input_tokens, *e.max_model_len));
+    throw InputError(
+        fmt::format("{}: {} prompt tokens, above the run's max_model_len {} (vLLM "
+                    "refuses such a prompt)",
+                    where, input_tokens, *e.max_model_len));
   }
 }
 
@@ -68,8 +69,10 @@ MeasuredRun read_run_folder(const std::filesystem::path& dir) {
   run.source = dir;
   const auto meta = dir / "meta.json";
   if (!std::filesystem::is_regular_file(meta)) {
-    throw InputError(fmt::format("{}: no meta.json (a vLLM run folder holds meta.json and "
-                                 "requests.jsonl)", dir.string()));
+    throw InputError(
+        fmt::format("{}: no meta.json (a vLLM run folder holds meta.json and "
+                    "requests.jsonl)",
+                    dir.string()));
   }
   run.engine = read_vllm_meta(meta);
   run.engine_from_meta = true;
@@ -101,9 +104,10 @@ MeasuredRun read_run_folder(const std::filesystem::path& dir) {
     w.first = f.number("first_token_ts");
     w.last = f.number("last_token_ts");
     if (!(w.first >= w.queued && w.last >= w.first)) {
-      throw InputError(fmt::format("{}:{}: timestamps out of order (queued_ts {} <= "
-                                   "first_token_ts {} <= last_token_ts {} expected)",
-                                   where, line, w.queued, w.first, w.last));
+      throw InputError(
+          fmt::format("{}:{}: timestamps out of order (queued_ts {} <= "
+                      "first_token_ts {} <= last_token_ts {} expected)",
+                      where, line, w.queued, w.first, w.last));
     }
     check_model_len(run.engine, w.r.input_tokens, fmt::format("{}:{}", where, line));
     raw.push_back(w);
@@ -122,7 +126,8 @@ MeasuredRun read_run_folder(const std::filesystem::path& dir) {
     run.requests.push_back(w.r);
   }
   sort_by_arrival(run.requests);
-  if (std::filesystem::is_regular_file(dir / "timeseries.csv")) run.timeseries = dir / "timeseries.csv";
+  if (std::filesystem::is_regular_file(dir / "timeseries.csv"))
+    run.timeseries = dir / "timeseries.csv";
   return run;
 }
 
@@ -133,14 +138,16 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
   const std::string text = read_text(file);
   const Json j = parse_json_input(text, file.string());
   if (!j.is_object()) {
-    throw InputError(fmt::format("{}:1:1: expected a vllm bench serve result object", file.string()));
+    throw InputError(
+        fmt::format("{}:1:1: expected a vllm bench serve result object", file.string()));
   }
   const Fields f(j, text, file.string());
   for (const char* key : {"input_lens", "output_lens", "ttfts", "itls", "start_times"}) {
     if (!f.has(key) || !j[key].is_array()) {
       f.fail(key, fmt::format("no '{}' list: save the result with vllm bench serve --save-result "
                               "--save-detailed (per-request input_lens, output_lens, ttfts, itls, "
-                              "start_times)", key));
+                              "start_times)",
+                              key));
     }
   }
   const size_t n = j["input_lens"].size();
@@ -191,7 +198,8 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
       ++run.skipped_failed;  // a failed request: no tokens came back
       continue;
     }
-    check_model_len(run.engine, r.input_tokens, f.place("input_lens") + fmt::format(": 'input_lens'[{}]", i));
+    check_model_len(run.engine, r.input_tokens,
+                    f.place("input_lens") + fmt::format(": 'input_lens'[{}]", i));
     const double start = num_at("start_times", i, -1e300);
     r.ttft_s = num_at("ttfts", i, 0);
     const Json& itl = j["itls"][i];
@@ -199,20 +207,23 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
     // One gap between each two streamed chunks: at most output_len - 1 (fewer when a chunk
     // carries several tokens).
     if (static_cast<int64_t>(itl.size()) > r.output_tokens - 1) {
-      f.fail("itls", fmt::format("'itls'[{}]: {} inter-token gaps for {} output tokens (at most {})",
-                                 i, itl.size(), r.output_tokens, r.output_tokens - 1));
+      f.fail("itls",
+             fmt::format("'itls'[{}]: {} inter-token gaps for {} output tokens (at most {})", i,
+                         itl.size(), r.output_tokens, r.output_tokens - 1));
     }
     double decode = 0;
     for (const Json& v : itl) {
       if (!v.is_number() || !(v.get<double>() >= 0)) {
-        f.fail("itls", fmt::format("'itls'[{}]: expected seconds >= 0, got {}", i, describe_json(v)));
+        f.fail("itls",
+               fmt::format("'itls'[{}]: expected seconds >= 0, got {}", i, describe_json(v)));
       }
       decode += v.get<double>();
     }
     // vllm/benchmarks/serve.py: latency = ttft + sum(itl); tpot = (latency - ttft) / (output - 1).
     r.e2e_s = r.ttft_s + decode;
     if (!std::isfinite(r.e2e_s)) {
-      f.fail("itls", fmt::format("'itls'[{}]: TTFT plus the gaps is not a finite number of seconds", i));
+      f.fail("itls",
+             fmt::format("'itls'[{}]: TTFT plus the gaps is not a finite number of seconds", i));
     }
     if (r.output_tokens > 1) r.tpot_s = decode / static_cast<double>(r.output_tokens - 1);
     r.arrival_s = start;
@@ -220,7 +231,8 @@ MeasuredRun read_bench_serve(const std::filesystem::path& file) {
     first = false;
     run.requests.push_back(r);
   }
-  if (run.requests.empty()) throw InputError(fmt::format("{}: no successful requests", file.string()));
+  if (run.requests.empty())
+    throw InputError(fmt::format("{}: no successful requests", file.string()));
   for (MeasuredRequest& r : run.requests) r.arrival_s -= t0;
   sort_by_arrival(run.requests);
   return run;
@@ -233,7 +245,8 @@ VllmEngineArgs read_vllm_meta(const std::filesystem::path& meta_json) {
   const std::string where = meta_json.string();
   const Json j = parse_json_input(text, where);
   if (!j.is_object()) {
-    throw InputError(fmt::format("{}:1:1: expected a JSON object, got {}", where, describe_json(j)));
+    throw InputError(
+        fmt::format("{}:1:1: expected a JSON object, got {}", where, describe_json(j)));
   }
   const Fields top(j, text, where);
   const std::string model = top.string("model", "");
@@ -250,8 +263,8 @@ VllmEngineArgs read_vllm_meta(const std::filesystem::path& meta_json) {
   }
   e.vllm_version = top.string("vllm_version", "");
   if (e.model.empty()) {
-    throw InputError(fmt::format("{}:1:1: no 'model' (the Hugging Face name of the served model)",
-                                 where));
+    throw InputError(
+        fmt::format("{}:1:1: no 'model' (the Hugging Face name of the served model)", where));
   }
   return e;
 }
@@ -260,7 +273,8 @@ MeasuredRun read_measured_run(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return read_run_folder(path);
   if (std::filesystem::is_regular_file(path, ec)) return read_bench_serve(path);
-  throw InputError(fmt::format("{}: no such run folder or vllm bench serve result file", path.string()));
+  throw InputError(
+      fmt::format("{}: no such run folder or vllm bench serve result file", path.string()));
 }
 
 }  // namespace kvsim::validate

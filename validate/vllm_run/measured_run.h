@@ -21,20 +21,20 @@ namespace kvsim::validate {
 // vLLM's engine arguments that decide the run (vllm/engine/arg_utils.py, EngineArgs); unset
 // optionals take vLLM's defaults where the replay resolves them (vllm_engine.h).
 struct VllmEngineArgs {
-  std::string model;                       // Hugging Face name ("meta-llama/Llama-3.1-8B")
-  std::string vllm_version;                // "" when not recorded
-  int tensor_parallel = 1;                 // tensor_parallel_size
-  int data_parallel = 1;                   // data_parallel_size
-  bool expert_parallel = false;            // enable_expert_parallel
+  std::string model;             // Hugging Face name ("meta-llama/Llama-3.1-8B")
+  std::string vllm_version;      // "" when not recorded
+  int tensor_parallel = 1;       // tensor_parallel_size
+  int data_parallel = 1;         // data_parallel_size
+  bool expert_parallel = false;  // enable_expert_parallel
   std::optional<int64_t> max_num_seqs;
   std::optional<int64_t> max_num_batched_tokens;
   std::optional<int64_t> max_model_len;
-  std::optional<int64_t> num_gpu_blocks;   // num_gpu_blocks_override (or num_gpu_blocks)
-  int block_size = 16;                     // vLLM's CUDA default (CacheConfig.block_size)
-  double gpu_memory_utilization = 0.9;     // vLLM's default
-  bool enable_prefix_caching = true;       // on by default in the V1 engine
-  std::string dtype = "auto";              // auto | bfloat16 | float16 | half | float32
-  std::string kv_cache_dtype = "auto";     // auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16 ...
+  std::optional<int64_t> num_gpu_blocks;  // num_gpu_blocks_override (or num_gpu_blocks)
+  int block_size = 16;                    // vLLM's CUDA default (CacheConfig.block_size)
+  double gpu_memory_utilization = 0.9;    // vLLM's default
+  bool enable_prefix_caching = true;      // on by default in the V1 engine
+  std::string dtype = "auto";             // auto | bfloat16 | float16 | half | float32
+  std::string kv_cache_dtype = "auto";    // auto | fp8 | fp8_e4m3 | fp8_e5m2 | bfloat16 ...
   uint64_t seed = 0;
   std::optional<bool> async_scheduling;  // unset: vLLM resolves it (on, or by the drafter)
   std::optional<int64_t> long_prefill_token_threshold;
@@ -58,12 +58,12 @@ struct MeasuredRequest {
 };
 
 struct MeasuredRun {
-  std::string format;          // "vllm-run" or "vllm-bench-serve"
+  std::string format;            // "vllm-run" or "vllm-bench-serve"
   std::filesystem::path source;  // the folder or the JSON file
   VllmEngineArgs engine;
-  bool engine_from_meta = false;  // engine arguments read from a meta.json
+  bool engine_from_meta = false;          // engine arguments read from a meta.json
   std::vector<MeasuredRequest> requests;  // in arrival order (ties: the file's order)
-  int64_t skipped_failed = 0;  // bench serve: requests that ended in an error (left out)
+  int64_t skipped_failed = 0;             // bench serve: requests that ended in an error (left out)
   std::optional<std::filesystem::path> timeseries;  // the server's timeseries.csv, if present
 };
 

@@ -24,8 +24,8 @@ struct MoeShape {
 
 struct MoeFit {
   RoutedExpertsCost cost;
-  std::vector<MoeRow> test;             // the held-out rows
-  std::vector<double> test_predicted;   // seconds, one per test row
+  std::vector<MoeRow> test;            // the held-out rows
+  std::vector<double> test_predicted;  // seconds, one per test row
   double test_mape = 0;
   int train_rows = 0;
 };

@@ -40,18 +40,18 @@ ServingMetrics serving_metrics(const std::vector<ServedRequest>& requests) {
   }
   if (tpot.empty()) tpot.push_back(0);  // every request produced one token: no TPOT
   const double span = last - first;
-  return {{"ttft_mean_s", mean(ttft)},
-          {"ttft_p50_s", serving_percentile(ttft, 50)},
-          {"ttft_p90_s", serving_percentile(ttft, 90)},
-          {"ttft_p99_s", serving_percentile(ttft, 99)},
-          {"tpot_mean_s", mean(tpot)},
-          {"tpot_p50_s", serving_percentile(tpot, 50)},
-          {"tpot_p99_s", serving_percentile(tpot, 99)},
-          {"e2e_mean_s", mean(e2e)},
-          {"e2e_p99_s", serving_percentile(e2e, 99)},
-          {"output_throughput_tok_s", span > 0 ? tokens / span : 0.0},
-          {"request_throughput_req_s",
-           span > 0 ? static_cast<double>(requests.size()) / span : 0.0}};
+  return {
+      {"ttft_mean_s", mean(ttft)},
+      {"ttft_p50_s", serving_percentile(ttft, 50)},
+      {"ttft_p90_s", serving_percentile(ttft, 90)},
+      {"ttft_p99_s", serving_percentile(ttft, 99)},
+      {"tpot_mean_s", mean(tpot)},
+      {"tpot_p50_s", serving_percentile(tpot, 50)},
+      {"tpot_p99_s", serving_percentile(tpot, 99)},
+      {"e2e_mean_s", mean(e2e)},
+      {"e2e_p99_s", serving_percentile(e2e, 99)},
+      {"output_throughput_tok_s", span > 0 ? tokens / span : 0.0},
+      {"request_throughput_req_s", span > 0 ? static_cast<double>(requests.size()) / span : 0.0}};
 }
 
 std::vector<ServedRequest> read_kvsim_requests(const std::filesystem::path& requests_csv) {
@@ -77,7 +77,8 @@ std::vector<ServedRequest> read_kvsim_requests(const std::filesystem::path& requ
     ++n;
     if (line.empty()) continue;
     if (!split_csv_line(line, f) || f.size() != header.size()) {
-      throw InputError(fmt::format("{}:{}: expected {} fields", requests_csv.string(), n, header.size()));
+      throw InputError(
+          fmt::format("{}:{}: expected {} fields", requests_csv.string(), n, header.size()));
     }
     if (f[c_out] != "completed") continue;
     auto num = [&](size_t i) {

@@ -34,8 +34,10 @@ std::string weights_dtype(const std::string& d) {
   if (v == "auto" || v.empty()) return "auto";
   if (v == "bfloat16" || v == "bf16") return "bf16";
   if (v == "float16" || v == "half" || v == "fp16" || v == "float32" || v == "float") return "fp16";
-  throw InputError(fmt::format("meta.json: dtype \"{}\": expected auto, bfloat16, float16, half "
-                               "or float32", d));
+  throw InputError(
+      fmt::format("meta.json: dtype \"{}\": expected auto, bfloat16, float16, half "
+                  "or float32",
+                  d));
 }
 
 // vLLM's --kv-cache-dtype: "auto" is the model's dtype; fp8, fp8_e4m3 and fp8_e5m2 are 1 byte.
@@ -45,8 +47,10 @@ std::string kv_dtype(const std::string& d) {
   if (v.rfind("fp8", 0) == 0) return "fp8";
   if (v == "bfloat16" || v == "bf16") return "bf16";
   if (v == "float16" || v == "half" || v == "fp16") return "fp16";
-  throw InputError(fmt::format("meta.json: kv_cache_dtype \"{}\": expected auto, fp8, fp8_e4m3, "
-                               "fp8_e5m2, bfloat16 or float16", d));
+  throw InputError(
+      fmt::format("meta.json: kv_cache_dtype \"{}\": expected auto, fp8, fp8_e4m3, "
+                  "fp8_e5m2, bfloat16 or float16",
+                  d));
 }
 
 }  // namespace
@@ -82,9 +86,10 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   y += "# Written by kvsim-validate vllm-run: the measured vLLM run's engine as a kvsim scenario\n";
   y += "# (validate/vllm_run/vllm_engine.cc says where each setting comes from).\n";
   y += "name: vllm-run\n";
-  y += fmt::format("description: {}\n",
-                   quoted(fmt::format("{} on {} (vLLM {})", e.model, gpu.name,
-                                      e.vllm_version.empty() ? "version not recorded" : e.vllm_version)));
+  y += fmt::format(
+      "description: {}\n",
+      quoted(fmt::format("{} on {} (vLLM {})", e.model, gpu.name,
+                         e.vllm_version.empty() ? "version not recorded" : e.vllm_version)));
   y += fmt::format("seed: {}\n", e.seed);
   y += fmt::format("model: {}\n", quoted(in.model));
   y += fmt::format("gpu: {}\n", quoted(in.gpu));
@@ -99,16 +104,18 @@ std::string vllm_scenario_yaml(const VllmScenarioInputs& in, const GpuSpec& gpu)
   y += fmt::format("  max_num_seqs: {}\n", e.max_num_seqs.value_or(default_max_num_seqs(gpu)));
   y += fmt::format("  max_num_batched_tokens: {}\n",
                    e.max_num_batched_tokens.value_or(default_max_num_batched_tokens(gpu)));
-  // vLLM's SchedulerConfig.async_scheduling (vllm/config/scheduler.py; unset: VllmConfig.__post_init__ resolves it, as
-  // kvsim's engine does), SchedulerConfig.long_prefill_token_threshold (0: no cap) and
-  // SpeculativeConfig, each as the run set it (engine_kwargs.cc checked them).
+  // vLLM's SchedulerConfig.async_scheduling (vllm/config/scheduler.py; unset:
+  // VllmConfig.__post_init__ resolves it, as kvsim's engine does),
+  // SchedulerConfig.long_prefill_token_threshold (0: no cap) and SpeculativeConfig, each as the run
+  // set it (engine_kwargs.cc checked them).
   if (e.async_scheduling) {
     y += fmt::format("  async_scheduling: {}\n", *e.async_scheduling ? "true" : "false");
   }
   if (e.long_prefill_token_threshold) {
     y += fmt::format("  long_prefill_token_threshold: {}\n", *e.long_prefill_token_threshold);
   }
-  if (!e.speculative_config.empty()) y += fmt::format("  speculative_config: {}\n", e.speculative_config);
+  if (!e.speculative_config.empty())
+    y += fmt::format("  speculative_config: {}\n", e.speculative_config);
   if (in.p2p != "auto") y += fmt::format("  p2p: {}\n", in.p2p);
   if (e.enforce_eager) y += "  enforce_eager: true\n";
   if (e.disable_custom_all_reduce) y += "  disable_custom_all_reduce: true\n";

@@ -14,12 +14,12 @@ namespace kvsim::validate {
 
 struct VllmScenarioInputs {
   VllmEngineArgs engine;
-  std::string model;               // a catalog name or a config.json path (absolute)
-  std::string gpu;                 // a catalog GPU name
-  std::filesystem::path trace;     // normalized CSV (arrival_s,prompt_tokens,output_tokens)
-  std::filesystem::path profile;   // latency profile ("" = the GPU's built-in one)
-  std::string p2p = "auto";        // engine.p2p: auto | on | off
-  bool moe = false;                // the model has routed experts (FusedMoE layers)
+  std::string model;              // a catalog name or a config.json path (absolute)
+  std::string gpu;                // a catalog GPU name
+  std::filesystem::path trace;    // normalized CSV (arrival_s,prompt_tokens,output_tokens)
+  std::filesystem::path profile;  // latency profile ("" = the GPU's built-in one)
+  std::string p2p = "auto";       // engine.p2p: auto | on | off
+  bool moe = false;               // the model has routed experts (FusedMoE layers)
 };
 
 // The catalog model a Hugging Face name refers to: a catalog key equal to the name after the

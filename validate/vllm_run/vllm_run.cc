@@ -42,8 +42,8 @@ nlohmann::ordered_json llmservingsim_summary(const std::filesystem::path& dir) {
   std::ifstream in(file);
   if (!in) return nullptr;
   const std::map<std::string, std::string> names = {
-      {"TTFT Mean", "ttft_mean_s"}, {"TTFT Median", "ttft_p50_s"}, {"TTFT P90", "ttft_p90_s"},
-      {"TTFT P99", "ttft_p99_s"},   {"TPOT Mean", "tpot_mean_s"},  {"TPOT Median", "tpot_p50_s"},
+      {"TTFT Mean", "ttft_mean_s"}, {"TTFT Median", "ttft_p50_s"},  {"TTFT P90", "ttft_p90_s"},
+      {"TTFT P99", "ttft_p99_s"},   {"TPOT Mean", "tpot_mean_s"},   {"TPOT Median", "tpot_p50_s"},
       {"TPOT P99", "tpot_p99_s"},   {"Latency Mean", "e2e_mean_s"}, {"Latency P99", "e2e_p99_s"}};
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   std::string line;
@@ -61,7 +61,8 @@ nlohmann::ordered_json llmservingsim_summary(const std::filesystem::path& dir) {
         } catch (const std::logic_error&) {
         }
         if (!std::isfinite(vllm) || !std::isfinite(sim)) continue;
-        const nlohmann::ordered_json err = std::isfinite(pct) ? nlohmann::ordered_json(pct) : nullptr;
+        const nlohmann::ordered_json err =
+            std::isfinite(pct) ? nlohmann::ordered_json(pct) : nullptr;
         out[key] = {{"measured", vllm * 1e-3}, {"simulated", sim * 1e-3}, {"error_pct", err}};
       }
     }
@@ -105,9 +106,10 @@ double run_vllm_run(const VllmRunOptions& o) {
   if (model.empty()) {
     model = catalog_model_for(run.engine.model);
     if (model.empty()) {
-      throw InputError(fmt::format("{}: model '{}' is not in the catalog; pass --model CONFIG.json "
-                                   "(its Hugging Face config.json)",
-                                   run.source.string(), run.engine.model));
+      throw InputError(
+          fmt::format("{}: model '{}' is not in the catalog; pass --model CONFIG.json "
+                      "(its Hugging Face config.json)",
+                      run.source.string(), run.engine.model));
     }
   } else if (catalog.models().count(model) == 0) {
     model = std::filesystem::absolute(model).string();
@@ -144,9 +146,10 @@ double run_vllm_run(const VllmRunOptions& o) {
     write_file_atomic(check.path() / "trace.csv", trace);
     VllmScenarioInputs checked = in;
     checked.trace = check.path() / "trace.csv";
-    const Scenario scenario = load_scenario(
-        ConfigNode::parse_string(vllm_scenario_yaml(checked, gpu), (out / "scenario.yaml").string()),
-        catalog);
+    const Scenario scenario =
+        load_scenario(ConfigNode::parse_string(vllm_scenario_yaml(checked, gpu),
+                                               (out / "scenario.yaml").string()),
+                      catalog);
     (void)prepare_scenario(scenario, RunOptions{});
   }
   // The old result's completion marks go first (kvsim's manifest.json; e2e.json, which this
@@ -218,14 +221,16 @@ double run_vllm_run(const VllmRunOptions& o) {
         base.overheads_source, hi * 1e6, run.source.filename().string(), target * 1e3);
     write_file_atomic(out / "profile-fitted.yaml", write_profile_yaml(fitted));
     in.profile = out / "profile-fitted.yaml";
-    fit_record = {{"fitted_to", "tpot_mean_s"}, {"added_iteration_us", hi * 1e6},
-                  {"iteration_us", fitted.iteration_overhead_s * 1e6}, {"runs", steps},
+    fit_record = {{"fitted_to", "tpot_mean_s"},
+                  {"added_iteration_us", hi * 1e6},
+                  {"iteration_us", fitted.iteration_overhead_s * 1e6},
+                  {"runs", steps},
                   {"profile", (out / "profile-fitted.yaml").string()}};
   }
   const std::vector<ServedRequest> simulated = simulate(out);
   const ServingMetrics s = serving_metrics(simulated);
-  const nlohmann::ordered_json lss =
-      run.format == "vllm-run" ? llmservingsim_summary(run.source) : nlohmann::ordered_json(nullptr);
+  const nlohmann::ordered_json lss = run.format == "vllm-run" ? llmservingsim_summary(run.source)
+                                                              : nlohmann::ordered_json(nullptr);
 
   nlohmann::ordered_json j;
   j["tool"] = "kvsim-validate vllm-run";
@@ -236,15 +241,17 @@ double run_vllm_run(const VllmRunOptions& o) {
               {"engine_from_meta", run.engine_from_meta},
               {"requests", run.requests.size()},
               {"skipped_failed", run.skipped_failed}};
-  j["kvsim"] = {{"model", model},
-                {"gpu", gpu.name},
-                {"profile", in.profile.empty() ? std::string("built-in") : in.profile.string()},
-                {"requests_completed", simulated.size()},
-                {"preemptions", result.policies.empty() ? 0 : result.policies.front().preemptions},
-                {"kv_pool_bytes", result.policies.empty() ? 0 : result.policies.front().kv_pool_bytes}};
+  j["kvsim"] = {
+      {"model", model},
+      {"gpu", gpu.name},
+      {"profile", in.profile.empty() ? std::string("built-in") : in.profile.string()},
+      {"requests_completed", simulated.size()},
+      {"preemptions", result.policies.empty() ? 0 : result.policies.front().preemptions},
+      {"kv_pool_bytes", result.policies.empty() ? 0 : result.policies.front().kv_pool_bytes}};
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   double worst = 0;
-  std::string table = fmt::format("{:<26} {:>12} {:>12} {:>8}", "metric", "measured", "kvsim", "error");
+  std::string table =
+      fmt::format("{:<26} {:>12} {:>12} {:>8}", "metric", "measured", "kvsim", "error");
   if (!lss.is_null()) table += fmt::format(" {:>14}", "LLMServingSim");
   table += "\n";
   for (size_t i = 0; i < m.size(); ++i) {
@@ -253,7 +260,9 @@ double run_vllm_run(const VllmRunOptions& o) {
     // A measured figure of 0 has no relative error (n/a, null in e2e.json), not 0%.
     const std::optional<double> err =
         mv > 0 ? std::optional<double>(100.0 * (sv - mv) / mv) : std::nullopt;
-    nlohmann::ordered_json r = {{"metric", name}, {"measured", mv}, {"simulated", sv},
+    nlohmann::ordered_json r = {{"metric", name},
+                                {"measured", mv},
+                                {"simulated", sv},
                                 {"error_pct", err ? nlohmann::ordered_json(*err) : nullptr}};
     std::string lss_cell;
     if (!lss.is_null() && lss.contains(name)) {
@@ -263,8 +272,8 @@ double run_vllm_run(const VllmRunOptions& o) {
     rows.push_back(r);
     if (headline(name) && err) worst = std::max(worst, std::abs(*err));
     table += fmt::format("{:<26} {:>12} {:>12} {:>8}{}\n", name, fmt_value(name, mv),
-                         fmt_value(name, sv), percent_cell(err ? nlohmann::ordered_json(*err) : nullptr),
-                         lss_cell);
+                         fmt_value(name, sv),
+                         percent_cell(err ? nlohmann::ordered_json(*err) : nullptr), lss_cell);
   }
   j["metrics"] = rows;
   if (!fit_record.is_null()) j["step_overhead_fit"] = fit_record;

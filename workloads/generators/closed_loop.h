@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "workloads/generators/sessions.h"
 #include "workloads/lengths.h"
 #include "workloads/random.h"
 #include "workloads/request_spec.h"
@@ -27,6 +28,9 @@ struct ClosedLoopParams {
   std::optional<SimTime> duration;      // no request arrives at t >= duration (first ones excepted)
   std::optional<int64_t> max_requests;  // total over all clients; Requires: >= count
   RequestTags tags;                     // stamped on every request
+  // Multi-turn sessions (clients type sessions; sessions.h): prompt_tokens is then a session's
+  // first prompt, and each later turn resends the history. nullopt: independent requests.
+  std::optional<SessionParams> sessions;
 };
 
 class ClosedLoopClients {
@@ -54,6 +58,7 @@ class ClosedLoopClients {
   std::vector<Rng> length_rngs_;
   std::vector<Rng> think_rngs_;
   std::vector<bool> started_;
+  std::vector<SessionClient> session_clients_;  // with sessions: one per client
   std::shared_ptr<int64_t> next_id_;
   int64_t issued_ = 0;
 };

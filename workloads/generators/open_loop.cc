@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/config_node.h"
 #include "core/check.h"
+#include "core/config_node.h"
 
 namespace kvsim {
 
@@ -24,18 +24,24 @@ ArrivalProcess read_rate(const ConfigNode& n, ArrivalProcess::Type type) {
 
 void register_arrival_processes(ArrivalProcessRegistry& r) {
   using Type = ArrivalProcess::Type;
-  r.add({"poisson", "exponential gaps at `rate` per second", {"rate"},
+  r.add({"poisson",
+         "exponential gaps at `rate` per second",
+         {"rate"},
          {"{type: poisson, rate: 2}",
           [](const ConfigNode& n) { return read_rate(n, Type::kPoisson); }}});
-  r.add({"gamma", "Gamma gaps with coefficient of variation `cv` (> 1: bursty)", {"rate", "cv"},
+  r.add({"gamma",
+         "Gamma gaps with coefficient of variation `cv` (> 1: bursty)",
+         {"rate", "cv"},
          {"{type: gamma, rate: 2, cv: 4}", [](const ConfigNode& n) {
             ArrivalProcess a = read_rate(n, Type::kGamma);
             a.cv = n.get<double>("cv", {.min = 0, .max = 100, .min_exclusive = true});
             return a;
           }}});
-  r.add({"fixed", "exactly k/rate seconds, k = 1, 2, ...", {"rate"},
-         {"{type: fixed, rate: 2}",
-          [](const ConfigNode& n) { return read_rate(n, Type::kFixed); }}});
+  r.add(
+      {"fixed",
+       "exactly k/rate seconds, k = 1, 2, ...",
+       {"rate"},
+       {"{type: fixed, rate: 2}", [](const ConfigNode& n) { return read_rate(n, Type::kFixed); }}});
 }
 
 const ArrivalProcessRegistry& arrival_process_registry() {

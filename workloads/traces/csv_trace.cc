@@ -77,8 +77,8 @@ class CsvRowParser final : public RowParser {
       }
       throw InputError(fmt::format(
           "{}:1: expected the {} trace header with columns {},{},{}, got '{}' (no column '{}')",
-          lines_->path(), format_, layout_.time, layout_.prompt, layout_.output,
-          quote(header), want));
+          lines_->path(), format_, layout_.time, layout_.prompt, layout_.output, quote(header),
+          want));
     };
     time_col_ = find(layout_.time);
     prompt_col_ = find(layout_.prompt);
@@ -188,7 +188,8 @@ class CsvRowParser final : public RowParser {
   size_t n_fields_ = 0;
   static constexpr size_t kNone = static_cast<size_t>(-1);
   size_t time_col_ = 0, prompt_col_ = 0, output_col_ = 0;
-  size_t priority_col_ = kNone, queue_time_col_ = kNone, session_col_ = kNone;  // optional (CsvLayout::request_columns)
+  size_t priority_col_ = kNone, queue_time_col_ = kNone,
+         session_col_ = kNone;  // optional (CsvLayout::request_columns)
   size_t acceptance_col_ = kNone;
   std::string time_name_, prompt_name_, output_name_, header_list_;
   std::vector<std::string_view> fields_;

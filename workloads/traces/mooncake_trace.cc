@@ -200,7 +200,8 @@ class MooncakeRowParser final : public RowParser {
     // regrowths (Mooncake has one id per 512 prompt tokens, 24 on average). Never more than the
     // line could hold (an id and its comma take two characters at least): input_length is the
     // file's word, however large.
-    const size_t expected = prompt_tokens > 0 ? static_cast<size_t>((prompt_tokens + 511) / 512) : 64;
+    const size_t expected =
+        prompt_tokens > 0 ? static_cast<size_t>((prompt_tokens + 511) / 512) : 64;
     row.prefix_hashes.reserve(std::min(expected, c.rest().size() / 2 + 1));
     if (c.eat(']')) return;
     if (!c.uint_list(row.prefix_hashes)) {

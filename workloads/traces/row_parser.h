@@ -30,8 +30,9 @@ struct RawRow {
   int64_t hash_block_tokens = 0;
   int64_t priority = 0;                   // optional column (normalized CSV); 0 when absent
   std::optional<int64_t> max_queue_time;  // ns; optional column (normalized CSV)
-  std::optional<uint64_t> session_id;     // FNV-1a of the optional `session_id` cell (normalized CSV)
-  int32_t acceptance_nano = -1;  // optional `acceptance_rate` column (normalized CSV), in 1e-9; -1: none
+  std::optional<uint64_t> session_id;  // FNV-1a of the optional `session_id` cell (normalized CSV)
+  int32_t acceptance_nano =
+      -1;  // optional `acceptance_rate` column (normalized CSV), in 1e-9; -1: none
   std::string_view time_text;  // the time field as written, valid until the next call
 };
 

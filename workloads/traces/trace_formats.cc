@@ -39,8 +39,7 @@ bool is_json_record(std::string_view line) {
 
 // A CSV format: recognised by its three columns (a JSON record is never a CSV header).
 TraceFormatRegistry::Entry csv_format(std::string name, std::string description, CsvLayout layout,
-                                      std::string header, std::string sample,
-                                      std::string bad_row) {
+                                      std::string header, std::string sample, std::string bad_row) {
   TraceFormatFactory f;
   f.csv = true;
   f.header = std::move(header);
@@ -53,7 +52,9 @@ TraceFormatRegistry::Entry csv_format(std::string name, std::string description,
   f.open = [name, layout](std::unique_ptr<LineReader> lines, std::string first_line) {
     return make_csv_parser(name, layout, std::move(lines), std::move(first_line));
   };
-  return {std::move(name), std::move(description), {layout.time, layout.prompt, layout.output},
+  return {std::move(name),
+          std::move(description),
+          {layout.time, layout.prompt, layout.output},
           std::move(f)};
 }
 
@@ -82,8 +83,10 @@ void register_trace_formats(TraceFormatRegistry& r) {
     f.recognises = is_json_record;
     f.prefix_hashes = true;
     f.open = make_mooncake_parser;
-    r.add({"mooncake", "Mooncake's JSONL traces (ms timestamps, prefix-block hash_ids)",
-           {"timestamp", "input_length", "output_length", "hash_ids"}, std::move(f)});
+    r.add({"mooncake",
+           "Mooncake's JSONL traces (ms timestamps, prefix-block hash_ids)",
+           {"timestamp", "input_length", "output_length", "hash_ids"},
+           std::move(f)});
   }
   r.add(csv_format("burstgpt", "BurstGPT's CSV (extra columns ignored)",
                    {"Timestamp", "Request tokens", "Response tokens", false},

@@ -96,9 +96,8 @@ class TraceSource final : public WorkloadSource {
       }
       if (!got) {
         if (counters_->rows_read == 0) {
-          throw InputError(
-              fmt::format("{}: trace has no rows{}", options_.path,
-                          has_header_ ? " after the header" : ""));
+          throw InputError(fmt::format("{}: trace has no rows{}", options_.path,
+                                       has_header_ ? " after the header" : ""));
         }
         return false;
       }

@@ -50,8 +50,8 @@ void AggregateDecodes::commit(const IterationPlan& it, std::vector<int64_t>& don
 }
 
 bool AggregateDecodes::grow_due(IterationPlan& it, const std::vector<RequestState*>& due) {
-  // RunQueues::grow_each_decode's per-request step for the due members only, in running order; the walk
-  // would defer the others' tokens without a store call, and give the step's crossers (long
+  // RunQueues::grow_each_decode's per-request step for the due members only, in running order; the
+  // walk would defer the others' tokens without a store call, and give the step's crossers (long
   // windows entering a full block) a block each (end_walk counts both). Each due member needs at
   // most one block (it holds every token up to the last step's): when the crossers might not all
   // find one beside them, they join the explicit walk, so that a shortage preempts where
@@ -59,7 +59,8 @@ bool AggregateDecodes::grow_due(IterationPlan& it, const std::vector<RequestStat
   // Swappers (a sliding window's steady crossings: a block taken and one freed) need none.
   int64_t crossers = lazy_.crossers(), swappers = lazy_.swappers();
   const std::vector<RequestState*>* walk = &due;
-  if (crossers > 0 && crossers + static_cast<int64_t>(due.size()) > pool_.kv().paged()->free_blocks()) {
+  if (crossers > 0 &&
+      crossers + static_cast<int64_t>(due.size()) > pool_.kv().paged()->free_blocks()) {
     due_all_.assign(due.begin(), due.end());
     lazy_.take_crossers(due_all_);
     walk = &due_all_;

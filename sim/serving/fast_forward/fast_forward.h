@@ -51,12 +51,12 @@ class FastForward {
   Replica& r_;
   AggregateDecodes* aggregate_;  // the queues' decoding set, owned by them
   // Per-stretch scratch, reused.
-  std::vector<RequestState*> due_members_;          // the aggregate's due members of a step
-  IterationPlan plan_;                              // the aggregate's plan of a step
-  std::vector<int64_t> done_;                       // a completing step's completions
-  std::vector<int64_t> crossed_in_period_;          // a quiet run's blocks crossed, one period
-  std::vector<int64_t> swapped_in_period_;          // of those, swapped (sliding windows)
-  std::vector<SimTime> run_ends_;                   // its steps' ends (DecodeRun::plan_steps)
+  std::vector<RequestState*> due_members_;  // the aggregate's due members of a step
+  IterationPlan plan_;                      // the aggregate's plan of a step
+  std::vector<int64_t> done_;               // a completing step's completions
+  std::vector<int64_t> crossed_in_period_;  // a quiet run's blocks crossed, one period
+  std::vector<int64_t> swapped_in_period_;  // of those, swapped (sliding windows)
+  std::vector<SimTime> run_ends_;           // its steps' ends (DecodeRun::plan_steps)
   std::vector<std::pair<SimTime, int64_t>> run_samples_;  // its samples in line: (time, step)
 };
 

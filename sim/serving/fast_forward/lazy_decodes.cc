@@ -19,7 +19,8 @@ int64_t LazyDecodes::steps_before_due(int64_t max) const {
   return due_.empty() ? max : std::min(max, due_.front().step - (step_ + 1));
 }
 
-void LazyDecodes::crossed_in_period(std::vector<int64_t>& crossed, std::vector<int64_t>& swapped) const {
+void LazyDecodes::crossed_in_period(std::vector<int64_t>& crossed,
+                                    std::vector<int64_t>& swapped) const {
   const size_t p = bt_ > 0 ? classes_.size() : 1;
   crossed.resize(p);
   swapped.resize(p);

@@ -3,10 +3,10 @@
 // (engine.fast_forward; docs/architecture.md, "Fast-forward").
 //
 // Under the continuous scheduler every decoding request grows by one token in every iteration.
-// Stepping walks them all each time (RunQueues::grow_each_decode's walk, StepDecodes::commit's increments).
-// Here a member's RequestState is left as it was at the end of step `lazy_sync`; the replica
-// counts committed steps (step()), and a member's true figures are its stored ones advanced by
-// step() - lazy_sync tokens: that many more generated, and as many more deferred KV tokens in
+// Stepping walks them all each time (RunQueues::grow_each_decode's walk, StepDecodes::commit's
+// increments). Here a member's RequestState is left as it was at the end of step `lazy_sync`; the
+// replica counts committed steps (step()), and a member's true figures are its stored ones advanced
+// by step() - lazy_sync tokens: that many more generated, and as many more deferred KV tokens in
 // its open window (KvLedger::catch_up). A member is touched only at its own events:
 //   - its window runs out (a block boundary, or no window yet): the "due" heap, keyed by the
 //     step whose plan must grow it through the ledger, exactly as the walk would;
@@ -51,8 +51,8 @@ class LazyDecodes {
  public:
   LazyDecodes() = default;
 
-  int64_t step() const { return step_; }      // steps committed
-  int64_t size() const { return n_; }         // members
+  int64_t step() const { return step_; }  // steps committed
+  int64_t size() const { return n_; }     // members
   // The members' context sum at the plan of step step() + 1 (every one's prompt + generated).
   int64_t context_sum() const { return ctx_ + n_ * step_; }
   // Sliding-window attention (ModelSpec::attended_tokens): a decode query attends to
@@ -62,7 +62,8 @@ class LazyDecodes {
   // and activation models take), and how many more each step's plan attends to until a member's
   // context reaches the window (next_cap(): the first step at whose plan one has; max when none).
   int64_t attended_sum() const {
-    return window_ == 0 ? context_sum() : growing_ctx_ + growing_ * step_ + (n_ - growing_) * window_;
+    return window_ == 0 ? context_sum()
+                        : growing_ctx_ + growing_ * step_ + (n_ - growing_) * window_;
   }
   int64_t attended_growth() const { return window_ == 0 ? n_ : growing_; }
   int64_t next_cap() { return first_live_step(caps_); }
@@ -120,7 +121,10 @@ class LazyDecodes {
   // Brings a due member up to step(); the walk is at it now.
   void walk_at(RequestState& r);
   // A due member was grown for the step (it is now a member whose figures include it).
-  void grown(RequestState& r) { r.lazy_planned = true; ++planned_; }
+  void grown(RequestState& r) {
+    r.lazy_planned = true;
+    ++planned_;
+  }
   // `crossers`, `swappers`: the step's counted in aggregate (crossers() and swappers() when not
   // taken).
   void end_walk(KvLedger& ledger, int64_t crossers, int64_t swappers);

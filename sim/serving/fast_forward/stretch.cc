@@ -173,7 +173,8 @@ class StretchQueueView final : public QueueView {
  public:
   StretchQueueView(const RunQueues& queues, bool guarded, bool prefix_caching)
       : q_(queues), guarded_(guarded), prefix_caching_(prefix_caching) {}
-  bool prefills_blocked(const BatchLimits& limits, int64_t decoding, int64_t walk_frees) const override {
+  bool prefills_blocked(const BatchLimits& limits, int64_t decoding,
+                        int64_t walk_frees) const override {
     // Freed blocks keep their prefixes with prefix caching, which could make a head's hits grow.
     if (walk_frees > 0 && prefix_caching_) return false;
     return q_.prefills_blocked(limits, guarded_, decoding, walk_frees);
@@ -192,7 +193,8 @@ bool FastForward::admits_nothing(int64_t decoding, int64_t walk_frees) const {
   // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
   // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed. The
   // scheduler says whether its plans admit nothing then.
-  const StretchQueueView view(r_.queues_, r_.admission_.has_guards(), r_.pool_.kv().paged()->prefix_caching());
+  const StretchQueueView view(r_.queues_, r_.admission_.has_guards(),
+                              r_.pool_.kv().paged()->prefix_caching());
   return r_.scheduler_->admits_nothing(view, r_.limits_, decoding, walk_frees);
 }
 
@@ -206,7 +208,8 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   // With a sliding window, also before the step at whose plan a member's context reaches it
   // (the attended tokens then grow by fewer a step).
   // A batch with a member event every few steps (a busy server's) ends here, before any set-up.
-  const int64_t limit = lazy.steps_before_due(std::min(lazy.next_done() - g - 1, lazy.next_cap() - g));
+  const int64_t limit =
+      lazy.steps_before_due(std::min(lazy.next_done() - g - 1, lazy.next_cap() - g));
   // The recorder takes a run's durations in non-decreasing order: a step that grows with its
   // context (any latency model's; a fit that came out falling steps one by one).
   if (limit < kMinQuietSteps || step.ns_b < 0) return 0;
@@ -214,7 +217,7 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
   const int64_t n = lazy.size();
-  const int64_t context0 = lazy.attended_sum();  // the decode context: attended tokens
+  const int64_t context0 = lazy.attended_sum();      // the decode context: attended tokens
   const int64_t attending = lazy.attended_growth();  // and what each step adds to it
   const int64_t free = r_.pool_.kv().paged()->free_blocks();
   // Activations are affine in the context (flash: constant); a step whose reservation would
@@ -244,12 +247,13 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   run.plan_steps(most, until, free, run_ends_);
   run_samples_.clear();
   if (sampling && run.steps >= kMinQuietSteps) {
-    const int64_t keep = run.samples_within(r_.sampler_->next_at(), r_.sampler_->period(), run_samples_);
+    const int64_t keep =
+        run.samples_within(r_.sampler_->next_at(), r_.sampler_->period(), run_samples_);
     if (keep < run.steps) run.plan_steps(keep, until, free, run_ends_);
   }
   const int64_t k = run.steps;
-  if (k < kMinQuietSteps ||
-      r_.pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
+  if (k < kMinQuietSteps || r_.pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) !=
+                                act0 + (k - 1) * act_step) {
     return 0;
   }
   // Each step as the stretch's loop makes it: its plan grows the batch by n tokens (its
@@ -258,11 +262,13 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   // step and the blocks crossed and swapped: a start, and moves.
   const MemorySnapshot start0 = r_.pool_.snapshot_with(*after_one, act0);
   run.start0 = start0;
-  run.per_step =
-      snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
-  run.per_crossing = snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
+  run.per_step = snapshot_difference(
+      r_.pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
+  run.per_crossing =
+      snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
   if (run.swaps()) {  // else swapped(j) = 0 throughout: the move is never taken
-    run.per_swap = snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
+    run.per_swap =
+        snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
   }
   run.end_delta = snapshot_difference(r_.pool_.snapshot_with(*after_one, 0), start0);
   // Σ flops(context0 + j attending) over j < k, exact.

@@ -1,0 +1,51 @@
+// A policy's KV offloading figures (engine.kv_offloading; sim/serving/offload/): the CPU tier's
+// size, its hits, and the bytes that crossed the host link each way. Tokens are counted at a
+// request's first admission (as the GPU prefix figures are): `query_tokens` are the prompt
+// tokens the GPU prefix cache did not hold, `hit_tokens` those of them loaded from the tier.
+// Bytes are per GPU (each tensor-parallel rank moves its own shard over its own link).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+namespace kvsim {
+
+struct OffloadStats {
+  std::string backend;
+  int64_t block_tokens = 0;     // tokens of one offloaded block
+  int64_t block_bytes = 0;      // its bytes on one GPU
+  int64_t capacity_blocks = 0;  // the tier's size in offloaded blocks
+  int64_t query_tokens = 0;
+  int64_t hit_tokens = 0;
+  int64_t loads = 0;  // requests that waited for a load (WAITING_FOR_REMOTE_KVS)
+  int64_t loaded_blocks = 0;
+  int64_t stored_blocks = 0;   // blocks written to the tier
+  int64_t evicted_blocks = 0;  // blocks evicted from it
+  int64_t skipped_stores = 0;  // store requests refused: nothing evictable (vLLM logs them)
+  int64_t peak_blocks = 0;     // the tier's peak occupancy
+  double load_busy_s = 0;      // host-to-device link time spent on loads
+  double store_busy_s = 0;     // device-to-host link time spent on stores
+
+  double hit_rate() const {
+    return query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens)
+                            : 0;
+  }
+  int64_t loaded_bytes() const { return loaded_blocks * block_bytes; }
+  int64_t stored_bytes() const { return stored_blocks * block_bytes; }
+  void merge(const OffloadStats& o) {
+    capacity_blocks += o.capacity_blocks;
+    query_tokens += o.query_tokens;
+    hit_tokens += o.hit_tokens;
+    loads += o.loads;
+    loaded_blocks += o.loaded_blocks;
+    stored_blocks += o.stored_blocks;
+    evicted_blocks += o.evicted_blocks;
+    skipped_stores += o.skipped_stores;
+    peak_blocks = std::max(peak_blocks, o.peak_blocks);
+    load_busy_s += o.load_busy_s;
+    store_busy_s += o.store_busy_s;
+  }
+};
+
+}  // namespace kvsim

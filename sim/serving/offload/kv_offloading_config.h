@@ -1,0 +1,31 @@
+// engine.kv_offloading: vLLM's KV offloading to CPU memory, named after its flags
+// (--kv-offloading-backend, --kv-offloading-size; vllm/config/kv_transfer.py turns them into an
+// OffloadingConnector with a CPUOffloadingSpec, vllm/v1/kv_offload/cpu.py):
+//   backend              native (vLLM's own connector); the only one modelled
+//   size_gib             the CPU buffer, GiB, for the whole replica (split over its TP ranks)
+//   block_size_multiple  an offloaded block is this many GPU blocks (CPUOffloadingSpec's
+//                        block_size / the GPU block size; default 1)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kvsim {
+
+class ConfigNode;
+struct ModelSpec;
+
+struct KvOffloadingConfig {
+  std::string backend = "native";
+  double size_gib = 0;
+  int64_t block_size_multiple = 1;
+};
+
+// nullopt when the engine has no kv_offloading key. ConfigError (file:line:col) for a bad value,
+// or a KV store it cannot sit under (paged with enable_prefix_caching).
+std::optional<KvOffloadingConfig> parse_kv_offloading(const ConfigNode& engine);
+// ConfigError at engine.kv_offloading for a model the tier is not modelled for.
+void check_kv_offloading_model(const ConfigNode& engine, const ModelSpec& model);
+
+}  // namespace kvsim

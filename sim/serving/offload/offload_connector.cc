@@ -1,0 +1,144 @@
+#include "sim/serving/offload/offload_connector.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace kvsim {
+
+namespace {
+
+// The tier's size in blocks: each GPU of the replica holds its shard of every block in its
+// share of the buffer (vLLM's CPUOffloadingSpec divides kv_offloading_size over the world).
+int64_t capacity_blocks(const KvOffloadingConfig& c, const OffloadConnector::Link& l,
+                        int64_t block_bytes) {
+  const double per_gpu = c.size_gib * 1073741824.0 / l.tensor_parallel;
+  return static_cast<int64_t>(std::floor(per_gpu / static_cast<double>(block_bytes)));
+}
+
+// SplitMix64's finaliser: a block's key from its last token's prefix hash and its index.
+uint64_t mix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+OffloadConnector::OffloadConnector(const KvOffloadingConfig& config, Link link, EventQueue& events,
+                                   OffloadStats& stats, std::function<void(int64_t id)> loaded)
+    : tier_(capacity_blocks(
+          config, link,
+          link.gpu_block_tokens * config.block_size_multiple * link.kv_bytes_per_token)),
+      block_tokens_(link.gpu_block_tokens * config.block_size_multiple),
+      block_bytes_(block_tokens_ * link.kv_bytes_per_token),
+      bytes_per_s_(link.bytes_per_s),
+      events_(events),
+      stats_(stats),
+      loaded_(std::move(loaded)) {
+  KVSIM_CHECK(bytes_per_s_ > 0, "kv_offloading needs the GPU's host link bandwidth");
+  stats_.backend = config.backend;
+  stats_.block_tokens = block_tokens_;
+  stats_.block_bytes = block_bytes_;
+  stats_.capacity_blocks = tier_.capacity_blocks();
+}
+
+int64_t OffloadConnector::keyable_blocks(const RequestState& r) const {
+  const int64_t hb = r.spec.hash_block_tokens;
+  if (hb <= 0 || r.spec.prefix_hashes.empty()) return 0;
+  const int64_t covered =
+      std::min<int64_t>(r.prompt_tokens, static_cast<int64_t>(r.spec.prefix_hashes.size()) * hb);
+  return covered / block_tokens_;
+}
+
+uint64_t OffloadConnector::key(const RequestState& r, int64_t i) const {
+  const int64_t last_token = (i + 1) * block_tokens_ - 1;
+  const uint64_t h =
+      r.spec.prefix_hashes[static_cast<size_t>(last_token / r.spec.hash_block_tokens)];
+  return mix(h ^ mix(static_cast<uint64_t>(i)));
+}
+
+std::vector<uint64_t> OffloadConnector::keys(const RequestState& r, int64_t from,
+                                             int64_t to) const {
+  std::vector<uint64_t> out;
+  for (int64_t i = from; i < to; ++i) out.push_back(key(r, i));
+  return out;
+}
+
+int64_t OffloadConnector::matched_tokens(const RequestState& r, int64_t gpu_cached,
+                                         int64_t target) {
+  // Whole blocks, at most up to the prompt's last token (which is always computed: the GPU
+  // lookup's max_cache_hit_length = num_tokens - 1, applied to the tier as well).
+  const int64_t n = std::min(keyable_blocks(r), (target - 1) / block_tokens_);
+  const std::vector<uint64_t> all = keys(r, 0, n);
+  tier_.touch(all);
+  if (n * block_tokens_ - gpu_cached < block_tokens_) return 0;  // less than a block to load
+  const int64_t start = gpu_cached / block_tokens_;
+  const int64_t hits =
+      tier_.lookup(std::span<const uint64_t>(all).subspan(static_cast<size_t>(start)));
+  const int64_t hit = (start + hits) * block_tokens_ - gpu_cached;
+  return hit < block_tokens_ ? 0 : hit;
+}
+
+SimTime OffloadConnector::transfer(int64_t blocks, SimTime& free_at, double& busy_s) {
+  const double s = static_cast<double>(blocks * block_bytes_) / bytes_per_s_;
+  const SimTime start = std::max(events_.now(), free_at);
+  free_at = start + seconds_to_sim(s);
+  busy_s += s;
+  return free_at;
+}
+
+void OffloadConnector::start_load(const RequestState& r, int64_t gpu_cached, int64_t hit) {
+  const int64_t from = gpu_cached / block_tokens_;
+  const int64_t to = (gpu_cached + hit) / block_tokens_;
+  std::vector<uint64_t> ks = keys(r, from, to);
+  tier_.prepare_load(ks);
+  ++stats_.loads;
+  stats_.loaded_blocks += to - from;
+  // Loaded blocks are in the tier already: the request's stores start after them.
+  next_store_[r.spec.id] = std::max(next_store_[r.spec.id], to);
+  const SimTime end = transfer(to - from, h2d_free_at_, stats_.load_busy_s);
+  const int64_t id = r.spec.id;
+  events_.schedule_at(end, [this, id, ks = std::move(ks)] {
+    tier_.complete_load(ks);
+    loaded_(id);
+  });
+}
+
+void OffloadConnector::plan_store(const RequestState& r, int64_t tokens) {
+  const int64_t n = std::min(keyable_blocks(r), tokens / block_tokens_);
+  int64_t& next = next_store_[r.spec.id];
+  if (n <= next) return;
+  const std::vector<uint64_t> ks = keys(r, next, n);
+  std::optional<OffloadTier::StorePlan> plan = tier_.prepare_store(ks);
+  if (!plan) {
+    ++stats_.skipped_stores;  // vLLM: "cannot store", tried again with the next chunk
+    return;
+  }
+  next = n;
+  stats_.stored_blocks += static_cast<int64_t>(plan->to_store.size());
+  stats_.evicted_blocks += static_cast<int64_t>(plan->evicted.size());
+  stats_.peak_blocks = std::max(stats_.peak_blocks, tier_.occupied_blocks());
+  if (plan->to_store.empty()) return;
+  tier_.touch(keys(r, 0, n));
+  planned_.insert(planned_.end(), plan->to_store.begin(), plan->to_store.end());
+}
+
+void OffloadConnector::forward_ended() {
+  if (planned_.empty()) return;
+  const SimTime end =
+      transfer(static_cast<int64_t>(planned_.size()), d2h_free_at_, stats_.store_busy_s);
+  events_.schedule_at(end, [this, ks = std::move(planned_)] { tier_.complete_store(ks); });
+  planned_ = {};
+}
+
+void OffloadConnector::check() const {
+  tier_.check_invariants();
+  KVSIM_CHECK(stats_.stored_blocks - stats_.evicted_blocks == tier_.occupied_blocks(),
+              "kv_offloading: {} blocks stored - {} evicted != {} in the tier",
+              stats_.stored_blocks, stats_.evicted_blocks, tier_.occupied_blocks());
+}
+
+}  // namespace kvsim
