@@ -20,8 +20,11 @@ inline int parse_and_report(CLI::App& app, int argc, char** argv, const char* pr
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    // --help and --version print their text and succeed; a command-line error is one line like
+    // every other error ("kvsim: error: --dp: Value 0 not in range 1 to 1024").
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "{}: error: {}\n", program, e.what());
+    return 2;
   } catch (const InputError& e) {
     std::fflush(stdout);
     fmt::print(stderr, "{}: error: {}\n", program, e.what());

@@ -29,6 +29,9 @@ class AtomicFile {
   void commit();
 
  private:
+  // Registers the temporary for remove_open_temporaries() and creates it, as one step a stop
+  // signal cannot split. Throws InputError.
+  void open_registered();
   void write_all(std::string_view text);
   void fail(const char* what, int err);
 
@@ -41,11 +44,25 @@ class AtomicFile {
   std::string buffer_;
 };
 
+// The longest output path, its temporary suffix included, plus one: what the table of open
+// temporaries holds per file (a signal handler cannot allocate).
+constexpr size_t kMaxOutputPathBytes = 1024;
+// The longest `-o` folder: room under it for a file name of up to 255 bytes and its suffix.
+constexpr size_t kMaxOutputFolderBytes = kMaxOutputPathBytes - 256 - 16;
+
+// Throws InputError naming (the start of) `path` when its temporary would be kMaxOutputPathBytes
+// or longer. AtomicFile checks every file; a command checks its -o folder with
+// check_output_folder before it writes anything.
+void check_output_path(const std::filesystem::path& path);
+void check_output_folder(const std::filesystem::path& dir);
+
 // Removes the temporary file of every AtomicFile not yet committed or destroyed, and the folders
-// they made when left empty. Async-signal-safe (unlink, rmdir and atomic loads only): what a
-// SIGINT or SIGTERM handler calls before _exit, which skips every destructor (apps/kvsim's
-// stop_signals.h). A file whose path is too long for the table is left to the next run's removal
-// of stale temporaries.
+// they made when left empty; from then on no AtomicFile creates a temporary (a thread about to
+// waits for the process to end). Async-signal-safe (unlink, rmdir and atomics only): what a
+// SIGINT, SIGTERM or SIGXFSZ handler calls before _exit, which skips every destructor
+// (core/stop_signals.h). It waits for a file another thread is opening, so the handler
+// must not run on a thread that is opening one: AtomicFile blocks those signals while it does.
+// A temporary beyond the table's slots is left to the next run's removal of stale temporaries.
 void remove_open_temporaries() noexcept;
 
 // Writes `content` to `path` atomically (write temp, flush, fsync, rename). Creates parent

@@ -110,7 +110,8 @@ void read_quantization(const HfReader& r, ModelSpec& m) {
       m.weight_dtype = DType::kMxfp4;
     }
   } else if (method == "modelopt") {
-    const std::string algo = q.value("quant_algo", "");
+    // Read as a key of its own, so a non-string is named at its place, not at the file's start.
+    const std::string algo = HfReader(q, r.text(), r.source()).string("quant_algo", "");
     if (algo == "FP8") {
       m.weight_dtype = DType::kFp8;
     } else if (algo == "NVFP4") {

@@ -13,9 +13,9 @@ namespace {
 // Builds the document as nlohmann's own DOM parser does, but keeps where the parse stopped and
 // why for every error the parser reports, not only syntax errors: a number too large for a
 // double ("1e400") is reported the same way, with its position.
-class HfDomBuilder : public nlohmann::json_sax<HfJson> {
+class PositionedDomBuilder : public nlohmann::json_sax<HfJson> {
  public:
-  explicit HfDomBuilder(HfJson& root) : dom_(root, /*allow_exceptions=*/false) {}
+  explicit PositionedDomBuilder(HfJson& root) : dom_(root, /*allow_exceptions=*/false) {}
   bool null() override { return dom_.null(); }
   bool boolean(bool v) override { return dom_.boolean(v); }
   bool number_integer(number_integer_t v) override { return dom_.number_integer(v); }
@@ -36,10 +36,10 @@ class HfDomBuilder : public nlohmann::json_sax<HfJson> {
     what_ = e.what();
     return false;
   }
-  // Set when the parse failed: the 1-based offset of the last character read, and why.
-  std::optional<std::pair<std::size_t, std::string>> error() const {
+  // Set when the parser reported an error.
+  std::optional<JsonParseError> error() const {
     if (what_.empty()) return std::nullopt;
-    return std::make_pair(position_, what_);
+    return JsonParseError{position_, what_};
   }
 
  private:
@@ -98,14 +98,18 @@ std::string hf_json_detail(const std::string& what) {
 // The document, or an InputError naming where the parse stopped: a syntax error, or a number
 // out of range ("1e400"). nlohmann reports the 1-based offset of the last character it read
 // (the end of the offending token).
+std::optional<JsonParseError> parse_json_positioned(const std::string& text, HfJson& out) {
+  PositionedDomBuilder builder(out);
+  const bool parsed = HfJson::sax_parse(text, &builder);
+  if (parsed && !builder.error()) return std::nullopt;
+  return builder.error().value_or(JsonParseError{});
+}
+
 HfJson hf_parse(const std::string& text, const std::string& source) {
   HfJson j;
-  HfDomBuilder builder(j);
-  if (!HfJson::sax_parse(text, &builder) || builder.error()) {
-    const auto [offset, what] = builder.error().value_or(std::make_pair(size_t{0}, std::string()));
+  if (const auto error = parse_json_positioned(text, j)) {
     throw InputError(fmt::format("{}:{}: malformed JSON: {}", source,
-                                 hf_line_col(text, offset > 0 ? offset - 1 : 0),
-                                 what.empty() ? "unreadable" : hf_json_detail(what)));
+                                 hf_line_col(text, error->offset()), error->detail()));
   }
   if (!j.is_object()) {
     throw InputError(

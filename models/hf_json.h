@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,20 @@ std::string hf_line_col(const std::string& text, size_t at);
 std::string hf_describe(const HfJson& v);
 // nlohmann's message without its exception prefix and position (kvsim says where itself).
 std::string hf_json_detail(const std::string& what);
+// Where and why a JSON parse stopped.
+struct JsonParseError {
+  size_t position = 0;  // 1-based: the last character read (0: none)
+  std::string what;     // nlohmann's message ("" when the parser gave none)
+  // The 0-based offset to name: the last character read.
+  size_t offset() const { return position > 0 ? position - 1 : 0; }
+  // The message for "malformed JSON: ...": hf_json_detail's, or "unreadable".
+  std::string detail() const { return what.empty() ? "unreadable" : hf_json_detail(what); }
+};
+// Parses `text` into `out` as nlohmann's DOM parser does, keeping where the parse stopped and
+// why for every error the parser reports (a number too large for a double, "1e400", included:
+// nlohmann's own parse() throws that one without a position). nullopt when it parsed. Every
+// reader of JSON input (config.json here, vllm-run's files) parses through it.
+std::optional<JsonParseError> parse_json_positioned(const std::string& text, HfJson& out);
 // The document, or an InputError naming where the parse stopped.
 HfJson hf_parse(const std::string& text, const std::string& source);
 

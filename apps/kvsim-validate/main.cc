@@ -15,25 +15,46 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "apps/cli_main.h"
-#include "apps/kvsim-validate/stop_signals.h"
 #include "core/atomic_file.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "core/stop_signals.h"
 #include "models/catalog.h"
 #include "models/latency/profile.h"
 #include "validate/backend.h"
 #include "validate/commands.h"
 #include "validate/replay/e2e.h"
 #include "validate/replay/replay.h"
+#include "validate/scratch_folder.h"
 #include "validate/vllm_run/import_llmservingsim.h"
 #include "validate/vllm_run/vllm_run.h"
 
 namespace {
 
 using namespace kvsim::validate;
+
+// An output path too long for the stop handler's table of temporaries (core/atomic_file.h) is
+// refused while the command line is read, before anything is written.
+CLI::Validator output_path_check(void (*check)(const std::filesystem::path&), const char* name) {
+  return CLI::Validator(
+      [check](std::string& path) -> std::string {
+        try {
+          check(path);
+        } catch (const kvsim::InputError& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "", name);
+}
+CLI::Validator output_folder() {
+  return output_path_check(kvsim::check_output_folder, "output folder");
+}
+CLI::Validator output_file() { return output_path_check(kvsim::check_output_path, "output file"); }
 
 void add_commands(CLI::App& app, int& exit_code) {
   auto mo = std::make_shared<MeasureOptions>();
@@ -44,7 +65,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   m->add_option("--backend", mo->backend, backend_names())
       ->check(CLI::IsMember(backend_registry().names()))
       ->capture_default_str();
-  m->add_option("-o,--out", mo->out_dir, "output folder")->required();
+  m->add_option("-o,--out", mo->out_dir, "output folder")->required()->check(output_folder());
   m->add_option(
       "--gpu", mo->gpu,
       "catalog GPU whose peaks the profile is relative to (default: matched from the device name)");
@@ -57,7 +78,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   p->add_option("--backend", po->backend, backend_names())
       ->check(CLI::IsMember(backend_registry().names()))
       ->capture_default_str();
-  p->add_option("-o,--out", po->out_dir, "output folder")->required();
+  p->add_option("-o,--out", po->out_dir, "output folder")->required()->check(output_folder());
   p->add_option("--model", po->model, "catalog model whose K/V tensors are allocated")
       ->capture_default_str();
   p->add_option("--tokens", po->tokens, "KV tokens per pattern, comma-separated")
@@ -70,7 +91,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   CLI::App* c =
       app.add_subcommand("calibrate", "fit the latency profile on a measure folder's train split");
   c->add_option("dir", co->dir, "measure output folder")->required()->check(CLI::ExistingDirectory);
-  c->add_option("-o,--out", co->profile, "profile YAML to write")->required();
+  c->add_option("-o,--out", co->profile, "profile YAML to write")->required()->check(output_file());
   c->add_flag("--quiet", co->quiet, "no table");
   c->callback([co] { run_calibrate(*co); });
 
@@ -78,7 +99,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   CLI::App* d = app.add_subcommand(
       "device", "is a CUDA device usable here (exit 0) or not (exit 1), and cuBLAS");
   d->add_flag("--json", dq->json, "print the JSON record");
-  d->add_option("-o,--out", dq->out, "also write the JSON record to this file");
+  d->add_option("-o,--out", dq->out, "also write the JSON record to FILE")->check(output_file());
   d->callback([dq, &exit_code] { exit_code = run_device_query(*dq); });
 
   auto io = std::make_shared<ImportOptions>();
@@ -90,7 +111,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   iv->add_option("input", io->input, "mlp.csv, or the folder holding it")
       ->required()
       ->check(CLI::ExistingPath);
-  iv->add_option("-o,--out", io->out_dir, "output folder")->required();
+  iv->add_option("-o,--out", io->out_dir, "output folder")->required()->check(output_folder());
   iv->add_option("--gpu", io->gpu, "catalog GPU the data was measured on (default: from the path)");
   iv->add_option("--tp", io->tp, "tensor-parallel rows to import")
       ->check(CLI::Range(1, 64))
@@ -106,7 +127,7 @@ void add_commands(CLI::App& app, int& exit_code) {
                  "the bundle folder (holding meta.yaml and tpN/), or one tpN/ folder")
       ->required()
       ->check(CLI::ExistingDirectory);
-  il->add_option("-o,--out", lo->out_dir, "output folder")->required();
+  il->add_option("-o,--out", lo->out_dir, "output folder")->required()->check(output_folder());
   il->add_option("--tp", lo->tp, "tensor-parallel folder tpN to import")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
@@ -135,7 +156,7 @@ void add_commands(CLI::App& app, int& exit_code) {
                  "GPU peer-to-peer on the run's host: auto (the catalog GPU's), on or off; decides "
                  "vLLM's all-reduce path")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  vr->add_option("-o,--out", vo->out_dir, "output folder")->required();
+  vr->add_option("-o,--out", vo->out_dir, "output folder")->required()->check(output_folder());
   vr->add_flag("--quiet", vo->quiet, "no table");
   vr->add_flag_function(
       "--no-plot", [vo](int64_t) { vo->plot = false; }, "do not render e2e.png");
@@ -155,7 +176,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   pr->add_option("--attention-kernel", pf->kernel,
                  "flash generation: fa2 or fa3 (default: vLLM's choice for the GPU)")
       ->check(CLI::IsMember({"fa2", "fa3"}));
-  pr->add_option("-o,--out", pf->out, "profile YAML to write")->required();
+  pr->add_option("-o,--out", pf->out, "profile YAML to write")->required()->check(output_file());
   pr->callback([pf] {
     const kvsim::GpuSpec g = kvsim::Catalog::builtin().gpu(pf->gpu);
     std::optional<kvsim::FlashKernel> k;
@@ -171,7 +192,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   x->add_option("--profile", xo->profile, "profile YAML (from calibrate)")
       ->required()
       ->check(CLI::ExistingFile);
-  x->add_option("-o,--out", xo->out_dir, "where compare.csv/json go (default: dir)");
+  x->add_option("-o,--out", xo->out_dir, "output folder (default: dir)")->check(output_folder());
   x->add_flag("--quiet", xo->quiet, "no table");
   x->callback([xo] { run_compare(*xo); });
 
@@ -183,7 +204,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   r->add_option("--backend", ro->backend, "forward pass: cpu (Eigen) or cuda (cuBLAS + kernels/)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  r->add_option("-o,--out", ro->out_dir, "output folder")->required();
+  r->add_option("-o,--out", ro->out_dir, "output folder")->required()->check(output_folder());
   r->add_option("--profile", ro->profile,
                 "latency profile for every policy's modeled column (default: the scenario's)")
       ->check(CLI::ExistingFile);
@@ -208,7 +229,7 @@ void add_commands(CLI::App& app, int& exit_code) {
   e->add_option("--backend", eo->backend, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  e->add_option("-o,--out", eo->out_dir, "output folder")->required();
+  e->add_option("-o,--out", eo->out_dir, "output folder")->required()->check(output_folder());
   e->add_option("--repeats", eo->repeats, "timed executions per replayed iteration (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -231,7 +252,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   add_commands(app, exit_code);
-  kvsim::validate_cli::install_stop_signals();
+  kvsim::install_stop_signals("kvsim-validate", remove_scratch_folders);
   // exit_code: a measure whose correctness check failed still ran to the end, and says so.
   const int code = kvsim::parse_and_report(app, argc, argv, "kvsim-validate", 0);
   return code != 0 ? code : exit_code;

@@ -44,6 +44,7 @@ struct CapacityArgs {
 };
 
 void capacity(CapacityArgs& a) {
+  check_output_folder(a.out_dir);
   CapacityOptions& o = a.options;
   o.source = a.scenario;
   YAML::Node tree = ConfigNode::parse_file(a.scenario).yaml();

@@ -11,9 +11,9 @@
 
 #include "apps/cli_main.h"
 #include "apps/kvsim/commands.h"
-#include "apps/kvsim/stop_signals.h"
 #include "core/data_path.h"
 #include "core/errors.h"
+#include "core/stop_signals.h"
 
 namespace {
 
@@ -32,7 +32,7 @@ void setup_logging(const std::string& level) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kvsim::cli::install_stop_signals();  // SIGINT, SIGTERM: no temporary file left behind
+  kvsim::install_stop_signals("kvsim");  // SIGINT, SIGTERM, SIGXFSZ: no temporary left behind
   CLI::App app{"kvsim: a discrete-event simulator of LLM inference serving memory"};
   app.set_version_flag("--version", std::string("kvsim ") + kvsim::kvsim_version());
   app.require_subcommand(1);

@@ -3,6 +3,9 @@
 // embedded default, mixed-chat-docs (mixed short and long requests); seed A's story is
 // scenarios/seed-a-guard.yaml.
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
+#include <limits>
 
 #include <unistd.h>
 #include <cstdio>
@@ -13,8 +16,10 @@
 #include <fmt/format.h>
 
 #include "apps/kvsim/commands.h"
+#include "core/atomic_file.h"
 #include "core/config_node.h"
 #include "core/data_path.h"
+#include "core/echo_text.h"
 #include "core/errors.h"
 #include "models/catalog.h"
 #include "sim/config/scenario.h"
@@ -65,6 +70,8 @@ void run(RunArgs& a) {
     a.options.timeline_end_s = w.end_s;
   }
   if (!a.no_output) a.options.out_dir = a.out_dir.empty() ? "out/" + s.name : a.out_dir;
+  if (!a.options.out_dir.empty()) check_output_folder(a.options.out_dir);
+  if (!a.options.timeline_path.empty()) check_output_path(a.options.timeline_path);
   a.options.progress = isatty(fileno(stderr)) != 0;  // never in pipes, tests or CI
   std::unique_ptr<RequestTrace> trace;
   if (a.trace_request) {
@@ -104,6 +111,19 @@ void run(RunArgs& a) {
   }
 }
 
+// --trace-request's ID as written: decimal digits that fit an int64. CLI11 alone would clamp
+// 9223372036854775808 (2^63) to the largest int64 and trace a request nobody asked for.
+std::string check_request_id(std::string& text) {
+  int64_t id = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, id);
+  if (ec != std::errc() || stop != end || id < 0) {
+    return fmt::format("expected a request id in [0, {}], got '{}'",
+                       std::numeric_limits<int64_t>::max(), echo_text(text));
+  }
+  return "";
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
@@ -124,6 +144,7 @@ void add_run_command(CLI::App& app) {
   auto* trace = cmd->add_option("--trace-request", a->trace_request,
                                 "print request ID's life: arrival, guard and queue decisions, "
                                 "prefill chunks, KV held, preemptions, first token, outcome")
+                    ->check(CLI::Validator(check_request_id, "", "request id"))
                     ->excludes(timeline);
   cmd->add_option("--policy", a->trace_policy, "with --trace-request: only under this policy")
       ->needs(trace);

@@ -111,6 +111,7 @@ SweepPlan make_plan(const SweepArgs& a) {
 }
 
 void sweep(SweepArgs& a) {
+  check_output_folder(a.out_dir);
   const SweepPlan plan = make_plan(a);
 #ifdef KVSIM_HAVE_MPI
   if (launched_by_mpi()) return sweep_mpi(a, plan);

@@ -66,11 +66,19 @@ def _set_args(values):
     return [str(v) for v in values]
 
 
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+
+
 def _integer(name, value):
     """`value` as an int, or TypeError naming the argument: no bools, no floats (seed=1.5 used to
     run seed 1), no strings. Ranges are the library's to check (sim/run/arguments.h)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("%s: expected an integer, got %r (%s)" % (name, value, type(value).__name__))
+    # Python's integers have no bound; the library's are 64-bit (pybind11 would refuse 10**30
+    # with its signature dump, naming no argument).
+    if not _INT64_MIN <= int(value) <= _INT64_MAX:
+        raise ValueError("%s: expected an integer from %d to %d, got %d"
+                         % (name, _INT64_MIN, _INT64_MAX, int(value)))
     return int(value)
 
 

@@ -163,6 +163,48 @@ int64_t pool_tokens_per_gpu(const GpuMemoryPool& pool, const ConfigNode& kv_node
   return vllm_kv_cache_size_tokens(layout, limits, blocks);
 }
 
+// The replica's memory pool. With speculative decoding it also holds the drafter's layer or the
+// draft model (model_with_drafter). Its errors name the place that sizes it: the engine's kv,
+// the draft model, or (no engine.kv) the engine or policy, with the default pool's key to set.
+std::unique_ptr<GpuMemoryPool> make_replica_pool(const ModelSpec& model, const GpuSpec& gpu,
+                                                 const ConfigNode& kv_node,
+                                                 const ConfigNode& engine_node,
+                                                 const EngineConfig& engine,
+                                                 const Parallelism& parallelism) {
+  try {
+    return std::make_unique<GpuMemoryPool>(
+        engine.speculative ? model_with_drafter(model, *engine.speculative, parallelism) : model,
+        gpu, kv_node,
+        PoolOptions{.workspace_bytes = engine.workspace_bytes,
+                    .attention = engine.attention,
+                    .profile_batched_tokens = engine.max_num_batched_tokens,
+                    .profile_num_seqs = engine.max_num_seqs,
+                    .parallelism = parallelism});
+  } catch (const InputError& e) {
+    // The error without the kv node's place (the default node's is "default kv:1:1").
+    std::string why = e.what();
+    if (const std::string at = kv_node.where() + ": "; why.rfind(at, 0) == 0) {
+      why = why.substr(at.size());
+    }
+    if (engine.speculative && engine.speculative->draft_model) {
+      // A target that fits alone but not beside its draft model: the error at the draft model.
+      engine_node.child("speculative_config")
+          .child("model")
+          .fail(fmt::format("with draft model {} beside {}: {}",
+                            engine.speculative->draft_model->name, model.name, why));
+    }
+    if (engine_node.peek("kv")) throw;
+    // No engine.kv: the pool is vLLM's default, sized by gpu_memory_utilization 0.9, which has
+    // no place in the file; the error names the engine (or the policy) and the key to set.
+    if (why.find("gpu_memory_utilization") == std::string::npos) engine_node.fail(why);
+    engine_node.fail(
+        fmt::format("{} (the default kv: {{type: paged, gpu_memory_utilization: "
+                    "0.9}}; set engine.kv.gpu_memory_utilization or "
+                    "engine.kv.num_blocks)",
+                    why));
+  }
+}
+
 // A replica of `policy` running `base_model` on `gpu`; `group_engine`: its cluster group's
 // engine keys.
 PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
@@ -200,29 +242,7 @@ PreparedReplica prepare_replica(const Scenario& s, const ConfigNode& policy,
     }
     throw;
   }
-  // With speculative decoding the pool also holds the drafter's layer or the draft model
-  // (model_with_drafter).
-  try {
-    p->pool = std::make_unique<GpuMemoryPool>(
-        engine.speculative ? model_with_drafter(model, *engine.speculative, parallelism) : model,
-        gpu, kv_node,
-        PoolOptions{.workspace_bytes = engine.workspace_bytes,
-                    .attention = engine.attention,
-                    .profile_batched_tokens = engine.max_num_batched_tokens,
-                    .profile_num_seqs = engine.max_num_seqs,
-                    .parallelism = parallelism});
-  } catch (const InputError& e) {
-    if (!engine.speculative || !engine.speculative->draft_model) throw;
-    // A target that fits alone but not beside its draft model: the error at the draft model.
-    std::string why = e.what();
-    if (const std::string at = kv_node.where() + ": "; why.rfind(at, 0) == 0) {
-      why = why.substr(at.size());
-    }
-    engine_node.child("speculative_config")
-        .child("model")
-        .fail(fmt::format("with draft model {} beside {}: {}",
-                          engine.speculative->draft_model->name, model.name, why));
-  }
+  p->pool = make_replica_pool(model, gpu, kv_node, engine_node, engine, parallelism);
   check_one_request_fits(*p->pool, kv_node, engine_node, engine);
   if (!parallelism.single() || engine.weights_dtype || engine.kv_cache_dtype) {
     const ModelSpec& share = p->pool->model();

@@ -73,6 +73,43 @@ std::string point_label(const SweepPlan& plan, size_t index) {
   }
 }
 
+// The scenario hash heading `index` (an earlier sweep's sweep.json); "" when it is unreadable.
+std::string indexed_scenario_hash(const fs::path& index) {
+  try {
+    return SweepIndexReader(index, [](const nlohmann::json&, const nlohmann::json&) {})
+        .read()
+        .value("scenario_hash", "");
+  } catch (const InputError&) {
+    return "";
+  }
+}
+
+// Into a folder holding the sweep of another scenario, every point folder this shard would use is
+// checked before anything is written: one holding a finished run of a different scenario refuses
+// the sweep, and the refusal leaves the folder as it was (the check beside the running points
+// would already have replaced sweep.json). A resume of the same scenario skips this pass.
+void refuse_foreign_points(const SweepPlan& plan, const SweepOptions& o) {
+  const fs::path index = o.out_dir / "sweep.json";
+  if (!fs::exists(index) || indexed_scenario_hash(index) == plan.scenario_hash) return;
+  for (size_t i = static_cast<size_t>(o.shard_index); i < plan.points.size();
+       i += static_cast<size_t>(o.shard_count)) {
+    const SweepPoint p = plan.points[i];
+    const fs::path dir = o.out_dir / "points" / p.name;
+    if (!fs::exists(dir / "manifest.json")) continue;
+    try {
+      point_complete(dir, scenario_hash(p.tree));
+    } catch (...) {
+      rethrow_with_point(std::current_exception(), point_label(plan, i));
+    }
+  }
+}
+
+// The sweep's folder, once refuse_foreign_points has let the sweep in: OUT/points/ made.
+void prepare_sweep_folder(const SweepPlan& plan, const SweepOptions& o) {
+  refuse_foreign_points(plan, o);
+  fs::create_directories(o.out_dir / "points");
+}
+
 }  // namespace
 
 void parse_shard(const std::string& text, int& index, int& count) {
@@ -101,7 +138,7 @@ SweepReport run_sweep(const SweepPlan& plan, const Catalog& catalog, const Sweep
   // million-point sweep runs its first points within seconds instead of after the whole pass
   // (minutes), and a resume does not wait for it either. A bad value still stops the sweep as soon
   // as the check reaches it; the points run before it are complete folders a resume keeps.
-  fs::create_directories(o.out_dir / "points");
+  prepare_sweep_folder(plan, o);
   std::atomic<bool> failed{false};
   std::mutex check_mu;
   std::condition_variable check_cv;

@@ -86,6 +86,12 @@ def test_kv_and_latency_ranges_are_the_clis():
         kvsim.kv("seed-7b-mha", [1024, 2.5])
     with pytest.raises(TypeError, match=r"^seq: expected an integer or a list"):
         kvsim.kv("seed-7b-mha", "1024")
+    # Beyond 64 bits: pybind11 raised its own TypeError listing the signature.
+    with pytest.raises(ValueError, match=r"^seq\[0\]: expected an integer from -9223372036854775808 "
+                       r"to 9223372036854775807, got 10{30}$"):
+        kvsim.kv("llama-3-8b", [10**30])
+    with pytest.raises(ValueError, match=r"^batch: expected an integer from"):
+        kvsim.kv("llama-3-8b", 1024, batch=2**63)
     with pytest.raises(kvsim.InputError, match=r"^tp: expected a whole number"):
         kvsim.latency(tp=0)
     with pytest.raises(kvsim.InputError, match=r"^capacity_gb: expected"):

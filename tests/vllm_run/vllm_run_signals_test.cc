@@ -16,9 +16,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/stop_signal_child.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using kvsim::test::spawn_for_signal;
+using kvsim::test::temporaries_under;
+using kvsim::test::wait_exit;
 
 // A bench serve result of 20,000 requests at 10 a second: each of the fit's kvsim runs takes
 // a noticeable time, so the signal finds the bisection running.
@@ -36,25 +41,6 @@ fs::path write_long_bench(const fs::path& dir) {
   return dir / "bench.json";
 }
 
-pid_t spawn_validate(const std::vector<std::string>& args) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-    std::vector<char*> argv{const_cast<char*>(KVSIM_VALIDATE_BIN)};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(KVSIM_VALIDATE_BIN, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 // Waits (at most two minutes) until `p` has a file in it.
 bool wait_for_files_in(const fs::path& p) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(2);
@@ -68,31 +54,6 @@ bool wait_for_files_in(const fs::path& p) {
   return false;
 }
 
-int wait_exit(pid_t pid) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  int status = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1000;
-}
-
-std::vector<std::string> temporaries_in(const fs::path& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().filename().string().find(".tmp.") != std::string::npos) {
-      out.push_back(it->path().string());
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("vllm-run --fit-step-overhead stopped by a signal leaves no partial fit folder",
@@ -104,15 +65,39 @@ TEST_CASE("vllm-run --fit-step-overhead stopped by a signal leaves no partial fi
   for (const int sig : {SIGINT, SIGTERM}) {
     INFO("signal " << sig);
     const fs::path out = d / ("out-" + std::to_string(sig));
-    const pid_t pid = spawn_validate({"vllm-run", bench.string(), "--gpu", "rtx-pro-6000", "-o",
-                                      out.string(), "--fit-step-overhead", "--quiet", "--no-plot"});
+    const pid_t pid = spawn_for_signal(
+        KVSIM_VALIDATE_BIN, {"vllm-run", bench.string(), "--gpu", "rtx-pro-6000", "-o",
+                             out.string(), "--fit-step-overhead", "--quiet", "--no-plot"});
     REQUIRE(wait_for_files_in(out / "step-overhead-fit"));
     ::kill(pid, sig);
     CHECK(wait_exit(pid) == 128 + sig);
     CHECK_FALSE(fs::exists(out / "step-overhead-fit"));
-    CHECK(temporaries_in(out).empty());
+    CHECK(temporaries_under(out).empty());
     CHECK_FALSE(
         fs::exists(fs::temp_directory_path() / ("kvsim-vllm-run-check." + std::to_string(pid))));
   }
+  fs::remove_all(d);
+}
+
+// kvsim-validate shares kvsim's handler (core/stop_signals.h): a write past `ulimit -f` removes
+// the temporary and exits 128 + SIGXFSZ (153) with its one line, where SIGXFSZ's default action
+// ended it with a core dump and the temporary left. The profile YAML of a catalog GPU is well
+// over 64 bytes, and written in one piece at commit.
+TEST_CASE("kvsim-validate past the file size limit removes its temporary and exits 153",
+          "[vllm_run][signals]") {
+  const fs::path d =
+      fs::temp_directory_path() / ("kvsim-validate-xfsz-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  const pid_t pid = spawn_for_signal(
+      KVSIM_VALIDATE_BIN, {"profile", "--gpu", "a100-sxm4-80gb", "-o", (d / "p.yaml").string()},
+      (d / "err.txt").string(), 64);
+  CHECK(wait_exit(pid) == 128 + SIGXFSZ);
+  CHECK(temporaries_under(d).empty());
+  CHECK_FALSE(fs::exists(d / "p.yaml"));
+  std::ifstream err(d / "err.txt");
+  std::string line;
+  std::getline(err, line);
+  CHECK(line == "kvsim-validate: file size limit exceeded (SIGXFSZ); unfinished files removed");
   fs::remove_all(d);
 }

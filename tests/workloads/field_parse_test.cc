@@ -14,6 +14,15 @@ TEST_CASE("decimal times convert exactly to integer units", "[trace][parse]") {
   CHECK(parse_decimal_fixed("3000", 6) == 3'000'000'000);  // Mooncake ms -> ns
   CHECK(parse_decimal_fixed("1e-05", 9) == 10'000);
   CHECK(!parse_decimal_fixed("-1", 9));
+  // Negative zero is zero (an acceptance_rate of 0 or a time of 0 written by numpy as "-0"), as
+  // "-0e0" always was through the double; a negative below the last digit kept is still refused.
+  CHECK(parse_decimal_fixed("-0", 9) == 0);
+  CHECK(parse_decimal_fixed("-0.000", 9) == 0);
+  CHECK(parse_decimal_fixed("-0e0", 9) == 0);
+  CHECK(!parse_decimal_fixed("-0.0000000001", 9));
+  CHECK(!parse_decimal_fixed("-.", 9));
+  CHECK(!parse_decimal_fixed("-", 9));
+  CHECK(!parse_decimal_fixed("--0", 9));
   CHECK(!parse_decimal_fixed("1.2.3", 9));
   CHECK(!parse_decimal_fixed("", 9));
   CHECK(!parse_decimal_fixed(".", 9));

@@ -130,3 +130,20 @@ TEST_CASE("normalized CSV: optional session_id column", "[trace][tags]") {
   auto plain = read_trace("arrival_s,prompt_tokens,output_tokens\n0.0,100,10\n");
   CHECK(!plain.at(0).session_id);
 }
+
+// acceptance_rate is a fraction in [0, 1]; "-0" (numpy's rounded negative) is 0, not a refusal,
+// and a real negative still gives the line's error.
+TEST_CASE("normalized CSV: an acceptance_rate of -0 reads as 0", "[trace][tags]") {
+  auto v = read_trace(
+      "arrival_s,prompt_tokens,output_tokens,acceptance_rate\n"
+      "0.0,100,10,-0\n"
+      "0.5,100,10,-0.000\n"
+      "1.0,100,10,0.25\n");
+  REQUIRE(v.size() == 3);
+  CHECK(v[0].acceptance_rate() == std::optional<double>(0.0));
+  CHECK(v[1].acceptance_rate() == std::optional<double>(0.0));
+  CHECK(v[2].acceptance_rate() == std::optional<double>(0.25));
+  const std::string err =
+      trace_error("arrival_s,prompt_tokens,output_tokens,acceptance_rate\n0.0,100,10,-0.5\n");
+  CHECK(err.find(":2: acceptance_rate: expected a number from 0 to 1") != std::string::npos);
+}

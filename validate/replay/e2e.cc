@@ -32,12 +32,21 @@ std::string read_text(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// The user's scenario, set up as `kvsim check` sets it up before anything is written: what only
+// the set-up checks (a KV pool with no room) is named in the user's file, not in OUT/scenario.yaml,
+// the copy on the calibrated device that steps 2 and 3 run.
+Scenario load_checked_scenario(const ConfigNode& raw) {
+  Scenario s = load_scenario(raw, Catalog::builtin());
+  (void)prepare_scenario(s, RunOptions{});
+  return s;
+}
+
 }  // namespace
 
 E2eComparison run_e2e(const E2eOptions& o) {
   check_forward_backend(o.backend);
   const ConfigNode raw = ConfigNode::parse_file(o.scenario);
-  const Scenario s = load_scenario(raw, Catalog::builtin());
+  const Scenario s = load_checked_scenario(raw);
   const fs::path out = o.out_dir;
   const fs::path cal = out / "calibration";
   const fs::path profile_path = fs::absolute(cal / "profile.yaml");

@@ -62,6 +62,14 @@ std::optional<int64_t> parse_decimal_fixed(std::string_view s, int digits) {
     if (scaled >= 9.2e18) return std::nullopt;
     return static_cast<int64_t>(std::llround(scaled));
   }
+  // Negative zero ("-0", "-0.000", as numpy writes a rounded negative) is zero, as "-0e0" already
+  // was through the double; any other minus sign is a negative number.
+  if (s[0] == '-') {
+    const std::string_view rest = s.substr(1);
+    // Zeros and points only: the rest reads as 0, or not at all ("-.", "-0.0.0").
+    if (rest.empty() || rest.find_first_not_of("0.") != std::string_view::npos) return std::nullopt;
+    return parse_decimal_fixed(rest, digits);
+  }
   size_t i = 0;
   int64_t whole = 0;
   const size_t whole_start = i;
