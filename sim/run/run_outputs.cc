@@ -39,6 +39,11 @@ void write_run_outputs(const PreparedScenario& prepared, const RunResult& result
   }
   if (per_gpu) manifest["memory_figures"] = "per GPU";
   if (!gpus.empty()) manifest["gpus_per_policy"] = gpus;
+  // A re-run into a finished folder: the old manifest goes before the first new file lands, so a
+  // run stopped among the renames below leaves a folder without a manifest (unfinished), never
+  // new files under the old run's manifest.
+  std::error_code no_manifest;
+  std::filesystem::remove(dir / "manifest.json", no_manifest);
   requests_file.commit();
   timeseries_file.commit();
   for (const auto& [name, file] : o.extra_files) file->commit();
