@@ -19,12 +19,12 @@ namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
-struct Result {
+struct ValidateCliResult {
   int exit_code = -1;
   std::string err;
 };
 
-fs::path fresh_dir(const std::string& stem) {
+fs::path validate_scratch(const std::string& stem) {
   const fs::path d = fs::temp_directory_path() / (stem + "." + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
@@ -32,12 +32,12 @@ fs::path fresh_dir(const std::string& stem) {
 }
 
 // kvsim-validate ARGS (shell words), its exit code and stderr.
-Result run_validate(const std::string& args, const fs::path& scratch) {
+ValidateCliResult run_validate_cli(const std::string& args, const fs::path& scratch) {
   const fs::path err = scratch / "stderr.txt";
   const std::string cmd = std::string("'") + KVSIM_VALIDATE_BIN + "' " + args + " >/dev/null 2>'" +
                           err.string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
-  Result r;
+  ValidateCliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream in(err);
   std::stringstream s;
@@ -55,8 +55,8 @@ size_t lines(const std::string& s) {
 
 TEST_CASE("kvsim-validate refuses an -o path too long for the stop handler before writing",
           "[vllm_run][cli]") {
-  const fs::path scratch = fresh_dir("kvsim-validate-cli");
-  const fs::path d = fresh_dir("kvsim-validate-long-out");
+  const fs::path scratch = validate_scratch("kvsim-validate-cli");
+  const fs::path d = validate_scratch("kvsim-validate-long-out");
   std::string deep = d.string();
   while (deep.size() < 1100) deep += "/" + std::string(100, 'a');
   const std::string bench = std::string(KVSIM_TEST_DATA) + "/vllm-runs";
@@ -64,7 +64,7 @@ TEST_CASE("kvsim-validate refuses an -o path too long for the stop handler befor
        {"profile --gpu a100-sxm4-80gb -o " + deep + "/p.yaml", "memprobe --backend cpu -o " + deep,
         "vllm-run " + bench + " --gpu a100-sxm4-80gb -o " + deep}) {
     INFO(args);
-    const Result r = run_validate(args, scratch);
+    const ValidateCliResult r = run_validate_cli(args, scratch);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, StartsWith("kvsim-validate: error: ") && Contains("path too long"));
     CHECK(lines(r.err) == 1);
@@ -75,8 +75,8 @@ TEST_CASE("kvsim-validate refuses an -o path too long for the stop handler befor
 }
 
 TEST_CASE("kvsim-validate's command-line errors are one line with its prefix", "[vllm_run][cli]") {
-  const fs::path scratch = fresh_dir("kvsim-validate-flags");
-  const Result r = run_validate(
+  const fs::path scratch = validate_scratch("kvsim-validate-flags");
+  const ValidateCliResult r = run_validate_cli(
       "import vidur " + scratch.string() + " -o " + scratch.string() + "/o --tp 0", scratch);
   CHECK(r.exit_code == 2);
   CHECK(r.err == "kvsim-validate: error: --tp: Value 0 not in range 1 to 64\n");
@@ -87,9 +87,9 @@ TEST_CASE("kvsim-validate's command-line errors are one line with its prefix", "
 // only the set-up refuses. e2e set it up only on its own copy, after the calibration, and named
 // that copy; now it sets up the user's file first and writes nothing.
 TEST_CASE("kvsim-validate e2e names the user's scenario for a set-up error", "[vllm_run][cli]") {
-  const fs::path scratch = fresh_dir("kvsim-validate-e2e-setup");
+  const fs::path scratch = validate_scratch("kvsim-validate-e2e-setup");
   const std::string scenario = std::string(KVSIM_TEST_DATA) + "/bad/run/default-kv-no-room.yaml";
-  const Result r = run_validate(
+  const ValidateCliResult r = run_validate_cli(
       "e2e " + scenario + " --backend cpu --quiet -o " + (scratch / "out").string(), scratch);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("kvsim-validate: error: " + scenario + ":") &&
