@@ -132,8 +132,8 @@ TEST_CASE("a run past the file size limit removes its temporaries and exits 128 
 }
 
 // A re-run into a finished folder, stopped between its renames: seed-a-guard's summary.json
-// (about 30 KB for its five policies) is past the 16 KiB limit, while requests.csv (about 5 KB for
-// 2 s of traffic), timeseries.csv (one sample every 100 s) and summary.csv (about 2 KB) are not, so
+// (about 30 KB for its five policies) is past the 16 KiB limit, while requests.csv (about 8 KB for
+// 3 s of traffic), timeseries.csv (one sample every 100 s) and summary.csv (about 2 KB) are not, so
 // the stop comes after those three have replaced the first run's. The first run's manifest must
 // not stay over them: the folder is left without one (unfinished), as the README says.
 TEST_CASE("a re-run stopped among its renames leaves no manifest over mixed files",
@@ -152,7 +152,7 @@ TEST_CASE("a re-run stopped among its renames leaves no manifest over mixed file
   REQUIRE(fs::exists(d + "/out/manifest.json"));
   const std::string first_summary_csv = read_text(d + "/out/summary.csv");
   std::vector<std::string> again = args;
-  again.insert(again.end(), {"--set", "seed=7"});
+  again.back() = "workload.duration_s=3";  // more requests: other figures
   CHECK(wait_exit(spawn_for_signal(KVSIM_BIN, again, d + "/err.txt", 16 * 1024)) == 128 + SIGXFSZ);
   CHECK(read_text(d + "/out/summary.csv") != first_summary_csv);  // the second run's
   CHECK_FALSE(fs::exists(d + "/out/manifest.json"));
