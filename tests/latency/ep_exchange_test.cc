@@ -55,8 +55,9 @@ TEST_CASE("EP exchange without P2P: each collective is the no-P2P all-reduce of 
   CHECK(a.bytes == Approx(48 * 524'288.0));
   // With P2P the same exchange reads the nccl-tests all-gather and reduce-scatter (524,288 B:
   // 23.95 and 22.16 us, measured points).
-  const OpCost& p = find_op(
-      qwen3_moe_dp2("rtx-pro-6000", P2pSetting::kOn).iteration(decodes(64, 128)), "all_to_all");
+  // (The iteration is kept: find_op returns a reference into it.)
+  const auto with_p2p = qwen3_moe_dp2("rtx-pro-6000", P2pSetting::kOn).iteration(decodes(64, 128));
+  const OpCost& p = find_op(with_p2p, "all_to_all");
   CHECK(p.comm.source == CommSource::kNcclTests);
   CHECK(p.seconds == Approx(48 * (23.95e-6 + 22.16e-6)).epsilon(1e-9));
 }
@@ -71,13 +72,15 @@ TEST_CASE("EP exchange: the gathered rows are the ranks' own counts, not d x thi
   const auto lm = qwen3_moe_dp2("rtx-pro-6000", P2pSetting::kOff);
   BatchShape b = kvsim::test::prefill_batch(2048);
   b.moe_group_tokens = 2176;
-  const OpCost& a = find_op(lm.iteration(b), "all_to_all");
+  const auto it = lm.iteration(b);
+  const OpCost& a = find_op(it, "all_to_all");
   CHECK(a.comm.message_bytes == 8'912'896.0);
   CHECK_FALSE(a.comm.graph);
   CHECK(a.seconds == Approx(48 * 2 * 316.9875e-6).epsilon(1e-6));
   // Without a group (the latency CLI, independent replicas) the other rank is taken alike:
   // 2 x 2,048 rows.
-  const OpCost& alike = find_op(lm.iteration(kvsim::test::prefill_batch(2048)), "all_to_all");
+  const auto ungrouped = lm.iteration(kvsim::test::prefill_batch(2048));
+  const OpCost& alike = find_op(ungrouped, "all_to_all");
   CHECK(alike.comm.message_bytes == 2 * 2048 * 2048 * 2.0);
 }
 
