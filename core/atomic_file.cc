@@ -23,18 +23,22 @@ constexpr size_t kTemporarySuffixBytes = 15;
 // Large enough that a million-row file costs a few hundred write calls.
 constexpr size_t kFlushBytes = size_t{1} << 20;
 
-// Removes "<name>.tmp.<pid>" beside `path` for every pid that is no longer a process: what a run
-// killed while writing `path` left (SIGKILL skips every destructor). A live pid's file may be
-// another process writing the same name; it stays.
-void remove_stale_temporaries(const fs::path& path) {
-  const std::string prefix = path.filename().string() + ".tmp.";
+// Removes, in `dir`, every "<name>.tmp.<pid>" whose pid is no longer a process, for the one
+// <name> given, or for any when `name` is empty: what a run killed while writing left (SIGKILL
+// skips every destructor). A live pid's file may be another process writing the same name; it
+// stays.
+void remove_dead_temporaries(const fs::path& dir, const std::string& name) {
   std::error_code ec;
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
-    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string file = it->path().filename().string();
+    const size_t tmp = file.rfind(".tmp.");
+    if (tmp == std::string::npos || tmp == 0) continue;
+    if (!name.empty() && file.compare(0, tmp, name) != 0) continue;
+    const std::string digits = file.substr(tmp + 5);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
     const auto pid = static_cast<pid_t>(std::stol(digits));
     if (pid == ::getpid() || pid <= 0) continue;
     if (::kill(pid, 0) != 0 && errno == ESRCH) {
@@ -43,6 +47,12 @@ void remove_stale_temporaries(const fs::path& path) {
     }
   }
 }
+
+void remove_stale_temporaries(const fs::path& path) {
+  remove_dead_temporaries(path.has_parent_path() ? path.parent_path() : fs::path("."),
+                          path.filename().string());
+}
+
 // The open temporaries, for remove_open_temporaries() in a signal handler: fixed storage (no
 // allocation there) and a state per slot (0 free, 1 being filled and its file opened, 2 in use)
 // that the handler reads without a lock. A sweep holds a few files per running point, far below
@@ -125,6 +135,8 @@ void remove_open_temporaries() noexcept {
     if (s.state.load() == 2 && s.dir[0] != '\0') ::rmdir(s.dir);
   }
 }
+
+void remove_stale_temporaries_in(const fs::path& dir) { remove_dead_temporaries(dir, ""); }
 
 void check_output_path(const fs::path& path) {
   const size_t longest = path.native().size() + kTemporarySuffixBytes;

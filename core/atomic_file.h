@@ -65,6 +65,11 @@ void check_output_folder(const std::filesystem::path& dir);
 // A temporary beyond the table's slots is left to the next run's removal of stale temporaries.
 void remove_open_temporaries() noexcept;
 
+// Removes every "<name>.tmp.<pid>" in `dir` (not below it) whose process is gone: for a folder
+// kvsim owns (a result folder), where a run killed by SIGKILL may have left temporaries of files
+// the next run writes late or never. An AtomicFile removes its own name's as it opens.
+void remove_stale_temporaries_in(const std::filesystem::path& dir);
+
 // Writes `content` to `path` atomically (write temp, flush, fsync, rename). Creates parent
 // folders. Throws InputError naming the path if the folder is not writable.
 void write_file_atomic(const std::filesystem::path& path, std::string_view content);

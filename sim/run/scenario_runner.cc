@@ -216,6 +216,7 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   // final names below, with the other files, only when the whole run succeeded.
   std::unique_ptr<AtomicFile> requests_file, timeseries_file;
   if (!o.out_dir.empty()) {
+    remove_stale_temporaries_in(dir);
     requests_file = std::make_unique<AtomicFile>(dir / "requests.csv");
     timeseries_file = std::make_unique<AtomicFile>(dir / "timeseries.csv");
     // A cluster's rows name their replica (only then: other scenarios keep their bytes).

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "sim/config/scenario.h"
 #include "sim/sweep/sweep_index.h"
@@ -108,6 +109,7 @@ void refuse_foreign_points(const SweepPlan& plan, const SweepOptions& o) {
 void prepare_sweep_folder(const SweepPlan& plan, const SweepOptions& o) {
   refuse_foreign_points(plan, o);
   fs::create_directories(o.out_dir / "points");
+  remove_stale_temporaries_in(o.out_dir);
 }
 
 }  // namespace

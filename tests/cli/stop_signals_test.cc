@@ -171,7 +171,8 @@ TEST_CASE("a resume removes the temporaries a sweep killed by SIGKILL left",
   CHECK(wait_exit(killed) == -SIGKILL);
   const std::vector<std::string> stale = temporaries_under(out, killed);
   REQUIRE(stale.size() >= 2);  // no handler runs on SIGKILL
-  // The resume runs point 0 again: its files' stale temporaries go as it opens its own.
+  // The resume runs point 0 again: the stale temporaries of the sweep's folder go before it
+  // writes anything there, and those of point 0's folder before point 0 opens its first file.
   const pid_t resumed = spawn_kvsim({"sweep", f, "-o", out, "-j", "1", "--no-progress"});
   REQUIRE(wait_for_temporaries(out, resumed, 2));
   CHECK(temporaries_under(out, killed).empty());

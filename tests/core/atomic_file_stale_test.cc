@@ -49,3 +49,30 @@ TEST_CASE("AtomicFile removes stale temporaries of its file, and only those", "[
   CHECK(!fs::exists(other));
   fs::remove_all(dir);
 }
+
+// A result folder's stale temporaries of every file go at once: a run killed while writing a file
+// the next run opens late (or never) leaves nothing behind once the next run starts.
+TEST_CASE("remove_stale_temporaries_in removes every dead writer's temporary in the folder only",
+          "[core][atomic]") {
+  const fs::path dir = fs::temp_directory_path() / ("kvsim-stale-in-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "points");
+  const std::string dead = std::to_string(dead_pid());
+  const fs::path stale_a = dir / ("requests.csv.tmp." + dead);
+  const fs::path stale_b = dir / ("timeseries.csv.tmp." + dead);
+  const fs::path live = dir / "summary.csv.tmp.1";  // pid 1 always runs
+  const fs::path below = dir / "points" / ("requests.csv.tmp." + dead);
+  const fs::path odd = dir / "notes.tmp.x1";
+  const fs::path bare = dir / (".tmp." + dead);  // no file name before the suffix
+  for (const fs::path& p : {stale_a, stale_b, live, below, odd, bare}) {
+    std::ofstream(p) << "partial";
+  }
+  kvsim::remove_stale_temporaries_in(dir);
+  CHECK(!fs::exists(stale_a));
+  CHECK(!fs::exists(stale_b));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(below));  // another folder: its own run removes it
+  CHECK(fs::exists(odd));
+  CHECK(fs::exists(bare));
+  fs::remove_all(dir);
+}
