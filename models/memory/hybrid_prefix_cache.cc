@@ -1,4 +1,4 @@
-// HybridPagedStore's block pool and prefix cache: the free list (vLLM's FreeKVCacheBlockQueue:
+// HybridKvCoordinator's block pool and prefix cache: the free list (vLLM's FreeKVCacheBlockQueue:
 // freed blocks to the back, allocation from the front, a hit taken out of the middle), the
 // group-keyed index (BlockHashToBlockMap over BlockHashWithGroupId in vllm/v1/core/block_pool.py)
 // and the hybrid lookup (HybridKVCacheCoordinator.find_longest_cache_hit in
@@ -8,34 +8,34 @@
 
 #include "core/check.h"
 #include "models/memory/block_keys.h"
-#include "models/memory/hybrid_paged_store.h"
+#include "models/memory/hybrid_coordinator.h"
 
 namespace kvsim {
 
-int64_t HybridPagedStore::lookup_blocks(const PrefixHashes& prefix, int64_t tokens) const {
+int64_t HybridKvCoordinator::lookup_blocks(const PrefixHashes& prefix, int64_t tokens) const {
   if (!prefix_caching_) return 0;
   // With an owner every full block has a key: the trace's hashes', then the request's own.
   return prefix.owner >= 0 ? tokens / block_tokens_
                            : keyable_prefix_blocks(prefix, tokens, block_tokens_);
 }
 
-uint64_t HybridPagedStore::seq_key(const PrefixHashes& prefix, int64_t i) const {
+uint64_t HybridKvCoordinator::seq_key(const PrefixHashes& prefix, int64_t i) const {
   if (i < keyable_prefix_blocks(prefix, 0, block_tokens_)) {
     return hashed_block_key(prefix, i, block_tokens_);
   }
   return own_block_key(prefix.owner, i);
 }
 
-uint64_t HybridPagedStore::group_key(uint64_t key, size_t g) {
+uint64_t HybridKvCoordinator::group_key(uint64_t key, size_t g) {
   return mix_block_key(key, static_cast<int64_t>(g) + (int64_t{1} << 40));
 }
 
-int32_t HybridPagedStore::hit_block(const PrefixHashes& prefix, size_t g, int64_t i) const {
-  return by_key_.at(group_key(seq_key(prefix, i), g)).front();
+int32_t HybridKvCoordinator::hit_block(const PrefixHashes& prefix, size_t g, int64_t i) const {
+  return pool_.cached_block(group_key(seq_key(prefix, i), g));
 }
 
-int64_t HybridPagedStore::type_hit(const PrefixHashes& prefix, const std::vector<size_t>& gs,
-                                   int64_t most) const {
+int64_t HybridKvCoordinator::type_hit(const PrefixHashes& prefix, const std::vector<size_t>& gs,
+                                      int64_t most) const {
   // vLLM's get_cached_block(hash, group_ids): a block index hits only when every group of the
   // type has it cached.
   const auto all_cached = [&](int64_t i) {
@@ -73,7 +73,7 @@ int64_t HybridPagedStore::type_hit(const PrefixHashes& prefix, const std::vector
   return 0;
 }
 
-int64_t HybridPagedStore::hit_blocks(const PrefixHashes& prefix, int64_t tokens) const {
+int64_t HybridKvCoordinator::hit_blocks(const PrefixHashes& prefix, int64_t tokens) const {
   // At most (tokens - 1) / block_tokens blocks: the last token is always computed.
   int64_t hit = std::min(lookup_blocks(prefix, tokens), (tokens - 1) / block_tokens_);
   if (hit <= 0) return 0;
@@ -87,11 +87,12 @@ int64_t HybridPagedStore::hit_blocks(const PrefixHashes& prefix, int64_t tokens)
   }
 }
 
-int64_t HybridPagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const {
+int64_t HybridKvCoordinator::cached_prefix_tokens(const PrefixHashes& prefix,
+                                                  int64_t tokens) const {
   return hit_blocks(prefix, tokens) * block_tokens_;
 }
 
-void HybridPagedStore::key_full_blocks(Req& r) {
+void HybridKvCoordinator::key_full_blocks(Req& r) {
   if (!prefix_caching_) return;
   const auto own = static_cast<int64_t>(r.keys.size()) * block_tokens_;
   const int64_t keyable = r.owner >= 0 ? r.tokens : std::min(r.tokens, own);
@@ -100,13 +101,13 @@ void HybridPagedStore::key_full_blocks(Req& r) {
                                                                  : own_block_key(r.owner, i);
     for (size_t g = 0; g < layout_.groups.size(); ++g) {
       const int32_t b = r.tables[g][static_cast<size_t>(i)];
-      if (b >= 0) index_key(b, group_key(key, g));  // a freed block was never full and kept
+      if (b >= 0) pool_.index_key(b, group_key(key, g));  // a freed block was never full and kept
     }
     r.keyed = static_cast<size_t>(i) + 1;
   }
 }
 
-void HybridPagedStore::uncache_past(RequestId request, int64_t tokens) {
+void HybridKvCoordinator::uncache_past(RequestId request, int64_t tokens) {
   auto it = reqs_.find(request);
   KVSIM_CHECK(it != reqs_.end(), "uncache_past: request {} holds no KV", request);
   Req& r = it->second;
@@ -118,108 +119,56 @@ void HybridPagedStore::uncache_past(RequestId request, int64_t tokens) {
     bool shared = false;
     for (size_t g = 0; g < layout_.groups.size(); ++g) {
       const int32_t b = r.tables[g][i];
-      shared = shared || (b >= 0 && blocks_[static_cast<size_t>(b)].ref != 1);
+      shared = shared || (b >= 0 && pool_.block(b).ref != 1);
     }
     if (shared) break;
     for (size_t g = 0; g < layout_.groups.size(); ++g) {
-      if (r.tables[g][i] >= 0) unindex_key(r.tables[g][i]);
+      if (r.tables[g][i] >= 0) pool_.unindex_key(r.tables[g][i]);
     }
     r.keyed = i;
   }
 }
 
-void HybridPagedStore::index_key(int32_t b, uint64_t key) {
-  blocks_[static_cast<size_t>(b)].key = key;
-  by_key_[key].push_back(b);
-}
-
-void HybridPagedStore::unindex_key(int32_t b) {
-  Block& k = blocks_[static_cast<size_t>(b)];
-  auto it = by_key_.find(k.key);
-  KVSIM_CHECK(it != by_key_.end(), "block {} carries key {} that no index entry has", b, k.key);
-  std::vector<int32_t>& copies = it->second;
-  copies.erase(std::find(copies.begin(), copies.end(), b));
-  if (copies.empty()) by_key_.erase(it);
-  k.key = 0;
-}
-
-int32_t HybridPagedStore::pop_free(size_t g) {
-  KVSIM_CHECK(head_ >= 0, "hybrid paged store: pop from an empty free list");
-  const int32_t b = head_;
-  unlink(b);
-  Block& k = blocks_[static_cast<size_t>(b)];
-  if (k.key != 0) unindex_key(b);  // evicted: its prefix is no longer findable
-  k.group = static_cast<int32_t>(g);
-  k.ref = 1;
-  k.filled = 0;
+int32_t HybridKvCoordinator::pop_free(size_t g) {
+  const int32_t b = pool_.pop_free();  // one holder, empty
+  pool_.block(b).group = static_cast<int32_t>(g);
   ++group_held_[g];
   return b;
 }
 
-void HybridPagedStore::touch(int32_t b) {
-  Block& k = blocks_[static_cast<size_t>(b)];
-  if (k.ref++ == 0) {
-    unlink(b);
-    live_bytes_ += k.filled * layout_.group_bytes_per_token(static_cast<size_t>(k.group));
-    ++group_held_[static_cast<size_t>(k.group)];
-  }
+void HybridKvCoordinator::touch(int32_t b) {
+  if (!pool_.take(b)) return;
+  const BlockPool::Block& k = pool_.block(b);
+  live_bytes_ += k.filled * layout_.group_bytes_per_token(static_cast<size_t>(k.group));
+  ++group_held_[static_cast<size_t>(k.group)];
 }
 
-void HybridPagedStore::unref(int32_t b) {
-  Block& k = blocks_[static_cast<size_t>(b)];
-  if (--k.ref == 0) {
-    live_bytes_ -= k.filled * layout_.group_bytes_per_token(static_cast<size_t>(k.group));
-    --group_held_[static_cast<size_t>(k.group)];
-    push_free_back(b);
-  }
+void HybridKvCoordinator::unref(int32_t b) {
+  if (!pool_.unref(b)) return;
+  // Its tokens stay in the record while it is cached: a hit makes them live again.
+  const BlockPool::Block& k = pool_.block(b);
+  live_bytes_ -= k.filled * layout_.group_bytes_per_token(static_cast<size_t>(k.group));
+  --group_held_[static_cast<size_t>(k.group)];
 }
 
-void HybridPagedStore::set_filled(int32_t b, int64_t tokens) {
-  Block& k = blocks_[static_cast<size_t>(b)];
+void HybridKvCoordinator::set_filled(int32_t b, int64_t tokens) {
+  BlockPool::Block& k = pool_.block(b);
   live_bytes_ += (tokens - k.filled) * layout_.group_bytes_per_token(static_cast<size_t>(k.group));
   k.filled = static_cast<int32_t>(tokens);
 }
 
-void HybridPagedStore::unlink(int32_t b) {
-  Block& k = blocks_[static_cast<size_t>(b)];
-  (k.prev >= 0 ? blocks_[static_cast<size_t>(k.prev)].next : head_) = k.next;
-  (k.next >= 0 ? blocks_[static_cast<size_t>(k.next)].prev : tail_) = k.prev;
-  k.prev = k.next = -1;
-  --free_;
-}
-
-void HybridPagedStore::push_free_back(int32_t b) {
-  Block& k = blocks_[static_cast<size_t>(b)];
-  k.prev = tail_;
-  k.next = -1;
-  (tail_ >= 0 ? blocks_[static_cast<size_t>(tail_)].next : head_) = b;
-  tail_ = b;
-  ++free_;
-}
-
-void HybridPagedStore::check_blocks() const {
-  int64_t listed = 0, live = 0;
+void HybridKvCoordinator::check_blocks() const {
+  pool_.check_invariants();
+  int64_t live = 0;
   std::vector<int64_t> per_group(layout_.groups.size(), 0);
-  for (int32_t b = head_; b >= 0; b = blocks_[static_cast<size_t>(b)].next) {
-    KVSIM_CHECK(blocks_[static_cast<size_t>(b)].ref == 0, "free block {} is held", b);
-    ++listed;
-  }
-  for (const Block& k : blocks_) {
+  for (int32_t b = 0; b < static_cast<int32_t>(num_blocks_); ++b) {
+    const BlockPool::Block& k = pool_.block(b);
     if (k.ref == 0) continue;
     live += k.filled * layout_.group_bytes_per_token(static_cast<size_t>(k.group));
     ++per_group[static_cast<size_t>(k.group)];
   }
-  KVSIM_CHECK(listed == free_, "{} blocks on the free list, {} counted free", listed, free_);
   KVSIM_CHECK(live == live_bytes_, "live {} vs {}", live, live_bytes_);
   KVSIM_CHECK(per_group == group_held_, "per-group held blocks disagree");
-  for (const auto& [key, copies] : by_key_) {
-    for (int32_t b : copies) {
-      KVSIM_CHECK(blocks_[static_cast<size_t>(b)].key == key,
-                  "block {} indexed under a key it "
-                  "does not carry",
-                  b);
-    }
-  }
 }
 
 }  // namespace kvsim

@@ -10,7 +10,6 @@
 #include "models/gpu_spec.h"
 #include "models/memory/caching_allocator_store.h"
 #include "models/memory/contiguous_store.h"
-#include "models/memory/hybrid_paged_store.h"
 #include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
 #include "models/memory/kv_store_registry.h"
@@ -46,7 +45,7 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
   // The model's sliding window frees the blocks that leave it (paged_store.h).
   o.sliding_window = model.sliding_window.value_or(0);
   // Local and global layers: vLLM's hybrid manager, a block table per layer group over one pool
-  // of group_size-layer blocks (hybrid_paged_store.h).
+  // of group_size-layer blocks (hybrid_coordinator.h).
   // vLLM's --disable-hybrid-kv-cache-manager: every layer in one full-attention group (the
   // windows still save compute, not memory: unify_hybrid_kv_cache_specs).
   const bool hybrid = model.hybrid() && !node.get<bool>("disable_hybrid_kv_cache_manager", false);
@@ -77,8 +76,8 @@ std::unique_ptr<KvStore> make_paged(const ConfigNode& node, const ModelSpec& mod
     o.num_blocks = std::min<int64_t>(o.num_blocks, (1LL << 31) - 1);
   }
   if (hybrid) {
-    return std::make_unique<HybridPagedStore>(layout, o.block_tokens, o.num_blocks,
-                                              o.enable_prefix_caching);
+    return std::make_unique<PagedStore>(layout, o.block_tokens, o.num_blocks,
+                                        o.enable_prefix_caching);
   }
   return std::make_unique<PagedStore>(model.kv_bytes_per_token(), o);
 }

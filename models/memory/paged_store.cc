@@ -22,48 +22,28 @@ PagedStore::PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options)
       num_blocks_(options.num_blocks),
       block_bytes_(kv_bytes_per_token * options.block_tokens),
       prefix_caching_(options.enable_prefix_caching),
-      sliding_window_(options.sliding_window) {
+      sliding_window_(options.sliding_window),
+      // Block ids only with prefix caching (see the header).
+      pool_(options.num_blocks, options.enable_prefix_caching) {
   KVSIM_CHECK(kv_bytes_per_token >= 1 && block_tokens_ >= 1 && num_blocks_ >= 1 &&
                   num_blocks_ < (int64_t{1} << 31),
               "bad paged store: {} bytes/token, {} tokens/block, {} blocks", kv_bytes_per_token,
               block_tokens_, num_blocks_);
   KVSIM_CHECK(sliding_window_ >= 0, "bad paged store: sliding window {}", sliding_window_);
-  if (!prefix_caching_) {
-    free_count_ = num_blocks_;  // counted, not listed (see the header)
-    return;
-  }
-  blocks_.assign(static_cast<size_t>(num_blocks_), Block{});
-  // Initial free order = block id, as vLLM's BlockPool.
-  for (int32_t b = 0; b < static_cast<int32_t>(num_blocks_); ++b) push_free_back(b);
 }
 
-void PagedStore::push_free_back(int32_t b) {
-  blk(b).prev = tail_;
-  blk(b).next = -1;
-  if (tail_ >= 0) {
-    blk(tail_).next = b;
-  } else {
-    head_ = b;
-  }
-  tail_ = b;
-  ++free_count_;
-}
-
-void PagedStore::unlink(int32_t b) {
-  const int32_t p = blk(b).prev;
-  const int32_t n = blk(b).next;
-  if (p >= 0) {
-    blk(p).next = n;
-  } else {
-    head_ = n;
-  }
-  if (n >= 0) {
-    blk(n).prev = p;
-  } else {
-    tail_ = p;
-  }
-  blk(b).prev = blk(b).next = -1;
-  --free_count_;
+PagedStore::PagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
+                       bool prefix_caching)
+    : bytes_per_token_(0),
+      block_tokens_(block_tokens),
+      num_blocks_(num_blocks),
+      block_bytes_(layout.block_bytes(block_tokens)),
+      prefix_caching_(prefix_caching),
+      sliding_window_(0),
+      pool_(num_blocks, /*block_ids=*/true),
+      groups_(std::make_unique<HybridKvCoordinator>(std::move(layout), block_tokens, pool_,
+                                                    prefix_caching)) {
+  bytes_per_token_ = groups_->kv_bytes_per_token();
 }
 
 // Bytes a failed request wanted, for its report: a request longer than any pool (a billion
@@ -72,21 +52,16 @@ static int64_t saturating_bytes(int64_t blocks, int64_t block_bytes) {
   return checked_mul(blocks, block_bytes).value_or(std::numeric_limits<int64_t>::max());
 }
 
-int32_t PagedStore::pop_free() {
-  const int32_t b = head_;
-  unlink(b);
-  // A free block that still carries a prefix key is evicted from the prefix cache now.
-  if (blk(b).key != 0) unindex_key(b);
-  return b;
+AllocResult PagedStore::capacity_failure(int64_t blocks) const {
+  const int64_t free = free_blocks();
+  return AllocResult::failure(OomReason::kCapacity, saturating_bytes(blocks, block_bytes_),
+                              free * block_bytes_, free > 0 ? block_bytes_ : 0);
 }
 
 void PagedStore::unref(int32_t b) {
-  int32_t& r = blk(b).ref;
-  KVSIM_CHECK(r > 0, "double free of block {}", b);
-  if (--r == 0) {
+  if (pool_.unref(b)) {
     live_tokens_ -= blk(b).filled;
     blk(b).filled = 0;
-    push_free_back(b);
   }
 }
 
@@ -111,26 +86,29 @@ uint64_t PagedStore::key_of(const PrefixHashes& prefix, int64_t i) const {
 }
 
 int64_t PagedStore::cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const {
+  if (groups_) return groups_->cached_prefix_tokens(prefix, tokens);
   // At most (tokens - 1) / block_tokens blocks: at least the last token is computed, and the
   // blocks stay whole (vLLM v1: max_cache_hit_length = num_tokens - 1, in whole blocks).
   const int64_t most = std::min(lookup_blocks(prefix, tokens), (tokens - 1) / block_tokens_);
   int64_t n = 0;
-  while (n < most && by_key_.count(key_of(prefix, n)) != 0) ++n;  // a prefix, not a set
+  while (n < most && pool_.cached(key_of(prefix, n))) ++n;  // a prefix, not a set
   return n * block_tokens_;
 }
 
 int64_t PagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const {
+  if (groups_) return groups_->blocks_to_allocate(prefix, tokens);
   int64_t need = ceil_div(tokens, block_tokens_);
   if (!prefix_caching_) return need;
   const int64_t hits = cached_prefix_tokens(prefix, tokens) / block_tokens_;
   for (int64_t i = 0; i < hits; ++i) {
-    if (blk(by_key_.at(key_of(prefix, i))).ref > 0) --need;  // shared: no free block taken
+    if (blk(pool_.cached_block(key_of(prefix, i))).ref > 0) --need;  // shared: no free block taken
   }
   return need;
 }
 
 int64_t PagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
                                      int64_t batched) const {
+  if (groups_) return groups_->admission_blocks(prefix, tokens, batched);
   const int64_t need = blocks_to_allocate(prefix, tokens);
   if (sliding_window_ == 0) return need;
   return std::min(need, *kv_group_admission_cap(window_group(), tokens, block_tokens_, batched));
@@ -147,11 +125,12 @@ void PagedStore::key_full_blocks(const Req& r, BlockTable& t) {
     const int32_t b = t.blocks[t.keyed - static_cast<size_t>(r.skipped)];
     const uint64_t key =
         t.keyed < t.keys.size() ? t.keys[t.keyed] : own_key(t.owner, static_cast<int64_t>(t.keyed));
-    index_key(b, key);
+    pool_.index_key(b, key);
   }
 }
 
 void PagedStore::uncache_past(RequestId request, int64_t tokens) {
+  if (groups_) return groups_->uncache_past(request, tokens);
   Req& r = held(request, "uncache_past");
   if (!prefix_caching_) return;
   BlockTable& t = table(r);
@@ -161,13 +140,15 @@ void PagedStore::uncache_past(RequestId request, int64_t tokens) {
     const size_t i = t.keyed - 1;
     const int32_t b = t.blocks[i - static_cast<size_t>(r.skipped)];
     if (blk(b).ref != 1) break;  // shared: another holder keeps it cached
-    unindex_key(b);
+    pool_.unindex_key(b);
     t.keyed = i;
   }
 }
 
 AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
                                  const PrefixHashes& prefix) {
+  if (groups_) [[unlikely]]
+    return groups_->allocate(request, prompt_tokens, max_total_tokens, prefix);
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);
   KVSIM_CHECK(prompt_tokens >= 1 && prompt_tokens <= max_total_tokens,
               "request {}: prompt {} max_total {}", request, prompt_tokens, max_total_tokens);
@@ -177,15 +158,14 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens, int64
   hits.clear();
   if (prefix_caching_) {
     const int64_t n = cached_prefix_tokens(prefix, prompt_tokens) / block_tokens_;
-    for (int64_t i = 0; i < n; ++i) hits.push_back(by_key_.at(key_of(prefix, i)));
+    for (int64_t i = 0; i < n; ++i) hits.push_back(pool_.cached_block(key_of(prefix, i)));
   }
   int64_t from_free = nblocks;
   for (int32_t b : hits) {
     if (blk(b).ref > 0) --from_free;  // cached free hits still leave the list
   }
-  if (from_free > free_count_) {
-    return AllocResult::failure(OomReason::kCapacity, saturating_bytes(from_free, block_bytes_),
-                                free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
+  if (from_free > free_blocks()) {
+    return capacity_failure(from_free);
   }
   int32_t slot;
   if (free_slots_.empty()) {
@@ -204,19 +184,17 @@ AllocResult PagedStore::allocate(RequestId request, int64_t prompt_tokens, int64
   r.held = nblocks;
   r.skipped = 0;  // nothing is computed yet: the prompt's blocks are all needed
   if (!prefix_caching_) {
-    free_count_ -= nblocks;
+    pool_.count_out(nblocks);
     live_tokens_ += prompt_tokens;
   } else {
     BlockTable& t = table(r);
     t.blocks.clear();
     t.blocks.reserve(static_cast<size_t>(nblocks));
     for (int32_t b : hits) {
-      if (blk(b).ref == 0) {
-        unlink(b);
+      if (pool_.take(b)) {  // a cached free block: full of the prefix's tokens again
         blk(b).filled = static_cast<int32_t>(block_tokens_);
         live_tokens_ += block_tokens_;
       }
-      ++blk(b).ref;
       t.blocks.push_back(b);
     }
     prefix_hits_ += static_cast<int64_t>(hits.size());
@@ -250,6 +228,8 @@ void PagedStore::fail_held(const Req* r, RequestId request, const char* op) {
 }
 
 AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
+  if (groups_) [[unlikely]]
+    return groups_->grow(request, new_total_tokens);
   Req& r = held(request, "grow");
   KVSIM_CHECK(new_total_tokens > r.tokens, "request {}: grow to {} from {}", request,
               new_total_tokens, r.tokens);
@@ -257,6 +237,8 @@ AllocResult PagedStore::grow(RequestId request, int64_t new_total_tokens) {
 }
 
 AllocResult PagedStore::grow_to_at_least(RequestId request, int64_t tokens) {
+  if (groups_) [[unlikely]]
+    return KvStore::grow_to_at_least(request, tokens);
   Req& r = held(request, "grow_to_at_least");
   if (r.tokens >= tokens) return AllocResult::success();
   return grow_req(r, tokens);
@@ -269,6 +251,7 @@ int64_t PagedStore::blocks_to_skip(const Req& r, int64_t tokens) const {
 }
 
 int64_t PagedStore::window_frees(RequestId request, int64_t target) const {
+  if (groups_) return groups_->window_frees(request, target);
   if (sliding_window_ == 0) return 0;
   const Req* r = find(request);  // its window may be open: skipped does not move in it
   KVSIM_CHECK(r != nullptr, "window_frees: request {} holds no KV", request);
@@ -295,7 +278,7 @@ void PagedStore::skip_window_blocks(Req& r, int64_t n) {
     for (int64_t i = 0; i < n; ++i) unref(t.blocks[static_cast<size_t>(i)]);
     t.blocks.erase(t.blocks.begin(), t.blocks.begin() + n);
   } else {
-    free_count_ += n;
+    pool_.count_in(n);
     live_tokens_ -= n * block_tokens_;
   }
   r.held -= n;
@@ -304,10 +287,11 @@ void PagedStore::skip_window_blocks(Req& r, int64_t n) {
 }
 
 int64_t PagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
+  if (groups_) return groups_->blocks_to_grow(request, tokens);
   const Req& r = held(request, "blocks_to_grow");
   const int64_t cap = span_tokens(r);
   if (tokens <= cap) return 0;  // its last block has room (cap >= r.tokens)
-  // grow_req's test: need > free_count_ + freed.
+  // grow_req's test: need > free_blocks() + freed.
   const int64_t need = ceil_div(tokens, block_tokens_) - (r.skipped + r.held);
   return need - skip_frees(r, blocks_to_skip(r));
 }
@@ -319,9 +303,8 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
   if (new_total_tokens > cap) {
     need = ceil_div(new_total_tokens, block_tokens_) - (r.skipped + r.held);  // cap's blocks
     // Blocks leaving the window serve the growth too (shared ones stay with their other owners).
-    if (need > free_count_ + skip_frees(r, skip)) {
-      return AllocResult::failure(OomReason::kCapacity, saturating_bytes(need, block_bytes_),
-                                  free_count_ * block_bytes_, free_count_ > 0 ? block_bytes_ : 0);
+    if (need > free_blocks() + skip_frees(r, skip)) {
+      return capacity_failure(need);
     }
   }
   add_slack(r, -1);
@@ -330,7 +313,7 @@ AllocResult PagedStore::grow_req(Req& r, int64_t new_total_tokens) {
     grow_blocks(r, new_total_tokens, need);
   } else {
     // The last block's room, then `need` new blocks, all filled but the last one's slack.
-    free_count_ -= need;
+    pool_.count_out(need);
     live_tokens_ += new_total_tokens - r.tokens;
   }
   r.held += need;
@@ -368,6 +351,8 @@ void PagedStore::grow_blocks(Req& r, int64_t new_total_tokens, int64_t need) {
 }
 
 void PagedStore::release(RequestId request) {
+  if (groups_) [[unlikely]]
+    return groups_->release(request);
   const int32_t slot = index_.find(request);
   KVSIM_CHECK(slot != IdIndex::kNone, "release of request {} that holds no KV", request);
   Req& r = slots_[static_cast<size_t>(slot)];
@@ -388,7 +373,7 @@ void PagedStore::release(RequestId request) {
   } else {
     // Its blocks hold its tokens but those of its freed leading blocks.
     live_tokens_ -= r.tokens - r.skipped * block_tokens_;
-    free_count_ += r.held;
+    pool_.count_in(r.held);
   }
   r.held = 0;
   r.skipped = 0;
@@ -404,7 +389,8 @@ const std::vector<int32_t>& PagedStore::block_table(RequestId request) const {
 }
 
 KvUsage PagedStore::usage() const {
-  return usage_of({free_count_, live_tokens_, reservation_tokens_});
+  if (groups_) return groups_->usage();
+  return usage_of({free_blocks(), live_tokens_, reservation_tokens_});
 }
 
 KvUsage PagedStore::usage_of(const GrowthTotals& g) const {

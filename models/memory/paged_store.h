@@ -21,9 +21,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "models/memory/block_pool.h"
+#include "models/memory/hybrid_coordinator.h"
 #include "models/memory/id_index.h"
 #include "models/memory/kv_capabilities.h"
 #include "models/memory/kv_groups.h"
@@ -41,8 +44,17 @@ struct PagedStoreOptions {
 
 class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrowth {
  public:
+  // One KV cache group (a dense model: full attention, or a sliding window on every layer).
   // Requires: block_tokens >= 1, num_blocks >= 1, kv_bytes_per_token >= 1, sliding_window >= 0.
   PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options);
+  // Several KV cache groups over the one pool (a hybrid model's layout, kv_groups.h): every call
+  // about requests goes to the hybrid coordinator; no deferred growth.
+  // Requires: block_tokens >= 1, num_blocks >= 1, a layout with at least one group.
+  PagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
+             bool prefix_caching = false);
+  // The hybrid coordinator holds a reference to the pool: the store stays where it is built.
+  PagedStore(const PagedStore&) = delete;
+  PagedStore& operator=(const PagedStore&) = delete;
 
   std::string_view type() const override { return "paged"; }
   int64_t kv_bytes_per_token() const override { return bytes_per_token_; }
@@ -52,19 +64,26 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   AllocResult grow(RequestId request, int64_t new_total_tokens) override;
   AllocResult grow_to_at_least(RequestId request, int64_t tokens) override;
   void release(RequestId request) override;
-  bool holds(RequestId request) const override { return index_.find(request) != IdIndex::kNone; }
+  bool holds(RequestId request) const override {
+    if (groups_) [[unlikely]]
+      return groups_->holds(request);
+    return index_.find(request) != IdIndex::kNone;
+  }
   int64_t tokens(RequestId request) const override;
   int64_t tokens_until_growth_allocates(RequestId request) const override;
   KvUsage usage() const override;
   void check_invariants() const override;
   const PagedBlocks* paged() const override { return this; }
-  DeferredGrowth* deferred_growth() override { return this; }
+  // Several groups step token by token: no deferred growth (docs/models.md "Hybrid KV").
+  DeferredGrowth* deferred_growth() override { return groups_ ? nullptr : this; }
 
   // PagedBlocks
-  int64_t free_blocks() const override { return free_count_; }
+  int64_t free_blocks() const override { return pool_.free_count(); }
   int64_t total_blocks() const override { return num_blocks_; }
   int64_t block_tokens() const override { return block_tokens_; }
-  int64_t prefix_hit_blocks() const override { return prefix_hits_; }
+  int64_t prefix_hit_blocks() const override {
+    return groups_ ? groups_->prefix_hit_blocks() : prefix_hits_;
+  }
   bool prefix_caching() const override { return prefix_caching_; }
   int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
   int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const override;
@@ -92,14 +111,21 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Blocks a request holds now (shared ones included); with a sliding window, not those freed
   // from its front. Requires: holds(request).
   int64_t held_blocks(RequestId request) const override {
+    if (groups_) [[unlikely]]
+      return groups_->held_blocks(request);
     return held(request, "held_blocks").held;
   }
   // Their ids, in order. Kept only with prefix caching (see the top of this file).
   // Requires: holds(request), prefix_caching().
   const std::vector<int32_t>& block_table(RequestId request) const;
-  int64_t window_freed_blocks() const override { return window_freed_; }
+  int64_t window_freed_blocks() const override {
+    return groups_ ? groups_->window_freed_blocks() : window_freed_;
+  }
   int64_t window_frees(RequestId request, int64_t target) const override;
   void uncache_past(RequestId request, int64_t tokens) override;
+  // The hybrid coordinator of a store of several groups (per-group figures and block tables), or
+  // nullptr with one group.
+  const HybridKvCoordinator* groups() const { return groups_.get(); }
 
  private:
   // A held request's figures, read on every call about it: kept apart from its block ids so
@@ -180,6 +206,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     return tables_[static_cast<size_t>(&r - slots_.data())];
   }
   AllocResult grow_req(Req& r, int64_t new_total_tokens);
+  // A growth or allocation of `blocks` that the free blocks cannot serve.
+  AllocResult capacity_failure(int64_t blocks) const;
   // Prefix caching: grow_req's block work, `need` new blocks after filling the last one's room
   // (r.tokens and r.held not yet updated).
   void grow_blocks(Req& r, int64_t new_total_tokens, int64_t need);
@@ -191,10 +219,9 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
     reservation_tokens_ += sign * reservation;
     internal_tokens_ += sign * (cap - r.tokens - reservation);
   }
-  // The free list (prefix caching).
-  int32_t pop_free();
-  void unlink(int32_t b);
-  void push_free_back(int32_t b);
+  // A block of the pool leaves the free list for this store (prefix caching); unref: its tokens
+  // leave the live count when it is freed.
+  int32_t pop_free() { return pool_.pop_free(); }
   void unref(int32_t b);
   void check_block_records() const;
 
@@ -205,25 +232,13 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   bool prefix_caching_;
   int64_t sliding_window_;
   int64_t window_freed_ = 0;
-  // Prefix caching only, per block: reference count, filled tokens, free-list links, prefix key
-  // (0 = none). One record per block, aligned to half a cache line: popping and freeing a block
-  // touch one line of it (and of its free-list neighbour) instead of one line in each of five
-  // arrays.
-  struct alignas(32) Block {
-    int32_t ref = 0;
-    int32_t filled = 0;
-    int32_t prev = -1;
-    int32_t next = -1;
-    uint64_t key = 0;
-    int32_t dup_next = -1;  // the next younger cached block with the same key (-1: none)
-  };
-  std::vector<Block> blocks_;
-  Block& blk(int32_t b) { return blocks_[static_cast<size_t>(b)]; }
-  const Block& blk(int32_t b) const { return blocks_[static_cast<size_t>(b)]; }
-  // The free list, oldest first (prefix caching).
-  int32_t head_ = -1;
-  int32_t tail_ = -1;
-  int64_t free_count_ = 0;
+  // The block pool: with prefix caching block records, the free list (oldest first) and the
+  // prefix-key index; without, a free count.
+  BlockPool pool_;
+  // Several groups: the coordinator of their managers over pool_ (nullptr: one group).
+  std::unique_ptr<HybridKvCoordinator> groups_;
+  BlockPool::Block& blk(int32_t b) { return pool_.block(b); }
+  const BlockPool::Block& blk(int32_t b) const { return pool_.block(b); }
   int64_t live_tokens_ = 0;         // tokens in held blocks
   int64_t reservation_tokens_ = 0;  // slack in last blocks a request may still fill
   int64_t internal_tokens_ = 0;     // slack in last blocks past max_total
@@ -247,16 +262,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   }
   void grow_totals(int64_t tokens, int64_t crossings, int64_t swaps = 0);
   KvUsage usage_of(const GrowthTotals& g) const;
-  // Prefix key -> the oldest cached block with it; younger blocks of the same key (a request that
-  // recomputed a block another still caches, e.g. a prompt's last block, which is never a hit)
-  // follow through Block::dup_next, oldest first. vLLM's BlockHashToBlockMap keeps them all in
-  // insertion order and get_one_block returns the first, so a lookup finds the oldest: which
-  // copy it finds decides whether the hit is held (shared) or free (taken off the free list),
-  // and evicting one copy leaves the others findable (paged_store_keys.cc).
-  std::unordered_map<uint64_t, int32_t> by_key_;
-  void index_key(int32_t b, uint64_t key);  // b joins key's copies, youngest
-  void unindex_key(int32_t b);              // b (keyed) leaves its key's copies
-  std::vector<int32_t> hit_scratch_;        // allocate()'s shared blocks (reused)
+  std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,
   // so steady-state growth does not allocate) found through a small hash index. tables_ runs
   // beside slots_ with prefix caching and is empty without.

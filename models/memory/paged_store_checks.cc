@@ -13,6 +13,7 @@ int64_t paged_check_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 void PagedStore::check_invariants() const {
+  if (groups_) return groups_->check_invariants();
   KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
   KVSIM_CHECK(crossed_blocks_ == 0 && swapped_blocks_ == 0 && crossed_ids_.empty(),
               "{} crossed blocks not settled", crossed_blocks_);
@@ -55,8 +56,8 @@ void PagedStore::check_invariants() const {
     check_block_records();  // blocks may be shared: count them from their records
     return;
   }
-  KVSIM_CHECK(free_count_ >= 0 && used + free_count_ == num_blocks_,
-              "{} blocks held + {} free != {} blocks (leak)", used, free_count_, num_blocks_);
+  KVSIM_CHECK(free_blocks() >= 0 && used + free_blocks() == num_blocks_,
+              "{} blocks held + {} free != {} blocks (leak)", used, free_blocks(), num_blocks_);
   KVSIM_CHECK(live == live_tokens_, "live tokens {} != tracked {}", live, live_tokens_);
 }
 
@@ -73,17 +74,11 @@ void PagedStore::check_block_records() const {
                 "request {} keyed {} of {} keys, {} blocks", r.id, t.keyed, t.keys.size(), r.held);
     for (int32_t b : t.blocks) ++owners[static_cast<size_t>(b)];
   }
-  int64_t listed = 0;
-  for (int32_t b = head_; b >= 0; b = blk(b).next) {
-    KVSIM_CHECK(blk(b).ref == 0, "free-listed block {} has ref {}", b, blk(b).ref);
-    KVSIM_CHECK(++listed <= num_blocks_, "free list has a cycle");
-  }
-  KVSIM_CHECK(listed == free_count_, "free list holds {} blocks, count says {}", listed,
-              free_count_);
+  pool_.check_invariants();  // the free list is the blocks without holders
   int64_t live = 0, used = 0;
   for (int64_t b = 0; b < num_blocks_; ++b) {
     const auto i = static_cast<size_t>(b);
-    const Block& k = blocks_[i];
+    const BlockPool::Block& k = blk(static_cast<int32_t>(b));
     KVSIM_CHECK(k.ref == owners[i], "block {} has ref {} but {} owners", b, k.ref, owners[i]);
     if (k.ref > 0) {
       ++used;
@@ -93,17 +88,12 @@ void PagedStore::check_block_records() const {
       KVSIM_CHECK(k.filled == 0, "free block {} still holds {} tokens", b, k.filled);
     }
   }
-  KVSIM_CHECK(used + free_count_ == num_blocks_, "{} used + {} free != {} blocks (leak)", used,
-              free_count_, num_blocks_);
+  KVSIM_CHECK(used + free_blocks() == num_blocks_, "{} used + {} free != {} blocks (leak)", used,
+              free_blocks(), num_blocks_);
   KVSIM_CHECK(live == live_tokens_, "live tokens {} != tracked {}", live, live_tokens_);
   KVSIM_CHECK(live + reservation_tokens_ + internal_tokens_ == used * block_tokens_,
               "live {} + slack {} != {} held tokens", live, reservation_tokens_ + internal_tokens_,
               used * block_tokens_);
-  for (const auto& [key, first] : by_key_) {
-    for (int32_t b = first; b >= 0; b = blk(b).dup_next) {
-      KVSIM_CHECK(blk(b).key == key, "prefix key of block {} is stale", b);
-    }
-  }
 }
 
 }  // namespace kvsim

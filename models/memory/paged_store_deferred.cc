@@ -12,9 +12,14 @@ namespace {
 int64_t paged_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-int64_t PagedStore::tokens(RequestId request) const { return held(request, "tokens").tokens; }
+int64_t PagedStore::tokens(RequestId request) const {
+  if (groups_) [[unlikely]]
+    return groups_->tokens(request);
+  return held(request, "tokens").tokens;
+}
 
 int64_t PagedStore::tokens_until_growth_allocates(RequestId request) const {
+  if (groups_) return groups_->tokens_until_growth_allocates(request);
   const Req& r = held(request, "tokens_until_growth_allocates");
   return span_tokens(r) - r.tokens;
 }
@@ -63,19 +68,14 @@ void PagedStore::add_crossings(int64_t n) {
   // Each is grow_req's step for one token that needs one new block whose end is within its
   // request's max_total: the block leaves the free list, the token is live, and the rest of the
   // block is reservation (its last block was full: no slack before).
-  KVSIM_CHECK(n >= 0 && n <= free_count_, "{} block crossings with {} blocks free", n, free_count_);
+  KVSIM_CHECK(n >= 0 && n <= free_blocks(), "{} block crossings with {} blocks free", n,
+              free_blocks());
   if (prefix_caching_) {
     // With block ids: the blocks leave the free list now, as many as stepping's growth takes at
     // this step and from the same end (each evicts the prefix it still carried), and each
     // request takes its own at settle(). Which request holds which may differ from stepping's:
     // a relabelling of blocks that carry no prefix, which no figure tells apart.
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t b = pop_free();
-      blk(b).ref = 1;
-      blk(b).filled = 0;
-      crossed_ids_.push_back(b);
-    }
-    free_count_ += n;  // grow_totals counts them off
+    for (int64_t i = 0; i < n; ++i) crossed_ids_.push_back(pop_free());  // one holder, empty
   }
   crossed_blocks_ += n;
   deferred_tokens_ += n;
@@ -95,16 +95,17 @@ void PagedStore::add_swaps(int64_t n) {
 }
 
 void PagedStore::grow_totals(int64_t tokens, int64_t crossings, int64_t swaps) {
-  GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
+  GrowthTotals g{free_blocks(), live_tokens_, reservation_tokens_};
   grow_totals(g, tokens, crossings, swaps, block_tokens_);
-  free_count_ = g.free_count;
+  // With block ids the crossed blocks left the pool themselves (add_crossings).
+  if (!prefix_caching_) pool_.count_out(free_blocks() - g.free_count);
   live_tokens_ = g.live_tokens;
   reservation_tokens_ = g.reservation_tokens;
 }
 
 std::optional<KvUsage> PagedStore::usage_after(int64_t tokens, int64_t crossings,
                                                int64_t swaps) const {
-  GrowthTotals g{free_count_, live_tokens_, reservation_tokens_};
+  GrowthTotals g{free_blocks(), live_tokens_, reservation_tokens_};
   grow_totals(g, tokens, crossings + swaps, swaps, block_tokens_);
   return usage_of(g);
 }

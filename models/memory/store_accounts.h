@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "core/check.h"
+#include "core/units.h"
 #include "models/memory/kv_store.h"
 
 namespace kvsim {
@@ -40,6 +42,17 @@ inline KvUsage held_usage(int64_t live_tokens, int64_t reservation_tokens_sum,
   u.held_bytes = held_bytes;
   u.internal_bytes = held_bytes - u.live_bytes - u.reservation_bytes;
   return u;
+}
+
+// A paged allocation of `blocks` blocks that the `free_blocks` free ones cannot serve. The bytes
+// it wanted saturate: a request longer than any pool (a billion tokens of a huge model) must not
+// overflow while saying so.
+inline AllocResult paged_capacity_failure(int64_t blocks, int64_t free_blocks,
+                                          int64_t block_bytes) {
+  return AllocResult::failure(
+      OomReason::kCapacity,
+      checked_mul(blocks, block_bytes).value_or(std::numeric_limits<int64_t>::max()),
+      free_blocks * block_bytes, free_blocks > 0 ? block_bytes : 0);
 }
 
 // The record of `request` in `requests` (a map by request id). KVSIM_CHECKs that it is held;

@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include "models/catalog.h"
-#include "models/memory/hybrid_paged_store.h"
 #include "models/memory/kv_groups.h"
 #include "models/memory/paged_store.h"
 
@@ -36,11 +35,11 @@ TEST_CASE("The stores' admission gate: capped per group, the allocation itself n
           "[memory][hybrid]") {
   // Gemma-3-27B: 1 full group and 6 sliding (window 1,024). A 5,000-token sequence, steps of 512:
   // 313 + 6 x 97 = 895, against 7 x 313 = 2,191 uncapped (what allocate would take for it whole).
-  HybridPagedStore gemma(kv_group_layout(Catalog::builtin().model("gemma-3-27b")), 16, 1'000);
+  PagedStore gemma(kv_group_layout(Catalog::builtin().model("gemma-3-27b")), 16, 1'000);
   CHECK(gemma.admission_blocks({}, 5'000, 512) == 895);
   CHECK(gemma.blocks_to_allocate({}, 5'000) == 2'191);
   // Llama-4-Scout: 1 full and 3 chunked (8,192). 20,000 tokens: 1,250 + 3 x 544 = 2,882.
-  HybridPagedStore scout(kv_group_layout(Catalog::builtin().model("llama-4-scout")), 16, 3'000);
+  PagedStore scout(kv_group_layout(Catalog::builtin().model("llama-4-scout")), 16, 3'000);
   CHECK(scout.admission_blocks({}, 20'000, 512) == 2'882);
   // A dense model whose every layer slides (window 4,096), steps of 2,048: ceil(6,143 / 16) + 1 =
   // 384 + 1 = 385; a 10,000-token sequence (625 blocks) is capped at 385, a 3,000-token one asks

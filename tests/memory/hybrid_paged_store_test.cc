@@ -1,4 +1,4 @@
-// vLLM's hybrid KV cache manager (kv_groups.h, hybrid_paged_store.h): the layer groups of hybrid
+// vLLM's hybrid KV cache manager (kv_groups.h, hybrid_coordinator.h): the layer groups of hybrid
 // models, KV bytes per token and per group, the pool's size, and per-group block tables with the
 // blocks that leave a window or chunk freed. Every figure is derived by hand in the comments.
 #include <catch2/catch.hpp>
@@ -6,9 +6,9 @@
 #include "core/config_node.h"
 #include "core/errors.h"
 #include "models/catalog.h"
-#include "models/memory/hybrid_paged_store.h"
 #include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
+#include "models/memory/paged_store.h"
 #include "tests/memory/tiny_hybrid.h"
 
 using namespace kvsim;
@@ -117,7 +117,7 @@ TEST_CASE("Per-group block tables: a sliding group frees the blocks that leave i
   // Groups: full {1, 3} and sliding {0, 2} (window 32), 2 layers each: 32 bytes a token per
   // group, a block 2 x 16 x 16 = 512 bytes. 20 blocks.
   const ModelSpec m = tiny_hybrid(ModelSpec::LocalKind::kSlidingWindow, 32);
-  HybridPagedStore s(kv_group_layout(m), 16, 20);
+  PagedStore s(kv_group_layout(m), 16, 20);
   CHECK(s.block_bytes() == 512);
   // A 40-token prompt: 3 blocks in each table, nothing computed: 6 blocks.
   CHECK(s.blocks_to_allocate({}, 40) == 6);
@@ -132,8 +132,8 @@ TEST_CASE("Per-group block tables: a sliding group frees the blocks that leave i
   CHECK(s.free_blocks() == 12);
   // To 50: 49 computed skip 18 tokens: the sliding table's first block is freed.
   REQUIRE(s.grow(1, 50));
-  CHECK(s.held_blocks(1, 0) == 4);
-  CHECK(s.held_blocks(1, 1) == 3);
+  CHECK(s.groups()->held_blocks(1, 0) == 4);
+  CHECK(s.groups()->held_blocks(1, 1) == 3);
   CHECK(s.free_blocks() == 13);
   CHECK(s.window_freed_blocks() == 1);
   // Usage: live = full 50 x 32 + sliding (50 - 16) x 32 = 1,600 + 1,088 = 2,688; reservation
@@ -161,13 +161,13 @@ TEST_CASE("Per-group block tables: a chunked group frees its finished chunks", "
   // computed: the current chunk starts at 64, so the chunked table frees its 4 blocks and
   // takes a fifth: full 5 held, chunked 1.
   const ModelSpec m = tiny_hybrid(ModelSpec::LocalKind::kChunked, 32);
-  HybridPagedStore s(kv_group_layout(m), 16, 20);
+  PagedStore s(kv_group_layout(m), 16, 20);
   REQUIRE(s.allocate(7, 64, 128));
   CHECK(s.free_blocks() == 12);
   CHECK(s.blocks_to_grow(7, 65) == 0);  // 2 new blocks, 4 freed first
   REQUIRE(s.grow(7, 65));
-  CHECK(s.held_blocks(7, 0) == 5);
-  CHECK(s.held_blocks(7, 1) == 1);
+  CHECK(s.groups()->held_blocks(7, 0) == 5);
+  CHECK(s.groups()->held_blocks(7, 1) == 1);
   CHECK(s.free_blocks() == 14);
   s.check_invariants();
 }

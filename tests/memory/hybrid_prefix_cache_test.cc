@@ -1,4 +1,4 @@
-// Prefix caching in the hybrid store (hybrid_paged_store.h): the longest prefix every group serves
+// Prefix caching in the hybrid store (hybrid_coordinator.h): the longest prefix every group serves
 // (vLLM's HybridKVCacheCoordinator.find_longest_cache_hit), a sliding group needing only the
 // blocks inside its window; blocks freed outside the window go back to the pool still cached;
 // generated tokens are cached under the request's own keys. Every figure is derived by hand.
@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "models/memory/hybrid_paged_store.h"
 #include "models/memory/kv_groups.h"
+#include "models/memory/paged_store.h"
 #include "tests/memory/tiny_hybrid.h"
 
 using namespace kvsim;
@@ -18,10 +18,9 @@ const std::vector<uint64_t> kApcHashes = {11, 12, 13, 14};  // one a 16-token bl
 
 // Groups full {1, 3} (group 0) and sliding {0, 2} (group 1) over 32 tokens, blocks of 16 tokens,
 // 20 blocks. A hit in the sliding group needs ceil((32 - 1) / 16) = 2 contiguous blocks.
-HybridPagedStore sliding_store(bool prefix_caching) {
-  return HybridPagedStore(
-      kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kSlidingWindow, 32)), 16, 20,
-      prefix_caching);
+PagedStore sliding_store(bool prefix_caching) {
+  return PagedStore(kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kSlidingWindow, 32)),
+                    16, 20, prefix_caching);
 }
 
 PrefixHashes apc_prompt(int64_t tokens, int64_t owner = -1) {
@@ -32,7 +31,7 @@ PrefixHashes apc_prompt(int64_t tokens, int64_t owner = -1) {
 
 TEST_CASE("Hybrid prefix cache: a hit every group serves, the sliding group only its window",
           "[memory][hybrid][prefix]") {
-  HybridPagedStore s = sliding_store(true);
+  PagedStore s = sliding_store(true);
   // A: 64 prompt tokens, 4 hashed blocks in each group: 8 blocks, all keyed (ids 0-3 full,
   // 4-7 sliding, popped from the front of the free list).
   REQUIRE(s.allocate(1, 64, 100, apc_prompt(64)));
@@ -48,8 +47,8 @@ TEST_CASE("Hybrid prefix cache: a hit every group serves, the sliding group only
   REQUIRE(s.allocate(2, 64, 100, apc_prompt(64)));
   CHECK(s.free_blocks() == 10);
   CHECK(s.prefix_hit_blocks() == 3);
-  CHECK(s.block_table(2, 1)[0] == -1);
-  CHECK(s.block_table(2, 1)[1] == s.block_table(1, 1)[1]);
+  CHECK(s.groups()->block_table(2, 1)[0] == -1);
+  CHECK(s.groups()->block_table(2, 1)[1] == s.groups()->block_table(1, 1)[1]);
   CHECK(s.held_blocks(2) == 4 + 3);
   // Shared blocks count once: the pool holds A's 8 and B's 2 new ones.
   CHECK(s.usage().held_bytes == 10 * s.block_bytes());
@@ -63,7 +62,7 @@ TEST_CASE("Hybrid prefix cache: a hit every group serves, the sliding group only
 
 TEST_CASE("Hybrid prefix cache: blocks a window frees go back cached; lost ones end the hit",
           "[memory][hybrid][prefix]") {
-  HybridPagedStore s = sliding_store(true);
+  PagedStore s = sliding_store(true);
   // A: 64 prompt tokens (ids 0-3 full, 4-7 sliding; free list 8-19), then to 65: the 64 computed
   // tokens skip 64 - 31 = 33 tokens, 2 whole sliding blocks (ids 5 then 4, newest first, to the
   // back of the free list, keyed), and each group takes a block (8, 9). Free: 10-19, 5, 4.
@@ -71,8 +70,8 @@ TEST_CASE("Hybrid prefix cache: blocks a window frees go back cached; lost ones 
   REQUIRE(s.grow(1, 65));
   CHECK(s.window_freed_blocks() == 2);
   CHECK(s.free_blocks() == 12);
-  CHECK(s.block_table(1, 1)[0] == -1);
-  CHECK(s.block_table(1, 1)[1] == -1);
+  CHECK(s.groups()->block_table(1, 1)[0] == -1);
+  CHECK(s.groups()->block_table(1, 1)[1] == -1);
   // B, the same prompt: full group 3 blocks; sliding group blocks 2 (held by A) and 1 (freed,
   // still cached): hit 3 blocks. Its sliding window skips block 0 and takes block 1 back off the
   // free list: free blocks taken 1 (full) + 1 (sliding, new) + 1 (sliding, the cached hit) = 3.
@@ -92,7 +91,7 @@ TEST_CASE("Hybrid prefix cache: blocks a window frees go back cached; lost ones 
 
 TEST_CASE("Hybrid prefix cache: generated tokens are cached under the request's own keys",
           "[memory][hybrid][prefix]") {
-  HybridPagedStore s = sliding_store(true);
+  PagedStore s = sliding_store(true);
   // Request 5: a 20-token prompt without hashes, generating to 48 tokens: blocks 0-2 are full of
   // its own tokens and keyed as its own in both groups (at 47 computed the sliding group frees
   // floor((47 - 31) / 16) = 1 block, still cached).
@@ -107,7 +106,7 @@ TEST_CASE("Hybrid prefix cache: generated tokens are cached under the request's 
   CHECK(s.cached_prefix_tokens(own, 49) == 48);
   CHECK(s.cached_prefix_tokens(PrefixHashes{.owner = 6}, 49) == 0);
   // Without prefix caching nothing is ever found.
-  HybridPagedStore off = sliding_store(false);
+  PagedStore off = sliding_store(false);
   REQUIRE(off.allocate(5, 48, 100, own));
   off.release(5);
   CHECK(off.cached_prefix_tokens(own, 49) == 0);
@@ -117,8 +116,8 @@ TEST_CASE("Hybrid prefix cache: generated tokens are cached under the request's 
 TEST_CASE("Hybrid prefix cache: a chunked group looks up only its current chunk",
           "[memory][hybrid][prefix]") {
   // Groups full {1, 3} (group 0) and chunked {0, 2} (group 1), chunks of 32 tokens (2 blocks).
-  HybridPagedStore s(kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kChunked, 32)), 16, 20,
-                     /*prefix_caching=*/true);
+  PagedStore s(kv_group_layout(test::tiny_hybrid(ModelSpec::LocalKind::kChunked, 32)), 16, 20,
+               /*prefix_caching=*/true);
   // A: 64 prompt tokens, 4 hashed blocks keyed in each group (ids 0-3 full, 4-7 chunked). To 65:
   // 64 computed tokens open a chunk at 64, so the chunked group frees blocks 0-3 (ids 7, 6, 5, 4
   // to the back, still keyed); each group takes a block (8, 9). Free: 10-19, 7, 6, 5, 4.
@@ -142,7 +141,7 @@ TEST_CASE("Hybrid prefix cache: a chunked group looks up only its current chunk"
   CHECK(s.cached_prefix_tokens(apc_prompt(72), 72) == 64);
   CHECK(s.blocks_to_allocate(apc_prompt(72), 72) == 2);
   REQUIRE(s.allocate(2, 72, 100, apc_prompt(72)));
-  CHECK(s.held_blocks(2, 0) == 5);
-  CHECK(s.held_blocks(2, 1) == 1);
+  CHECK(s.groups()->held_blocks(2, 0) == 5);
+  CHECK(s.groups()->held_blocks(2, 1) == 1);
   s.check_invariants();
 }

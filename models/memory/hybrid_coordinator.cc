@@ -1,4 +1,4 @@
-#include "models/memory/hybrid_paged_store.h"
+#include "models/memory/hybrid_coordinator.h"
 
 #include <algorithm>
 
@@ -12,20 +12,19 @@ namespace {
 int64_t hybrid_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
-HybridPagedStore::HybridPagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
-                                   bool prefix_caching)
+HybridKvCoordinator::HybridKvCoordinator(KvGroupLayout layout, int64_t block_tokens,
+                                         BlockPool& pool, bool prefix_caching)
     : layout_(std::move(layout)),
       block_tokens_(block_tokens),
-      num_blocks_(num_blocks),
+      num_blocks_(pool.num_blocks()),
       block_bytes_(layout_.block_bytes(block_tokens)),
       bytes_per_token_(0),
       prefix_caching_(prefix_caching),
-      free_(0),
+      pool_(pool),
       group_held_(layout_.groups.size(), 0) {
-  KVSIM_CHECK(block_tokens >= 1 && num_blocks >= 1 && num_blocks < (int64_t{1} << 31) &&
-                  !layout_.groups.empty(),
-              "hybrid paged store: block_tokens {} num_blocks {} groups {}", block_tokens,
-              num_blocks, layout_.groups.size());
+  KVSIM_CHECK(block_tokens >= 1 && !layout_.groups.empty() && pool.block_ids(),
+              "hybrid KV coordinator: block_tokens {} groups {}", block_tokens,
+              layout_.groups.size());
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
     bytes_per_token_ += layout_.group_bytes_per_token(g);
     // Attention types in the layout's order (kv_group_layout puts full attention first, as
@@ -33,32 +32,29 @@ HybridPagedStore::HybridPagedStore(KvGroupLayout layout, int64_t block_tokens, i
     if (g == 0 || layout_.groups[g].kind != layout_.groups[g - 1].kind) types_.emplace_back();
     types_.back().push_back(g);
   }
-  blocks_.resize(static_cast<size_t>(num_blocks));
-  for (int32_t b = 0; b < static_cast<int32_t>(num_blocks); ++b) push_free_back(b);
 }
 
-const HybridPagedStore::Req& HybridPagedStore::held_req(RequestId request, const char* op) const {
-  auto it = reqs_.find(request);
-  KVSIM_CHECK(it != reqs_.end(), "{}: request {} holds no KV", op, request);
-  return it->second;
+const HybridKvCoordinator::Req& HybridKvCoordinator::held_req(RequestId request,
+                                                              const char* op) const {
+  return held_request(reqs_, request, op);
 }
 
-int64_t HybridPagedStore::frees(const Req& r, size_t g, int64_t computed) const {
+int64_t HybridKvCoordinator::frees(const Req& r, size_t g, int64_t computed) const {
   const int64_t want = kv_group_skipped_blocks(layout_.groups[g], computed, block_tokens_);
   const auto table = static_cast<int64_t>(r.tables[g].size());
   return std::max<int64_t>(0, std::min(want, table) - r.skipped[g]);
 }
 
-int64_t HybridPagedStore::frees_to_pool(const Req& r, size_t g, int64_t computed) const {
+int64_t HybridKvCoordinator::frees_to_pool(const Req& r, size_t g, int64_t computed) const {
   const int64_t n = frees(r, g, computed);
   int64_t back = 0;
   for (int64_t i = r.skipped[g]; i < r.skipped[g] + n; ++i) {
-    back += blocks_[static_cast<size_t>(r.tables[g][static_cast<size_t>(i)])].ref == 1;
+    back += pool_.block(r.tables[g][static_cast<size_t>(i)]).ref == 1;
   }
   return back;
 }
 
-void HybridPagedStore::add_reservation(const Req& r, int sign) {
+void HybridKvCoordinator::add_reservation(const Req& r, int sign) {
   // A group's last block's slack up to max_total; the rest of the held bytes (slack past
   // max_total, padding layers) is internal. Live bytes follow the blocks (set_filled).
   const int64_t cap = hybrid_ceil_div(r.tokens, block_tokens_) * block_tokens_;
@@ -68,20 +64,20 @@ void HybridPagedStore::add_reservation(const Req& r, int sign) {
   }
 }
 
-int64_t HybridPagedStore::group_blocks_to_allocate(const PrefixHashes& prefix, size_t g,
-                                                   int64_t hits, int64_t table) const {
+int64_t HybridKvCoordinator::group_blocks_to_allocate(const PrefixHashes& prefix, size_t g,
+                                                      int64_t hits, int64_t table) const {
   // vLLM: max(required - max(skipped, hits), 0), and the hits inside the window or chunk that
   // sit on the free list (taking them takes free blocks). The skipped ones are never touched.
   const int64_t skipped = std::min(
       hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_, block_tokens_));
   int64_t evictable = 0;
   for (int64_t i = skipped; i < hits; ++i) {
-    evictable += blocks_[static_cast<size_t>(hit_block(prefix, g, i))].ref == 0;
+    evictable += pool_.block(hit_block(prefix, g, i)).ref == 0;
   }
   return std::max<int64_t>(0, table - hits) + evictable;
 }
 
-int64_t HybridPagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const {
+int64_t HybridKvCoordinator::blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const {
   const int64_t hits = hit_blocks(prefix, tokens);
   int64_t need = 0;
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
@@ -90,8 +86,8 @@ int64_t HybridPagedStore::blocks_to_allocate(const PrefixHashes& prefix, int64_t
   return need;
 }
 
-int64_t HybridPagedStore::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
-                                           int64_t batched) const {
+int64_t HybridKvCoordinator::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
+                                              int64_t batched) const {
   const int64_t hits = hit_blocks(prefix, tokens);
   int64_t need = 0;
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
@@ -102,15 +98,14 @@ int64_t HybridPagedStore::admission_blocks(const PrefixHashes& prefix, int64_t t
   return need;
 }
 
-AllocResult HybridPagedStore::allocate(RequestId request, int64_t prompt_tokens,
-                                       int64_t max_total_tokens, const PrefixHashes& prefix) {
+AllocResult HybridKvCoordinator::allocate(RequestId request, int64_t prompt_tokens,
+                                          int64_t max_total_tokens, const PrefixHashes& prefix) {
   KVSIM_CHECK(!holds(request), "request {} already holds KV", request);
   KVSIM_CHECK(prompt_tokens >= 1 && prompt_tokens <= max_total_tokens,
               "request {}: prompt {} max_total {}", request, prompt_tokens, max_total_tokens);
   const int64_t need = blocks_to_allocate(prefix, prompt_tokens);
-  if (need > free_) {
-    return AllocResult::failure(OomReason::kCapacity, need * block_bytes_, free_ * block_bytes_,
-                                free_ > 0 ? block_bytes_ : 0);
+  if (need > free_blocks()) {
+    return paged_capacity_failure(need, free_blocks(), block_bytes_);
   }
   const int64_t hits = hit_blocks(prefix, prompt_tokens);
   const size_t groups = layout_.groups.size();
@@ -147,7 +142,7 @@ AllocResult HybridPagedStore::allocate(RequestId request, int64_t prompt_tokens,
   return AllocResult::success();
 }
 
-void HybridPagedStore::extend_table(Req& r, size_t g, int64_t tokens) {
+void HybridKvCoordinator::extend_table(Req& r, size_t g, int64_t tokens) {
   std::vector<int32_t>& t = r.tables[g];
   if (!t.empty() && t.back() >= 0) {  // its last block's room fills first
     const auto last = static_cast<int64_t>(t.size()) - 1;
@@ -160,7 +155,7 @@ void HybridPagedStore::extend_table(Req& r, size_t g, int64_t tokens) {
   }
 }
 
-int64_t HybridPagedStore::blocks_to_grow(RequestId request, int64_t tokens) const {
+int64_t HybridKvCoordinator::blocks_to_grow(RequestId request, int64_t tokens) const {
   const Req& r = held_req(request, "blocks_to_grow");
   if (tokens <= r.tokens) return 0;
   const int64_t table = hybrid_ceil_div(tokens, block_tokens_);
@@ -172,7 +167,7 @@ int64_t HybridPagedStore::blocks_to_grow(RequestId request, int64_t tokens) cons
   return std::max<int64_t>(0, need - freed);
 }
 
-void HybridPagedStore::skip_blocks(Req& r, size_t g) {
+void HybridKvCoordinator::skip_blocks(Req& r, size_t g) {
   const int64_t n = frees(r, g, r.tokens);
   // Newest first, as remove_skipped_blocks hands them to the pool.
   for (int64_t i = r.skipped[g] + n - 1; i >= r.skipped[g]; --i) {
@@ -184,7 +179,7 @@ void HybridPagedStore::skip_blocks(Req& r, size_t g) {
   window_freed_ += n;
 }
 
-AllocResult HybridPagedStore::grow(RequestId request, int64_t new_total_tokens) {
+AllocResult HybridKvCoordinator::grow(RequestId request, int64_t new_total_tokens) {
   auto it = reqs_.find(request);
   KVSIM_CHECK(it != reqs_.end(), "grow: request {} holds no KV", request);
   Req& r = it->second;
@@ -193,9 +188,8 @@ AllocResult HybridPagedStore::grow(RequestId request, int64_t new_total_tokens) 
   // vLLM's allocate_slots: the blocks that left each local group's window or chunk (of the
   // tokens computed so far) are freed first, then every group's table reaches the new length.
   const int64_t need = blocks_to_grow(request, new_total_tokens);
-  if (need > free_) {
-    return AllocResult::failure(OomReason::kCapacity, need * block_bytes_, free_ * block_bytes_,
-                                free_ > 0 ? block_bytes_ : 0);
+  if (need > free_blocks()) {
+    return paged_capacity_failure(need, free_blocks(), block_bytes_);
   }
   add_reservation(r, -1);
   for (size_t g = 0; g < layout_.groups.size(); ++g) skip_blocks(r, g);
@@ -206,7 +200,7 @@ AllocResult HybridPagedStore::grow(RequestId request, int64_t new_total_tokens) 
   return AllocResult::success();
 }
 
-void HybridPagedStore::release(RequestId request) {
+void HybridKvCoordinator::release(RequestId request) {
   auto it = reqs_.find(request);
   KVSIM_CHECK(it != reqs_.end(), "release: request {} holds no KV", request);
   add_reservation(it->second, -1);
@@ -218,53 +212,53 @@ void HybridPagedStore::release(RequestId request) {
   reqs_.erase(it);
 }
 
-int64_t HybridPagedStore::tokens(RequestId request) const {
+int64_t HybridKvCoordinator::tokens(RequestId request) const {
   return held_req(request, "tokens").tokens;
 }
 
-int64_t HybridPagedStore::held_blocks(RequestId request, size_t g) const {
+int64_t HybridKvCoordinator::held_blocks(RequestId request, size_t g) const {
   const Req& r = held_req(request, "held_blocks");
   return static_cast<int64_t>(r.tables[g].size()) - r.skipped[g];
 }
 
-int64_t HybridPagedStore::held_blocks(RequestId request) const {
+int64_t HybridKvCoordinator::held_blocks(RequestId request) const {
   int64_t n = 0;
   for (size_t g = 0; g < layout_.groups.size(); ++g) n += held_blocks(request, g);
   return n;
 }
 
-const std::vector<int32_t>& HybridPagedStore::block_table(RequestId request, size_t g) const {
+const std::vector<int32_t>& HybridKvCoordinator::block_table(RequestId request, size_t g) const {
   return held_req(request, "block_table").tables[g];
 }
 
-int64_t HybridPagedStore::tokens_until_growth_allocates(RequestId request) const {
+int64_t HybridKvCoordinator::tokens_until_growth_allocates(RequestId request) const {
   // Every table has the same length: the slack of the last block.
   const Req& r = held_req(request, "tokens_until_growth_allocates");
   return hybrid_ceil_div(r.tokens, block_tokens_) * block_tokens_ - r.tokens;
 }
 
-int64_t HybridPagedStore::window_frees(RequestId request, int64_t target) const {
+int64_t HybridKvCoordinator::window_frees(RequestId request, int64_t target) const {
   const Req& r = held_req(request, "window_frees");
   int64_t n = 0;
   for (size_t g = 0; g < layout_.groups.size(); ++g) n += frees_to_pool(r, g, target - 1);
   return n;
 }
 
-KvUsage HybridPagedStore::usage() const {
+KvUsage HybridKvCoordinator::usage() const {
   KvUsage u;
   u.live_bytes = live_bytes_;
   u.reservation_bytes = reservation_bytes_;
-  u.held_bytes = (num_blocks_ - free_) * block_bytes_;
+  u.held_bytes = (num_blocks_ - free_blocks()) * block_bytes_;
   u.internal_bytes = u.held_bytes - u.live_bytes - u.reservation_bytes;
   u.capacity_bytes = num_blocks_ * block_bytes_;
-  u.free_bytes = free_ * block_bytes_;
+  u.free_bytes = free_blocks() * block_bytes_;
   u.requests = static_cast<int64_t>(reqs_.size());
   return u;
 }
 
-void HybridPagedStore::check_invariants() const {
+void HybridKvCoordinator::check_invariants() const {
   int64_t reservation = 0;
-  std::vector<int32_t> refs(blocks_.size(), 0);
+  std::vector<int32_t> refs(static_cast<size_t>(num_blocks_), 0);
   for (const auto& [id, r] : reqs_) {
     const int64_t table = hybrid_ceil_div(r.tokens, block_tokens_);
     for (size_t g = 0; g < layout_.groups.size(); ++g) {
@@ -279,18 +273,17 @@ void HybridPagedStore::check_invariants() const {
         KVSIM_CHECK(freed == (t[i] < 0), "request {} group {}: entry {} is {}", id, g, i, t[i]);
         if (t[i] >= 0) {
           ++refs[static_cast<size_t>(t[i])];
-          KVSIM_CHECK(blocks_[static_cast<size_t>(t[i])].group == static_cast<int32_t>(g),
-                      "block {} of group {} in group {}'s table", t[i],
-                      blocks_[static_cast<size_t>(t[i])].group, g);
+          KVSIM_CHECK(pool_.block(t[i]).group == static_cast<int32_t>(g),
+                      "block {} of group {} in group {}'s table", t[i], pool_.block(t[i]).group, g);
         }
       }
       reservation += reservation_tokens(r.tokens, table * block_tokens_, r.max_total) *
                      layout_.group_bytes_per_token(g);
     }
   }
-  for (size_t b = 0; b < blocks_.size(); ++b) {
-    KVSIM_CHECK(refs[b] == blocks_[b].ref, "block {}: {} holders, ref {}", b, refs[b],
-                blocks_[b].ref);
+  for (size_t b = 0; b < refs.size(); ++b) {
+    KVSIM_CHECK(refs[b] == pool_.block(static_cast<int32_t>(b)).ref, "block {}: {} holders, ref {}",
+                b, refs[b], pool_.block(static_cast<int32_t>(b)).ref);
   }
   KVSIM_CHECK(reservation == reservation_bytes_, "reservation {} vs {}", reservation,
               reservation_bytes_);

@@ -21,50 +21,45 @@
 #include <unordered_map>
 #include <vector>
 
-#include "models/memory/kv_capabilities.h"
+#include "models/memory/block_pool.h"
 #include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
 
 namespace kvsim {
 
-class HybridPagedStore final : public KvStore, public PagedBlocks {
+// The several-group half of the one paged store (paged_store.h): PagedStore forwards every call
+// about requests to it when the model has several KV cache groups. It is no KvStore of its own.
+class HybridKvCoordinator {
  public:
-  // Requires: block_tokens >= 1, num_blocks >= 1, a layout with at least one group.
-  HybridPagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
-                   bool prefix_caching = false);
+  // Requires: block_tokens >= 1, a layout with at least one group, a pool with block ids that
+  // outlives the coordinator.
+  HybridKvCoordinator(KvGroupLayout layout, int64_t block_tokens, BlockPool& pool,
+                      bool prefix_caching);
 
-  std::string_view type() const override { return "paged"; }
   // Every layer's K and V of one token (what a token costs before any window frees it).
-  int64_t kv_bytes_per_token() const override { return bytes_per_token_; }
-  bool preallocated() const override { return true; }
+  int64_t kv_bytes_per_token() const { return bytes_per_token_; }
   AllocResult allocate(RequestId request, int64_t prompt_tokens, int64_t max_total_tokens,
-                       const PrefixHashes& prefix = {}) override;
-  AllocResult grow(RequestId request, int64_t new_total_tokens) override;
-  void release(RequestId request) override;
-  bool holds(RequestId request) const override { return reqs_.count(request) != 0; }
-  int64_t tokens(RequestId request) const override;
-  int64_t tokens_until_growth_allocates(RequestId request) const override;
-  KvUsage usage() const override;
-  void check_invariants() const override;
-  const PagedBlocks* paged() const override { return this; }
+                       const PrefixHashes& prefix);
+  AllocResult grow(RequestId request, int64_t new_total_tokens);
+  void release(RequestId request);
+  bool holds(RequestId request) const { return reqs_.count(request) != 0; }
+  int64_t tokens(RequestId request) const;
+  int64_t tokens_until_growth_allocates(RequestId request) const;
+  KvUsage usage() const;
+  void check_invariants() const;
 
-  // PagedBlocks
-  int64_t free_blocks() const override { return free_; }
-  int64_t total_blocks() const override { return num_blocks_; }
-  int64_t block_tokens() const override { return block_tokens_; }
-  int64_t prefix_hit_blocks() const override { return prefix_hits_; }
-  bool prefix_caching() const override { return prefix_caching_; }
-  int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const override;
+  // PagedBlocks' figures, over every group.
+  int64_t prefix_hit_blocks() const { return prefix_hits_; }
+  int64_t cached_prefix_tokens(const PrefixHashes& prefix, int64_t tokens) const;
   // Per group: a block per block_tokens not hit, and each hit inside the group's window or chunk
   // that sits cached on the free list.
-  int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const override;
+  int64_t blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const;
   // The same with each local group's table capped (kv_group_admission_blocks).
-  int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens,
-                           int64_t batched) const override;
-  int64_t blocks_to_grow(RequestId request, int64_t tokens) const override;
-  int64_t window_freed_blocks() const override { return window_freed_; }
-  int64_t window_frees(RequestId request, int64_t target) const override;
-  void uncache_past(RequestId request, int64_t tokens) override;
+  int64_t admission_blocks(const PrefixHashes& prefix, int64_t tokens, int64_t batched) const;
+  int64_t blocks_to_grow(RequestId request, int64_t tokens) const;
+  int64_t window_freed_blocks() const { return window_freed_; }
+  int64_t window_frees(RequestId request, int64_t target) const;
+  void uncache_past(RequestId request, int64_t tokens);
 
   const KvGroupLayout& layout() const { return layout_; }
   int64_t block_bytes() const { return block_bytes_; }
@@ -73,7 +68,7 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   // Blocks `request` holds in group g. Requires: holds(request).
   int64_t held_blocks(RequestId request, size_t g) const;
   // Blocks `request` holds over every group (each group's blocks are pages of the one pool).
-  int64_t held_blocks(RequestId request) const override;
+  int64_t held_blocks(RequestId request) const;
   // Request's block ids in group g, -1 for those freed (tests).
   const std::vector<int32_t>& block_table(RequestId request, size_t g) const;
 
@@ -87,14 +82,8 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
     int64_t owner = -1;          // its own full blocks past `keys` are keyed as this request's
     size_t keyed = 0;            // leading block indexes keyed (or hit) in every group
   };
-  struct Block {
-    int32_t ref = 0;
-    int32_t filled = 0;  // tokens in it (kept while a freed block stays cached)
-    int32_t prev = -1, next = -1;
-    int32_t group = 0;
-    uint64_t key = 0;  // 0: none
-  };
   const Req& held_req(RequestId request, const char* op) const;
+  int64_t free_blocks() const { return pool_.free_count(); }
   // Blocks group g of `r` frees when `computed` tokens are computed, and of those, the ones that
   // return to the free list (not shared with another request).
   int64_t frees(const Req& r, size_t g, int64_t computed) const;
@@ -109,7 +98,7 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   int64_t lookup_blocks(const PrefixHashes& prefix, int64_t tokens) const;
   uint64_t seq_key(const PrefixHashes& prefix, int64_t i) const;  // block i's key, every group
   static uint64_t group_key(uint64_t key, size_t g);
-  bool cached(uint64_t key) const { return by_key_.count(key) != 0; }
+  bool cached(uint64_t key) const { return pool_.cached(key); }
   // The longest hit, in blocks, that every group serves (find_longest_cache_hit).
   int64_t hit_blocks(const PrefixHashes& prefix, int64_t tokens) const;
   // One attention type's hit at most `most` blocks long (its groups `gs`).
@@ -121,13 +110,9 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   int64_t group_blocks_to_allocate(const PrefixHashes& prefix, size_t g, int64_t hits,
                                    int64_t table) const;
   void key_full_blocks(Req& r);
-  void index_key(int32_t b, uint64_t key);
-  void unindex_key(int32_t b);
 
-  // The block pool.
+  // The pool's blocks as group tables hold them: per-group counts and live bytes follow.
   int32_t pop_free(size_t g);
-  void unlink(int32_t b);
-  void push_free_back(int32_t b);
   void touch(int32_t b);  // a hit: one more holder (off the free list if it was free)
   void unref(int32_t b);
   void set_filled(int32_t b, int64_t tokens);
@@ -140,18 +125,13 @@ class HybridPagedStore final : public KvStore, public PagedBlocks {
   int64_t bytes_per_token_;
   bool prefix_caching_;
   std::vector<std::vector<size_t>> types_;  // groups by attention type, full attention first
-  std::vector<Block> blocks_;
-  int32_t head_ = -1, tail_ = -1;  // the free list, oldest first
-  int64_t free_;
+  BlockPool& pool_;  // the store's one pool, for every group (prefix keys carry the group)
   int64_t window_freed_ = 0;
   int64_t prefix_hits_ = 0;
   int64_t live_bytes_ = 0;
   int64_t reservation_bytes_ = 0;
   std::vector<int64_t> group_held_;
   std::unordered_map<RequestId, Req> reqs_;
-  // Key -> its cached blocks, oldest first (vLLM's BlockHashToBlockMap: get_one_block returns
-  // the first still cached; evicting one leaves the others findable).
-  std::unordered_map<uint64_t, std::vector<int32_t>> by_key_;
 };
 
 }  // namespace kvsim

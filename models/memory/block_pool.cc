@@ -1,0 +1,108 @@
+#include "models/memory/block_pool.h"
+
+#include "core/check.h"
+
+namespace kvsim {
+
+BlockPool::BlockPool(int64_t num_blocks, bool block_ids) : num_blocks_(num_blocks) {
+  KVSIM_CHECK(num_blocks >= 1 && num_blocks < (int64_t{1} << 31), "bad block pool: {} blocks",
+              num_blocks);
+  if (!block_ids) {
+    free_count_ = num_blocks;
+    return;
+  }
+  blocks_.assign(static_cast<size_t>(num_blocks), Block{});
+  for (int32_t b = 0; b < static_cast<int32_t>(num_blocks); ++b) push_free_back(b);
+}
+
+void BlockPool::push_free_back(int32_t b) {
+  Block& k = block(b);
+  k.prev = tail_;
+  k.next = -1;
+  (tail_ >= 0 ? block(tail_).next : head_) = b;
+  tail_ = b;
+  ++free_count_;
+}
+
+void BlockPool::unlink(int32_t b) {
+  Block& k = block(b);
+  (k.prev >= 0 ? block(k.prev).next : head_) = k.next;
+  (k.next >= 0 ? block(k.next).prev : tail_) = k.prev;
+  k.prev = k.next = -1;
+  --free_count_;
+}
+
+int32_t BlockPool::pop_free() {
+  KVSIM_CHECK(head_ >= 0, "block pool: pop from an empty free queue");
+  const int32_t b = head_;
+  unlink(b);
+  Block& k = block(b);
+  // A free block that still carries a prefix key is evicted from the prefix cache now.
+  if (k.key != 0) unindex_key(b);
+  k.ref = 1;
+  k.filled = 0;
+  return b;
+}
+
+bool BlockPool::unref(int32_t b) {
+  int32_t& r = block(b).ref;
+  KVSIM_CHECK(r > 0, "double free of block {}", b);
+  if (--r != 0) return false;
+  push_free_back(b);
+  return true;
+}
+
+void BlockPool::index_key(int32_t b, uint64_t key) {
+  block(b).key = key;
+  block(b).dup_next = -1;
+  auto [it, fresh] = by_key_.try_emplace(key, b);
+  if (fresh) return;
+  int32_t last = it->second;
+  while (block(last).dup_next >= 0) last = block(last).dup_next;
+  block(last).dup_next = b;
+}
+
+void BlockPool::unindex_key(int32_t b) {
+  const uint64_t key = block(b).key;
+  auto it = by_key_.find(key);
+  KVSIM_CHECK(it != by_key_.end(), "block {} carries key {} that no index entry has", b, key);
+  if (it->second == b) {
+    if (block(b).dup_next >= 0) {
+      it->second = block(b).dup_next;
+    } else {
+      by_key_.erase(it);
+    }
+  } else {
+    int32_t prev = it->second;
+    while (block(prev).dup_next != b) {
+      prev = block(prev).dup_next;
+      KVSIM_CHECK(prev >= 0, "block {} is not among its key's copies", b);
+    }
+    block(prev).dup_next = block(b).dup_next;
+  }
+  block(b).key = 0;
+  block(b).dup_next = -1;
+}
+
+void BlockPool::check_invariants() const {
+  KVSIM_CHECK(free_count_ >= 0 && free_count_ <= num_blocks_, "{} free blocks of {}", free_count_,
+              num_blocks_);
+  if (!block_ids()) return;
+  int64_t listed = 0;
+  for (int32_t b = head_; b >= 0; b = block(b).next) {
+    KVSIM_CHECK(block(b).ref == 0, "free-listed block {} has ref {}", b, block(b).ref);
+    KVSIM_CHECK(++listed <= num_blocks_, "free list has a cycle");
+  }
+  KVSIM_CHECK(listed == free_count_, "free list holds {} blocks, count says {}", listed,
+              free_count_);
+  int64_t unheld = 0;
+  for (const Block& k : blocks_) unheld += k.ref == 0;
+  KVSIM_CHECK(unheld == free_count_, "{} blocks without holders, {} free", unheld, free_count_);
+  for (const auto& [key, first] : by_key_) {
+    for (int32_t b = first; b >= 0; b = block(b).dup_next) {
+      KVSIM_CHECK(block(b).key == key, "prefix key of block {} is stale", b);
+    }
+  }
+}
+
+}  // namespace kvsim
