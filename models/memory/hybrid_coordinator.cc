@@ -20,13 +20,15 @@ HybridKvCoordinator::HybridKvCoordinator(KvGroupLayout layout, int64_t block_tok
       block_bytes_(layout_.block_bytes(block_tokens)),
       bytes_per_token_(0),
       prefix_caching_(prefix_caching),
-      pool_(pool),
-      group_held_(layout_.groups.size(), 0) {
+      pool_(pool) {
   KVSIM_CHECK(block_tokens >= 1 && !layout_.groups.empty() && pool.block_ids(),
               "hybrid KV coordinator: block_tokens {} groups {}", block_tokens,
               layout_.groups.size());
+  managers_.reserve(layout_.groups.size());
   for (size_t g = 0; g < layout_.groups.size(); ++g) {
     bytes_per_token_ += layout_.group_bytes_per_token(g);
+    managers_.emplace_back(layout_.groups[g], g, block_tokens, layout_.group_bytes_per_token(g),
+                           pool);
     // Attention types in the layout's order (kv_group_layout puts full attention first, as
     // vLLM's coordinator checks it first); a type's groups are consecutive.
     if (g == 0 || layout_.groups[g].kind != layout_.groups[g - 1].kind) types_.emplace_back();
@@ -39,63 +41,36 @@ const HybridKvCoordinator::Req& HybridKvCoordinator::held_req(RequestId request,
   return held_request(reqs_, request, op);
 }
 
-int64_t HybridKvCoordinator::frees(const Req& r, size_t g, int64_t computed) const {
-  const int64_t want = kv_group_skipped_blocks(layout_.groups[g], computed, block_tokens_);
-  const auto table = static_cast<int64_t>(r.tables[g].size());
-  return std::max<int64_t>(0, std::min(want, table) - r.skipped[g]);
-}
-
-int64_t HybridKvCoordinator::frees_to_pool(const Req& r, size_t g, int64_t computed) const {
-  const int64_t n = frees(r, g, computed);
-  int64_t back = 0;
-  for (int64_t i = r.skipped[g]; i < r.skipped[g] + n; ++i) {
-    back += pool_.block(r.tables[g][static_cast<size_t>(i)]).ref == 1;
-  }
-  return back;
-}
-
 void HybridKvCoordinator::add_reservation(const Req& r, int sign) {
   // A group's last block's slack up to max_total; the rest of the held bytes (slack past
-  // max_total, padding layers) is internal. Live bytes follow the blocks (set_filled).
+  // max_total, padding layers) is internal. Live bytes follow the blocks (the managers).
   const int64_t cap = hybrid_ceil_div(r.tokens, block_tokens_) * block_tokens_;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
+  for (const KvGroupManager& m : managers_) {
     reservation_bytes_ +=
-        sign * reservation_tokens(r.tokens, cap, r.max_total) * layout_.group_bytes_per_token(g);
+        sign * reservation_tokens(r.tokens, cap, r.max_total) * m.bytes_per_token();
   }
 }
 
-int64_t HybridKvCoordinator::group_blocks_to_allocate(const PrefixHashes& prefix, size_t g,
-                                                      int64_t hits, int64_t table) const {
-  // vLLM: max(required - max(skipped, hits), 0), and the hits inside the window or chunk that
-  // sit on the free list (taking them takes free blocks). The skipped ones are never touched.
-  const int64_t skipped = std::min(
-      hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_, block_tokens_));
-  int64_t evictable = 0;
-  for (int64_t i = skipped; i < hits; ++i) {
-    evictable += pool_.block(hit_block(prefix, g, i)).ref == 0;
+int64_t HybridKvCoordinator::new_blocks(const PrefixHashes& prefix, int64_t hits,
+                                        const std::function<int64_t(size_t)>& table) const {
+  const auto keys = [&](int64_t i) { return seq_key(prefix, i); };
+  int64_t need = 0;
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    need += managers_[g].blocks_to_allocate(keys, hits, table(g));
   }
-  return std::max<int64_t>(0, table - hits) + evictable;
+  return need;
 }
 
 int64_t HybridKvCoordinator::blocks_to_allocate(const PrefixHashes& prefix, int64_t tokens) const {
-  const int64_t hits = hit_blocks(prefix, tokens);
-  int64_t need = 0;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    need += group_blocks_to_allocate(prefix, g, hits, hybrid_ceil_div(tokens, block_tokens_));
-  }
-  return need;
+  const int64_t table = hybrid_ceil_div(tokens, block_tokens_);
+  return new_blocks(prefix, hit_blocks(prefix, tokens), [&](size_t) { return table; });
 }
 
 int64_t HybridKvCoordinator::admission_blocks(const PrefixHashes& prefix, int64_t tokens,
                                               int64_t batched) const {
-  const int64_t hits = hit_blocks(prefix, tokens);
-  int64_t need = 0;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    const int64_t capped =
-        kv_group_admission_blocks(layout_.groups[g], tokens, block_tokens_, batched);
-    need += group_blocks_to_allocate(prefix, g, hits, capped);
-  }
-  return need;
+  return new_blocks(prefix, hit_blocks(prefix, tokens), [&](size_t g) {
+    return kv_group_admission_blocks(layout_.groups[g], tokens, block_tokens_, batched);
+  });
 }
 
 AllocResult HybridKvCoordinator::allocate(RequestId request, int64_t prompt_tokens,
@@ -104,28 +79,14 @@ AllocResult HybridKvCoordinator::allocate(RequestId request, int64_t prompt_toke
   KVSIM_CHECK(prompt_tokens >= 1 && prompt_tokens <= max_total_tokens,
               "request {}: prompt {} max_total {}", request, prompt_tokens, max_total_tokens);
   const int64_t need = blocks_to_allocate(prefix, prompt_tokens);
-  if (need > free_blocks()) {
-    return paged_capacity_failure(need, free_blocks(), block_bytes_);
-  }
+  if (need > free_blocks()) return paged_capacity_failure(need, free_blocks(), block_bytes_);
   const int64_t hits = hit_blocks(prefix, prompt_tokens);
-  const size_t groups = layout_.groups.size();
   Req& r = reqs_[request];
   r.tokens = prompt_tokens;
   r.max_total = max_total_tokens;
-  r.tables.assign(groups, {});
-  r.skipped.assign(groups, 0);
-  for (size_t g = 0; g < groups; ++g) {
-    // The hit's blocks before the group's window or chunk stay with the null block
-    // (allocate_new_computed_blocks); those inside it are shared.
-    r.skipped[g] = std::min(
-        hits, kv_group_skipped_blocks(layout_.groups[g], hits * block_tokens_, block_tokens_));
-    r.tables[g].assign(static_cast<size_t>(r.skipped[g]), -1);
-    for (int64_t i = r.skipped[g]; i < hits; ++i) {
-      const int32_t b = hit_block(prefix, g, i);
-      touch(b);
-      r.tables[g].push_back(b);
-    }
-  }
+  r.tables.assign(managers_.size(), {});
+  const auto keys = [&](int64_t i) { return seq_key(prefix, i); };
+  for (size_t g = 0; g < managers_.size(); ++g) managers_[g].share_hits(r.tables[g], keys, hits);
   prefix_hits_ += hits;
   r.keyed = static_cast<size_t>(hits);  // hit blocks carry their keys
   r.owner = prefix_caching_ ? prefix.owner : -1;
@@ -136,23 +97,12 @@ AllocResult HybridKvCoordinator::allocate(RequestId request, int64_t prompt_toke
       r.keys.push_back(seq_key(prefix, i));
     }
   }
-  for (size_t g = 0; g < groups; ++g) extend_table(r, g, prompt_tokens);
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    managers_[g].allocate_new_blocks(r.tables[g], prompt_tokens);
+  }
   add_reservation(r, +1);
   key_full_blocks(r);
   return AllocResult::success();
-}
-
-void HybridKvCoordinator::extend_table(Req& r, size_t g, int64_t tokens) {
-  std::vector<int32_t>& t = r.tables[g];
-  if (!t.empty() && t.back() >= 0) {  // its last block's room fills first
-    const auto last = static_cast<int64_t>(t.size()) - 1;
-    set_filled(t.back(), std::min(block_tokens_, tokens - last * block_tokens_));
-  }
-  for (auto i = static_cast<int64_t>(t.size()); i < hybrid_ceil_div(tokens, block_tokens_); ++i) {
-    const int32_t b = pop_free(g);
-    set_filled(b, std::min(block_tokens_, tokens - i * block_tokens_));
-    t.push_back(b);
-  }
 }
 
 int64_t HybridKvCoordinator::blocks_to_grow(RequestId request, int64_t tokens) const {
@@ -160,23 +110,11 @@ int64_t HybridKvCoordinator::blocks_to_grow(RequestId request, int64_t tokens) c
   if (tokens <= r.tokens) return 0;
   const int64_t table = hybrid_ceil_div(tokens, block_tokens_);
   int64_t need = 0, freed = 0;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) {
-    need += table - static_cast<int64_t>(r.tables[g].size());
-    freed += frees_to_pool(r, g, r.tokens);
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    need += table - static_cast<int64_t>(r.tables[g].blocks.size());
+    freed += managers_[g].frees_to_pool(r.tables[g], r.tokens);
   }
   return std::max<int64_t>(0, need - freed);
-}
-
-void HybridKvCoordinator::skip_blocks(Req& r, size_t g) {
-  const int64_t n = frees(r, g, r.tokens);
-  // Newest first, as remove_skipped_blocks hands them to the pool.
-  for (int64_t i = r.skipped[g] + n - 1; i >= r.skipped[g]; --i) {
-    int32_t& b = r.tables[g][static_cast<size_t>(i)];
-    unref(b);
-    b = -1;
-  }
-  r.skipped[g] += n;
-  window_freed_ += n;
 }
 
 AllocResult HybridKvCoordinator::grow(RequestId request, int64_t new_total_tokens) {
@@ -188,12 +126,14 @@ AllocResult HybridKvCoordinator::grow(RequestId request, int64_t new_total_token
   // vLLM's allocate_slots: the blocks that left each local group's window or chunk (of the
   // tokens computed so far) are freed first, then every group's table reaches the new length.
   const int64_t need = blocks_to_grow(request, new_total_tokens);
-  if (need > free_blocks()) {
-    return paged_capacity_failure(need, free_blocks(), block_bytes_);
-  }
+  if (need > free_blocks()) return paged_capacity_failure(need, free_blocks(), block_bytes_);
   add_reservation(r, -1);
-  for (size_t g = 0; g < layout_.groups.size(); ++g) skip_blocks(r, g);
-  for (size_t g = 0; g < layout_.groups.size(); ++g) extend_table(r, g, new_total_tokens);
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    window_freed_ += managers_[g].remove_skipped_blocks(r.tables[g], r.tokens);
+  }
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    managers_[g].allocate_new_blocks(r.tables[g], new_total_tokens);
+  }
   r.tokens = new_total_tokens;
   add_reservation(r, +1);
   key_full_blocks(r);
@@ -204,11 +144,7 @@ void HybridKvCoordinator::release(RequestId request) {
   auto it = reqs_.find(request);
   KVSIM_CHECK(it != reqs_.end(), "release: request {} holds no KV", request);
   add_reservation(it->second, -1);
-  // Each group's blocks in reverse order, so that a prefix's tail is evicted before its head
-  // (SingleTypeKVCacheManager.free).
-  for (const std::vector<int32_t>& t : it->second.tables) {
-    for (auto b = t.rbegin(); b != t.rend() && *b >= 0; ++b) unref(*b);
-  }
+  for (size_t g = 0; g < managers_.size(); ++g) managers_[g].free(it->second.tables[g]);
   reqs_.erase(it);
 }
 
@@ -217,18 +153,18 @@ int64_t HybridKvCoordinator::tokens(RequestId request) const {
 }
 
 int64_t HybridKvCoordinator::held_blocks(RequestId request, size_t g) const {
-  const Req& r = held_req(request, "held_blocks");
-  return static_cast<int64_t>(r.tables[g].size()) - r.skipped[g];
+  const KvGroupManager::Table& t = held_req(request, "held_blocks").tables[g];
+  return static_cast<int64_t>(t.blocks.size()) - t.skipped;
 }
 
 int64_t HybridKvCoordinator::held_blocks(RequestId request) const {
   int64_t n = 0;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) n += held_blocks(request, g);
+  for (size_t g = 0; g < managers_.size(); ++g) n += held_blocks(request, g);
   return n;
 }
 
 const std::vector<int32_t>& HybridKvCoordinator::block_table(RequestId request, size_t g) const {
-  return held_req(request, "block_table").tables[g];
+  return held_req(request, "block_table").tables[g].blocks;
 }
 
 int64_t HybridKvCoordinator::tokens_until_growth_allocates(RequestId request) const {
@@ -240,13 +176,15 @@ int64_t HybridKvCoordinator::tokens_until_growth_allocates(RequestId request) co
 int64_t HybridKvCoordinator::window_frees(RequestId request, int64_t target) const {
   const Req& r = held_req(request, "window_frees");
   int64_t n = 0;
-  for (size_t g = 0; g < layout_.groups.size(); ++g) n += frees_to_pool(r, g, target - 1);
+  for (size_t g = 0; g < managers_.size(); ++g) {
+    n += managers_[g].frees_to_pool(r.tables[g], target - 1);
+  }
   return n;
 }
 
 KvUsage HybridKvCoordinator::usage() const {
   KvUsage u;
-  u.live_bytes = live_bytes_;
+  for (const KvGroupManager& m : managers_) u.live_bytes += m.live_tokens() * m.bytes_per_token();
   u.reservation_bytes = reservation_bytes_;
   u.held_bytes = (num_blocks_ - free_blocks()) * block_bytes_;
   u.internal_bytes = u.held_bytes - u.live_bytes - u.reservation_bytes;
@@ -258,36 +196,26 @@ KvUsage HybridKvCoordinator::usage() const {
 
 void HybridKvCoordinator::check_invariants() const {
   int64_t reservation = 0;
-  std::vector<int32_t> refs(static_cast<size_t>(num_blocks_), 0);
+  std::vector<int32_t> holders(static_cast<size_t>(num_blocks_), 0);
   for (const auto& [id, r] : reqs_) {
     const int64_t table = hybrid_ceil_div(r.tokens, block_tokens_);
-    for (size_t g = 0; g < layout_.groups.size(); ++g) {
-      const std::vector<int32_t>& t = r.tables[g];
-      KVSIM_CHECK(static_cast<int64_t>(t.size()) == table, "request {} group {}: {} blocks, not {}",
-                  id, g, t.size(), table);
-      KVSIM_CHECK(
-          r.skipped[g] <= kv_group_skipped_blocks(layout_.groups[g], r.tokens, block_tokens_),
-          "request {} group {}: {} blocks freed inside its window", id, g, r.skipped[g]);
-      for (size_t i = 0; i < t.size(); ++i) {
-        const bool freed = static_cast<int64_t>(i) < r.skipped[g];
-        KVSIM_CHECK(freed == (t[i] < 0), "request {} group {}: entry {} is {}", id, g, i, t[i]);
-        if (t[i] >= 0) {
-          ++refs[static_cast<size_t>(t[i])];
-          KVSIM_CHECK(pool_.block(t[i]).group == static_cast<int32_t>(g),
-                      "block {} of group {} in group {}'s table", t[i], pool_.block(t[i]).group, g);
-        }
-      }
+    for (size_t g = 0; g < managers_.size(); ++g) {
+      const KvGroupManager::Table& t = r.tables[g];
+      KVSIM_CHECK(static_cast<int64_t>(t.blocks.size()) == table,
+                  "request {} group {}: {} blocks, not {}", id, g, t.blocks.size(), table);
+      managers_[g].check_table(t, r.tokens, holders);
       reservation += reservation_tokens(r.tokens, table * block_tokens_, r.max_total) *
-                     layout_.group_bytes_per_token(g);
+                     managers_[g].bytes_per_token();
     }
   }
-  for (size_t b = 0; b < refs.size(); ++b) {
-    KVSIM_CHECK(refs[b] == pool_.block(static_cast<int32_t>(b)).ref, "block {}: {} holders, ref {}",
-                b, refs[b], pool_.block(static_cast<int32_t>(b)).ref);
+  for (size_t b = 0; b < holders.size(); ++b) {
+    const int32_t ref = pool_.block(static_cast<int32_t>(b)).ref;
+    KVSIM_CHECK(holders[b] == ref, "block {}: {} holders, ref {}", b, holders[b], ref);
   }
   KVSIM_CHECK(reservation == reservation_bytes_, "reservation {} vs {}", reservation,
               reservation_bytes_);
-  check_blocks();
+  pool_.check_invariants();
+  for (const KvGroupManager& m : managers_) m.check_counts();
 }
 
 }  // namespace kvsim

@@ -1,11 +1,12 @@
 // vLLM's hybrid KV cache manager for models with local and global attention layers (Gemma 3,
 // gpt-oss, Llama 4): one pool of blocks shared by every KV cache group (kv_groups.h), and per
-// request one block table per group (vllm/v1/core/kv_cache_coordinator.py,
-// HybridKVCacheCoordinator over one SingleTypeKVCacheManager per group, all drawing on one
-// BlockPool). A table grows by a block every block_tokens tokens in every group; a local group
-// frees the blocks before its window or chunk as the request grows (remove_skipped_blocks, before
-// allocating), so it holds at most a window (or a chunk) and a block or two while the full groups
-// hold the whole sequence. A freed entry of a table is vLLM's null block (-1 here).
+// request one block table per group, kept by the group's manager (kv_group_manager.h;
+// vllm/v1/core/kv_cache_coordinator.py, HybridKVCacheCoordinator over one
+// SingleTypeKVCacheManager per group, all drawing on one BlockPool). A table grows by a block every
+// block_tokens tokens in every group; a local group frees the blocks before its window or chunk as
+// the request grows (remove_skipped_blocks, before allocating), so it holds at most a window (or a
+// chunk) and a block or two while the full groups hold the whole sequence. A freed entry of a table
+// is vLLM's null block (-1 here).
 //
 // Prefix caching (hybrid_prefix_cache.cc): a group's full block is keyed by the request's block
 // key and the group (vLLM's BlockHashWithGroupId); a lookup finds the longest prefix every group
@@ -18,10 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
 #include "models/memory/block_pool.h"
+#include "models/memory/kv_group_manager.h"
 #include "models/memory/kv_groups.h"
 #include "models/memory/kv_store.h"
 
@@ -63,8 +66,8 @@ class HybridKvCoordinator {
 
   const KvGroupLayout& layout() const { return layout_; }
   int64_t block_bytes() const { return block_bytes_; }
-  // Blocks group g holds now, over every request (a shared block once).
-  int64_t group_held_blocks(size_t g) const { return group_held_[g]; }
+  // Group g's manager: its held blocks (over every request, a shared block once), its rules.
+  const KvGroupManager& group(size_t g) const { return managers_[g]; }
   // Blocks `request` holds in group g. Requires: holds(request).
   int64_t held_blocks(RequestId request, size_t g) const;
   // Blocks `request` holds over every group (each group's blocks are pages of the one pool).
@@ -76,47 +79,27 @@ class HybridKvCoordinator {
   struct Req {
     int64_t tokens = 0;
     int64_t max_total = 0;
-    std::vector<std::vector<int32_t>> tables;  // per group; -1: freed (the null block)
-    std::vector<int64_t> skipped;              // per group: leading entries freed
+    std::vector<KvGroupManager::Table> tables;  // one per group
     std::vector<uint64_t> keys;  // block keys of its prompt's hashed blocks (prefix caching)
     int64_t owner = -1;          // its own full blocks past `keys` are keyed as this request's
     size_t keyed = 0;            // leading block indexes keyed (or hit) in every group
   };
   const Req& held_req(RequestId request, const char* op) const;
   int64_t free_blocks() const { return pool_.free_count(); }
-  // Blocks group g of `r` frees when `computed` tokens are computed, and of those, the ones that
-  // return to the free list (not shared with another request).
-  int64_t frees(const Req& r, size_t g, int64_t computed) const;
-  int64_t frees_to_pool(const Req& r, size_t g, int64_t computed) const;
-  // Frees group g's blocks that left its window or chunk at r.tokens computed, newest first.
-  void skip_blocks(Req& r, size_t g);
-  // Grows group g's table to `tokens` tokens: fills its last block, pops new ones.
-  void extend_table(Req& r, size_t g, int64_t tokens);
   void add_reservation(const Req& r, int sign);
 
   // Prefix caching (hybrid_prefix_cache.cc).
   int64_t lookup_blocks(const PrefixHashes& prefix, int64_t tokens) const;
   uint64_t seq_key(const PrefixHashes& prefix, int64_t i) const;  // block i's key, every group
-  static uint64_t group_key(uint64_t key, size_t g);
-  bool cached(uint64_t key) const { return pool_.cached(key); }
   // The longest hit, in blocks, that every group serves (find_longest_cache_hit).
   int64_t hit_blocks(const PrefixHashes& prefix, int64_t tokens) const;
   // One attention type's hit at most `most` blocks long (its groups `gs`).
   int64_t type_hit(const PrefixHashes& prefix, const std::vector<size_t>& gs, int64_t most) const;
-  // The cached block of group g for key index i (the oldest copy).
-  int32_t hit_block(const PrefixHashes& prefix, size_t g, int64_t i) const;
-  // Free blocks a new sequence of `tokens` with `hits` hit blocks takes in group g, its table
-  // taken as `table` blocks (vLLM's get_num_blocks_to_allocate, evictable hits counted).
-  int64_t group_blocks_to_allocate(const PrefixHashes& prefix, size_t g, int64_t hits,
-                                   int64_t table) const;
+  // Free blocks a new sequence of `tokens` with `hits` hit blocks takes, each group's table
+  // taken as table(g) blocks.
+  int64_t new_blocks(const PrefixHashes& prefix, int64_t hits,
+                     const std::function<int64_t(size_t)>& table) const;
   void key_full_blocks(Req& r);
-
-  // The pool's blocks as group tables hold them: per-group counts and live bytes follow.
-  int32_t pop_free(size_t g);
-  void touch(int32_t b);  // a hit: one more holder (off the free list if it was free)
-  void unref(int32_t b);
-  void set_filled(int32_t b, int64_t tokens);
-  void check_blocks() const;
 
   KvGroupLayout layout_;
   int64_t block_tokens_;
@@ -124,13 +107,12 @@ class HybridKvCoordinator {
   int64_t block_bytes_;
   int64_t bytes_per_token_;
   bool prefix_caching_;
-  std::vector<std::vector<size_t>> types_;  // groups by attention type, full attention first
   BlockPool& pool_;  // the store's one pool, for every group (prefix keys carry the group)
+  std::vector<KvGroupManager> managers_;    // one per group
+  std::vector<std::vector<size_t>> types_;  // groups by attention type, full attention first
   int64_t window_freed_ = 0;
   int64_t prefix_hits_ = 0;
-  int64_t live_bytes_ = 0;
   int64_t reservation_bytes_ = 0;
-  std::vector<int64_t> group_held_;
   std::unordered_map<RequestId, Req> reqs_;
 };
 
