@@ -64,32 +64,49 @@ fs::path scratch_dir() {
   return fs::temp_directory_path() / fmt::format("kvsim-bench-sim-{}", ::getpid());
 }
 
-int bench_main(int argc, char** argv) {
+struct BenchFlags {
   int64_t requests = 1'000'000;
   double rate = 2.0;  // req/s; the replica serves ~1.7/s of this mix (see bench/README.md)
   bool fast_forward = true;
   double output_mean = 0;  // --output-mean: outputs drawn geometric with this mean instead
   double max_wall_s = 0;   // --max-wall-s: stop the replay cleanly (partial results)
   std::string keep;        // --out: the result folder to keep (default: a temporary one, removed)
+  // --model, --gpu: another catalog model and GPU for the same trace and engine (a hybrid model's
+  // cost against the dense one's, bench/README.md).
+  std::string model = "llama-3-8b";
+  std::string gpu = "a100-sxm4-80gb";
+};
+
+// Reads the flags into `f`; false, with the usage printed, on one it does not know.
+bool read_bench_flags(int argc, char** argv, BenchFlags& f) {
   using kvsim::bench::read_flag;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--no-fast-forward") {
-      fast_forward = false;
+      f.fast_forward = false;
       continue;
     }
-    const bool known = read_flag(argc, argv, i, "--requests", requests) ||
-                       read_flag(argc, argv, i, "--rate", rate) ||
-                       read_flag(argc, argv, i, "--output-mean", output_mean) ||
-                       read_flag(argc, argv, i, "--max-wall-s", max_wall_s) ||
-                       read_flag(argc, argv, i, "--out", keep);
+    const bool known = read_flag(argc, argv, i, "--requests", f.requests) ||
+                       read_flag(argc, argv, i, "--rate", f.rate) ||
+                       read_flag(argc, argv, i, "--output-mean", f.output_mean) ||
+                       read_flag(argc, argv, i, "--max-wall-s", f.max_wall_s) ||
+                       read_flag(argc, argv, i, "--out", f.keep) ||
+                       read_flag(argc, argv, i, "--model", f.model) ||
+                       read_flag(argc, argv, i, "--gpu", f.gpu);
     if (!known) {
       fmt::print(
           stderr,
           "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
-          "[--max-wall-s S] [--out DIR]\n");
-      return 2;
+          "[--max-wall-s S] [--out DIR] [--model NAME] [--gpu NAME]\n");
+      return false;
     }
   }
+  return true;
+}
+
+int bench_main(int argc, char** argv) {
+  BenchFlags flags;
+  if (!read_bench_flags(argc, argv, flags)) return 2;
+  const auto& [requests, rate, fast_forward, output_mean, max_wall_s, keep, model, gpu] = flags;
   if (requests < 1 || rate <= 0 || output_mean < 0) {
     fmt::print(stderr, "kvsim_bench_sim: --requests and --rate must be positive\n");
     return 2;
@@ -120,10 +137,10 @@ int bench_main(int argc, char** argv) {
       t += gap(rng);
     }
   }
-  const std::string yaml = std::string(R"(name: bench-sim
+  const std::string yaml = fmt::format(R"(name: bench-sim
 seed: 1
-model: llama-3-8b
-gpu: a100-sxm4-80gb
+model: {}
+gpu: {}
 engine:
   scheduler: continuous
   max_num_seqs: 256
@@ -135,13 +152,14 @@ engine:
   allow_long_max_model_len: true
   chunked_prefill: true
   attention: flash
-  kv: {type: paged, block_size: 16}
+  kv: {{type: paged, block_size: 16}}
 workload:
-  trace: {path: trace.csv, max_prompt_tokens: 32768}
+  trace: {{path: trace.csv, max_prompt_tokens: 32768}}
 policies:
   - name: paged
     guards: []
-)");
+)",
+                                       model, gpu);
   const kvsim::Scenario s =
       kvsim::load_scenario(kvsim::ConfigNode::parse_string(yaml, (dir / "bench.yaml").string()),
                            kvsim::Catalog::builtin());

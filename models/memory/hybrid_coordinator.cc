@@ -41,6 +41,21 @@ const HybridKvCoordinator::Req& HybridKvCoordinator::held_req(RequestId request,
   return held_request(reqs_, request, op);
 }
 
+HybridKvCoordinator::Req& HybridKvCoordinator::closed_req(RequestId request, const char* op) {
+  Req& r = held_request(reqs_, request, op);
+  KVSIM_CHECK(r.window < 0, "{}: request {} has its deferral window open (settle first)", op,
+              request);
+  return r;
+}
+
+const HybridKvCoordinator::Req& HybridKvCoordinator::closed_req(RequestId request,
+                                                                const char* op) const {
+  const Req& r = held_request(reqs_, request, op);
+  KVSIM_CHECK(r.window < 0, "{}: request {} has its deferral window open (settle first)", op,
+              request);
+  return r;
+}
+
 void HybridKvCoordinator::add_reservation(const Req& r, int sign) {
   // A group's last block's slack up to max_total; the rest of the held bytes (slack past
   // max_total, padding layers) is internal. Live bytes follow the blocks (the managers).
@@ -118,9 +133,7 @@ int64_t HybridKvCoordinator::blocks_to_grow(RequestId request, int64_t tokens) c
 }
 
 AllocResult HybridKvCoordinator::grow(RequestId request, int64_t new_total_tokens) {
-  auto it = reqs_.find(request);
-  KVSIM_CHECK(it != reqs_.end(), "grow: request {} holds no KV", request);
-  Req& r = it->second;
+  Req& r = closed_req(request, "grow");
   KVSIM_CHECK(new_total_tokens > r.tokens, "grow: request {} from {} to {} tokens", request,
               r.tokens, new_total_tokens);
   // vLLM's allocate_slots: the blocks that left each local group's window or chunk (of the
@@ -141,15 +154,15 @@ AllocResult HybridKvCoordinator::grow(RequestId request, int64_t new_total_token
 }
 
 void HybridKvCoordinator::release(RequestId request) {
+  closed_req(request, "release");
   auto it = reqs_.find(request);
-  KVSIM_CHECK(it != reqs_.end(), "release: request {} holds no KV", request);
   add_reservation(it->second, -1);
   for (size_t g = 0; g < managers_.size(); ++g) managers_[g].free(it->second.tables[g]);
   reqs_.erase(it);
 }
 
 int64_t HybridKvCoordinator::tokens(RequestId request) const {
-  return held_req(request, "tokens").tokens;
+  return closed_req(request, "tokens").tokens;
 }
 
 int64_t HybridKvCoordinator::held_blocks(RequestId request, size_t g) const {
@@ -169,7 +182,7 @@ const std::vector<int32_t>& HybridKvCoordinator::block_table(RequestId request, 
 
 int64_t HybridKvCoordinator::tokens_until_growth_allocates(RequestId request) const {
   // Every table has the same length: the slack of the last block.
-  const Req& r = held_req(request, "tokens_until_growth_allocates");
+  const Req& r = closed_req(request, "tokens_until_growth_allocates");
   return hybrid_ceil_div(r.tokens, block_tokens_) * block_tokens_ - r.tokens;
 }
 
@@ -182,19 +195,28 @@ int64_t HybridKvCoordinator::window_frees(RequestId request, int64_t target) con
   return n;
 }
 
-KvUsage HybridKvCoordinator::usage() const {
+KvUsage HybridKvCoordinator::usage() const { return usage_with(0, 0); }
+
+KvUsage HybridKvCoordinator::usage_with(int64_t tokens, int64_t crossings) const {
+  // Every deferred token is live in every group and leaves its reservation; a crossing's block
+  // in every group adds its other block_tokens - 1 slots to the reservation.
+  const int64_t deferred = deferred_tokens_ + tokens;
+  const auto groups = static_cast<int64_t>(managers_.size());
   KvUsage u;
   for (const KvGroupManager& m : managers_) u.live_bytes += m.live_tokens() * m.bytes_per_token();
-  u.reservation_bytes = reservation_bytes_;
-  u.held_bytes = (num_blocks_ - free_blocks()) * block_bytes_;
+  u.live_bytes += deferred * bytes_per_token_;
+  u.reservation_bytes =
+      reservation_bytes_ + (crossings * block_tokens_ - deferred) * bytes_per_token_;
+  u.held_bytes = (num_blocks_ - free_blocks() + crossings * groups) * block_bytes_;
   u.internal_bytes = u.held_bytes - u.live_bytes - u.reservation_bytes;
   u.capacity_bytes = num_blocks_ * block_bytes_;
-  u.free_bytes = free_blocks() * block_bytes_;
+  u.free_bytes = (free_blocks() - crossings * groups) * block_bytes_;
   u.requests = static_cast<int64_t>(reqs_.size());
   return u;
 }
 
 void HybridKvCoordinator::check_invariants() const {
+  KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
   int64_t reservation = 0;
   std::vector<int32_t> holders(static_cast<size_t>(num_blocks_), 0);
   for (const auto& [id, r] : reqs_) {

@@ -14,12 +14,13 @@
 // blocks inside its window or current chunk; freed blocks go to the back of the free list still
 // keyed (findable until popped for someone else), a request's own in reverse order. Without prefix
 // caching the block ids never matter to any figure (the free list's order is then unobserved).
-// The deferred growth of fast-forward is not offered: the engine steps hybrid models token by
-// token (docs/models.md "Hybrid KV").
+// Deferred growth (hybrid_deferred.cc) runs inside a request's last block only, ending before a
+// growth that frees a local group's block: crossings are not counted in aggregate.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,17 @@ class HybridKvCoordinator {
   int64_t tokens_until_growth_allocates(RequestId request) const;
   KvUsage usage() const;
   void check_invariants() const;
+
+  // DeferredGrowth (kv_capabilities.h) inside a request's last block, no crossings in aggregate:
+  // the room is the block's slack up to max_total, ending before the first growth that would
+  // free a block of a local group (stepping's grow frees it then; that growth goes to grow()).
+  // Each deferred token turns one reservation token of every group live.
+  int64_t open(RequestId request);
+  void add(int64_t tokens);
+  void settle(RequestId request, int64_t tokens);
+  int64_t outstanding() const { return deferred_tokens_; }
+  // Requires: swaps == 0 (no window swaps here); nullopt otherwise.
+  std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings, int64_t swaps) const;
 
   // PagedBlocks' figures, over every group.
   int64_t prefix_hit_blocks() const { return prefix_hits_; }
@@ -83,8 +95,15 @@ class HybridKvCoordinator {
     std::vector<uint64_t> keys;  // block keys of its prompt's hashed blocks (prefix caching)
     int64_t owner = -1;          // its own full blocks past `keys` are keyed as this request's
     size_t keyed = 0;            // leading block indexes keyed (or hit) in every group
+    int64_t window = -1;         // room of its open deferral window; -1: closed
   };
   const Req& held_req(RequestId request, const char* op) const;
+  // The held request, KVSIM_CHECKed with its deferral window closed (`op` names the call).
+  Req& closed_req(RequestId request, const char* op);
+  const Req& closed_req(RequestId request, const char* op) const;
+  // usage() after `tokens` more deferred tokens, `crossings` of them each starting a new block in
+  // every group.
+  KvUsage usage_with(int64_t tokens, int64_t crossings) const;
   int64_t free_blocks() const { return pool_.free_count(); }
   void add_reservation(const Req& r, int sign);
 
@@ -113,6 +132,7 @@ class HybridKvCoordinator {
   int64_t window_freed_ = 0;
   int64_t prefix_hits_ = 0;
   int64_t reservation_bytes_ = 0;
+  int64_t deferred_tokens_ = 0;  // added, not yet settled
   std::unordered_map<RequestId, Req> reqs_;
 };
 

@@ -70,9 +70,7 @@ void HybridKvCoordinator::key_full_blocks(Req& r) {
 }
 
 void HybridKvCoordinator::uncache_past(RequestId request, int64_t tokens) {
-  auto it = reqs_.find(request);
-  KVSIM_CHECK(it != reqs_.end(), "uncache_past: request {} holds no KV", request);
-  Req& r = it->second;
+  Req& r = closed_req(request, "uncache_past");
   if (!prefix_caching_) return;
   // Only its own keys past the trace's hashes, newest first, while no one else holds them.
   const size_t own_from = std::max(static_cast<size_t>(tokens / block_tokens_), r.keys.size());

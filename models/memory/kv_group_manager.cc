@@ -1,6 +1,7 @@
 #include "models/memory/kv_group_manager.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/check.h"
 #include "models/memory/block_keys.h"
@@ -78,6 +79,20 @@ int64_t KvGroupManager::remove_skipped_blocks(Table& t, int64_t computed) {
   }
   t.skipped += n;
   return n;
+}
+
+int64_t KvGroupManager::next_free_at(const Table& t) const {
+  // Block t.skipped is freed once skipped_blocks(computed) > t.skipped (and it is in the table).
+  const int64_t next = t.skipped + 1;
+  if (next > static_cast<int64_t>(t.blocks.size())) return std::numeric_limits<int64_t>::max();
+  switch (spec_.kind) {
+    case KvGroup::Kind::kFull: break;
+    case KvGroup::Kind::kSlidingWindow:  // (computed - W + 1) / block >= next
+      return next * block_tokens_ + spec_.span - 1;
+    case KvGroup::Kind::kChunked:  // computed / C x C >= next x block: the chunk after that
+      return (next * block_tokens_ + spec_.span - 1) / spec_.span * spec_.span;
+  }
+  return std::numeric_limits<int64_t>::max();
 }
 
 int64_t KvGroupManager::blocks_to_allocate(const std::function<uint64_t(int64_t)>& seq_keys,

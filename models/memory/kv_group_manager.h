@@ -59,6 +59,10 @@ class KvGroupManager {
   int64_t frees_to_pool(const Table& t, int64_t computed) const;
   // Frees them, newest first, as remove_skipped_blocks hands them to the pool; returns how many.
   int64_t remove_skipped_blocks(Table& t, int64_t computed);
+  // The fewest computed tokens at which remove_skipped_blocks would free one of t's blocks (the
+  // table as it is: a deferral window adds no block); INT64_MAX when none would (full attention,
+  // or every block of the table still read).
+  int64_t next_free_at(const Table& t) const;
 
   // get_num_blocks_to_allocate for a new sequence whose table is `table` blocks with `hits`
   // leading hit blocks (`seq_keys(i)`): the blocks past the hits, and each hit inside the

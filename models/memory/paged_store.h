@@ -48,7 +48,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Requires: block_tokens >= 1, num_blocks >= 1, kv_bytes_per_token >= 1, sliding_window >= 0.
   PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options);
   // Several KV cache groups over the one pool (a hybrid model's layout, kv_groups.h): every call
-  // about requests goes to the hybrid coordinator; no deferred growth.
+  // about requests goes to the hybrid coordinator, deferred growth included (inside a request's
+  // last block; no crossings in aggregate).
   // Requires: block_tokens >= 1, num_blocks >= 1, a layout with at least one group.
   PagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
              bool prefix_caching = false);
@@ -74,8 +75,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   KvUsage usage() const override;
   void check_invariants() const override;
   const PagedBlocks* paged() const override { return this; }
-  // Several groups step token by token: no deferred growth (docs/models.md "Hybrid KV").
-  DeferredGrowth* deferred_growth() override { return groups_ ? nullptr : this; }
+  // With several groups, the hybrid coordinator's: inside a request's last block only.
+  DeferredGrowth* deferred_growth() override { return this; }
 
   // PagedBlocks
   int64_t free_blocks() const override { return pool_.free_count(); }
@@ -95,11 +96,13 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   int64_t open(RequestId request) override;
   void add(int64_t tokens) override;
   void settle(RequestId request, int64_t tokens) override;
-  int64_t outstanding() const override { return deferred_tokens_; }
+  int64_t outstanding() const override {
+    return groups_ ? groups_->outstanding() : deferred_tokens_;
+  }
   // With prefix caching the crossed blocks leave the free list at add_crossings() and reach
   // their requests' tables at settle(). With a sliding window a long window ends before the
   // first crossing whose growth would free blocks that left the window (open_long).
-  bool crossings_in_aggregate() const override { return true; }
+  bool crossings_in_aggregate() const override { return groups_ == nullptr; }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
   bool long_window_swaps(RequestId request) const override;

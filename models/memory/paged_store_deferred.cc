@@ -25,6 +25,7 @@ int64_t PagedStore::tokens_until_growth_allocates(RequestId request) const {
 }
 
 int64_t PagedStore::open(RequestId request) {
+  if (groups_) return groups_->open(request);
   Req& r = held(request, "open");
   const int64_t cap = span_tokens(r);
   r.window = reservation_tokens(r.tokens, cap, r.max_total);
@@ -48,6 +49,7 @@ bool PagedStore::long_window_swaps(RequestId request) const {
 }
 
 int64_t PagedStore::open_long(RequestId request) {
+  if (groups_) return groups_->open(request);  // no crossings in aggregate: a short window
   KVSIM_CHECK(crossings_in_aggregate(), "open_long: blocks are not counted in aggregate here");
   Req& r = held(request, "open_long");
   int64_t end = r.max_total;
@@ -105,12 +107,14 @@ void PagedStore::grow_totals(int64_t tokens, int64_t crossings, int64_t swaps) {
 
 std::optional<KvUsage> PagedStore::usage_after(int64_t tokens, int64_t crossings,
                                                int64_t swaps) const {
+  if (groups_) return groups_->usage_after(tokens, crossings, swaps);
   GrowthTotals g{free_blocks(), live_tokens_, reservation_tokens_};
   grow_totals(g, tokens, crossings + swaps, swaps, block_tokens_);
   return usage_of(g);
 }
 
 void PagedStore::add(int64_t tokens) {
+  if (groups_) return groups_->add(tokens);
   // Each deferred token is one of some request's reservation tokens becoming live (see room()):
   // the same change grow_req would make, summed.
   KVSIM_CHECK(tokens >= 0 && tokens <= reservation_tokens_, "deferring {} tokens with {} reserved",
@@ -120,6 +124,7 @@ void PagedStore::add(int64_t tokens) {
 }
 
 void PagedStore::settle(RequestId request, int64_t tokens) {
+  if (groups_) return groups_->settle(request, tokens);
   Req* r = find(request);
   KVSIM_CHECK(r != nullptr, "request {} holds no KV", request);
   KVSIM_CHECK(r->window >= 0, "request {}: settling a deferral window that is not open", request);

@@ -3,6 +3,7 @@
 // vllm/v1/core/single_type_kv_cache_manager.py). Every figure is derived by hand in the comments.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <set>
 
 #include "models/memory/block_pool.h"
@@ -50,6 +51,8 @@ TEST_CASE("Group manager: a window frees its skipped blocks newest first",
   m.allocate_new_blocks(t, 64);  // blocks 0-3, 16 tokens each
   CHECK(t.blocks == std::vector<int32_t>{0, 1, 2, 3});
   CHECK(m.live_tokens() == 64);
+  // Block 0 leaves the window once (c - 32 + 1) / 16 >= 1: c = 16 + 31 = 47 computed tokens.
+  CHECK(m.next_free_at(t) == 47);
   // 64 computed tokens, a window of 32: tokens before 64 - 32 + 1 = 33 are skipped, 33 / 16 = 2
   // whole blocks: 0 and 1, both back to the pool (no one shares them).
   CHECK(m.frees(t, 64) == 2);
@@ -57,6 +60,7 @@ TEST_CASE("Group manager: a window frees its skipped blocks newest first",
   CHECK(m.remove_skipped_blocks(t, 64) == 2);
   CHECK(t.blocks == std::vector<int32_t>{-1, -1, 2, 3});
   CHECK(t.skipped == 2);
+  CHECK(m.next_free_at(t) == 3 * 16 + 31);  // block 2 next: 79
   CHECK(m.held_blocks() == 2);
   CHECK(m.live_tokens() == 32);
   // Freed newest first (1, then 0) behind the never-used 4-9: a table of 8 blocks takes
@@ -106,4 +110,22 @@ TEST_CASE("Group manager: new blocks and shared hits, a window sharing only its 
   CHECK(pool.free_count() == 8 - 3 - 1);
   full.check_counts();
   sliding.check_counts();
+}
+
+TEST_CASE("Group manager: when a chunk or full attention frees a block next",
+          "[memory][group_manager]") {
+  BlockPool pool(10, /*block_ids=*/true);
+  KvGroupManager chunked = group_manager_of(KvGroup::Kind::kChunked, 32, 0, pool);
+  KvGroupManager full = group_manager_of(KvGroup::Kind::kFull, 0, 1, pool);
+  KvGroupManager::Table c, f;
+  chunked.allocate_new_blocks(c, 40);  // 3 blocks
+  full.allocate_new_blocks(f, 40);
+  // A chunk of 32: block 0 is freed once the chunk of the computed tokens starts at 16 or later,
+  // the chunk from 32: at 32 computed tokens; then blocks 0 and 1 go together.
+  CHECK(chunked.next_free_at(c) == 32);
+  CHECK(chunked.remove_skipped_blocks(c, 32) == 2);
+  // Block 2 (tokens 32-47) next: once the chunk starts at 48 or later, the chunk from 64.
+  CHECK(chunked.next_free_at(c) == 64);
+  // Full attention frees nothing.
+  CHECK(full.next_free_at(f) == std::numeric_limits<int64_t>::max());
 }

@@ -43,6 +43,9 @@ class FastForward {
   // walk frees).
   bool admits_nothing(int64_t decoding, int64_t walk_frees) const;
   bool due_frees_keep_blocked(const std::vector<RequestState*>& due) const;
+  // Whether a decode's growth may free blocks: a sliding window on every layer, or local layers
+  // (a hybrid model's sliding or chunked KV cache groups).
+  bool growth_frees_blocks() const;
   // The stretch's quiet steps from `t` on, all at once; moves `t` past them. Returns how many
   // ran (0: none; the stretch's next step runs one by one). When it took samples in line,
   // `horizon` moves to the next pending event.

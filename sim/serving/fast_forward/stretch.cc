@@ -80,9 +80,9 @@ bool FastForward::stretch() {
   if (n == 0) return false;
   if (!admits_nothing(n, 0)) return false;
   const PagedBlocks& paged = *r_.pool_.kv().paged();
-
   const DecodeStepFixed step = r_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
-  const bool windowed = r_.pool_.model().sliding_window.has_value();  // growth may free blocks
+  const bool windowed = growth_frees_blocks();
+  const int64_t due_blocks = paged.blocks_to_allocate({}, 1);  // one a KV cache group
   std::vector<RequestState*>& due = due_members_;
   SimTime t = t0;
   bool stepped = false;
@@ -93,14 +93,14 @@ bool FastForward::stretch() {
     const SimTime duration = step.duration_ns(context);
     const SimTime end = t + duration;
     const bool in_flight = end >= horizon;  // an event comes before its end
-    // The members due at the ledger; each needs at most one new block (it holds every token up
-    // to the last step's).
+    // The members due at the ledger; each needs at most one new block a group (it holds every
+    // token up to the last step's).
     // Blocks freed so far as they left sliding windows, and this step's swaps (each a block
     // freed and one taken: free blocks do not grow).
     const int64_t window_freed = windowed ? paged.window_freed_blocks() + lazy.swappers() : 0;
     lazy.take_due(due);
     if ((windowed && !due_frees_keep_blocked(due)) ||
-        static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
+        static_cast<int64_t>(due.size()) * due_blocks + lazy.crossers() > paged.free_blocks() ||
         !r_.pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
       break;  // this step runs as an ordinary iteration
@@ -149,12 +149,16 @@ bool FastForward::stretch() {
   return false;
 }
 
+bool FastForward::growth_frees_blocks() const {
+  return r_.pool_.model().sliding_window.has_value() || r_.pool_.model().hybrid();
+}
+
 bool FastForward::due_frees_keep_blocked(const std::vector<RequestState*>& due) const {
   // With a sliding window a due member's growth may free blocks that left its window. A plan
   // that walks the decodes before admitting (continuous) admits with them free: the stretch's
   // premise must hold with them too, or the step runs as an ordinary iteration. (vllm_v0 admits
   // first; static admits nothing in a batch: their schedulers do not count them.)
-  if (due.empty() || !r_.pool_.model().sliding_window) return true;
+  if (due.empty() || !growth_frees_blocks()) return true;
   const PagedBlocks& paged = *r_.pool_.kv().paged();
   const LazyDecodes& lazy = aggregate_->lazy();
   int64_t frees = 0;
