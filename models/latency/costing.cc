@@ -10,6 +10,10 @@ namespace kvsim {
 
 namespace {
 
+// The router's outputs as vLLM's fused top-k writes them (fused_topk: FP32 weights, INT32 ids).
+constexpr double kTopkWeightBytes = 4.0;
+constexpr double kTopkIdBytes = 4.0;
+
 // Output tile shapes (rows x columns) of the GEMM kernels cuBLAS and CUTLASS pick among for
 // FP16 on Ampere and Hopper (CUTLASS's default threadblock shapes), then the 16-row tiles of the
 // skinny kernels that batch-1 decode with quantized weights uses (Marlin and AWQ's GEMV-like
@@ -171,15 +175,19 @@ OpCost Costing::allreduce(double m) const {
 }
 
 OpCost Costing::all_to_all(double m, double gathered) const {
-  // AgRsAll2AllManager (vllm/distributed/device_communicators/all2all.py): all_gatherv of every
-  // rank's hidden states with the sizes DPMetadata gives, reduce_scatterv of the output rows.
+  // AgRsAll2AllManager (vllm/distributed/device_communicators/all2all.py): the naive DP/EP
+  // prepare (MoEPrepareAndFinalizeNaiveDPEPModular.prepare -> dispatch) all-gathers every rank's
+  // hidden states with its routing, top-k FP32 weights and INT32 expert ids a row, in one grouped
+  // all_gatherv with the sizes DPMetadata gives; the combine reduce-scatters the output rows.
   const double d = s_.moe_token_scale;  // the data-parallel ranks whose tokens meet
-  const double total = gathered * s_.hidden * kActBytes;
+  const double routing_bytes = s_.topk * (kTopkWeightBytes + kTopkIdBytes);
+  const double dispatched = gathered * (s_.hidden * kActBytes + routing_bytes);
+  const double combined = gathered * s_.hidden * kActBytes;
   // Each rank receives the others' (d - 1) / d of the gathered rows and sends as much back.
-  const double traffic = 2 * total * (d - 1) / d;
+  const double traffic = (dispatched + combined) * (d - 1) / d;
   if (!ideal_ && comm_ != nullptr) {
-    const CollectiveTime gather = comm_->ep_exchange(CollectiveOp::kAllGather, total, m);
-    const CollectiveTime scatter = comm_->ep_exchange(CollectiveOp::kReduceScatter, total, m);
+    const CollectiveTime gather = comm_->ep_exchange(CollectiveOp::kAllGather, dispatched, m);
+    const CollectiveTime scatter = comm_->ep_exchange(CollectiveOp::kReduceScatter, combined, m);
     if (gather.seconds >= 0 && scatter.seconds >= 0) {
       return collective("all_to_all", traffic, gather.seconds + scatter.seconds, s_.moe_layers,
                         gather.detail);
@@ -187,7 +195,7 @@ OpCost Costing::all_to_all(double m, double gathered) const {
   }
   OpCost o = op("all_to_all", OpClass::kAllReduce, 0.0, traffic, 2, s_.moe_layers, link_rates(m));
   if (!ideal_ && comm_ != nullptr)
-    o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, total, 0};
+    o.comm = {CommSource::kDerived, AllReducePath::kNccl, false, dispatched, 0};
   o.comm.calls = s_.moe_layers;
   return o;
 }

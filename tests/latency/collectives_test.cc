@@ -118,21 +118,22 @@ TEST_CASE("a GPU with no measurement gets the derived link formula, marked deriv
             .comm.source == CommSource::kMeasured);
 }
 
-TEST_CASE("EP all2all (allgather_reducescatter): d x tokens x hidden x 2 gathered and scattered",
+TEST_CASE("EP all2all (allgather_reducescatter): d x tokens x (hidden x 2 + top-k x 8) gathered",
           "[collectives]") {
-  // DeepSeek-V3 (hidden 7168, 58 MoE layers), DP 8 with EP on H100: each replica decodes 4
-  // sequences; the dispatch all-gathers 8 x 4 x 7168 x 2 = 458,752 B over the 8 ranks, the
-  // combine reduce-scatters as much. nccl-tests, world 8: all_gather 13.55 us at 262,144 B and
-  // 13.65 at 524,288 -> 13.55 + 0.10 x 0.75 = 13.625 us; reduce_scatter 12.06 and 12.40 ->
-  // 12.06 + 0.34 x 0.75 = 12.315 us. 25.94 us per MoE layer.
+  // DeepSeek-V3 (hidden 7168, top-8, 58 MoE layers), DP 8 with EP on H100: each replica decodes
+  // 4 sequences; the dispatch all-gathers the hidden states with their top-8 FP32 weights and
+  // INT32 ids, 8 x 4 x (7168 x 2 + 8 x 8) = 460,800 B over the 8 ranks, the combine
+  // reduce-scatters the outputs, 8 x 4 x 7168 x 2 = 458,752 B. nccl-tests, world 8: all_gather
+  // 13.55 us at 262,144 B and 13.65 at 524,288 -> 13.55 + 0.10 x 198,656 / 262,144 =
+  // 13.62578125 us; reduce_scatter 12.06 and 12.40 -> 12.06 + 0.34 x 0.75 = 12.315 us.
   const auto it = build("deepseek-v3", "h100-sxm", Parallelism{1, 1, 8, true})
                       .iteration(decode_batch({500, 500, 500, 500}));
   const OpCost& a = find_op(it, "all_to_all");
-  CHECK(a.comm.message_bytes == 458'752.0);
+  CHECK(a.comm.message_bytes == 460'800.0);
   CHECK(a.comm.calls == 58.0);
-  CHECK(a.seconds == Approx(58 * 25.94e-6).epsilon(1e-9));
-  // Traffic: each rank receives 7/8 of the gathered buffer and sends as much back.
-  CHECK(a.bytes == Approx(58 * 2 * 458'752.0 * 7 / 8));
+  CHECK(a.seconds == Approx(58 * (13.62578125e-6 + 12.315e-6)).epsilon(1e-9));
+  // Traffic: each rank receives 7/8 of each gathered buffer and sends as much back.
+  CHECK(a.bytes == Approx(58 * (460'800.0 + 458'752.0) * 7 / 8));
 }
 
 TEST_CASE("PP sends the hidden states and the residual, TP-sliced, then all-gathers them",

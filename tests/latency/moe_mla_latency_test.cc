@@ -115,10 +115,11 @@ TEST_CASE("DP 8 with expert parallelism: 32 experts a GPU, 8 replicas' tokens, a
   CHECK(find_op(c, "mlp_gate_up").flops == Approx(58 * 2 * 32 * h * 2 * f));
   CHECK(find_op(c, "mlp_gate_up").bytes ==
         Approx(58 * (touched * h * 2 * f + 32 * h * 2 + 32 * 2 * f * 2)));
-  // All-to-all (vLLM's allgather_reducescatter): the 8 replicas' 4 tokens of 7168 x 2 bytes
-  // gathered (458,752 B), 7/8 of them from other GPUs, and reduce-scattered back:
-  // 2 x 8 x 4 x 7168 x 2 x 7/8 = 802,816 bytes per MoE layer.
-  CHECK(find_op(c, "all_to_all").bytes == Approx(58 * 802'816.0));
+  // All-to-all (vLLM's allgather_reducescatter): the 8 replicas' 4 tokens' hidden states with
+  // their top-8 FP32 weights and INT32 ids, 7168 x 2 + 8 x 8 bytes each, gathered (460,800 B),
+  // 7/8 of them from other GPUs, and their 7168 x 2-byte outputs reduce-scattered back
+  // (458,752 B): (460,800 + 458,752) x 7/8 = 804,608 bytes per MoE layer.
+  CHECK(find_op(c, "all_to_all").bytes == Approx(58 * 804'608.0));
   CHECK_FALSE(has_op(c, "allreduce"));  // attention runs whole on each GPU (t = 1)
 }
 
