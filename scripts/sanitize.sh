@@ -5,7 +5,7 @@
 # ctest. Any sanitizer report fails the test that triggered it (UBSan does not recover; ASan
 # aborts on the first error). Called by scripts/test.sh after the Release suites; alone:
 #   scripts/sanitize.sh [CTEST ARGS...]     e.g. scripts/sanitize.sh -L fuzz, -R kvsim_cli_tests
-# KVSIM_FUZZ_SECONDS (default 20) sets how long each fuzz target runs. scripts/fuzz.sh reuses this
+# KVSIM_FUZZ_SECONDS (default 10) sets how long each fuzz target runs. scripts/fuzz.sh reuses this
 # script for its longer hunt with KVSIM_ASAN_BUILD (the tree), KVSIM_SANITIZE_COVERAGE=full and
 # KVSIM_SANITIZE_TARGETS (what to build; default everything).
 set -euo pipefail
@@ -32,7 +32,7 @@ mkdir -p "$BUILD"
 log="$BUILD/build.log"
 if ! { CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=None \
          -DKVSIM_WITH_CUDA=OFF -DKVSIM_BUILD_BENCH=OFF -DKVSIM_BUILD_PYTHON=OFF -DKVSIM_FUZZ=ON \
-         -DKVSIM_FUZZ_SECONDS="${KVSIM_FUZZ_SECONDS:-20}" -DCMAKE_CXX_FLAGS="$FLAGS" \
+         -DKVSIM_FUZZ_SECONDS="${KVSIM_FUZZ_SECONDS:-10}" -DCMAKE_CXX_FLAGS="$FLAGS" \
          -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
          "${LAUNCHER[@]}" ${KVSIM_ASAN_CMAKE_ARGS:-} &&
        cmake --build "$BUILD" -j "$JOBS" "${TARGETS[@]}"; } >"$log" 2>&1; then

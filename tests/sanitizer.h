@@ -3,6 +3,8 @@
 // memory grow RSS by design.
 #pragma once
 
+#include "tests/test_skip.h"
+
 namespace kvsim::test {
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -18,3 +20,11 @@ inline constexpr bool kAddressSanitizer = false;
 #endif
 
 }  // namespace kvsim::test
+
+// Skips, visibly (ctest: Skipped), a test that the sanitizer stage gains nothing from: one whose
+// time is another program's (matplotlib, Chromium) or a repeat of what the Release stage runs in
+// full, so that CI's two stages fit its time. `why` says which.
+#define KVSIM_SKIP_UNDER_SANITIZER(why)                                     \
+  if (::kvsim::test::kAddressSanitizer) {                                   \
+    KVSIM_TEST_SKIP("sanitizer", std::string("under ASan only: ") + (why)); \
+  }

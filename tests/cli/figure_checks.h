@@ -44,6 +44,12 @@ inline bool have_matplotlib() {
   return ok;
 }
 
+// Why the heavier figure tests skip under ASan (KVSIM_SKIP_UNDER_SANITIZER, tests/sanitizer.h).
+inline constexpr const char* kFigureTimeIsPythons =
+    "its time is matplotlib's and Chromium's, not kvsim's; the Release stage runs it, and "
+    "'plot renders a run's memory, outcome and latency figures' keeps kvsim's plot data under "
+    "ASan";
+
 }  // namespace kvsim::test
 
 // Skips the test (shown as Skipped by ctest, tests/test_skip.h) without matplotlib.

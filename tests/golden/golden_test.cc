@@ -25,6 +25,7 @@
 
 #include "core/fnv1a.h"
 #include "tests/cli/run_cli.h"
+#include "tests/sanitizer.h"
 
 using kvsim::test::make_temp_dir;
 using kvsim::test::read_text;
@@ -179,7 +180,12 @@ TEST_CASE("every shipped scenario reproduces its golden result", "[golden]") {
 // Checking mode asserts every invariant after each step (the pool's categories sum to capacity,
 // no block leaked or freed twice, every request ends in one outcome) and turns the fast-forward
 // off, so the same goldens also prove that stepping and the fast-forward agree.
+// Under ASan the plain goldens above run every scenario's code; this repeat (about 130 s of the
+// sanitizer stage) adds the invariant checks and stepping, which the Release stage runs in full.
 TEST_CASE("every shipped scenario reproduces its golden result in checking mode", "[golden]") {
+  KVSIM_SKIP_UNDER_SANITIZER(
+      "the plain goldens run every scenario under ASan; the Release stage runs this repeat in "
+      "checking mode");
   check_every_golden("--check-invariants ");
 }
 
