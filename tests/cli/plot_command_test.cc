@@ -162,7 +162,7 @@ TEST_CASE("plot renders a run's memory, outcome and latency figures, identically
 }
 
 TEST_CASE("plot renders a two-key sweep as heatmaps and a one-key sweep as lines") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::vector<std::string> figs = {"sweep_availability", "sweep_oom_events",
                                          "sweep_e2e_p99_s", "sweep_tokens_dropped"};
@@ -171,7 +171,7 @@ TEST_CASE("plot renders a two-key sweep as heatmaps and a one-key sweep as lines
 }
 
 TEST_CASE("plot adds a TTFT p99 figure, and SLO attainment only when summary.csv has it") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::string tmp = make_temp_dir("kvsim-plot-slo");
   render(kData + "/sweep", tmp + "/grid");
@@ -185,7 +185,7 @@ TEST_CASE("plot adds a TTFT p99 figure, and SLO attainment only when summary.csv
 // A zip: sweep's keys advance together: one axis, so a line figure (550 px high: one panel and
 // the legend row), not a heat map of a mostly empty key-by-key grid (one panel per policy).
 TEST_CASE("plot draws a zip: sweep as one axis: lines over the value tuples, not heat maps") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::vector<std::string> figs = {"sweep_availability", "sweep_oom_events",
                                          "sweep_e2e_p99_s",    "sweep_tokens_dropped",
@@ -210,7 +210,7 @@ TEST_CASE("plot draws a zip: sweep as one axis: lines over the value tuples, not
 }
 
 TEST_CASE("plot gives a constant heat-map panel a finite colour scale around its value") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::string tmp = make_temp_dir("kvsim-plot-const");
   const auto r = run_cli("plot '" + kData + "/sweep_const' -o '" + tmp + "'");
@@ -234,13 +234,13 @@ TEST_CASE("plot gives a constant heat-map panel a finite colour scale around its
 }
 
 TEST_CASE("plot renders a calibration folder: predicted against measured, and a roofline") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   check_figures(kData + "/validate", {"calibration", "roofline"}, "none");
 }
 
 TEST_CASE("plot's SVG and PDF output is byte-identical across renders") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::string tmp = make_temp_dir("kvsim-plot-fmt");
   for (const std::string fmt : {"svg", "pdf"}) {
@@ -255,7 +255,7 @@ TEST_CASE("plot's SVG and PDF output is byte-identical across renders") {
 }
 
 TEST_CASE("report writes one self-contained HTML page with every figure, identically twice") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::string tmp = make_temp_dir("kvsim-report");
   for (const std::string name : {"a.html", "b.html"}) {
@@ -348,7 +348,7 @@ TEST_CASE("report of a sweep folder: header with the data's kvsim version and sc
 // Runs where /usr/bin/chromium exists: scripts/test.sh's set-up installs it (KVSIM_TEST_PACKAGES
 // in scripts/setup.sh); plain run.sh set-ups and developer machines may skip it.
 TEST_CASE("report loads in headless Chromium with every figure and no console message") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   if (!fs::exists("/usr/bin/chromium")) {
     KVSIM_TEST_SKIP("browser",

@@ -52,7 +52,7 @@ nlohmann::json plot_twice(const std::string& command, const std::string& name) {
 }  // namespace
 
 TEST_CASE("kv --plot draws MHA, GQA and MQA KV bytes with the capacity left after weights") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const auto d = plot_twice("kv --model seed-7b-mha --gpu a100-sxm4-80gb --seq 4096,1024", "kv");
   CHECK(d["kind"] == "kv");
@@ -79,7 +79,7 @@ TEST_CASE("kv --plot draws MHA, GQA and MQA KV bytes with the capacity left afte
 }
 
 TEST_CASE("latency --plot draws estimate and bound for prefill and decode by sequence length") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const auto d = plot_twice("latency --seq 1024,4096,16384", "latency");
   CHECK(d["kind"] == "latency");
@@ -91,7 +91,7 @@ TEST_CASE("latency --plot draws estimate and bound for prefill and decode by seq
 }
 
 TEST_CASE("latency --batch 1,8 --plot draws a line per batch size") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const auto d = plot_twice("latency --seq 1024,4096 --batch 1,8", "latency_batches");
   CHECK(d["batch"] == nlohmann::json::parse("[1, 8]"));  // one batch size stays a number
@@ -100,7 +100,7 @@ TEST_CASE("latency --batch 1,8 --plot draws a line per batch size") {
 }
 
 TEST_CASE("plausibility --plot draws every claim against kvsim's estimate and the bound") {
-  KVSIM_SKIP_UNDER_SANITIZER(kFigureTimeIsPythons);
+  KVSIM_SKIP_UNDER_SANITIZER(kvsim::test::kFigureTimeIsPythons);
   REQUIRE_MATPLOTLIB();
   const std::string claims = std::string(KVSIM_SOURCE_DIR) + "/scenarios/claims/seed-b.csv";
   const auto d = plot_twice("plausibility '" + claims + "'", "claims");
