@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "models/memory/id_index.h"
@@ -59,6 +60,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   void check_invariants() const override;
   const PagedBlocks* paged() const override { return this; }
   DeferredGrowth* deferred_growth() override { return this; }
+  void set_event_sink(KvEventSink sink) override { events_ = std::move(sink); }
 
   // PagedBlocks
   int64_t free_blocks() const override { return free_count_; }
@@ -256,7 +258,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   std::unordered_map<uint64_t, int32_t> by_key_;
   void index_key(int32_t b, uint64_t key);  // b joins key's copies, youngest
   void unindex_key(int32_t b);              // b (keyed) leaves its key's copies
-  std::vector<int32_t> hit_scratch_;        // allocate()'s shared blocks (reused)
+  KvEventSink events_;  // told when a key enters or leaves by_key_ (empty: nobody listens)
+  std::vector<int32_t> hit_scratch_;  // allocate()'s shared blocks (reused)
   // Requests holding KV: dense slots (freed slots are reused, with their block tables' capacity,
   // so steady-state growth does not allocate) found through a small hash index. tables_ runs
   // beside slots_ with prefix caching and is empty without.

@@ -10,7 +10,10 @@ void PagedStore::index_key(int32_t b, uint64_t key) {
   blk(b).key = key;
   blk(b).dup_next = -1;
   auto [it, fresh] = by_key_.try_emplace(key, b);
-  if (fresh) return;
+  if (fresh) {
+    if (events_) events_({.key = key, .block_tokens = block_tokens_});
+    return;
+  }
   int32_t last = it->second;
   while (blk(last).dup_next >= 0) last = blk(last).dup_next;
   blk(last).dup_next = b;
@@ -25,6 +28,7 @@ void PagedStore::unindex_key(int32_t b) {
       it->second = blk(b).dup_next;
     } else {
       by_key_.erase(it);
+      if (events_) events_({.removed = true, .key = key, .block_tokens = block_tokens_});
     }
   } else {
     int32_t prev = it->second;

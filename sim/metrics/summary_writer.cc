@@ -94,24 +94,38 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
 
 // A policy's kv_offloading figures (docs/metrics.md), the CPU tier's under "cpu".
 nlohmann::ordered_json offload_json(const OffloadStats& k) {
-  return {{"backend", k.backend},
-          {"cpu",
-           {{"block_tokens", k.block_tokens},
-            {"block_bytes", k.block_bytes},
-            {"capacity_blocks", k.capacity_blocks},
-            {"query_tokens", k.query_tokens},
-            {"hit_tokens", k.hit_tokens},
-            {"hit_rate", k.hit_rate()},
-            {"loads", k.loads},
-            {"loaded_blocks", k.loaded_blocks},
-            {"loaded_bytes", k.loaded_bytes()},
-            {"stored_blocks", k.stored_blocks},
-            {"stored_bytes", k.stored_bytes()},
-            {"evicted_blocks", k.evicted_blocks},
-            {"skipped_stores", k.skipped_stores},
-            {"peak_blocks", k.peak_blocks},
-            {"load_link_busy_s", k.load_busy_s},
-            {"store_link_busy_s", k.store_busy_s}}}};
+  nlohmann::ordered_json o = {{"backend", k.backend},
+                              {"cpu",
+                               {{"block_tokens", k.block_tokens},
+                                {"block_bytes", k.block_bytes},
+                                {"capacity_blocks", k.capacity_blocks},
+                                {"query_tokens", k.query_tokens},
+                                {"hit_tokens", k.hit_tokens},
+                                {"hit_rate", k.hit_rate()},
+                                {"loads", k.loads},
+                                {"loaded_blocks", k.loaded_blocks},
+                                {"loaded_bytes", k.loaded_bytes()},
+                                {"stored_blocks", k.stored_blocks},
+                                {"stored_bytes", k.stored_bytes()},
+                                {"evicted_blocks", k.evicted_blocks},
+                                {"skipped_stores", k.skipped_stores},
+                                {"peak_blocks", k.peak_blocks},
+                                {"load_link_busy_s", k.load_busy_s},
+                                {"store_link_busy_s", k.store_busy_s}}}};
+  if (k.disk) {
+    const DiskTierStats& d = *k.disk;
+    o["disk"] = {{"capacity_blocks", d.capacity_blocks},
+                 {"loaded_blocks", d.loaded_blocks},
+                 {"loaded_bytes", d.loaded_blocks * k.block_bytes},
+                 {"stored_blocks", d.stored_blocks},
+                 {"stored_bytes", d.stored_blocks * k.block_bytes},
+                 {"evicted_blocks", d.evicted_blocks},
+                 {"dropped_blocks", d.dropped_blocks},
+                 {"peak_blocks", d.peak_blocks},
+                 {"read_busy_s", d.read_busy_s},
+                 {"write_busy_s", d.write_busy_s}};
+  }
+  return o;
 }
 
 // A policy's speculative decoding figures (docs/metrics.md).

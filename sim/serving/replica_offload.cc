@@ -30,6 +30,11 @@ void Replica::set_up_offload() {
       });
 }
 
+void Replica::set_kv_event_sink(const KvEventSink& sink) {
+  pool_.kv().set_event_sink(sink);
+  if (offload_) offload_->set_event_sink(sink);
+}
+
 void Replica::offload_loaded(int64_t id) {
   auto f = requests_.find(id);
   // A request that ended while loading (its deadline, a crash) released its KV then.

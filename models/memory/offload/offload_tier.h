@@ -22,6 +22,23 @@
 
 namespace kvsim {
 
+// The key of offloaded block `i` (of `block_tokens` tokens) of a prompt with prefix `hashes`, one
+// per `hash_block_tokens` tokens: the hash covering the block's last token, mixed with `i`
+// (SplitMix64's finaliser). The tier, its connector and a router reading the tier's events
+// (kv_events.h) all key a block this way. Requires: the hashes cover the block.
+inline uint64_t offload_block_key(std::span<const uint64_t> hashes, int64_t hash_block_tokens,
+                                  int64_t i, int64_t block_tokens) {
+  const auto mix = [](uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const int64_t last_token = (i + 1) * block_tokens - 1;
+  const uint64_t h = hashes[static_cast<size_t>(last_token / hash_block_tokens)];
+  return mix(h ^ mix(static_cast<uint64_t>(i)));
+}
+
 class OffloadTier {
  public:
   // Requires: capacity_blocks >= 0.

@@ -5,6 +5,11 @@
 //   size_gib             the CPU buffer, GiB, for the whole replica (split over its TP ranks)
 //   block_size_multiple  an offloaded block is this many GPU blocks (CPUOffloadingSpec's
 //                        block_size / the GPU block size; default 1)
+//   disk                 optional: a local-disk tier under the CPU tier, LMCache-style
+//                        (LocalDiskBackend): the CPU tier's evicted blocks are written to it, and
+//                        a prefix found there is read back at the disk's rate and loaded to the
+//                        GPU through host memory. {size_gib, read_gb_per_s (7), write_gb_per_s
+//                        (5), latency_us (100)}: the node's disk, shared by the replica's GPUs
 #pragma once
 
 #include <cstdint>
@@ -16,10 +21,18 @@ namespace kvsim {
 class ConfigNode;
 struct ModelSpec;
 
+struct DiskTierConfig {
+  double size_gib = 0;
+  double read_gb_per_s = 7;  // 1e9 bytes per second (a PCIe 4.0 NVMe drive's sequential read)
+  double write_gb_per_s = 5;
+  double latency_us = 100;  // per transfer, before its bytes move
+};
+
 struct KvOffloadingConfig {
   std::string backend = "native";
   double size_gib = 0;
   int64_t block_size_multiple = 1;
+  std::optional<DiskTierConfig> disk;
 };
 
 // nullopt when the engine has no kv_offloading key. ConfigError (file:line:col) for a bad value,
