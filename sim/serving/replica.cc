@@ -93,9 +93,9 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
                      // The V0 host path stamps each step's tokens in the next step.
                      !v0_output_ && scheduler_->closed_form_periods() &&
                      pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
-                     // Under priority a walk may end before some decodes (RunQueues::
+                     // A walk that may end before some decodes (priority; RunQueues::
                      // grow_decodes): the aggregate's members would not all grow.
-                     config_.scheduling_policy != EngineConfig::SchedulingPolicy::kPriority &&
+                     !queues_.walk_may_end_early() &&
                      // Prefills among the decodes: the walk in running order has no aggregate.
                      config_.long_prefill_token_threshold == 0 &&
                      // Speculative decoding's steps gain 1 + accepted tokens each, which the

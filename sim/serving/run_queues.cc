@@ -25,10 +25,11 @@ RunQueues::RunQueues(std::unordered_map<int64_t, RequestState>& requests, GpuMem
       ledger_(ledger),
       recorder_(recorder),
       preemption_(config.preemption),
-      policy_(config.scheduling_policy),
       swap_space_bytes_(config.swap_space_bytes),
       preallocated_(pool.kv().preallocated()),
       hooks_(std::move(hooks)),
+      waiting_(make_request_queue(config.scheduling_policy, requests)),
+      swapped_(make_request_queue(config.scheduling_policy, requests)),
       spec_k_(config.speculative ? config.speculative->num_speculative_tokens : 0),
       spec_lookahead_(config.speculative ? config.speculative->lookahead_tokens() : 0),
       max_model_len_(config.max_model_len),
@@ -61,58 +62,14 @@ bool RunQueues::all_running_decode() const {
                      [](const RequestState* r) { return r->decoding(); });
 }
 
-bool RunQueues::before(const RequestState& a, const RequestState& b) const {
-  const auto key = [this](const RequestState& r) {
-    const int64_t first =
-        policy_ == EngineConfig::SchedulingPolicy::kPriority ? r.spec.priority : r.prompt_tokens;
-    return std::tuple(first, r.spec.arrival, r.spec.id);
-  };
-  return key(a) < key(b);
-}
-
-void RunQueues::enqueue_waiting(int64_t id, bool front) {
-  if (policy_ == EngineConfig::SchedulingPolicy::kFcfs) {
-    if (front)
-      waiting_.push_front(id);
-    else
-      waiting_.push_back(id);
-    return;
-  }
-  const RequestState& r = requests_.at(id);
-  const auto at =
-      std::upper_bound(waiting_.begin(), waiting_.end(), id,
-                       [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
-  waiting_.insert(at, id);
-}
-
-void RunQueues::enqueue_swapped(int64_t id) {
-  if (policy_ == EngineConfig::SchedulingPolicy::kFcfs) {
-    swapped_.push_back(id);
-    return;
-  }
-  const RequestState& r = requests_.at(id);
-  const auto at =
-      std::upper_bound(swapped_.begin(), swapped_.end(), id,
-                       [&](int64_t, int64_t other) { return before(r, requests_.at(other)); });
-  swapped_.insert(at, id);
-}
-
 RequestState* RunQueues::preemption_victim() const {
   KVSIM_CHECK(!running_.empty(), "no running request to preempt");
-  if (policy_ != EngineConfig::SchedulingPolicy::kPriority) return running_.back();
-  // The largest (priority, arrival): the lowest priority, the latest arrival among equals, and
-  // the first in running order among exact ties (vLLM V1: max(self.running, key=lambda r:
-  // (r.priority, r.arrival_time)); max_element also keeps the first of equal maxima).
-  return *std::max_element(running_.begin(), running_.end(),
-                           [](const RequestState* a, const RequestState* b) {
-                             return std::tuple(a->spec.priority, a->spec.arrival) <
-                                    std::tuple(b->spec.priority, b->spec.arrival);
-                           });
+  return waiting_->preemption_victim(running_);
 }
 
 void RunQueues::admit(RequestState& r) {
   r.phase = Phase::kWaiting;
-  enqueue_waiting(r.spec.id, false);
+  waiting_->add(r.spec.id, false);
 }
 
 void RunQueues::hold(RequestState& r, SimTime at) {
@@ -124,14 +81,14 @@ void RunQueues::release_held(SimTime cutoff) {
   while (!held_.empty() && held_.front().first <= cutoff) {
     const int64_t id = held_.front().second;
     held_.pop_front();
-    enqueue_waiting(id, false);
+    waiting_->add(id, false);
   }
 }
 
 void RunQueues::admit_transferred(RequestState& r) {
   r.phase = Phase::kSwapped;
   r.swapped_tokens = r.context_tokens();  // the prompt and the first token
-  enqueue_swapped(r.spec.id);
+  swapped_->add(r.spec.id, false);
 }
 
 void RunQueues::receive(RequestState& r) {
@@ -158,7 +115,7 @@ void RunQueues::remove(RequestState& r) {
           h != held_.end()) {
         held_.erase(h);
       } else {
-        erase_from(waiting_, r.spec.id);
+        waiting_->erase(r.spec.id);
       }
       break;
     case Phase::kRunning:
@@ -168,7 +125,7 @@ void RunQueues::remove(RequestState& r) {
       break;
     case Phase::kSwapped:
       if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
-      erase_from(swapped_, r.spec.id);
+      swapped_->erase(r.spec.id);
       break;
     case Phase::kReceiving: --receiving_; break;
     case Phase::kLoading: --loading_; break;
@@ -179,15 +136,15 @@ void RunQueues::remove(RequestState& r) {
 }
 
 void RunQueues::unswap_oldest() {
-  const int64_t id = swapped_.front();
+  const int64_t id = swapped_->front();
   RequestState& r = requests_.at(id);
-  swapped_.pop_front();
+  swapped_->pop_front();
   // A transferred request that cannot fit even alone computes its KV again here instead.
   const bool abandoned = r.kv_transferred;
   if (!r.kv_transferred) swap_used_bytes_ -= r.swapped_tokens * pool_.kv().kv_bytes_per_token();
   r.kv_transferred = false;
   r.phase = Phase::kWaiting;
-  enqueue_waiting(id, true);
+  waiting_->add(id, true);
   if (abandoned && hooks_.abandoned) hooks_.abandoned(r);
 }
 
@@ -250,7 +207,7 @@ bool RunQueues::grow_each_decode(IterationPlan& it) {
         // vLLM ends its walk over the running requests at one that preempted itself. Under
         // fcfs it is the last one anyway; under priority the ones after it wait this step out
         // (the decode aggregate is off under priority: its members all grow every step).
-        stopped = policy_ == EngineConfig::SchedulingPolicy::kPriority;
+        stopped = waiting_->walk_ends_at_self_preemption();
         break;
       }
     }
@@ -289,11 +246,11 @@ void RunQueues::preempt(RequestState& r, IterationPlan& it) {
     swap_used_bytes_ += bytes;
     r.swapped_tokens = tokens;
     r.phase = Phase::kSwapped;
-    enqueue_swapped(id);
+    swapped_->add(id, false);
     it.extra_seconds += static_cast<double>(bytes) / pool_.gpu().pcie_bytes_per_s;
   } else {
     r.phase = Phase::kWaiting;  // recompute: prefill again over prompt + generated
-    enqueue_waiting(id, true);
+    waiting_->add(id, true);
   }
   if (hooks_.observe) hooks_.observe(r, RequestEventKind::kPreempted);
 }
@@ -314,13 +271,13 @@ void RunQueues::uncache_in_flight(RequestState& r) {
 
 void RunQueues::swap_in(IterationPlan& it, const BatchLimits& limits) {
   // Requests receiving their KV join the batch when their transfer ends: they count already.
-  while (!swapped_.empty() &&
+  while (!swapped_->empty() &&
          static_cast<int64_t>(running_.size()) + receiving_ < limits.max_num_seqs) {
-    const int64_t id = swapped_.front();
+    const int64_t id = swapped_->front();
     RequestState& r = requests_.at(id);
     if (!pool_.allocate_kv(id, r.swapped_tokens, std::max(r.max_total_tokens(), r.swapped_tokens)))
       break;
-    swapped_.pop_front();
+    swapped_->pop_front();
     KvLedger::forget(r);
     r.prefill_target = r.swapped_tokens;
     r.prefilled = r.swapped_tokens;  // decoding at once
@@ -352,7 +309,7 @@ void RunQueues::check() const {
     KVSIM_CHECK(r->kv_tokens == 0 && r->kv_deferred == 0,
                 "running request {} has a deferral window open at a check", id);
   }
-  for (int64_t id : waiting_) {
+  for (int64_t id : *waiting_) {
     KVSIM_CHECK(!pool_.kv().holds(id), "waiting request {} still holds KV", id);
   }
   int64_t receiving = 0, handing_off = 0, loading = 0;

@@ -5,17 +5,8 @@
 // scheduler-side checks (vLLM's watermark), it hands to the replica through Hooks, which owns
 // outcomes and guards.
 //
-// engine.scheduling_policy orders the queues and picks the preemption victim:
-//   fcfs                   waiting in arrival order, a preempted request back at the front;
-//                          victim: the newest running request (vLLM's FCFS: running.pop())
-//   priority               waiting and swapped by (priority, arrival), lowest value first, a
-//                          preempted request back in its place by that key (vLLM V1's
-//                          PriorityRequestQueue); victim: the largest (priority, arrival), i.e.
-//                          the lowest priority, latest arrival among equals (vLLM V1)
-//   shortest_prompt_first  waiting and swapped by (prompt tokens, arrival); victim: the newest
-//                          running request (a what-if; vLLM has no such policy)
-// Under fcfs swapped requests come back in the order they were swapped out (today's behaviour);
-// under the other two, by the same key as the waiting queue. Ties beyond arrival go by id.
+// engine.scheduling_policy orders the waiting and swapped queues and picks the preemption
+// victim: one RequestQueue class per policy (request_queue.h).
 #pragma once
 
 #include <algorithm>
@@ -34,6 +25,7 @@
 #include "sim/serving/decode_set.h"
 #include "sim/serving/engine_config.h"
 #include "sim/serving/kv_ledger.h"
+#include "sim/serving/request_queue.h"
 #include "sim/serving/scheduler.h"
 
 namespace kvsim {
@@ -70,7 +62,7 @@ class RunQueues final : public PlanSteps {
 
   // PlanSteps
   bool has_running() const override { return !running_.empty(); }
-  bool has_swapped() const override { return !swapped_.empty(); }
+  bool has_swapped() const override { return !swapped_->empty(); }
   bool all_running_decode() const override;
   void swap_in(IterationPlan& it, const BatchLimits& limits) override;
   bool grow_decodes(IterationPlan& it) override;
@@ -147,6 +139,9 @@ class RunQueues final : public PlanSteps {
   // The running request a KV shortage preempts first under the scheduling policy. Requires: one
   // is running.
   RequestState* preemption_victim() const;
+  // Whether a walk over the running requests may end before some of them (the policy's
+  // RequestQueue::walk_ends_at_self_preemption): their decodes then do not all grow every step.
+  bool walk_may_end_early() const { return waiting_->walk_ends_at_self_preemption(); }
 
   // Whether admit_prefills, after a grow_decodes of `decoding` requests, runs no chunk, admits
   // nothing and makes no call with an effect, and keeps doing so while free blocks only shrink
@@ -162,12 +157,12 @@ class RunQueues final : public PlanSteps {
   const std::vector<RequestState*>& running() const { return running_; }
   // (Loading requests are in vLLM's waiting queue, as WAITING_FOR_REMOTE_KVS.)
   int64_t waiting_size() const {
-    return static_cast<int64_t>(waiting_.size() + held_.size()) + loading_;
+    return static_cast<int64_t>(waiting_->size() + held_.size()) + loading_;
   }
   int64_t running_size() const { return static_cast<int64_t>(running_.size()); }
   int64_t size() const {
-    return static_cast<int64_t>(waiting_.size() + held_.size() + running_.size() +
-                                swapped_.size()) +
+    return static_cast<int64_t>(waiting_->size() + held_.size() + running_.size() +
+                                swapped_->size()) +
            receiving_ + handing_off_ + loading_;
   }
 
@@ -193,26 +188,17 @@ class RunQueues final : public PlanSteps {
   GpuMemoryPool& pool_;
   KvLedger& ledger_;
   Recorder& recorder_;
-  // Puts `id` in the waiting queue: under fcfs at the back (`front`: at the front, a preempted
-  // request), otherwise in its place by the policy's key.
-  void enqueue_waiting(int64_t id, bool front);
-  void enqueue_swapped(int64_t id);
-  // Whether `a` goes before `b` in the waiting and swapped queues (priority and
-  // shortest_prompt_first only).
-  bool before(const RequestState& a, const RequestState& b) const;
-
   EngineConfig::Preemption preemption_;
-  EngineConfig::SchedulingPolicy policy_;
   int64_t swap_space_bytes_;
   // KV space allocated up front (paged blocks, a contiguous arena): a shortage there means wait
   // or preempt. KV through the caching allocator is a live cudaMalloc: a shortage is an OOM.
   bool preallocated_;
   Hooks hooks_;
 
-  std::deque<int64_t> waiting_;
+  std::unique_ptr<RequestQueue> waiting_;         // by the scheduling policy; never null
   std::deque<std::pair<SimTime, int64_t>> held_;  // (admitted at, id), in admission order
   std::vector<RequestState*> running_;
-  std::deque<int64_t> swapped_;
+  std::unique_ptr<RequestQueue> swapped_;  // by the same policy; never null
   int64_t swap_used_bytes_ = 0;
   int64_t receiving_ = 0;    // kReceiving requests (decode side)
   int64_t handing_off_ = 0;  // kHandingOff requests (prefill side)

@@ -36,7 +36,7 @@ RunQueues::LoadStart RunQueues::start_load(RequestState& r, const PrefixHashes& 
   const AllocResult a =
       pool_.allocate_kv(id, cached + hit, std::max(r.max_total_tokens(), target), prefix);
   if (!a) return nothing_else ? LoadStart::kNever : LoadStart::kWait;
-  waiting_.pop_front();
+  waiting_->pop_front();
   KvLedger::forget(r);
   r.phase = Phase::kLoading;
   count_lookup(r, target, cached, hit);
@@ -51,7 +51,7 @@ void RunQueues::loaded(RequestState& r) {
   --loading_;
   ledger_.release(r);
   r.phase = Phase::kWaiting;
-  enqueue_waiting(r.spec.id, true);
+  waiting_->add(r.spec.id, true);
 }
 
 }  // namespace kvsim

@@ -78,9 +78,9 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
   }
   // vLLM V1 visits the waiting queue only in a step that preempted nothing (Scheduler.schedule:
   // `if not preempted_reqs`).
-  while (it.preempted == 0 && !waiting_.empty() && budget > 0 &&
+  while (it.preempted == 0 && !waiting_->empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < limits.max_num_seqs) {
-    const int64_t id = waiting_.front();
+    const int64_t id = waiting_->front();
     RequestState& r = requests_.at(id);
     const int64_t target = r.context_tokens();
     // Automatic prefix caching (vLLM v1): the leading tokens whose KV is cached are not computed
@@ -93,7 +93,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
     const PagedBlocks* paged = pool_.kv().paged();
     const bool lookup = paged != nullptr && paged->prefix_caching();
     const int64_t cached = lookup ? paged->cached_prefix_tokens(prefix, target) : 0;
-    const bool nothing_else = running_.empty() && it.prefill_ids.empty() && swapped_.empty() &&
+    const bool nothing_else = running_.empty() && it.prefill_ids.empty() && swapped_->empty() &&
                               receiving_ == 0 && handing_off_ == 0 && loading_ == 0;
     const LoadStart load = offload_first(r, prefix, cached, target, nothing_else);
     if (load == LoadStart::kWait) break;
@@ -142,7 +142,7 @@ bool RunQueues::admit_prefills(IterationPlan& it, const BatchLimits& limits) {
       }
       break;  // wait for blocks to free up
     }
-    waiting_.pop_front();
+    waiting_->pop_front();
     KvLedger::forget(r);
     r.phase = Phase::kRunning;
     r.end_preemption(hooks_.now());
@@ -188,12 +188,12 @@ bool RunQueues::prefills_blocked(const BatchLimits& limits, bool guarded, int64_
       p != nullptr && (can_preempt() || !stalled(*p, budget, extra_free))) {
     return false;
   }
-  if (waiting_.empty()) return true;
+  if (waiting_->empty()) return true;
   if (static_cast<int64_t>(running_.size()) >= limits.max_num_seqs) return true;
   const PagedBlocks* paged = pool_.kv().paged();
   if (guarded || !preallocated_ || paged == nullptr) return false;
   // admit_prefills' first allocation for the head, with no prefill planned before it.
-  const RequestState& r = requests_.at(waiting_.front());
+  const RequestState& r = requests_.at(waiting_->front());
   const int64_t target = r.context_tokens();
   const PrefixHashes prefix{.hashes = r.spec.prefix_hashes,
                             .block_tokens = r.spec.hash_block_tokens,

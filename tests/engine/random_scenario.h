@@ -144,4 +144,94 @@ engine:
                      extra_engine, workload, guards);
 }
 
+// The 2026 models the engine serves with their own machinery, drawn from a seed: hybrid
+// local/global attention (Gemma 3's seven KV cache groups, gpt-oss's two, which is also MoE), a
+// dense MoE model (Qwen3-30B-A3B, full attention: the fast-forward runs it) and speculative
+// decoding (EAGLE-3 and ngram over Llama-3-8B), each on a GPU sized to its weights plus a few
+// GiB so that the pool is tight enough to preempt, with prefix caching over a trace of shared
+// prefixes or a generated workload, async scheduling on or off, recompute or swap.
+inline std::string random_modern_scenario(uint64_t seed) {
+  std::mt19937_64 g(seed);
+  auto pick = [&](std::initializer_list<const char*> xs) {
+    return *(xs.begin() + static_cast<long>(g() % xs.size()));
+  };
+  struct Served {
+    const char* model;
+    double weights_gib;     // what kvsim loads (`kvsim check` on a GPU too small says it)
+    double request_kv_gib;  // one max_model_len request's KV, as vLLM's start-up check sums it
+    const char* speculative;
+  };
+  const Served served[] = {
+      {"gemma-3-27b", 50.31, 5.0, ""},
+      {"gpt-oss-20b", 12.82, 0.3, ""},
+      {"qwen3-30b-a3b", 56.87, 0.92, ""},
+      {"llama-3-8b", 14.96, 1.23,
+       "  speculative_config: {method: eagle3, num_speculative_tokens: 3, "
+       "acceptance_per_position: [0.75, 0.5, 0.3]}\n"},
+      {"llama-3-8b", 14.96, 1.23,
+       "  speculative_config: {method: ngram_gpu, num_speculative_tokens: 2, "
+       "acceptance_rate: 0.5}\n"},
+  };
+  const Served& m = served[g() % std::size(served)];
+  // A pool of 1.05 to 2.5 max_model_len requests, after 2 GiB for the profile run's peak and the
+  // rest: tight enough that long prompts preempt one another.
+  const double kv_gib = m.request_kv_gib * (1.05 + static_cast<double>(g() % 15) / 10.0);
+  const double memory_gib = (m.weights_gib + 2.0 + kv_gib) / 0.9;
+  std::string engine = m.speculative;
+  engine += fmt::format("  async_scheduling: {}\n", pick({"true", "false"}));
+  engine += fmt::format("  max_num_seqs: {}\n", pick({"256", "16", "4"}));
+  std::string kv = fmt::format("{{type: paged, block_size: {}", pick({"16", "32"}));
+  std::string workload;
+  if (g() % 2 == 0) {
+    // Prefix caching over shared prefixes, as random_scenario's wide trace draws them.
+    kv += ", enable_prefix_caching: true";
+    const std::string path = random_trace_path(seed).string();
+    std::ofstream trace(path);
+    int64_t ms = 0;
+    for (int i = 0; i < 40; ++i) {
+      const uint64_t conversation = g() % 4, shared = 1 + g() % 8, own = 1 + g() % 2;
+      std::string ids;
+      for (uint64_t b = 0; b < shared + own; ++b) {
+        ids += fmt::format("{}{}", b ? ", " : "",
+                           b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
+      }
+      trace
+          << fmt::format(
+                 R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
+                 ms, (shared + own - 1) * 512 + 1 + g() % 511, 1 + g() % 600, ids)
+          << "\n";
+      ms += static_cast<int64_t>(g() % 1200);
+    }
+    workload = fmt::format("  trace: {{path: {}}}\n", path);
+  } else {
+    workload = fmt::format(
+        "  arrivals: {{type: poisson, rate: {}}}\n  max_requests: 40\n"
+        "  prompt_tokens: {{type: uniform, min: 16, max: 9000}}\n"
+        "  output_tokens: {{type: uniform, min: 1, max: 600}}\n",
+        1 + g() % 20);
+  }
+  kv += "}";
+  return fmt::format(R"(
+name: modern-{}
+seed: {}
+model: {}
+gpu: {{name: g, memory_gib: {:.2f}, hbm_gb_per_s: 3000, fp16_tflops: 900}}
+engine:
+  scheduler: continuous
+  chunked_prefill: true
+  max_num_batched_tokens: {}
+  max_model_len: 10000  # Llama-3-8B's 8,192 positions: past them on purpose
+  allow_long_max_model_len: true
+  preemption: {}
+  on_oom: {}
+  restart_s: 3
+  kv: {}
+{}workload:
+{}policies: [{{name: p, guards: []}}]
+)",
+                     seed, seed, m.model, memory_gib, pick({"2048", "8192"}),
+                     pick({"recompute", "swap"}), pick({"crash", "abort_request"}), kv, engine,
+                     workload);
+}
+
 }  // namespace kvsim::test
