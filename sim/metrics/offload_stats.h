@@ -37,6 +37,8 @@ struct DiskTierStats {
 
 struct OffloadStats {
   std::string backend;
+  std::string eviction_policy = "lru";
+  int64_t store_threshold = 0;  // reuse gating (>= 2: on)
   int64_t block_tokens = 0;     // tokens of one offloaded block
   int64_t block_bytes = 0;      // its bytes on one GPU
   int64_t capacity_blocks = 0;  // the tier's size in offloaded blocks
@@ -47,6 +49,7 @@ struct OffloadStats {
   int64_t stored_blocks = 0;          // blocks written to the tier
   int64_t evicted_blocks = 0;         // blocks evicted from it
   int64_t skipped_stores = 0;         // store requests refused: nothing evictable (vLLM logs them)
+  int64_t gated_blocks = 0;           // blocks not stored: seen fewer than store_threshold times
   int64_t peak_blocks = 0;            // the tier's peak occupancy
   double load_busy_s = 0;             // host-to-device link time spent on loads
   double store_busy_s = 0;            // device-to-host link time spent on stores
@@ -67,6 +70,7 @@ struct OffloadStats {
     stored_blocks += o.stored_blocks;
     evicted_blocks += o.evicted_blocks;
     skipped_stores += o.skipped_stores;
+    gated_blocks += o.gated_blocks;
     peak_blocks = std::max(peak_blocks, o.peak_blocks);
     load_busy_s += o.load_busy_s;
     store_busy_s += o.store_busy_s;

@@ -112,6 +112,12 @@ nlohmann::ordered_json offload_json(const OffloadStats& k) {
                                 {"peak_blocks", k.peak_blocks},
                                 {"load_link_busy_s", k.load_busy_s},
                                 {"store_link_busy_s", k.store_busy_s}}}};
+  // (Only when set: a run with the defaults writes what it wrote before these keys existed.)
+  if (k.eviction_policy != "lru") o["cpu"]["eviction_policy"] = k.eviction_policy;
+  if (k.store_threshold >= 2) {
+    o["cpu"]["store_threshold"] = k.store_threshold;
+    o["cpu"]["gated_blocks"] = k.gated_blocks;
+  }
   if (k.disk) {
     const DiskTierStats& d = *k.disk;
     o["disk"] = {{"capacity_blocks", d.capacity_blocks},

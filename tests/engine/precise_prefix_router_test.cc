@@ -42,12 +42,16 @@ uint64_t precise_cpu_key(const RequestSpec& s, int64_t j) {
 }
 
 KvBlockEvent precise_gpu(const RequestSpec& s, int64_t i, bool removed = false) {
-  return {.medium = KvMedium::kGpu, .removed = removed, .key = precise_gpu_key(s, i),
+  return {.medium = KvMedium::kGpu,
+          .removed = removed,
+          .key = precise_gpu_key(s, i),
           .block_tokens = 16};
 }
 
 KvBlockEvent precise_cpu(const RequestSpec& s, int64_t j, bool removed = false) {
-  return {.medium = KvMedium::kCpu, .removed = removed, .key = precise_cpu_key(s, j),
+  return {.medium = KvMedium::kCpu,
+          .removed = removed,
+          .key = precise_cpu_key(s, j),
           .block_tokens = 32};
 }
 
@@ -92,8 +96,8 @@ TEST_CASE("precise_prefix breaks equal scores by outstanding requests", "[cluste
   auto r = precise_router();
   RequestSpec fresh = precise_spec();
   fresh.prefix_hashes = {7, 8, 9, 10};
-  std::vector<ReplicaView> v = {{.outstanding = 3}, {.outstanding = 1}, {.outstanding = 1},
-                                {.outstanding = 2}};
+  std::vector<ReplicaView> v = {
+      {.outstanding = 3}, {.outstanding = 1}, {.outstanding = 1}, {.outstanding = 2}};
   CHECK(r->route(fresh, v) == 1);
   v[1].up = false;
   CHECK(r->route(fresh, v) == 2);
@@ -109,8 +113,8 @@ TEST_CASE("precise_prefix breaks equal scores by outstanding requests", "[cluste
 
 // Weights from the router's map: with cpu_weight 2 a CPU block outscores a GPU block.
 TEST_CASE("precise_prefix reads its tier weights", "[cluster][router]") {
-  auto r = make_router(ConfigNode::parse_string("{type: precise_prefix, cpu_weight: 2}", "r.yaml"),
-                       {});
+  auto r =
+      make_router(ConfigNode::parse_string("{type: precise_prefix, cpu_weight: 2}", "r.yaml"), {});
   const RequestSpec s = precise_spec();
   // Replica 0: GPU blocks 0..3 = 64; replica 1: CPU block 0 = 2 x 16 x 2 = 64, then nothing:
   // equal, so the fewer outstanding (replica 1) wins.

@@ -55,6 +55,9 @@ std::optional<KvOffloadingConfig> parse_kv_offloading(const ConfigNode& engine) 
   }
   c.size_gib = n.get<double>("size_gib", {.min = 1.0 / 1024, .max = 1e6});
   c.block_size_multiple = n.get<int64_t>("block_size_multiple", 1, {.min = 1, .max = 4096});
+  c.eviction_policy = n.get_enum("eviction_policy", {"lru", "arc"}, std::string("lru"));
+  c.store_threshold = n.get<int64_t>("store_threshold", 0, {.min = 0, .max = 1000000});
+  c.max_tracker_size = n.get<int64_t>("max_tracker_size", 64000, {.min = 1, .max = 1000000000});
   c.disk = parse_disk_tier(n);
   n.reject_unknown_keys();
   check_store(engine, n);

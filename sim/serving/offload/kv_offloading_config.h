@@ -5,6 +5,11 @@
 //   size_gib             the CPU buffer, GiB, for the whole replica (split over its TP ranks)
 //   block_size_multiple  an offloaded block is this many GPU blocks (CPUOffloadingSpec's
 //                        block_size / the GPU block size; default 1)
+//   eviction_policy      lru (default) or arc: the CPU tier's manager (vLLM's
+//                        kv_connector_extra_config eviction_policy)
+//   store_threshold      reuse gating: a block is stored once a lookup walked its key this many
+//                        times (0 or 1: every block; vLLM's store_threshold), in a table of
+//                        max_tracker_size keys (64,000)
 //   disk                 optional: a local-disk tier under the CPU tier, LMCache-style
 //                        (LocalDiskBackend): the CPU tier's evicted blocks are written to it, and
 //                        a prefix found there is read back at the disk's rate and loaded to the
@@ -32,6 +37,9 @@ struct KvOffloadingConfig {
   std::string backend = "native";
   double size_gib = 0;
   int64_t block_size_multiple = 1;
+  std::string eviction_policy = "lru";
+  int64_t store_threshold = 0;
+  int64_t max_tracker_size = 64000;
   std::optional<DiskTierConfig> disk;
 };
 

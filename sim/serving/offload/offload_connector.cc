@@ -21,8 +21,9 @@ int64_t capacity_blocks(double size_gib, const OffloadConnector::Link& l, int64_
 OffloadConnector::OffloadConnector(const KvOffloadingConfig& config, Link link, EventQueue& events,
                                    OffloadStats& stats, std::function<void(int64_t id)> loaded)
     : tier_(capacity_blocks(
-          config.size_gib, link,
-          link.gpu_block_tokens * config.block_size_multiple * link.kv_bytes_per_token)),
+                config.size_gib, link,
+                link.gpu_block_tokens * config.block_size_multiple * link.kv_bytes_per_token),
+            config.eviction_policy == "arc" ? OffloadEviction::kArc : OffloadEviction::kLru),
       block_tokens_(link.gpu_block_tokens * config.block_size_multiple),
       block_bytes_(block_tokens_ * link.kv_bytes_per_token),
       bytes_per_s_(link.bytes_per_s),
@@ -34,6 +35,9 @@ OffloadConnector::OffloadConnector(const KvOffloadingConfig& config, Link link, 
   stats_.block_tokens = block_tokens_;
   stats_.block_bytes = block_bytes_;
   stats_.capacity_blocks = tier_.capacity_blocks();
+  stats_.eviction_policy = config.eviction_policy;
+  stats_.store_threshold = config.store_threshold;
+  if (config.store_threshold >= 2) reuse_.emplace(config.store_threshold, config.max_tracker_size);
   if (config.disk) set_up_disk(*config.disk, link);
 }
 
@@ -78,6 +82,7 @@ int64_t OffloadConnector::matched_tokens(const RequestState& r, int64_t gpu_cach
   const int64_t start = gpu_cached / block_tokens_;
   const std::span<const uint64_t> rest =
       std::span<const uint64_t>(all).subspan(static_cast<size_t>(start));
+  if (reuse_) reuse_->record(rest);  // the keys the tier's lookup walks
   int64_t hits = tier_.lookup(rest);
   // Past the CPU tier's run, the disk tier's (LMCache looks its backends up in order).
   if (disk_) hits += disk_->lookup(rest.subspan(static_cast<size_t>(hits)));
@@ -127,7 +132,12 @@ void OffloadConnector::plan_store(const RequestState& r, int64_t tokens) {
   const int64_t n = std::min(keyable_blocks(r), tokens / block_tokens_);
   int64_t& next = next_store_[r.spec.id];
   if (n <= next) return;
-  const std::vector<uint64_t> ks = keys(r, next, n);
+  std::vector<uint64_t> ks = keys(r, next, n);
+  if (reuse_) {  // blocks not seen often enough are not stored (and not tried again)
+    const auto before = static_cast<int64_t>(ks.size());
+    std::erase_if(ks, [this](uint64_t k) { return !reuse_->eligible(k); });
+    stats_.gated_blocks += before - static_cast<int64_t>(ks.size());
+  }
   std::optional<OffloadTier::StorePlan> plan = tier_.prepare_store(ks);
   if (!plan) {
     ++stats_.skipped_stores;  // vLLM: "cannot store", tried again with the next chunk

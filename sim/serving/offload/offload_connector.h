@@ -25,6 +25,7 @@
 #include "core/sim_time.h"
 #include "models/memory/kv_events.h"
 #include "models/memory/offload/offload_tier.h"
+#include "models/memory/offload/reuse_tracker.h"
 #include "sim/engine/event_queue.h"
 #include "sim/metrics/offload_stats.h"
 #include "sim/request/request_state.h"
@@ -96,8 +97,9 @@ class OffloadConnector {
   std::unordered_map<int64_t, int64_t> next_store_;  // request -> its next block to store
   std::vector<uint64_t> planned_;                    // the launched step's stores
   KvEventSink sink_;
-  std::optional<OffloadTier> disk_;   // with engine.kv_offloading.disk
-  double disk_read_bytes_per_s_ = 0;  // this GPU's share of the disk's bandwidth
+  std::optional<ReuseTracker> reuse_;  // with store_threshold >= 2
+  std::optional<OffloadTier> disk_;    // with engine.kv_offloading.disk
+  double disk_read_bytes_per_s_ = 0;   // this GPU's share of the disk's bandwidth
   double disk_write_bytes_per_s_ = 0;
   double disk_latency_s_ = 0;
   SimTime disk_read_free_at_ = 0;

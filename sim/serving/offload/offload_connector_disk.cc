@@ -23,7 +23,8 @@ void OffloadConnector::demote(const std::vector<uint64_t>& keys) {
   d.peak_blocks = std::max(d.peak_blocks, disk_->occupied_blocks());
   if (plan->to_store.empty()) return;
   const auto n = static_cast<double>(plan->to_store.size());
-  const double s = disk_latency_s_ + n * static_cast<double>(block_bytes_) / disk_write_bytes_per_s_;
+  const double s =
+      disk_latency_s_ + n * static_cast<double>(block_bytes_) / disk_write_bytes_per_s_;
   const SimTime end = transfer_for(s, events_.now(), disk_write_free_at_, d.write_busy_s);
   events_.schedule_at(end, [this, ks = std::move(plan->to_store)] {
     disk_->complete_store(ks);
