@@ -54,6 +54,11 @@ struct OffloadStats {
   double load_busy_s = 0;             // host-to-device link time spent on loads
   double store_busy_s = 0;            // device-to-host link time spent on stores
   std::optional<DiskTierStats> disk;  // with a disk tier
+  // The served requests' TTFT split, summed: queueing (guard queue and the engine's waiting
+  // queue, less loading), loading (the tiers' loads before the first scheduling) and prefill
+  // (first scheduling to first token, preemptions included).
+  int64_t ttft_count = 0;
+  double ttft_queueing_s = 0, ttft_loading_s = 0, ttft_prefill_s = 0;
 
   double hit_rate() const {
     return query_tokens > 0 ? static_cast<double>(hit_tokens) / static_cast<double>(query_tokens)
@@ -71,6 +76,10 @@ struct OffloadStats {
     evicted_blocks += o.evicted_blocks;
     skipped_stores += o.skipped_stores;
     gated_blocks += o.gated_blocks;
+    ttft_count += o.ttft_count;
+    ttft_queueing_s += o.ttft_queueing_s;
+    ttft_loading_s += o.ttft_loading_s;
+    ttft_prefill_s += o.ttft_prefill_s;
     peak_blocks = std::max(peak_blocks, o.peak_blocks);
     load_busy_s += o.load_busy_s;
     store_busy_s += o.store_busy_s;

@@ -118,6 +118,10 @@ nlohmann::ordered_json offload_json(const OffloadStats& k) {
     o["cpu"]["store_threshold"] = k.store_threshold;
     o["cpu"]["gated_blocks"] = k.gated_blocks;
   }
+  const double n = k.ttft_count > 0 ? static_cast<double>(k.ttft_count) : 1.0;
+  o["ttft_split_mean_s"] = {{"queueing", k.ttft_queueing_s / n},
+                            {"loading", k.ttft_loading_s / n},
+                            {"prefill", k.ttft_prefill_s / n}};
   if (k.disk) {
     const DiskTierStats& d = *k.disk;
     o["disk"] = {{"capacity_blocks", d.capacity_blocks},

@@ -109,6 +109,12 @@ TEST_CASE("a prefix evicted from the CPU tier loads from the disk tier", "[engin
   CHECK(d.peak_blocks == 513);
   CHECK(d.read_busy_s == Approx(1e-4 + 887'095'296 / 7e9).epsilon(1e-12));
   CHECK(d.write_busy_s == Approx(2e-4 + 513 * 2'097'152 / 5e9).epsilon(1e-12));
+  // The TTFT split: each request is scheduled as it arrives or as its load ends (the engine is
+  // idle then), so nothing queues; the repeat's loading is its disk read plus its PCIe copy.
+  REQUIRE(k.ttft_count == 3);
+  CHECK(k.ttft_queueing_s == 0);
+  CHECK(k.ttft_loading_s == Approx(sim_to_seconds(read + 17'741'906)).epsilon(1e-12));
+  CHECK(k.ttft_prefill_s == Approx(2 * first + disk_iteration_s(16, 8176)).epsilon(1e-12));
 }
 
 // A disk of 256 MiB (128 blocks) cannot take the 512 blocks B's store evicts from the CPU tier
