@@ -93,7 +93,7 @@ fi
 # Rooms: a folder inside a layer that the rest of the code enters through one header, from the
 # files named (a glob), its seam. The fast-forward (sim/serving/fast_forward/, docs/fast-forward.md)
 # is entered through fast_forward.h, from the replica only.
-rooms=("sim/serving/fast_forward|sim/serving/fast_forward/fast_forward.h|sim/serving/replica*.cc")
+rooms=("sim/serving/fast_forward|sim/serving/fast_forward/fast_forward.h|sim/serving/replica*")
 for spec in "${rooms[@]}"; do
   IFS='|' read -r room iface seam <<<"$spec"
   [[ -d "$root/$room" ]] || continue

@@ -9,6 +9,7 @@
 #include "models/latency/costing.h"
 #include "models/latency/latency_model.h"
 #include "models/latency/latency_shape.h"
+#include "models/latency/sampler_cost.h"
 
 namespace kvsim {
 
@@ -80,7 +81,7 @@ bool LatencyModel::mixed_totals(const BatchShape& batch, IterationCost& out) con
   for (int i = 0; i < row_head_at_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
   if (head != nullptr) add_totals(it, (*head)[0], (*head)[1], (*head)[2]);
   for (int i = row_head_at_; i < row_post_ops_; ++i, o += 3) add_totals(it, o[0], o[1], o[2]);
-  it.overhead_seconds = profile_.iteration_overhead_s + profile_.per_sequence_overhead_s * r.emit;
+  it.overhead_seconds = step_overhead_seconds(profile_, r.emit, shape_->sampler_l2_sequences);
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return true;
 }
@@ -224,7 +225,7 @@ bool LatencyModel::decode_step_totals(int64_t n, int64_t t, int block_tokens,
     it.bytes += m.post_bytes[i];
   }
   it.overhead_seconds =
-      profile_.iteration_overhead_s + profile_.per_sequence_overhead_s * static_cast<double>(n);
+      step_overhead_seconds(profile_, static_cast<double>(n), shape_->sampler_l2_sequences);
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return true;
 }

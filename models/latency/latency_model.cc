@@ -11,6 +11,7 @@
 #include "models/latency/costing.h"
 #include "models/latency/fused_moe.h"
 #include "models/latency/latency_shape.h"
+#include "models/latency/sampler_cost.h"
 #include "models/parallelism.h"
 
 namespace kvsim {
@@ -269,7 +270,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   // One batch runs its stages one after another (no micro-batches in flight): the layers are
   // all counted above, split over stages or not, and the sends between stages add to them.
   if (s.pp > 1) add(it, keep_ops, k.pipeline_send(m));
-  it.overhead_seconds = ideal ? 0.0 : p.iteration_overhead_s + p.per_sequence_overhead_s * emit;
+  it.overhead_seconds = ideal ? 0.0 : step_overhead_seconds(p, emit, s.sampler_l2_sequences);
   it.seconds = it.ops_seconds + it.overhead_seconds;
   return it;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "models/latency/sampler_cost.h"
+
 namespace kvsim {
 
 namespace {
@@ -68,6 +70,9 @@ LatencyShape latency_shape_of(const ModelSpec& m, const GpuSpec& g, Parallelism 
   s.gemm_flops_scale = gemm_peak_scale(m.weight_dtype, g);
   s.window = m.sliding_window.value_or(0);
   s.qk_norm = m.qk_norm;
+  // The sampler sees the whole vocabulary on every GPU (the logits are gathered before it).
+  s.sampler_l2_sequences =
+      sampler_l2_sequences(static_cast<double>(g.l2_bytes), static_cast<double>(m.vocab));
   s.tp = tp;
   s.pp = pp;
   return s;

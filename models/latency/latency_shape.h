@@ -27,11 +27,12 @@ struct LatencyShape {
   double kv_elems;  // KV elements one token writes per layer on this GPU
   double wb, kvb;   // bytes per linear-layer weight (with its quantization scales) / KV element
   double xwb;       // bytes per routed-expert weight (wb unless the experts have their own type)
-  double expert_flops_scale;  // gemm_flops_scale of the routed experts' GEMMs
-  double ewb;                 // bytes per unquantized weight: embedding, LM head, router (16-bit)
-  double gemm_flops_scale;    // peak of the linear layers' GEMMs / the FP16 peak
-  double window;              // sliding-window attention: keys a query sees at most; 0: no window
-  bool qk_norm;               // per-head RMSNorm on Q and K (Qwen3)
+  double expert_flops_scale;    // gemm_flops_scale of the routed experts' GEMMs
+  double ewb;                   // bytes per unquantized weight: embedding, LM head, router (16-bit)
+  double gemm_flops_scale;      // peak of the linear layers' GEMMs / the FP16 peak
+  double window;                // sliding-window attention: keys a query sees at most; 0: no window
+  bool qk_norm;                 // per-head RMSNorm on Q and K (Qwen3)
+  double sampler_l2_sequences;  // sequences whose sampler working set fits in L2 (sampler_cost.h)
   int tp, pp;
 };
 

@@ -40,12 +40,16 @@ const Bounds kEfficiency{.min = 0.0, .max = 1.0, .min_exclusive = true};
 const Bounds kMicros{.min = 0.0, .max = 1e7};
 const Bounds kTokens{.min = 0.0, .max = 1e9};
 
+// A time given in microseconds at `key`, in seconds (`seconds` when absent).
+double micros_at(const ConfigNode& n, const char* key, double seconds) {
+  return n.get<double>(key, seconds * 1e6, kMicros) * 1e-6;
+}
+
 void read_class(const ConfigNode& n, ClassParams& c) {
   if (!n.is_map()) n.fail_expected("a map of class parameters");
   c.compute_efficiency = n.get<double>("compute_efficiency", c.compute_efficiency, kEfficiency);
   c.memory_efficiency = n.get<double>("memory_efficiency", c.memory_efficiency, kEfficiency);
-  c.launch_overhead_s =
-      n.get<double>("launch_overhead_us", c.launch_overhead_s * 1e6, kMicros) * 1e-6;
+  c.launch_overhead_s = micros_at(n, "launch_overhead_us", c.launch_overhead_s);
   c.source = n.get<std::string>("source", c.source);
 }
 
@@ -326,8 +330,7 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
                                                 p.gemm_tile_half_intensity, {.min = 0, .max = 1e4});
     p.gemm_combine_exponent =
         c->get<double>("gemm_combine_exponent", p.gemm_combine_exponent, {.min = 1, .max = 64});
-    p.elementwise_floor_s =
-        c->get<double>("elementwise_floor_us", p.elementwise_floor_s * 1e6, kMicros) * 1e-6;
+    p.elementwise_floor_s = micros_at(*c, "elementwise_floor_us", p.elementwise_floor_s);
     p.elementwise_l2_speedup =
         c->get<double>("elementwise_l2_speedup", p.elementwise_l2_speedup, {.min = 1, .max = 100});
     p.mixed_decode_slope_factor = c->get<double>(
@@ -336,12 +339,10 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
   }
   if (auto o = root.optional_child("overheads")) {
     if (!o->is_map()) o->fail_expected("a map");
-    p.iteration_overhead_s =
-        o->get<double>("iteration_us", p.iteration_overhead_s * 1e6, kMicros) * 1e-6;
-    p.allreduce_latency_s =
-        o->get<double>("allreduce_latency_us", p.allreduce_latency_s * 1e6, kMicros) * 1e-6;
-    p.per_sequence_overhead_s =
-        o->get<double>("per_sequence_us", p.per_sequence_overhead_s * 1e6, kMicros) * 1e-6;
+    p.iteration_overhead_s = micros_at(*o, "iteration_us", p.iteration_overhead_s);
+    p.allreduce_latency_s = micros_at(*o, "allreduce_latency_us", p.allreduce_latency_s);
+    p.per_sequence_overhead_s = micros_at(*o, "per_sequence_us", p.per_sequence_overhead_s);
+    p.per_sequence_past_l2_s = micros_at(*o, "per_sequence_past_l2_us", p.per_sequence_past_l2_s);
     p.overheads_source = o->get<std::string>("source", p.overheads_source);
   }
   if (auto r = root.optional_child("routed_experts")) {
@@ -407,20 +408,19 @@ std::string write_profile_yaml(const Profile& p) {
       num(p.elementwise_floor_s * 1e6), quoted(p.curves_source));
   // Written only when set: older profiles unchanged.
   const std::string key = "  source: ";
-  if (p.elementwise_l2_speedup != 1.0) {
+  if (p.elementwise_l2_speedup != 1.0)
     o.insert(o.rfind(key),
              fmt::format("  elementwise_l2_speedup: {}\n", num(p.elementwise_l2_speedup)));
-  }
-  if (p.mixed_decode_slope_factor != 1.0) {
+  if (p.mixed_decode_slope_factor != 1.0)
     o.insert(o.rfind(key),
              fmt::format("  mixed_decode_slope_factor: {}\n", num(p.mixed_decode_slope_factor)));
-  }
   o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n",
                    num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6));
-  // Written only when set, so profiles without it read and write as before.
-  if (p.per_sequence_overhead_s != 0) {
+  // Written only when set, so profiles without them read and write as before.
+  if (p.per_sequence_overhead_s != 0)
     o += fmt::format("  per_sequence_us: {}\n", num(p.per_sequence_overhead_s * 1e6));
-  }
+  if (p.per_sequence_past_l2_s != 0)
+    o += fmt::format("  per_sequence_past_l2_us: {}\n", num(p.per_sequence_past_l2_s * 1e6));
   o += fmt::format("  source: {}\n", quoted(p.overheads_source));
   if (p.routed_experts.fitted) {  // written only when fitted: other profiles unchanged
     const RoutedExpertsCost& x = p.routed_experts;

@@ -142,6 +142,10 @@ struct Profile {
   // ends its prompt): the sampler's kernels and the per-request host work that grow with the
   // batch (a measured `sampler` time per sequence count, e.g. LLMServingSim's per_sequence.csv).
   double per_sequence_overhead_s = 0.0;
+  // Added per sequence beyond those whose FP32 logits and probabilities fit in the GPU's L2
+  // (models/latency/sampler_cost.h): past that count the sampler's passes over the logits read
+  // HBM. 0: the per-sequence cost is one slope (profiles before this term).
+  double per_sequence_past_l2_s = 0.0;
   double allreduce_latency_s = 0.0;  // per all-reduce call, on top of the bandwidth term
   std::string overheads_source;
 

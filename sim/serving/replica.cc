@@ -89,18 +89,8 @@ Replica::Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& la
   async_ = config_.async_scheduling && scheduler_->plans_ahead();
   queues_.set_async(async_);
   v0_output_ = config_.host_path == HostPath::kV0AsyncOutput;
-  fast_forward_ok_ = config_.fast_forward &&
-                     // The V0 host path stamps each step's tokens in the next step.
-                     !v0_output_ && scheduler_->closed_form_periods() &&
-                     pool_.kv().paged() != nullptr && pool_.kv().deferred_growth() != nullptr &&
-                     // A walk that may end before some decodes (priority; RunQueues::
-                     // grow_decodes): the aggregate's members would not all grow.
-                     !queues_.walk_may_end_early() &&
-                     // Prefills among the decodes: the walk in running order has no aggregate.
-                     config_.long_prefill_token_threshold == 0 &&
-                     // Speculative decoding's steps gain 1 + accepted tokens each, which the
-                     // closed-form stretches do not model: it steps every iteration.
-                     !config_.speculative;
+  fast_forward_ok_ =
+      fast_forward_eligible(config_, *scheduler_, pool_.kv(), queues_.walk_may_end_early());
   if (config_.kv_offloading) set_up_offload();
   if (config_.speculative) set_up_speculative();
   update_fast_forward();
@@ -122,8 +112,8 @@ void Replica::update_fast_forward() {
   if (on == (fast_forward_ != nullptr)) return;
   fast_forward_.reset();
   if (on) {
-    fast_forward_ =
-        std::make_unique<FastForward>(*this);  // the queues' decoding set: the aggregate
+    // The queues' decoding set: the aggregate.
+    fast_forward_ = std::make_unique<FastForward>(static_cast<FastForward::Host&>(*this));
   } else {
     queues_.set_decodes(nullptr);  // stepping's
   }

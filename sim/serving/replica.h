@@ -7,7 +7,8 @@
 //   KvLedger        every growth, settlement and release of a request's KV, with the deferred
 //                   decode growth protocol (first allocations are RunQueues' own)
 //   FastForward     the decode-only periods in closed form (sim/serving/fast_forward/), in
-//                   fast-forward mode: entered at one seam, update_fast_forward
+//                   fast-forward mode: entered at one seam, update_fast_forward; it reaches
+//                   the replica only through FastForward::Host, which the replica implements
 // One forward pass is one event; its duration comes from the latency model, or from an
 // IterationClock when one is set (`kvsim-validate replay`: the iteration executed for real).
 #pragma once
@@ -31,6 +32,7 @@
 #include "sim/request/request_state.h"
 #include "sim/serving/admission_queue.h"
 #include "sim/serving/engine_config.h"
+#include "sim/serving/fast_forward/fast_forward.h"
 #include "sim/serving/iteration_clock.h"
 #include "sim/serving/kv_ledger.h"
 #include "sim/serving/run_queues.h"
@@ -40,15 +42,10 @@
 
 namespace kvsim {
 
-class FastForward;       // sim/serving/fast_forward/fast_forward.h
 class OffloadConnector;  // sim/serving/offload/offload_connector.h
 
-class Replica {
+class Replica final : private FastForward::Host {
  public:
-  // Its decode-only periods in closed form: the fast-forward room, at one seam
-  // (update_fast_forward), reads the replica's state and calls its step functions.
-  friend class FastForward;
-
   // Collaborators are borrowed; they must outlive the replica. The scheduler is the one
   // config.scheduler names in scheduler_registry().
   Replica(EventQueue& events, GpuMemoryPool& pool, const LatencyModel& latency, EngineConfig config,
@@ -227,6 +224,32 @@ class Replica {
       }
     }
   }
+  // FastForward::Host: what a stretch reaches, the step functions above among it.
+  Parts stretch_parts() override { return {pool_, events_, queues_, ledger_, recorder_}; }
+  bool stretch_may_start() const override {
+    return !busy_ && !down_ && !kick_pending_ && admission_.size() == 0 && finishing_.empty();
+  }
+  bool plans_admit_nothing(const QueueView& view, int64_t decoding,
+                           int64_t walk_frees) const override {
+    return scheduler_->admits_nothing(view, limits_, decoding, walk_frees);
+  }
+  bool guarded() const override { return admission_.has_guards(); }
+  bool plans_ahead() const override { return async_; }
+  PeriodicEvent* stretch_sampler() const override { return sampler_; }
+  DecodeStepFixed stretch_step(int64_t seqs, int block_tokens) const override {
+    return decode_step_fixed(seqs, block_tokens);
+  }
+  void stretch_record_start(SimTime t, const MemorySnapshot& start, int64_t seqs, int64_t tokens,
+                            SimTime duration, Int128 flops) override {
+    record_start(t, start, seqs, tokens, duration, flops);
+  }
+  void stretch_hand_over(IterationPlan& plan, SimTime duration) override {
+    hand_over(plan, duration);
+  }
+  void stretch_step_started(SimTime t) override { iteration_start_ = t; }
+  void stretch_close_iteration() override { close_iteration(true); }
+  void stretch_complete(const std::vector<int64_t>& done) override { complete(done); }
+  void stretch_sample_at(SimTime t, const MemorySnapshot& s) override { sample_at(t, s); }
   // The V0 host path (engine.host_path kV0AsyncOutput; replica_v0_output.cc): a step's tokens
   // are stamped when the next step's output processing has run. v0_token_made: `r`'s first
   // token came with the step that just ended. v0_hold_finished: `id` made its last token there.

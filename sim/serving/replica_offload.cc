@@ -10,7 +10,6 @@
 namespace kvsim {
 
 void Replica::set_up_offload() {
-  fast_forward_ok_ = false;  // loads and stores end at their own events
   const PagedBlocks* paged = pool_.kv().paged();
   KVSIM_CHECK(paged != nullptr && paged->prefix_caching(),
               "kv_offloading needs a paged store with prefix caching (checked at parse)");

@@ -4,6 +4,7 @@
 // totals the engine uses (which must have the full costing's bits).
 #include <catch2/catch.hpp>
 
+#include "models/latency/sampler_cost.h"
 #include "tests/latency/latency_test_util.h"
 
 using namespace kvsim;
@@ -69,6 +70,45 @@ TEST_CASE("per_sequence_us: the step overhead grows with the sequences that samp
   CHECK(full.overhead_seconds == Approx(116e-6));
   CHECK(lm.iteration(d, OpDetail::kTotals).seconds == full.seconds);
   CHECK(lm.decode_step_seconds(32, 32 * 700, 16) == full.seconds);
+}
+
+TEST_CASE("per_sequence_past_l2_us: the sampler's slope rises once its logits outgrow L2",
+          "[latency][overhead]") {
+  // rtx-pro-6000: 128 MiB of L2; Llama-3.1-8B: 128,256 tokens of vocabulary. The sampler's FP32
+  // logits and probabilities take 2 x 4 x 128,256 = 1,026,048 bytes a sequence, so
+  // 134,217,728 / 1,026,048 = 130.810 sequences fit.
+  const GpuSpec& g = Catalog::builtin().gpu("rtx-pro-6000");
+  Profile p = default_profile(g);
+  p.iteration_overhead_s = 100e-6;
+  p.per_sequence_overhead_s = 0.5e-6;
+  p.per_sequence_past_l2_s = 1e-6;
+  const ModelSpec m = Catalog::builtin().model("llama-3.1-8b");
+  const LatencyModel lm(m, g, p, AttentionKind::kFlash);
+  BatchShape d;
+  d.decode_seqs = 100;
+  d.decode_context_tokens = 100 * 700;
+  d.block_tokens = 16;
+  // 100 sequences, all within L2: 100 + 100 x 0.5 = 150 us.
+  CHECK(lm.iteration(d).overhead_seconds == Approx(150e-6));
+  // 200 sequences: 100 + 200 x 0.5 + (200 - 130.810) x 1 = 269.190 us, on every costing path.
+  d.decode_seqs = 200;
+  d.decode_context_tokens = 200 * 700;
+  const IterationCost full = lm.iteration(d);
+  CHECK(full.overhead_seconds == Approx(269.190e-6).epsilon(1e-5));
+  CHECK(lm.iteration(d, OpDetail::kTotals).seconds == full.seconds);
+  CHECK(lm.decode_step_seconds(200, 200 * 700, 16) == full.seconds);
+  BatchShape mixed;
+  mixed.prefill.push_back(PrefillChunk{64, 0, true});
+  mixed.decode.assign(199, DecodeSeq{700});
+  mixed.block_tokens = 16;
+  CHECK(lm.iteration(mixed).overhead_seconds == Approx(269.190e-6).epsilon(1e-5));
+  CHECK(lm.iteration(mixed, OpDetail::kTotals).seconds == lm.iteration(mixed).seconds);
+  // Under TP 2 the sampler still sees the whole vocabulary (the logits are gathered first).
+  const LatencyModel tp2(m, g, p, AttentionKind::kFlash, 2);
+  CHECK(tp2.iteration(d).overhead_seconds == full.overhead_seconds);
+  // The knee itself: 134,217,728 / (8 x 128,256).
+  CHECK(sampler_l2_sequences(134217728.0, 128256.0) == Approx(130.81038));
+  CHECK(sampler_l2_sequences(0.0, 128256.0) == 0.0);
 }
 
 TEST_CASE("mixed_decode_slope_factor scales decode attention's per-token time beside a chunk",

@@ -13,6 +13,7 @@
 #include "core/echo_text.h"
 #include "core/errors.h"
 #include "models/catalog.h"
+#include "models/latency/sampler_cost.h"
 #include "models/parallelism.h"
 #include "validate/fit_profile.h"
 #include "validate/import_manifest.h"
@@ -21,6 +22,7 @@
 #include "validate/vllm_run/heldout_report.h"
 #include "validate/vllm_run/llmservingsim_bundle.h"
 #include "validate/vllm_run/moe_fit.h"
+#include "validate/vllm_run/sampler_fit.h"
 #include "validate/vllm_run/vllm_engine.h"
 
 namespace kvsim::validate {
@@ -31,10 +33,11 @@ namespace {
 // launching the CUDA graphs and the eager attention between them, output processing), which
 // kernel timings cannot show. Fitted once: `kvsim-validate vllm-run --fit-step-overhead` on the
 // RTX PRO 6000 Llama-3.1-8B server run with this import's profile (kvsim's mean TPOT = the
-// server's 32.5 ms at 1,873 us a step: the 976 us fitted with the earlier kernel forms plus the
-// 897 us the fit added once the kernels were costed as vLLM runs them). The one constant fitted
-// to an end-to-end figure (docs/fidelity.md, "The per-step cost outside the kernels").
-constexpr double kVllmHostStepOverhead_s = 1873e-6;
+// server's 32.5 ms at 1,896 us a step: the 976 us fitted with the earlier kernel forms, the
+// 897 us the fit added once the kernels were costed as vLLM runs them, and the 23 us it added
+// once the sampler bent at L2). The one constant fitted to an end-to-end figure
+// (docs/fidelity.md, "The per-step cost outside the kernels").
+constexpr double kVllmHostStepOverhead_s = 1896e-6;
 
 // N of a "tpN" folder name; InputError when N is not a count of GPUs ("tpabc").
 int tp_of_folder(const std::string& leaf, const std::filesystem::path& bundle) {
@@ -198,32 +201,27 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
       fmt::format("kvsim-validate import llmservingsim {} (tp{})", bundle.string(), tp);
   const FitResult fit = fit_profile(rows, gpu, start, provenance);
   Profile p = fit.profile;
-  // The sampler: time = a + b x sequences, least squares on the train rows. b is the profile's
-  // per-sequence overhead; a joins the per-step overhead.
-  double sa = 0, sb = 0;
-  if (sampler_train.size() >= 2) {
-    double mx = 0, my = 0;
-    for (auto [x, y] : sampler_train) mx += x, my += y;
-    mx /= static_cast<double>(sampler_train.size());
-    my /= static_cast<double>(sampler_train.size());
-    double sxy = 0, sxx = 0;
-    for (auto [x, y] : sampler_train) sxy += (x - mx) * (y - my), sxx += (x - mx) * (x - mx);
-    sb = sxx > 0 ? sxy / sxx : 0;
-    sa = my - sb * mx;
-  }
+  // The sampler: a + b x sequences + c past L2, fitted on the train rows (sampler_fit.h). Its
+  // knee is at the model's whole vocabulary, which the rows were timed at (tp2 folders too).
+  const SamplerFit sampler = fit_sampler(
+      sampler_train,
+      sampler_l2_sequences(static_cast<double>(gpu.l2_bytes), static_cast<double>(model.vocab)));
+  const double sa = sampler.constant_us, sb = sampler.per_sequence_us;
   // Mixed batches (one chunk and decodes in one varlen kernel) are costed by the same tiles, the
   // decodes inside the prefill kernel: nothing of them is fitted, every mixed row is held out.
   p.flash_tiles.source =
       fmt::format("{}: prefill-only rows of attention.csv (train half)", provenance);
   p.per_sequence_overhead_s = std::max(0.0, sb) * 1e-6;
+  p.per_sequence_past_l2_s = sampler.past_l2_us * 1e-6;
   p.iteration_overhead_s = std::max(0.0, sa) * 1e-6 + kVllmHostStepOverhead_s;
   p.name = gpu.name + "-llmservingsim";
   p.gpu = gpu.name;
   p.source = fmt::format("{}: {} measured with vLLM {} ({}); peaks from the kvsim catalog entry {}",
                          provenance, meta.model, meta.vllm_version, meta.gpu, gpu.name);
   p.overheads_source = fmt::format(
-      "per_sequence_us and {:.1f} us of iteration_us: least-squares line through the sampler's "
-      "measured time by sequence count (per_sequence.csv, train half); the other {:.0f} us of "
+      "per_sequence_us, per_sequence_past_l2_us and {:.1f} us of iteration_us: least squares "
+      "on the relative errors of the sampler's measured time by sequence count, with its slope "
+      "past the L2 knee (per_sequence.csv, train half); the other {:.0f} us of "
       "iteration_us: vLLM's host work per step outside the kernels, fitted once (docs/fidelity.md)",
       sa, kVllmHostStepOverhead_s * 1e6);
   // moe.csv (a MoE model's bundle): the fused-MoE term, at this GPU's expert shapes (each
@@ -278,7 +276,7 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   }
   for (auto [n, us] : sampler_test) {
     held.push_back(
-        {"sampler", "sampler", static_cast<int64_t>(n), us * 1e-6, (sa + sb * n) * 1e-6});
+        {"sampler", "sampler", static_cast<int64_t>(n), us * 1e-6, sampler.us(n) * 1e-6});
   }
   if (skew_csv) {
     const BundleCsv& skew = *skew_csv;
@@ -318,7 +316,10 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
     j["fit"][std::string(op_class_name(c.op_class))] = {
         {"train_points", c.train_points}, {"mape", c.mape}, {"fitted", c.fitted}, {"kept", c.kept}};
   }
-  j["sampler"] = {{"constant_us", sa}, {"per_sequence_us", sb}};
+  j["sampler"] = {{"constant_us", sa},
+                  {"per_sequence_us", sb},
+                  {"past_l2_per_sequence_us", sampler.past_l2_us},
+                  {"l2_sequences", sampler.l2_sequences}};
   if (moe) {
     j["routed_experts"] = {{"train_rows", moe->train_rows},
                            {"heldout_rows", moe->test.size()},
@@ -343,10 +344,11 @@ double run_import_llmservingsim(const LlmservingsimImportOptions& o) {
   if (!o.quiet) {
     fmt::print(
         "import llmservingsim: {} rows ({} mixed attention, {} sampler) from {} (tp{}) on {}\n"
-        "{}sampler: {:.1f} us + {:.3f} us per sequence\nwrote {} and {}\n",
+        "{}sampler: {:.1f} us + {:.3f} us per sequence + {:.3f} us per sequence past {:.1f}\n"
+        "wrote {} and {}\n",
         rows.size(), mixed.size(), sampler_train.size() + sampler_test.size(), bundle.string(), tp,
-        gpu.name, report.table, sa, sb, (o.out_dir / "profile.yaml").string(),
-        (o.out_dir / "heldout.csv").string());
+        gpu.name, report.table, sa, sb, sampler.past_l2_us, sampler.l2_sequences,
+        (o.out_dir / "profile.yaml").string(), (o.out_dir / "heldout.csv").string());
   }
   return report.mape;
 }

@@ -111,7 +111,8 @@ BundleDims bundle_dims(const ModelSpec& m, int tp) {
           g.vocab,
           g.heads,
           g.kv_heads,
-          m.head_dim};
+          m.head_dim,
+          (int64_t{m.heads} + m.kv_heads) * m.head_dim};
 }
 
 KernelCase gemm_case(int64_t m, int64_t k, int64_t n) {
@@ -166,7 +167,8 @@ std::optional<KernelCase> dense_case(const std::string& op, int64_t t, const Bun
   if (op == "embedding") return traffic(2 * T * d.hidden * kAct);
   if (op == "layernorm") return traffic(3 * T * d.hidden * kAct);
   if (op == "final_layernorm") return traffic(4 * T * d.hidden * kAct);
-  if (op == "rotary_emb" || op == "qk_norm") return traffic(2 * T * (d.q + d.kv) * kAct);
+  if (op == "rotary_emb") return traffic(2 * T * (d.q + d.kv) * kAct);
+  if (op == "qk_norm") return traffic(2 * T * d.qk_norm_width * kAct);
   if (op == "act_fn") return traffic(3 * T * d.ffn * kAct);
   return std::nullopt;
 }

@@ -47,6 +47,10 @@ std::string catalog_gpu_for(const std::string& display);
 // The per-GPU dimensions of the model under tensor parallelism `tp`.
 struct BundleDims {
   int64_t hidden, q, kv, ffn, vocab, heads, kv_heads, head_dim;
+  // The Q plus K width of the `qk_norm` rows: the whole model's at every TP degree, since the
+  // bundles' tpN/ folders hold the tp1/ rows of that op unchanged (identical to the last digit in
+  // all 152 rows of both Qwen3 bundles, while every op that TP shards was timed anew).
+  int64_t qk_norm_width;
 };
 BundleDims bundle_dims(const ModelSpec& m, int tp);
 

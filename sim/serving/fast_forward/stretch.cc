@@ -44,15 +44,18 @@
 #include "core/check.h"
 #include "sim/serving/fast_forward/fast_forward.h"
 
+#include "sim/engine/event_queue.h"
+#include "sim/engine/periodic_event.h"
+#include "sim/metrics/recorder.h"
 #include "sim/serving/fast_forward/aggregate_decodes.h"
-#include "sim/serving/replica.h"
+#include "sim/serving/run_queues.h"
 
 namespace kvsim {
 
-FastForward::FastForward(Replica& replica) : r_(replica) {
-  auto aggregate = std::make_unique<AggregateDecodes>(r_.queues_, r_.ledger_, r_.pool_);
+FastForward::FastForward(Host& host) : host_(host), parts_(host.stretch_parts()) {
+  auto aggregate = std::make_unique<AggregateDecodes>(parts_.queues, parts_.ledger, parts_.pool);
   aggregate_ = aggregate.get();
-  r_.queues_.set_decodes(std::move(aggregate));
+  parts_.queues.set_decodes(std::move(aggregate));
 }
 
 FastForward::~FastForward() = default;
@@ -67,22 +70,21 @@ bool FastForward::stretch() {
   // observer of every iteration (a timeline wants every step as its own slice) or a clock. (A
   // request observer keeps it: a member's only event in a stretch, its completion, goes through
   // finish_request as when stepping.)
-  if (aggregate_ == nullptr || r_.busy_ || r_.down_ || r_.kick_pending_) return false;
-  const SimTime t0 = r_.events_.now();
-  SimTime horizon = r_.events_.next_time();  // moves on when a quiet run takes samples in line
+  if (aggregate_ == nullptr || !host_.stretch_may_start()) return false;
+  const SimTime t0 = parts_.events.now();
+  SimTime horizon = parts_.events.next_time();  // moves on when a quiet run takes samples in line
   if (horizon <= t0) return false;  // something else happens now: the next iteration must see it
-  if (r_.admission_.size() != 0 || r_.queues_.has_swapped()) return false;
-  // Async scheduling: requests that finished wait for the next plan, arrivals for theirs
-  // (replica_async.cc); that plan runs as an ordinary iteration.
-  if (!r_.finishing_.empty() || r_.queues_.has_held()) return false;
+  // Async scheduling: arrivals held for the next plan (replica_async.cc); that plan runs as an
+  // ordinary iteration.
+  if (parts_.queues.has_swapped() || parts_.queues.has_held()) return false;
   LazyDecodes& lazy = aggregate_->lazy();
   const int64_t n = lazy.size();
   if (n == 0) return false;
   if (!admits_nothing(n, 0)) return false;
-  const PagedBlocks& paged = *r_.pool_.kv().paged();
+  const PagedBlocks& paged = *parts_.pool.kv().paged();
 
-  const DecodeStepFixed step = r_.decode_step_fixed(n, static_cast<int>(paged.block_tokens()));
-  const bool windowed = r_.pool_.model().sliding_window.has_value();  // growth may free blocks
+  const DecodeStepFixed step = host_.stretch_step(n, static_cast<int>(paged.block_tokens()));
+  const bool windowed = parts_.pool.model().sliding_window.has_value();  // growth may free blocks
   std::vector<RequestState*>& due = due_members_;
   SimTime t = t0;
   bool stepped = false;
@@ -101,7 +103,7 @@ bool FastForward::stretch() {
     lazy.take_due(due);
     if ((windowed && !due_frees_keep_blocked(due)) ||
         static_cast<int64_t>(due.size()) + lazy.crossers() > paged.free_blocks() ||
-        !r_.pool_.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
+        !parts_.pool.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
       break;  // this step runs as an ordinary iteration
     }
@@ -109,43 +111,43 @@ bool FastForward::stretch() {
     const bool planned = aggregate_->grow_due(plan_, due);
     KVSIM_CHECK(planned && plan_.decode_seqs == n,
                 "fast-forward: a decode step preempted or failed after its blocks were counted");
-    const MemorySnapshot start = r_.pool_.snapshot();
+    const MemorySnapshot start = parts_.pool.snapshot();
     // start_iteration's record of a decode step.
-    r_.record_start(t, start, n, n, duration, step.flops_fixed(context));
+    host_.stretch_record_start(t, start, n, n, duration, step.flops_fixed(context));
     if (in_flight) {
       // start_iteration's hand-over: end_iteration commits it when its end event runs.
-      if (t > t0) r_.events_.advance_to(t);
-      r_.hand_over(plan_, duration);
+      if (t > t0) parts_.events.advance_to(t);
+      host_.stretch_hand_over(plan_, duration);
       return false;
     }
     // The iteration's end, as end_iteration's.
-    r_.iteration_start_ = t;  // (async scheduling: the next plan's cutoff)
+    host_.stretch_step_started(t);  // (async scheduling: the next plan's cutoff)
     t = end;
-    r_.close_iteration(true);
+    host_.stretch_close_iteration();
     done_.clear();
     if (completes) {
       // end_iteration's order: the step is counted, its requests finish at its end (after the
       // next plan, an ordinary iteration, under async scheduling), then the state is recorded.
-      r_.events_.advance_to(t);
-      r_.queues_.commit_decodes(plan_, done_);
+      parts_.events.advance_to(t);
+      parts_.queues.commit_decodes(plan_, done_);
       KVSIM_CHECK(!done_.empty(), "fast-forward: the completing step completed nothing");
-      r_.complete(done_);
-      r_.recorder_.on_state(t, r_.pool_.snapshot());
-      return !r_.async_;  // a new stretch may follow
+      host_.stretch_complete(done_);
+      parts_.recorder.on_state(t, parts_.pool.snapshot());
+      return !host_.plans_ahead();  // a new stretch may follow
     }
-    r_.recorder_.on_activations_released(t, start);  // on_state(t, pool.snapshot())
-    r_.queues_.commit_decodes(plan_, done_);
+    parts_.recorder.on_activations_released(t, start);  // on_state(t, pool.snapshot())
+    parts_.queues.commit_decodes(plan_, done_);
     KVSIM_CHECK(done_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
     if (windowed && paged.window_freed_blocks() != window_freed) {
       // A member's growth freed blocks that left its sliding window (after the admissions, in
       // vllm_v0's plans): free blocks grew, so what was not admissible may be now
       // (admits_nothing's premise). The next iteration decides, as stepping's would.
-      r_.events_.advance_to(t);
+      parts_.events.advance_to(t);
       return true;
     }
   }
-  if (stepped) r_.events_.advance_to(t);
+  if (stepped) parts_.events.advance_to(t);
   return false;
 }
 
@@ -154,8 +156,8 @@ bool FastForward::due_frees_keep_blocked(const std::vector<RequestState*>& due) 
   // that walks the decodes before admitting (continuous) admits with them free: the stretch's
   // premise must hold with them too, or the step runs as an ordinary iteration. (vllm_v0 admits
   // first; static admits nothing in a batch: their schedulers do not count them.)
-  if (due.empty() || !r_.pool_.model().sliding_window) return true;
-  const PagedBlocks& paged = *r_.pool_.kv().paged();
+  if (due.empty() || !parts_.pool.model().sliding_window) return true;
+  const PagedBlocks& paged = *parts_.pool.kv().paged();
   const LazyDecodes& lazy = aggregate_->lazy();
   int64_t frees = 0;
   for (const RequestState* r : due) {
@@ -193,9 +195,9 @@ bool FastForward::admits_nothing(int64_t decoding, int64_t walk_frees) const {
   // A stalled prefill stays stalled and waiting requests that cannot be admitted now stay so:
   // free blocks only shrink in a stretch, and the decode count (the token budget) is fixed. The
   // scheduler says whether its plans admit nothing then.
-  const StretchQueueView view(r_.queues_, r_.admission_.has_guards(),
-                              r_.pool_.kv().paged()->prefix_caching());
-  return r_.scheduler_->admits_nothing(view, r_.limits_, decoding, walk_frees);
+  const StretchQueueView view(parts_.queues, host_.guarded(),
+                              parts_.pool.kv().paged()->prefix_caching());
+  return host_.plans_admit_nothing(view, decoding, walk_frees);
 }
 
 int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& step) {
@@ -213,24 +215,25 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   // The recorder takes a run's durations in non-decreasing order: a step that grows with its
   // context (any latency model's; a fit that came out falling steps one by one).
   if (limit < kMinQuietSteps || step.ns_b < 0) return 0;
-  const DeferredGrowth* growth = r_.pool_.kv().deferred_growth();  // fast-forward needs one
+  const DeferredGrowth* growth = parts_.pool.kv().deferred_growth();  // fast-forward needs one
   const std::optional<KvUsage> after_one = growth->usage_after(lazy.size(), 0);
   if (!after_one) return 0;
   const int64_t n = lazy.size();
   const int64_t context0 = lazy.attended_sum();      // the decode context: attended tokens
   const int64_t attending = lazy.attended_growth();  // and what each step adds to it
-  const int64_t free = r_.pool_.kv().paged()->free_blocks();
+  const int64_t free = parts_.pool.kv().paged()->free_blocks();
   // Activations are affine in the context (flash: constant); a step whose reservation would
   // need more than is cached changes the pool and runs one by one.
-  const int64_t act0 = r_.pool_.decode_activation_bytes(n, context0);
-  const int64_t act_step = r_.pool_.decode_activation_bytes(n, context0 + attending) - act0;
-  const int64_t cached = r_.pool_.activation_cached_bytes();
+  const int64_t act0 = parts_.pool.decode_activation_bytes(n, context0);
+  const int64_t act_step = parts_.pool.decode_activation_bytes(n, context0 + attending) - act0;
+  const int64_t cached = parts_.pool.activation_cached_bytes();
   if (act0 > cached) return 0;
   // Samples in line: when the next event is a lone replica's pending timeseries sample, the run
   // may go on to the next other event, taking the samples that fall inside its steps as they
   // would fire (each sees the step then in flight: its start state, activations reserved).
-  const bool sampling = r_.sampler_ != nullptr && horizon == r_.sampler_->next_at();
-  const SimTime until = sampling ? r_.events_.next_time_besides(r_.sampler_->pending()) : horizon;
+  PeriodicEvent* const sampler = host_.stretch_sampler();
+  const bool sampling = sampler != nullptr && horizon == sampler->next_at();
+  const SimTime until = sampling ? parts_.events.next_time_besides(sampler->pending()) : horizon;
   // At most this many steps: none may be due (limit); each lasts at least the first's duration
   // and must end before `until`; each reserves act0 + j act_step <= cached; a bounded buffer.
   constexpr int64_t kMaxRunSteps = int64_t{1} << 16;
@@ -247,46 +250,45 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   run.plan_steps(most, until, free, run_ends_);
   run_samples_.clear();
   if (sampling && run.steps >= kMinQuietSteps) {
-    const int64_t keep =
-        run.samples_within(r_.sampler_->next_at(), r_.sampler_->period(), run_samples_);
+    const int64_t keep = run.samples_within(sampler->next_at(), sampler->period(), run_samples_);
     if (keep < run.steps) run.plan_steps(keep, until, free, run_ends_);
   }
   const int64_t k = run.steps;
-  if (k < kMinQuietSteps || r_.pool_.decode_activation_bytes(n, context0 + (k - 1) * attending) !=
-                                act0 + (k - 1) * act_step) {
+  if (k < kMinQuietSteps || parts_.pool.decode_activation_bytes(
+                                n, context0 + (k - 1) * attending) != act0 + (k - 1) * act_step) {
     return 0;
   }
   // Each step as the stretch's loop makes it: its plan grows the batch by n tokens (its
   // crossers' in new blocks, its swappers' too, each freeing its oldest), its start is recorded
   // with the activations reserved, its end with them released. The states are affine in the
   // step and the blocks crossed and swapped: a start, and moves.
-  const MemorySnapshot start0 = r_.pool_.snapshot_with(*after_one, act0);
+  const MemorySnapshot start0 = parts_.pool.snapshot_with(*after_one, act0);
   run.start0 = start0;
   run.per_step = snapshot_difference(
-      r_.pool_.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
+      parts_.pool.snapshot_with(*growth->usage_after(2 * n, 0), act0 + act_step), start0);
   run.per_crossing =
-      snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 1), act0), start0);
+      snapshot_difference(parts_.pool.snapshot_with(*growth->usage_after(n, 1), act0), start0);
   if (run.swaps()) {  // else swapped(j) = 0 throughout: the move is never taken
     run.per_swap =
-        snapshot_difference(r_.pool_.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
+        snapshot_difference(parts_.pool.snapshot_with(*growth->usage_after(n, 0, 1), act0), start0);
   }
-  run.end_delta = snapshot_difference(r_.pool_.snapshot_with(*after_one, 0), start0);
+  run.end_delta = snapshot_difference(parts_.pool.snapshot_with(*after_one, 0), start0);
   // Σ flops(context0 + j attending) over j < k, exact.
   run.flops = k * step.flops_a + step.flops_b * (static_cast<Int128>(k) * context0 +
                                                  static_cast<Int128>(attending) * k * (k - 1) / 2);
-  r_.recorder_.on_decode_run(run);
+  parts_.recorder.on_decode_run(run);
   if (!run_samples_.empty()) {
-    for (const auto& [at, j] : run_samples_) r_.sample_at(at, run.start_state(j));
-    r_.sampler_->took_through(run_samples_.back().first);
-    horizon = r_.events_.next_time();
+    for (const auto& [at, j] : run_samples_) host_.stretch_sample_at(at, run.start_state(j));
+    sampler->took_through(run_samples_.back().first);
+    horizon = parts_.events.next_time();
   }
   const int64_t blocks = run.crossed_total, swaps = run.swapped_total;
   // What the steps' plans gave the ledger (end_walk's crossings and deferrals, summed) and what
   // their commits count.
-  r_.ledger_.add_crossings(blocks);
-  r_.ledger_.add_swaps(swaps);
-  r_.ledger_.defer_many(n * k - blocks - swaps);
-  r_.ledger_.report();
+  parts_.ledger.add_crossings(blocks);
+  parts_.ledger.add_swaps(swaps);
+  parts_.ledger.defer_many(n * k - blocks - swaps);
+  parts_.ledger.report();
   lazy.advance(k);
   t += static_cast<SimTime>(run.d_sum);
   return k;
