@@ -56,7 +56,10 @@ void BlockPool::index_key(int32_t b, uint64_t key) {
   block(b).key = key;
   block(b).dup_next = -1;
   auto [it, fresh] = by_key_.try_emplace(key, b);
-  if (fresh) return;
+  if (fresh) {
+    if (events_) events_({.key = key, .block_tokens = event_block_tokens_});
+    return;
+  }
   int32_t last = it->second;
   while (block(last).dup_next >= 0) last = block(last).dup_next;
   block(last).dup_next = b;
@@ -71,6 +74,7 @@ void BlockPool::unindex_key(int32_t b) {
       it->second = block(b).dup_next;
     } else {
       by_key_.erase(it);
+      if (events_) events_({.removed = true, .key = key, .block_tokens = event_block_tokens_});
     }
   } else {
     int32_t prev = it->second;

@@ -18,7 +18,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include "models/memory/kv_events.h"
 
 namespace kvsim {
 
@@ -76,6 +79,13 @@ class BlockPool {
     return it == by_key_.end() ? -1 : it->second;
   }
   bool cached(uint64_t key) const { return by_key_.count(key) != 0; }
+  // Told when a key becomes findable (its first copy is indexed) or stops being findable (its
+  // last copy leaves), as vLLM's BlockStored / BlockRemoved KV events; `block_tokens` goes in
+  // each event. An empty sink (the default) tells nobody.
+  void set_event_sink(KvEventSink sink, int64_t block_tokens) {
+    events_ = std::move(sink);
+    event_block_tokens_ = block_tokens;
+  }
 
   // The free queue holds exactly the blocks without holders, with no cycle, as many as counted;
   // every indexed block carries its key. Throws InvariantError otherwise.
@@ -91,6 +101,8 @@ class BlockPool {
   int32_t tail_ = -1;
   // Key -> its oldest cached block; younger copies follow through Block::dup_next.
   std::unordered_map<uint64_t, int32_t> by_key_;
+  KvEventSink events_;
+  int64_t event_block_tokens_ = 0;
 };
 
 }  // namespace kvsim

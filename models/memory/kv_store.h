@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 
+#include "models/memory/kv_events.h"
+
 namespace kvsim {
 
 class ConfigNode;
@@ -182,6 +184,10 @@ class KvStore {
   // through it when present.
   virtual CachingAllocator* caching_allocator() { return nullptr; }
   virtual const CachingAllocator* caching_allocator() const { return nullptr; }
+  // Where the store reports its prefix cache's blocks (kv_events.h): a paged store with prefix
+  // caching reports each key that becomes findable or stops being findable; other stores report
+  // nothing (they cache no prefix a router could use).
+  virtual void set_event_sink(KvEventSink /*sink*/) {}
 };
 
 // vLLM's memory for KV cache: floor(capacity x the node's gpu_memory_utilization (0.9)) less

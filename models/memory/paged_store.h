@@ -23,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "models/memory/block_pool.h"
@@ -77,6 +78,11 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   const PagedBlocks* paged() const override { return this; }
   // With several groups, the hybrid coordinator's: inside a request's last block only.
   DeferredGrowth* deferred_growth() override { return this; }
+  // The pool's key events, for one group (a hybrid model's group keys name no prompt prefix a
+  // router could look up: its GPU blocks send none).
+  void set_event_sink(KvEventSink sink) override {
+    if (groups_ == nullptr) pool_.set_event_sink(std::move(sink), block_tokens_);
+  }
 
   // PagedBlocks
   int64_t free_blocks() const override { return pool_.free_count(); }

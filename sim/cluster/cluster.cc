@@ -76,6 +76,10 @@ Replica& Cluster::add_replica(std::string label, GpuMemoryPool& pool, const Late
   m->replica->set_transfer_hooks({.pulled = [this](int64_t id) { pulled(id); },
                                   .abandoned = [this](int64_t id) { abandoned(id); },
                                   .dropped = [this](int64_t id) { dropped(id); }});
+  if (router_->wants_kv_events()) {
+    member->replica->set_kv_event_sink(
+        [this, index](const KvBlockEvent& e) { router_->on_kv_event(static_cast<int>(index), e); });
+  }
   members_.push_back(std::move(m));
   views_.resize(members_.size());
   return *member->replica;

@@ -33,6 +33,12 @@ void register_routers(Registry<RouterFactory>& registry) {
                                "prefix hashes: least_outstanding",
                 .keys = {},
                 .make = make_prefix_affinity_router});
+  registry.add({.name = "precise_prefix",
+                .description = "the longest prefix each replica holds, from its engines' KV "
+                               "events, GPU blocks weighted gpu_weight (1.0), CPU cpu_weight "
+                               "(0.8), disk disk_weight (0.5); ties: least_outstanding",
+                .keys = {"gpu_weight", "cpu_weight", "disk_weight"},
+                .make = make_precise_prefix_router});
   registry.add({.name = "dp_balance",
                 .description = "vLLM's data-parallel balancer: the lowest 4 x waiting + running "
                                "from the engines' counts published every stats_interval_ms (100)",

@@ -14,6 +14,7 @@
 #include "core/config_node.h"
 #include "core/registry.h"
 #include "core/sim_time.h"
+#include "models/memory/kv_events.h"
 #include "workloads/request_spec.h"
 
 namespace kvsim {
@@ -39,6 +40,11 @@ class Router {
   // coordinator does. 0 (the default): no publishing.
   virtual SimTime stats_interval() const { return 0; }
   virtual void on_stats(std::span<const ReplicaView> /*replicas*/) {}
+  // A router that indexes the engines' KV events (models/memory/kv_events.h), as llm-d's precise
+  // prefix-cache scorer does: the cluster then sends it every event of every replica's tiers,
+  // tagged with the replica's index, as it happens.
+  virtual bool wants_kv_events() const { return false; }
+  virtual void on_kv_event(int /*replica*/, const KvBlockEvent& /*event*/) {}
 };
 
 struct RouterContext {
@@ -62,6 +68,9 @@ std::unique_ptr<Router> make_least_outstanding_router(const ConfigNode&, const R
 std::unique_ptr<Router> make_least_kv_router(const ConfigNode&, const RouterContext&);
 std::unique_ptr<Router> make_session_affinity_router(const ConfigNode&, const RouterContext&);
 std::unique_ptr<Router> make_prefix_affinity_router(const ConfigNode&, const RouterContext&);
+std::unique_ptr<Router> make_precise_prefix_router(
+    const ConfigNode&,
+    const RouterContext&);  // precise_prefix_router.cc
 std::unique_ptr<Router> make_dp_balance_router(const ConfigNode&,
                                                const RouterContext&);  // dp_balancer.cc
 

@@ -43,6 +43,7 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     ns = {b.guard_queue, b.engine_wait, b.prefill, b.decode, b.preempted};
     for (size_t i = 0; i < ns.size(); ++i) breakdown_ns_[i] += ns[i];
     ++summary_.breakdown.count;
+    if (summary_.kv_offloading) add_ttft_split(*summary_.kv_offloading, r, b);
     // SLOs score full answers only: a truncated prompt was answered, but not as asked.
     if (summary_.slo && r.outcome == Outcome::kCompleted && summary_.slo->met(t1, per, tend)) {
       ++summary_.slo_met;
@@ -50,6 +51,14 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     }
   }
   if (request_file_) write_request_row(r, served, per, ns, replica);
+}
+
+void Recorder::add_ttft_split(OffloadStats& k, const RequestState& r, const RequestBreakdown& b) {
+  const SimTime waited = b.guard_queue + b.engine_wait;
+  ++k.ttft_count;
+  k.ttft_queueing_s += sim_to_seconds(waited - r.loading_ns);
+  k.ttft_loading_s += sim_to_seconds(r.loading_ns);
+  k.ttft_prefill_s += sim_to_seconds(r.first_token_at - r.spec.arrival - waited);
 }
 
 void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {

@@ -14,6 +14,7 @@
 #include "models/memory/gpu_memory_pool.h"
 #include "models/memory/kv_metrics.h"
 #include "models/memory/memory_snapshot.h"
+#include "sim/metrics/breakdown.h"
 #include "sim/metrics/decode_run.h"
 #include "sim/metrics/distribution.h"
 #include "sim/metrics/in_order_rows.h"
@@ -274,6 +275,8 @@ class Recorder {
   }
   // KV offloading: the summary's figures, filled in by the replica's connector as it runs.
   OffloadStats& on_kv_offloading() { return summary_.kv_offloading.emplace(); }
+  // A served request's TTFT split into `k` (queueing, loading, prefill).
+  static void add_ttft_split(OffloadStats& k, const RequestState& r, const RequestBreakdown& b);
   void on_offload_lookup(int64_t query_tokens, int64_t hit_tokens) {
     summary_.kv_offloading->query_tokens += query_tokens;
     summary_.kv_offloading->hit_tokens += hit_tokens;

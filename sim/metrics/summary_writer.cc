@@ -94,24 +94,48 @@ std::string replica_table(const std::vector<PolicySummary>& policies) {
 
 // A policy's kv_offloading figures (docs/metrics.md), the CPU tier's under "cpu".
 nlohmann::ordered_json offload_json(const OffloadStats& k) {
-  return {{"backend", k.backend},
-          {"cpu",
-           {{"block_tokens", k.block_tokens},
-            {"block_bytes", k.block_bytes},
-            {"capacity_blocks", k.capacity_blocks},
-            {"query_tokens", k.query_tokens},
-            {"hit_tokens", k.hit_tokens},
-            {"hit_rate", k.hit_rate()},
-            {"loads", k.loads},
-            {"loaded_blocks", k.loaded_blocks},
-            {"loaded_bytes", k.loaded_bytes()},
-            {"stored_blocks", k.stored_blocks},
-            {"stored_bytes", k.stored_bytes()},
-            {"evicted_blocks", k.evicted_blocks},
-            {"skipped_stores", k.skipped_stores},
-            {"peak_blocks", k.peak_blocks},
-            {"load_link_busy_s", k.load_busy_s},
-            {"store_link_busy_s", k.store_busy_s}}}};
+  nlohmann::ordered_json o = {{"backend", k.backend},
+                              {"cpu",
+                               {{"block_tokens", k.block_tokens},
+                                {"block_bytes", k.block_bytes},
+                                {"capacity_blocks", k.capacity_blocks},
+                                {"query_tokens", k.query_tokens},
+                                {"hit_tokens", k.hit_tokens},
+                                {"hit_rate", k.hit_rate()},
+                                {"loads", k.loads},
+                                {"loaded_blocks", k.loaded_blocks},
+                                {"loaded_bytes", k.loaded_bytes()},
+                                {"stored_blocks", k.stored_blocks},
+                                {"stored_bytes", k.stored_bytes()},
+                                {"evicted_blocks", k.evicted_blocks},
+                                {"skipped_stores", k.skipped_stores},
+                                {"peak_blocks", k.peak_blocks},
+                                {"load_link_busy_s", k.load_busy_s},
+                                {"store_link_busy_s", k.store_busy_s}}}};
+  // (Only when set: a run with the defaults writes what it wrote before these keys existed.)
+  if (k.eviction_policy != "lru") o["cpu"]["eviction_policy"] = k.eviction_policy;
+  if (k.store_threshold >= 2) {
+    o["cpu"]["store_threshold"] = k.store_threshold;
+    o["cpu"]["gated_blocks"] = k.gated_blocks;
+  }
+  const double n = k.ttft_count > 0 ? static_cast<double>(k.ttft_count) : 1.0;
+  o["ttft_split_mean_s"] = {{"queueing", k.ttft_queueing_s / n},
+                            {"loading", k.ttft_loading_s / n},
+                            {"prefill", k.ttft_prefill_s / n}};
+  if (k.disk) {
+    const DiskTierStats& d = *k.disk;
+    o["disk"] = {{"capacity_blocks", d.capacity_blocks},
+                 {"loaded_blocks", d.loaded_blocks},
+                 {"loaded_bytes", d.loaded_blocks * k.block_bytes},
+                 {"stored_blocks", d.stored_blocks},
+                 {"stored_bytes", d.stored_blocks * k.block_bytes},
+                 {"evicted_blocks", d.evicted_blocks},
+                 {"dropped_blocks", d.dropped_blocks},
+                 {"peak_blocks", d.peak_blocks},
+                 {"read_busy_s", d.read_busy_s},
+                 {"write_busy_s", d.write_busy_s}};
+  }
+  return o;
 }
 
 // A policy's speculative decoding figures (docs/metrics.md).

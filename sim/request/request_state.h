@@ -81,8 +81,12 @@ struct RequestState {
   // guard queue, and the request's max_queue_time deadline, until its first scheduling. -1: none.
   SimTime guard_expires_at = -1;
   SimTime deadline_at = -1;
-  bool scheduled = false;          // admitted into the running batch at least once
-  bool offload_loaded = false;     // its prefix was loaded from the CPU tier (kv_offloading)
+  bool scheduled = false;       // admitted into the running batch at least once
+  bool offload_loaded = false;  // its prefix was loaded from the CPU tier (kv_offloading)
+  // Time spent loading its prefix from the tiers before its first scheduling (kv_offloading's
+  // TTFT split), and the pending load's start (-1: none).
+  SimTime loading_ns = 0;
+  SimTime loading_since = -1;
   std::optional<EventId> timeout;  // the pending timeout event, if any
   SimTime timeout_at = -1;         // when it fires
   // The engine's view of the request's deferral window while decoding (DeferredGrowth, through

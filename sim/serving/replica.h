@@ -23,6 +23,7 @@
 
 #include "models/latency/latency_model.h"
 #include "models/memory/gpu_memory_pool.h"
+#include "models/memory/kv_events.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/periodic_event.h"
 #include "sim/guards/guard.h"
@@ -77,6 +78,10 @@ class Replica final : private FastForward::Host {
     std::function<void(int64_t id)> dropped;    // prefill side: a handed-off request's KV was lost
   };
   void set_transfer_hooks(TransferHooks hooks) { transfer_hooks_ = std::move(hooks); }
+  // The KV events of its tiers (models/memory/kv_events.h): the GPU prefix cache's and the
+  // offload tier's blocks, as they become findable or stop being findable (a cluster's
+  // precise_prefix router listens). Before any arrival.
+  void set_kv_event_sink(const KvEventSink& sink);
   // Called with every request that reaches its outcome (closed-loop clients hook in here).
   void set_on_finished(std::function<void(const RequestState&)> fn) {
     on_finished_ = std::move(fn);

@@ -25,15 +25,24 @@ void Replica::set_up_offload() {
         return offload_->matched_tokens(r, cached, target);
       },
       [this](RequestState& r, int64_t cached, int64_t hit) {
+        r.loading_since = events_.now();
         offload_->start_load(r, cached, hit);
       });
+}
+
+void Replica::set_kv_event_sink(const KvEventSink& sink) {
+  pool_.kv().set_event_sink(sink);
+  if (offload_) offload_->set_event_sink(sink);
 }
 
 void Replica::offload_loaded(int64_t id) {
   auto f = requests_.find(id);
   // A request that ended while loading (its deadline, a crash) released its KV then.
   if (f == requests_.end() || f->second.phase != Phase::kLoading) return;
-  queues_.loaded(f->second);
+  RequestState& r = f->second;
+  if (!r.scheduled) r.loading_ns += events_.now() - r.loading_since;  // (TTFT's loading part)
+  r.loading_since = -1;
+  queues_.loaded(r);
   if (check_) check();
   kick();
 }

@@ -22,10 +22,30 @@
 
 namespace kvsim {
 
+// The key of offloaded block `i` (of `block_tokens` tokens) of a prompt with prefix `hashes`, one
+// per `hash_block_tokens` tokens: the hash covering the block's last token, mixed with `i`
+// (SplitMix64's finaliser). The tier, its connector and a router reading the tier's events
+// (kv_events.h) all key a block this way. Requires: the hashes cover the block.
+inline uint64_t offload_block_key(std::span<const uint64_t> hashes, int64_t hash_block_tokens,
+                                  int64_t i, int64_t block_tokens) {
+  const auto mix = [](uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  const int64_t last_token = (i + 1) * block_tokens - 1;
+  const uint64_t h = hashes[static_cast<size_t>(last_token / hash_block_tokens)];
+  return mix(h ^ mix(static_cast<uint64_t>(i)));
+}
+
+// The eviction policy: vLLM's kv_connector_extra_config `eviction_policy` (lru, arc).
+enum class OffloadEviction { kLru, kArc };
+
 class OffloadTier {
  public:
   // Requires: capacity_blocks >= 0.
-  explicit OffloadTier(int64_t capacity_blocks);
+  explicit OffloadTier(int64_t capacity_blocks, OffloadEviction policy = OffloadEviction::kLru);
 
   int64_t lookup(std::span<const uint64_t> keys) const;
   void touch(std::span<const uint64_t> keys);
@@ -47,19 +67,55 @@ class OffloadTier {
   int64_t stored_blocks() const { return stored_; }    // blocks ever given a slot
   int64_t evicted_blocks() const { return evicted_; }  // blocks ever evicted
   bool contains(uint64_t key) const { return index_.count(key) != 0; }
-  // Keys from least to most recently used (tests, the timeline).
+  // Keys from least to most recently used (tests, the timeline); with ARC, T1's (seen once).
   std::vector<uint64_t> lru_order() const { return {order_.begin(), order_.end()}; }
+  // ARC's other lists, least recently used first: T2 (blocks touched again), the ghosts B1 and
+  // B2 (keys evicted from T1 and T2), and T1's adaptive target size.
+  std::vector<uint64_t> arc_t2() const { return {t2_.begin(), t2_.end()}; }
+  std::vector<uint64_t> arc_b1() const { return b1_.keys(); }
+  std::vector<uint64_t> arc_b2() const { return b2_.keys(); }
+  double arc_target_t1() const { return target_t1_; }
   // KVSIM_CHECK: stored - evicted == occupancy <= capacity; the index and the order agree.
   void check_invariants() const;
 
  private:
   struct Entry {
-    std::list<uint64_t>::iterator pos;  // in order_
+    std::list<uint64_t>::iterator pos;  // in order_ (or t2_ when frequent)
     int32_t pins = 0;                   // loads reading it
     bool ready = false;                 // its store completed
+    bool frequent = false;              // ARC: in T2
   };
+  // An ordered set of keys (ARC's ghost lists): least recently added or touched first.
+  class KeyList {
+   public:
+    bool contains(uint64_t k) const { return at_.count(k) != 0; }
+    size_t size() const { return order_.size(); }
+    void push_back(uint64_t k);
+    void to_back(uint64_t k) { order_.splice(order_.end(), order_, at_.at(k)); }
+    void erase(uint64_t k);
+    void trim_to(size_t n);  // drops the oldest keys past n
+    std::vector<uint64_t> keys() const { return {order_.begin(), order_.end()}; }
+
+   private:
+    std::list<uint64_t> order_;
+    std::unordered_map<uint64_t, std::list<uint64_t>::iterator> at_;
+  };
+  bool evictable(uint64_t k) const {
+    const Entry& e = index_.at(k);
+    return e.ready && e.pins == 0;
+  }
+  // The keys to evict for `need` slots, LRU or ARC; nullopt when not enough can go.
+  std::optional<std::vector<uint64_t>> lru_victims(int64_t need) const;
+  std::optional<std::vector<uint64_t>> arc_victims(int64_t need) const;
+  void evict(uint64_t k);  // out of the tier (ARC: into its ghost list)
+  void arc_touch(uint64_t k);
+
   int64_t capacity_;
-  std::list<uint64_t> order_;  // least recently used first
+  OffloadEviction policy_;
+  std::list<uint64_t> order_;  // least recently used first (ARC's T1)
+  std::list<uint64_t> t2_;     // ARC's T2
+  KeyList b1_, b2_;            // ARC's ghosts
+  double target_t1_ = 0;       // ARC's target size of T1
   std::unordered_map<uint64_t, Entry> index_;
   int64_t stored_ = 0;
   int64_t evicted_ = 0;

@@ -25,6 +25,20 @@ void check_store(const ConfigNode& engine, const ConfigNode& at) {
   }
 }
 
+std::optional<DiskTierConfig> parse_disk_tier(const ConfigNode& offloading) {
+  const std::optional<ConfigNode> node = offloading.optional_child("disk");
+  if (!node || node->is_null()) return std::nullopt;
+  const ConfigNode& n = *node;
+  if (!n.is_map()) n.fail_expected("a disk tier section (a map)");
+  DiskTierConfig d;
+  d.size_gib = n.get<double>("size_gib", {.min = 1.0 / 1024, .max = 1e7});
+  d.read_gb_per_s = n.get<double>("read_gb_per_s", d.read_gb_per_s, {.min = 1e-3, .max = 1e5});
+  d.write_gb_per_s = n.get<double>("write_gb_per_s", d.write_gb_per_s, {.min = 1e-3, .max = 1e5});
+  d.latency_us = n.get<double>("latency_us", d.latency_us, {.min = 0, .max = 1e9});
+  n.reject_unknown_keys();
+  return d;
+}
+
 }  // namespace
 
 std::optional<KvOffloadingConfig> parse_kv_offloading(const ConfigNode& engine) {
@@ -41,6 +55,10 @@ std::optional<KvOffloadingConfig> parse_kv_offloading(const ConfigNode& engine) 
   }
   c.size_gib = n.get<double>("size_gib", {.min = 1.0 / 1024, .max = 1e6});
   c.block_size_multiple = n.get<int64_t>("block_size_multiple", 1, {.min = 1, .max = 4096});
+  c.eviction_policy = n.get_enum("eviction_policy", {"lru", "arc"}, std::string("lru"));
+  c.store_threshold = n.get<int64_t>("store_threshold", 0, {.min = 0, .max = 1000000});
+  c.max_tracker_size = n.get<int64_t>("max_tracker_size", 64000, {.min = 1, .max = 1000000000});
+  c.disk = parse_disk_tier(n);
   n.reject_unknown_keys();
   check_store(engine, n);
   return c;

@@ -17,11 +17,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "core/sim_time.h"
+#include "models/memory/kv_events.h"
 #include "models/memory/offload/offload_tier.h"
+#include "models/memory/offload/reuse_tracker.h"
 #include "sim/engine/event_queue.h"
 #include "sim/metrics/offload_stats.h"
 #include "sim/request/request_state.h"
@@ -53,6 +57,10 @@ class OffloadConnector {
   void forward_ended();
   // `id` ended: its store position is forgotten (request_finished).
   void request_finished(int64_t id) { next_store_.erase(id); }
+  // Where the tier's blocks are reported (kv_events.h, medium CPU): stored when its store ends
+  // (the block is then findable), removed when it is evicted, as vLLM's OffloadingConnector
+  // publishes its manager's OffloadingEvents.
+  void set_event_sink(KvEventSink sink) { sink_ = std::move(sink); }
   const OffloadTier& tier() const { return tier_; }
   // KVSIM_CHECK: the tier's accounting (stored - evicted = occupancy), and the stats agree.
   void check() const;
@@ -65,6 +73,17 @@ class OffloadConnector {
   // A transfer of `blocks` blocks on a link free at `free_at`: its end; the link is busy until
   // then.
   SimTime transfer(int64_t blocks, SimTime& free_at, double& busy_s);
+  // A transfer of `s` seconds starting at `earliest` or when the link is free, if later.
+  SimTime transfer_for(double s, SimTime earliest, SimTime& free_at, double& busy_s);
+  void emit(std::span<const uint64_t> keys, bool removed, KvMedium medium) const;
+
+  // The disk tier (offload_connector_disk.cc).
+  void set_up_disk(const DiskTierConfig& d, const Link& link);
+  // The CPU tier evicted `keys`: they are written to disk (those not there yet).
+  void demote(const std::vector<uint64_t>& keys);
+  // Pins `keys` (ready on disk) and reads them into host memory: the read's end.
+  SimTime read_from_disk(const std::vector<uint64_t>& keys);
+  void check_disk() const;
 
   OffloadTier tier_;
   int64_t block_tokens_;
@@ -77,6 +96,14 @@ class OffloadConnector {
   SimTime d2h_free_at_ = 0;
   std::unordered_map<int64_t, int64_t> next_store_;  // request -> its next block to store
   std::vector<uint64_t> planned_;                    // the launched step's stores
+  KvEventSink sink_;
+  std::optional<ReuseTracker> reuse_;  // with store_threshold >= 2
+  std::optional<OffloadTier> disk_;    // with engine.kv_offloading.disk
+  double disk_read_bytes_per_s_ = 0;   // this GPU's share of the disk's bandwidth
+  double disk_write_bytes_per_s_ = 0;
+  double disk_latency_s_ = 0;
+  SimTime disk_read_free_at_ = 0;
+  SimTime disk_write_free_at_ = 0;
 };
 
 }  // namespace kvsim
