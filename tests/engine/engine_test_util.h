@@ -88,6 +88,16 @@ inline std::string result_files(const std::filesystem::path& dir) {
          file_text(dir / "timeseries.csv");
 }
 
+// Every file of a run's folder, each after its name: what two runs that must be identical compare.
+inline std::string all_result_files(const std::filesystem::path& dir) {
+  std::string all;
+  for (const char* f :
+       {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
+    all += std::string(f) + "\n" + file_text(dir / f);
+  }
+  return all;
+}
+
 // A hand-worked fast-forward case in both engine modes: `s` runs with fast-forward into
 // base / (prefix + "ff"), then stepping into base / (prefix + "step"), each followed by
 // check(fast_forward, its policy's summary, its folder) under an INFO naming the mode; then the

@@ -44,17 +44,6 @@ TEST_CASE("fast-forward and stepping write identical result files",
   INFO("seed " << 1000 + seed << "\n" << yaml);
   const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
   const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-ff-{}-{}", ::getpid(), seed);
-  auto files = [](const fs::path& dir) {
-    std::string all;
-    for (const char* f :
-         {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
-      std::ifstream in(dir / f, std::ios::binary);
-      std::ostringstream b;
-      b << in.rdbuf();
-      all += std::string(f) + "\n" + b.str();
-    }
-    return all;
-  };
   RunOptions o;
   o.sample_interval_s = 0.37;
   o.out_dir = (base / "ff").string();
@@ -64,7 +53,8 @@ TEST_CASE("fast-forward and stepping write identical result files",
   const RunResult step = run_scenario(s, o);
   CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
   CHECK(step.policies.at(0).fast_forward_iterations == 0);
-  const std::string a = files(base / "ff"), b = files(base / "step");
+  const std::string a = test::all_result_files(base / "ff"),
+                    b = test::all_result_files(base / "step");
   CHECK(a.size() > 500);
   CHECK(a == b);
   fs::remove_all(base);
@@ -101,24 +91,13 @@ TEST_CASE("a run is a pure function of its scenario and seed: identical bytes",
   namespace fs = std::filesystem;
   const Scenario s = load_scenario_file(
       fs::path(KVSIM_SOURCE_DIR) / "scenarios" / "seed-a-guard.yaml", Catalog::builtin());
-  auto read_all = [](const fs::path& dir) {
-    std::string all;
-    for (const char* f :
-         {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
-      std::ifstream in(dir / f, std::ios::binary);
-      std::ostringstream b;
-      b << in.rdbuf();
-      all += std::string(f) + "\n" + b.str();
-    }
-    return all;
-  };
   const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-det-{}", ::getpid());
   RunOptions o;
   o.out_dir = (base / "a").string();
   run_scenario(s, o);
   o.out_dir = (base / "b").string();
   run_scenario(s, o);
-  const std::string a = read_all(base / "a"), b = read_all(base / "b");
+  const std::string a = test::all_result_files(base / "a"), b = test::all_result_files(base / "b");
   CHECK(a.size() > 1000);
   CHECK(a == b);
   fs::remove_all(base);

@@ -6,9 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -18,22 +16,6 @@
 #include "tests/engine/random_scenario.h"
 
 using namespace kvsim;
-
-namespace {
-
-std::string modern_result_files(const std::filesystem::path& dir) {
-  std::string all;
-  for (const char* f :
-       {"summary.json", "summary.csv", "requests.csv", "timeseries.csv", "manifest.json"}) {
-    std::ifstream in(dir / f, std::ios::binary);
-    std::ostringstream b;
-    b << in.rdbuf();
-    all += std::string(f) + "\n" + b.str();
-  }
-  return all;
-}
-
-}  // namespace
 
 TEST_CASE("random hybrid, MoE and speculative scenarios keep every invariant",
           "[property][engine][hybrid][moe][speculative]") {
@@ -66,7 +48,8 @@ TEST_CASE("random hybrid, MoE and speculative scenarios write identical files ei
   o.fast_forward = false;
   const RunResult step = run_scenario(s, o);
   CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
-  const std::string a = modern_result_files(base / "ff"), b = modern_result_files(base / "step");
+  const std::string a = test::all_result_files(base / "ff"),
+                    b = test::all_result_files(base / "step");
   CHECK(a.size() > 500);
   CHECK(a == b);
   fs::remove_all(base);

@@ -22,6 +22,34 @@ inline std::filesystem::path random_trace_path(uint64_t seed) {
          fmt::format("kvsim-pc-{}-{}.jsonl", ::getpid(), seed);
 }
 
+// Writes to `path` a Mooncake-format trace of 40 requests whose prompts share prefix blocks:
+// each request is one of `conversations` conversations, 1 to `max_shared` of its blocks and one
+// or two of its own, `max_output` output tokens at most, arrivals up to `max_gap_ms` apart. The
+// draws come from `g`, in a fixed order.
+inline void write_shared_prefix_trace(std::mt19937_64& g, const std::string& path,
+                                      uint64_t conversations, uint64_t max_shared,
+                                      uint64_t max_output, uint64_t max_gap_ms) {
+  std::ofstream trace(path);
+  int64_t ms = 0;
+  for (int i = 0; i < 40; ++i) {
+    const uint64_t conversation = g() % conversations;
+    const uint64_t shared = 1 + g() % max_shared, own = 1 + g() % 2;
+    std::string ids;
+    for (uint64_t b = 0; b < shared + own; ++b) {
+      ids += fmt::format("{}{}", b ? ", " : "",
+                         b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
+    }
+    const uint64_t prompt = (shared + own - 1) * 512 + 1 + g() % 511;
+    const uint64_t output = 1 + g() % max_output;
+    trace
+        << fmt::format(
+               R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
+               ms, prompt, output, ids)
+        << "\n";
+    ms += static_cast<int64_t>(g() % max_gap_ms);
+  }
+}
+
 // `wide`: the fast-forward identity test's variety on top (more paged stores, prefix caching
 // over a trace with shared prefixes, vllm_v0 and the scheduling policies, bursts, longer
 // outputs, max_num_seqs caps, a queue deadline, native attention, tensor or pipeline
@@ -71,24 +99,7 @@ inline std::string random_scenario(uint64_t seed, bool wide = false) {
       // blocks are hit, shared and evicted while decodes cross into new ones.
       kv = "{type: paged, block_size: 16, enable_prefix_caching: true}";
       const std::string path = random_trace_path(seed).string();
-      std::ofstream trace(path);
-      int64_t ms = 0;
-      for (int i = 0; i < 40; ++i) {
-        const uint64_t conversation = g() % 5;
-        const uint64_t shared = 1 + g() % 6, own = 1 + g() % 2;
-        std::string ids;
-        for (uint64_t b = 0; b < shared + own; ++b) {
-          ids += fmt::format("{}{}", b ? ", " : "",
-                             b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
-        }
-        const uint64_t prompt = (shared + own - 1) * 512 + 1 + g() % 511;
-        trace
-            << fmt::format(
-                   R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
-                   ms, prompt, 1 + g() % 400, ids)
-            << "\n";
-        ms += static_cast<int64_t>(g() % 1500);
-      }
+      write_shared_prefix_trace(g, path, 5, 6, 400, 1500);
       trace_path = path;
     }
     extra_engine = fmt::format("  scheduling_policy: {}\n  max_num_seqs: {}\n",
@@ -186,22 +197,7 @@ inline std::string random_modern_scenario(uint64_t seed) {
     // Prefix caching over shared prefixes, as random_scenario's wide trace draws them.
     kv += ", enable_prefix_caching: true";
     const std::string path = random_trace_path(seed).string();
-    std::ofstream trace(path);
-    int64_t ms = 0;
-    for (int i = 0; i < 40; ++i) {
-      const uint64_t conversation = g() % 4, shared = 1 + g() % 8, own = 1 + g() % 2;
-      std::string ids;
-      for (uint64_t b = 0; b < shared + own; ++b) {
-        ids += fmt::format("{}{}", b ? ", " : "",
-                           b < shared ? conversation * 100 + b : 1000 + i * 10 + b);
-      }
-      trace
-          << fmt::format(
-                 R"({{"timestamp": {}, "input_length": {}, "output_length": {}, "hash_ids": [{}]}})",
-                 ms, (shared + own - 1) * 512 + 1 + g() % 511, 1 + g() % 600, ids)
-          << "\n";
-      ms += static_cast<int64_t>(g() % 1200);
-    }
+    write_shared_prefix_trace(g, path, 4, 8, 600, 1200);
     workload = fmt::format("  trace: {{path: {}}}\n", path);
   } else {
     workload = fmt::format(
