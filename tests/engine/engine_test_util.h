@@ -98,6 +98,26 @@ inline std::string all_result_files(const std::filesystem::path& dir) {
   return all;
 }
 
+// The random identity tests' check: `s` runs with the fast-forward into base/ff and stepping into
+// base/step, sampled every 0.37 s so that samples fall inside would-be stretches; both run the
+// same iterations, stepping none in closed form, and write the same bytes. Removes `base`.
+inline void check_modes_write_identical_files(const Scenario& s,
+                                              const std::filesystem::path& base) {
+  RunOptions o;
+  o.sample_interval_s = 0.37;
+  o.out_dir = (base / "ff").string();
+  const RunResult ff = run_scenario(s, o);
+  o.out_dir = (base / "step").string();
+  o.fast_forward = false;
+  const RunResult step = run_scenario(s, o);
+  CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
+  CHECK(step.policies.at(0).fast_forward_iterations == 0);
+  const std::string a = all_result_files(base / "ff"), b = all_result_files(base / "step");
+  CHECK(a.size() > 500);
+  CHECK(a == b);
+  std::filesystem::remove_all(base);
+}
+
 // A hand-worked fast-forward case in both engine modes: `s` runs with fast-forward into
 // base / (prefix + "ff"), then stepping into base / (prefix + "step"), each followed by
 // check(fast_forward, its policy's summary, its folder) under an INFO naming the mode; then the

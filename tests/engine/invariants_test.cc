@@ -44,20 +44,7 @@ TEST_CASE("fast-forward and stepping write identical result files",
   INFO("seed " << 1000 + seed << "\n" << yaml);
   const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
   const fs::path base = fs::temp_directory_path() / fmt::format("kvsim-ff-{}-{}", ::getpid(), seed);
-  RunOptions o;
-  o.sample_interval_s = 0.37;
-  o.out_dir = (base / "ff").string();
-  const RunResult ff = run_scenario(s, o);
-  o.out_dir = (base / "step").string();
-  o.fast_forward = false;
-  const RunResult step = run_scenario(s, o);
-  CHECK(ff.policies.at(0).iterations == step.policies.at(0).iterations);
-  CHECK(step.policies.at(0).fast_forward_iterations == 0);
-  const std::string a = test::all_result_files(base / "ff"),
-                    b = test::all_result_files(base / "step");
-  CHECK(a.size() > 500);
-  CHECK(a == b);
-  fs::remove_all(base);
+  test::check_modes_write_identical_files(s, base);
   fs::remove(random_trace_path(1000 + seed));
 }
 
