@@ -91,6 +91,25 @@ def memory_panels(summary):
     return out
 
 
+# The offload tiers below the GPU (timeseries.csv, with engine.kv_offloading): column, label,
+# colour.
+TIER_LINES = [
+    ("cpu_tier", "CPU tier (host memory)", "#000000"),
+    ("disk_tier", "disk tier", "#882255"),
+]
+
+
+def plot_tiers(ax, rows, t):
+    """The offload tiers' occupancy as dashed lines over the GPU stack, where the policy has them
+    (their cells are empty for a policy without offloading)."""
+    for key, label, colour in TIER_LINES:
+        cells = [r.get(f"{key}_bytes") or "" for r in rows]
+        if not rows or any(c == "" for c in cells):
+            continue
+        ax.plot(t, [num(c, 0.0) / GIB for c in cells], linestyle="--", linewidth=1.0,
+                color=colour, label=label)
+
+
 def plot_memory(plt, w, d, summary, series, requests):
     np = __import__("numpy")
     chosen = memory_panels(summary)
@@ -104,6 +123,7 @@ def plot_memory(plt, w, d, summary, series, requests):
                  for k, _, _ in MEMORY_CATEGORIES]
         ax.stackplot(t, *stack, colors=[c for _, _, c in MEMORY_CATEGORIES],
                      labels=[l for _, l, _ in MEMORY_CATEGORIES], linewidth=0)
+        plot_tiers(ax, rows, t)
         windows, rejected, truncated = run_events(requests, series, policy, replica)
         for i, (a, b) in enumerate(windows):
             ax.axvspan(a, b, facecolor="none", edgecolor="#888888", hatch="//", linewidth=0,
@@ -145,7 +165,8 @@ def plot_memory(plt, w, d, summary, series, requests):
     w.save(fig, "memory", "Device memory over time, stacked by category, " + per + " "
            "(shared axes). Black line: an OOM crash (the first sample with no work and no live KV "
            "after requests were lost in an OOM); hatched: the restart window until work is back; "
-           "ticks: rejected and truncated arrivals. Derived from requests.csv and timeseries.csv.",
+           "ticks: rejected and truncated arrivals. Dashed: the KV offload tiers' occupancy "
+           "(CPU, disk), where a policy has them. Derived from requests.csv and timeseries.csv.",
            [os.path.join(d, "timeseries.csv"), os.path.join(d, "requests.csv"),
             os.path.join(d, "summary.json")])
 

@@ -22,6 +22,9 @@ struct ReplicaState {
   int64_t guard_queue = 0;        // requests a guard holds back
   int64_t waiting = 0;            // admitted, waiting for their prefill (or to recompute)
   int64_t running = 0;            // in the running batch
+  // The offload tiers' bytes per GPU (engine.kv_offloading); -1: the replica has no such tier.
+  int64_t cpu_tier_bytes = -1;
+  int64_t disk_tier_bytes = -1;
 };
 
 // One forward pass: when it ran and what it computed.

@@ -35,6 +35,30 @@ struct DiskTierStats {
   }
 };
 
+// Which offloading columns the result files carry: set for the whole scenario (one header for
+// every policy) when some policy configures engine.kv_offloading (`tiers`) and some a disk tier
+// under it (`disk`); a policy without the tier leaves its cells empty. All false: the files keep
+// the bytes they have without offloading.
+struct OffloadColumns {
+  bool tiers = false;
+  bool disk = false;
+};
+
+// One offload tier at a timeseries sample, per GPU: its occupancy and its cumulative stores and
+// evictions (checking mode asks stored - evicted = blocks at every sample).
+struct TierSample {
+  int64_t blocks = 0;
+  int64_t bytes = 0;
+  int64_t stored_blocks = 0;
+  int64_t evicted_blocks = 0;
+};
+
+// The tiers of one replica at a sample (the disk: with engine.kv_offloading.disk).
+struct TierSamples {
+  TierSample cpu;
+  std::optional<TierSample> disk;
+};
+
 struct OffloadStats {
   std::string backend;
   std::string eviction_policy = "lru";

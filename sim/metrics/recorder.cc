@@ -28,6 +28,7 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
   double t1 = 0, tend = 0;
   std::optional<double> per;
   std::array<SimTime, 5> ns{};
+  std::array<SimTime, 3> split{};
   if (served) {
     t1 = sim_to_seconds(r.first_token_at - r.spec.arrival);
     tend = sim_to_seconds(r.finished_at - r.spec.arrival);
@@ -43,6 +44,7 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
     ns = {b.guard_queue, b.engine_wait, b.prefill, b.decode, b.preempted};
     for (size_t i = 0; i < ns.size(); ++i) breakdown_ns_[i] += ns[i];
     ++summary_.breakdown.count;
+    split = ttft_split_ns(r, b);
     if (summary_.kv_offloading) add_ttft_split(*summary_.kv_offloading, r, b);
     // SLOs score full answers only: a truncated prompt was answered, but not as asked.
     if (summary_.slo && r.outcome == Outcome::kCompleted && summary_.slo->met(t1, per, tend)) {
@@ -50,15 +52,20 @@ void Recorder::on_outcome(const RequestState& r, std::string_view replica) {
       slo_tokens_ += r.generated;
     }
   }
-  if (request_file_) write_request_row(r, served, per, ns, replica);
+  if (request_file_) write_request_row(r, served, per, ns, split, replica);
+}
+
+std::array<SimTime, 3> Recorder::ttft_split_ns(const RequestState& r, const RequestBreakdown& b) {
+  const SimTime waited = b.guard_queue + b.engine_wait;
+  return {waited - r.loading_ns, r.loading_ns, r.first_token_at - r.spec.arrival - waited};
 }
 
 void Recorder::add_ttft_split(OffloadStats& k, const RequestState& r, const RequestBreakdown& b) {
-  const SimTime waited = b.guard_queue + b.engine_wait;
+  const std::array<SimTime, 3> split = ttft_split_ns(r, b);
   ++k.ttft_count;
-  k.ttft_queueing_s += sim_to_seconds(waited - r.loading_ns);
-  k.ttft_loading_s += sim_to_seconds(r.loading_ns);
-  k.ttft_prefill_s += sim_to_seconds(r.first_token_at - r.spec.arrival - waited);
+  k.ttft_queueing_s += sim_to_seconds(split[0]);
+  k.ttft_loading_s += sim_to_seconds(split[1]);
+  k.ttft_prefill_s += sim_to_seconds(split[2]);
 }
 
 void Recorder::finish_batch_and_breakdown(PolicySummary& s) const {

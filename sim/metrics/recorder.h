@@ -192,10 +192,12 @@ class Recorder {
 
   // Rows go straight to these files (borrowed; they must outlive the recorder). Without files
   // (a run with no output folder) rows are not formatted at all: nothing grows with the run's
-  // length but the latency samples the percentiles need.
-  void stream_to(AtomicFile* requests, AtomicFile* timeseries) {
+  // length but the latency samples the percentiles need. `columns`: the scenario's offloading
+  // columns (OffloadColumns: requests.csv's TTFT split, timeseries.csv's tier occupancy).
+  void stream_to(AtomicFile* requests, AtomicFile* timeseries, OffloadColumns columns = {}) {
     request_file_ = requests;
     timeseries_file_ = timeseries;
+    columns_ = columns;
   }
   // The denominator of the KV pool occupancy figures (0: they stay 0).
   void set_kv_pool_bytes(int64_t bytes) { summary_.kv_pool_bytes = bytes; }
@@ -277,6 +279,10 @@ class Recorder {
   OffloadStats& on_kv_offloading() { return summary_.kv_offloading.emplace(); }
   // A served request's TTFT split into `k` (queueing, loading, prefill).
   static void add_ttft_split(OffloadStats& k, const RequestState& r, const RequestBreakdown& b);
+  // A served request's TTFT split, ns: queueing (guard queue and the engine's waiting queue, less
+  // loading), loading (the tiers' loads before its first scheduling), prefill (first scheduling
+  // to first token). The three sum to its TTFT.
+  static std::array<SimTime, 3> ttft_split_ns(const RequestState& r, const RequestBreakdown& b);
   void on_offload_lookup(int64_t query_tokens, int64_t hit_tokens) {
     summary_.kv_offloading->query_tokens += query_tokens;
     summary_.kv_offloading->hit_tokens += hit_tokens;
@@ -301,9 +307,10 @@ class Recorder {
   // in use, one to that peak's time (its sums are plan_steps'; tests/engine/
   // decode_run_record_test.cc compares the two).
   void on_decode_run(const DecodeRun& run);
-  // A periodic sample: a timeseries row (and nothing else).
+  // A periodic sample: a timeseries row (and nothing else). `tiers`: the replica's offload tiers
+  // (null without kv_offloading: their cells, if the file has them, stay empty).
   void on_sample(SimTime t, const MemorySnapshot& s, int64_t guard_queue, int64_t waiting,
-                 int64_t running);
+                 int64_t running, const TierSamples* tiers = nullptr);
 
   // `end`: when the run's last event happened (closes the waste integral). Writes the rows the
   // id-order buffer still holds (ids never seen leave a gap).
@@ -311,14 +318,17 @@ class Recorder {
   // in_flight_at_stop instead of failing the outcomes-sum-to-requests check.
   PolicySummary finish(SimTime end, bool stopped = false);
 
-  // With `replica`, a last `replica` column (cluster runs).
-  static std::string request_header(bool replica = false);
-  static std::string timeseries_header(bool replica = false);
+  // With `replica`, a last `replica` column (cluster runs); with `offload`'s columns, those
+  // before it (requests.csv: ttft_queueing_s, ttft_loading_s, ttft_prefill_s; timeseries.csv:
+  // cpu_tier_blocks, _bytes, _stored_blocks, _evicted_blocks, and disk_tier_ the same).
+  static std::string request_header(bool replica = false, OffloadColumns offload = {});
+  static std::string timeseries_header(bool replica = false, OffloadColumns offload = {});
 
  private:
   std::string policy_;
   Recorder* cluster_ = nullptr;  // report_to()
   std::string replica_;          // report_to()
+  OffloadColumns columns_;       // stream_to()
   PolicySummary summary_;
   LatencySamples ttft_, tpot_, e2e_;
   LatencySamples kv_transfer_;       // on_kv_transfer()
@@ -358,8 +368,10 @@ class Recorder {
   // on_outcome's requests.csv row (recorder_rows.cc): `served` with its TPOT `per` (none for a
   // one-token answer) and its latency breakdown `ns` (guard_queue, engine_wait, prefill, decode,
   // preempted).
+  // `split`: its TTFT split (ttft_split_ns), written with columns_.tiers.
   void write_request_row(const RequestState& r, bool served, std::optional<double> per,
-                         const std::array<SimTime, 5>& ns, std::string_view replica);
+                         const std::array<SimTime, 5>& ns, const std::array<SimTime, 3>& split,
+                         std::string_view replica);
 };
 
 }  // namespace kvsim

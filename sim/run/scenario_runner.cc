@@ -81,13 +81,26 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
   if (!events.stopped()) replica.finish();  // stopped (--max-wall-s): in-flight requests stay so
 }
 
-// Rows go to `requests_file` / `timeseries_file` as they are produced; with no output folder
-// (both null) they are not produced.
+// The offloading columns of the scenario's result files: on when any replica of any policy has
+// engine.kv_offloading (and a disk under it), so the files have one header for every policy.
+OffloadColumns offload_columns(const std::vector<std::unique_ptr<PreparedPolicy>>& policies) {
+  OffloadColumns c;
+  for (const auto& p : policies) {
+    for (const PreparedReplica& r : p->replicas) {
+      c.tiers = c.tiers || r.engine.kv_offloading.has_value();
+      c.disk = c.disk || (r.engine.kv_offloading && r.engine.kv_offloading->disk);
+    }
+  }
+  return c;
+}
+
+// Rows go to `requests_file` / `timeseries_file` as they are produced, with `columns`; with no
+// output folder (both null) they are not produced.
 // `observe(i, label)` gives replica i's timeline track (null: no timeline): a single replica is
 // replica 0, a cluster's replicas are numbered in the order they are built and named by label.
 PolicySummary run_policy(
     PreparedPolicy& p, int policy_index, const RunOptions& o, AtomicFile* requests_file,
-    AtomicFile* timeseries_file, std::optional<TraceCounters>& trace,
+    AtomicFile* timeseries_file, OffloadColumns columns, std::optional<TraceCounters>& trace,
     const std::function<ReplicaObserver*(int replica, const std::string& label)>& observe,
     std::chrono::steady_clock::time_point started) {
   EventQueue events(
@@ -113,7 +126,7 @@ PolicySummary run_policy(
              std::chrono::duration<double>(now - started).count() >= o.max_wall_s;
     });
   }
-  recorder.stream_to(requests_file, timeseries_file);
+  recorder.stream_to(requests_file, timeseries_file, columns);
   recorder.set_slo(p.slo);
   recorder.report_tpot_metrics(p.replicas.front().engine.vllm_version.has_value());
   // The replicas' clocks (none without make_clock); they outlive the replicas' runs.
@@ -150,7 +163,7 @@ PolicySummary run_policy(
     std::vector<ReplicaIdentity> ids;
     for (PreparedReplica& r : p.replicas) {
       auto& rec = *recorders.emplace_back(std::make_unique<Recorder>(p.name));
-      rec.stream_to(nullptr, timeseries_file);
+      rec.stream_to(nullptr, timeseries_file, columns);
       rec.report_to(&recorder, r.id.label);
       rec.set_kv_pool_bytes(kv_pool_capacity_bytes(*r.pool));
       rec.set_peak_flops(r.latency->gpu().fp16_flops);
@@ -215,14 +228,15 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
   // run one after another, so the bytes and row order are those of one buffer); they take their
   // final names below, with the other files, only when the whole run succeeded.
   std::unique_ptr<AtomicFile> requests_file, timeseries_file;
+  const OffloadColumns columns = offload_columns(prepared.policies_);
   if (!o.out_dir.empty()) {
     remove_stale_temporaries_in(dir);
     requests_file = std::make_unique<AtomicFile>(dir / "requests.csv");
     timeseries_file = std::make_unique<AtomicFile>(dir / "timeseries.csv");
     // A cluster's rows name their replica (only then: other scenarios keep their bytes).
     const bool cluster = s.root.has("cluster");
-    requests_file->append(Recorder::request_header(cluster));
-    timeseries_file->append(Recorder::timeseries_header(cluster));
+    requests_file->append(Recorder::request_header(cluster, columns));
+    timeseries_file->append(Recorder::timeseries_header(cluster, columns));
   }
   std::unique_ptr<TimelineWriter> timeline;
   if (!o.timeline_path.empty()) {
@@ -243,7 +257,8 @@ RunResult simulate(PreparedScenario& prepared, const RunOptions& o) {
       };
     }
     result.policies.push_back(run_policy(*policy, static_cast<int>(i), o, requests_file.get(),
-                                         timeseries_file.get(), result.trace, observe, started));
+                                         timeseries_file.get(), columns, result.trace, observe,
+                                         started));
     policy.reset();  // frees its pool before the next policy runs
   }
   if (timeline) timeline->commit();

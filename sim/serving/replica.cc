@@ -318,7 +318,12 @@ void Replica::sample() {
 }
 
 void Replica::sample_at(SimTime t, const MemorySnapshot& s) {
-  recorder_.on_sample(t, s, admission_.size(), queues_.waiting_size(), queues_.running_size());
+  // The tiers as they are at the sample (the fast-forward, whose samples come late, is off with
+  // kv_offloading).
+  const std::optional<TierSamples> tiers =
+      offload_ ? std::optional(offload_->sample()) : std::nullopt;
+  recorder_.on_sample(t, s, admission_.size(), queues_.waiting_size(), queues_.running_size(),
+                      tiers ? &*tiers : nullptr);
 }
 
 void Replica::finish() {
@@ -339,13 +344,19 @@ void Replica::finish() {
 
 ReplicaState Replica::observed_state() const {
   const MemorySnapshot s = pool_.snapshot();
-  return {.t = events_.now(),
-          .kv_used_bytes = s.kv_live_bytes + s.kv_waste_bytes,
-          .kv_free_bytes = s.kv_free_bytes,
-          .driver_free_bytes = s.driver_free_bytes,
-          .guard_queue = admission_.size(),
-          .waiting = queues_.waiting_size(),
-          .running = queues_.running_size()};
+  ReplicaState state{.t = events_.now(),
+                     .kv_used_bytes = s.kv_live_bytes + s.kv_waste_bytes,
+                     .kv_free_bytes = s.kv_free_bytes,
+                     .driver_free_bytes = s.driver_free_bytes,
+                     .guard_queue = admission_.size(),
+                     .waiting = queues_.waiting_size(),
+                     .running = queues_.running_size()};
+  if (offload_) {
+    const TierSamples tiers = offload_->sample();
+    state.cpu_tier_bytes = tiers.cpu.bytes;
+    if (tiers.disk) state.disk_tier_bytes = tiers.disk->bytes;
+  }
+  return state;
 }
 
 void Replica::check() const {

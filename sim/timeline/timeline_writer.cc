@@ -133,6 +133,14 @@ class TimelineWriter::Track final : public ReplicaObserver {
     hold(s.t, fmt::format(
                   R"({{"name":"queues",{},"args":{{"guard_queue":{},"waiting":{},"running":{}}}}})",
                   head, s.guard_queue, s.waiting, s.running));
+    if (s.cpu_tier_bytes >= 0) tier_counter(head, s);
+  }
+  // The memory hierarchy's occupancy on one track (engine.kv_offloading): GPU KV held, the CPU
+  // tier's bytes and the disk tier's (when there is one), per GPU.
+  void tier_counter(const std::string& head, const ReplicaState& s) {
+    std::string args = fmt::format(R"("gpu":{},"cpu":{})", s.kv_used_bytes, s.cpu_tier_bytes);
+    if (s.disk_tier_bytes >= 0) args += fmt::format(R"(,"disk":{})", s.disk_tier_bytes);
+    hold(s.t, fmt::format(R"({{"name":"KV tier bytes",{},"args":{{{}}}}})", head, args));
   }
   void hold(SimTime t, std::string event) { held_.emplace_back(t, std::move(event)); }
 

@@ -172,6 +172,20 @@ void OffloadConnector::emit(std::span<const uint64_t> keys, bool removed, KvMedi
   }
 }
 
+TierSamples OffloadConnector::sample() const {
+  TierSamples t{.cpu = {.blocks = tier_.occupied_blocks(),
+                        .bytes = tier_.occupied_blocks() * block_bytes_,
+                        .stored_blocks = stats_.stored_blocks,
+                        .evicted_blocks = stats_.evicted_blocks}};
+  if (disk_) {
+    t.disk = TierSample{.blocks = disk_->occupied_blocks(),
+                        .bytes = disk_->occupied_blocks() * block_bytes_,
+                        .stored_blocks = stats_.disk->stored_blocks,
+                        .evicted_blocks = stats_.disk->evicted_blocks};
+  }
+  return t;
+}
+
 void OffloadConnector::check() const {
   tier_.check_invariants();
   KVSIM_CHECK(stats_.stored_blocks - stats_.evicted_blocks == tier_.occupied_blocks(),

@@ -62,6 +62,8 @@ class OffloadConnector {
   // publishes its manager's OffloadingEvents.
   void set_event_sink(KvEventSink sink) { sink_ = std::move(sink); }
   const OffloadTier& tier() const { return tier_; }
+  // The tiers' occupancy and cumulative stores and evictions now (a timeseries sample).
+  TierSamples sample() const;
   // KVSIM_CHECK: the tier's accounting (stored - evicted = occupancy), and the stats agree.
   void check() const;
 
