@@ -4,7 +4,8 @@
 
 namespace kvsim {
 
-BlockPool::BlockPool(int64_t num_blocks, bool block_ids) : num_blocks_(num_blocks) {
+BlockPool::BlockPool(int64_t num_blocks, bool block_ids)
+    : num_blocks_(num_blocks), by_key_(num_blocks) {
   KVSIM_CHECK(num_blocks >= 1 && num_blocks < (int64_t{1} << 31), "bad block pool: {} blocks",
               num_blocks);
   if (!block_ids) {
@@ -55,29 +56,29 @@ bool BlockPool::unref(int32_t b) {
 void BlockPool::index_key(int32_t b, uint64_t key) {
   block(b).key = key;
   block(b).dup_next = -1;
-  auto [it, fresh] = by_key_.try_emplace(key, b);
+  auto [first, fresh] = by_key_.try_emplace(key, b);
   if (fresh) {
     if (events_) events_({.key = key, .block_tokens = event_block_tokens_});
     return;
   }
-  int32_t last = it->second;
+  int32_t last = *first;
   while (block(last).dup_next >= 0) last = block(last).dup_next;
   block(last).dup_next = b;
 }
 
 void BlockPool::unindex_key(int32_t b) {
   const uint64_t key = block(b).key;
-  auto it = by_key_.find(key);
-  KVSIM_CHECK(it != by_key_.end(), "block {} carries key {} that no index entry has", b, key);
-  if (it->second == b) {
+  int32_t* first = by_key_.find(key);
+  KVSIM_CHECK(first != nullptr, "block {} carries key {} that no index entry has", b, key);
+  if (*first == b) {
     if (block(b).dup_next >= 0) {
-      it->second = block(b).dup_next;
+      *first = block(b).dup_next;
     } else {
-      by_key_.erase(it);
+      by_key_.erase(key);
       if (events_) events_({.removed = true, .key = key, .block_tokens = event_block_tokens_});
     }
   } else {
-    int32_t prev = it->second;
+    int32_t prev = *first;
     while (block(prev).dup_next != b) {
       prev = block(prev).dup_next;
       KVSIM_CHECK(prev >= 0, "block {} is not among its key's copies", b);
@@ -102,11 +103,11 @@ void BlockPool::check_invariants() const {
   int64_t unheld = 0;
   for (const Block& k : blocks_) unheld += k.ref == 0;
   KVSIM_CHECK(unheld == free_count_, "{} blocks without holders, {} free", unheld, free_count_);
-  for (const auto& [key, first] : by_key_) {
+  by_key_.for_each([&](uint64_t key, int32_t first) {
     for (int32_t b = first; b >= 0; b = block(b).dup_next) {
       KVSIM_CHECK(block(b).key == key, "prefix key of block {} is stale", b);
     }
-  }
+  });
 }
 
 }  // namespace kvsim

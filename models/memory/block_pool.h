@@ -17,10 +17,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "models/memory/block_key_index.h"
 #include "models/memory/kv_events.h"
 
 namespace kvsim {
@@ -75,10 +75,10 @@ class BlockPool {
   void unindex_key(int32_t b);
   // The oldest cached block with `key`, or -1.
   int32_t cached_block(uint64_t key) const {
-    auto it = by_key_.find(key);
-    return it == by_key_.end() ? -1 : it->second;
+    const int32_t* b = by_key_.find(key);
+    return b == nullptr ? -1 : *b;
   }
-  bool cached(uint64_t key) const { return by_key_.count(key) != 0; }
+  bool cached(uint64_t key) const { return by_key_.find(key) != nullptr; }
   // Told when a key becomes findable (its first copy is indexed) or stops being findable (its
   // last copy leaves), as vLLM's BlockStored / BlockRemoved KV events; `block_tokens` goes in
   // each event. An empty sink (the default) tells nobody.
@@ -99,8 +99,9 @@ class BlockPool {
   std::vector<Block> blocks_;  // empty without block ids
   int32_t head_ = -1;          // the free queue, oldest first
   int32_t tail_ = -1;
-  // Key -> its oldest cached block; younger copies follow through Block::dup_next.
-  std::unordered_map<uint64_t, int32_t> by_key_;
+  // Key -> its oldest cached block; younger copies follow through Block::dup_next. A key's
+  // entry is its oldest block, so there are never more keys than blocks.
+  BlockKeyIndex by_key_;
   KvEventSink events_;
   int64_t event_block_tokens_ = 0;
 };
