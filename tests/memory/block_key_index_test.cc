@@ -26,8 +26,8 @@ std::vector<uint64_t> key_index_order(const BlockKeyIndex& index) {
 TEST_CASE("colliding keys probe past their home slot and wrap around", "[memory][block_pool]") {
   BlockKeyIndex index(4);
   CHECK(index.find(8) == nullptr);  // nothing allocated yet
-  for (const auto& [key, value] : std::vector<std::pair<uint64_t, int32_t>>{
-           {8, 80}, {16, 160}, {5, 50}, {21, 210}}) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<uint64_t, int32_t>>{{8, 80}, {16, 160}, {5, 50}, {21, 210}}) {
     CHECK(index.try_emplace(key, value).second);
   }
   CHECK(key_index_order(index) == std::vector<uint64_t>{16, 5, 21, 8});
