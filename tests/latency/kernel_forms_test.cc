@@ -1,6 +1,7 @@
 // The forms `import llmservingsim` fits for what vLLM runs, each against numbers worked by hand:
 // the fused residual-add + RMSNorm kernels' bytes, elementwise bytes served from L2 below and
-// above its size, and FlashAttention-2's tiles and waves for a short chunk and a mixed batch.
+// above its size, and FlashAttention-2's tiles and waves for a short chunk and a mixed batch, the
+// elementwise kernels' latency terms (CTAs, serial loads).
 #include <catch2/catch.hpp>
 
 #include "models/latency/flash_tiles.h"
@@ -121,4 +122,36 @@ TEST_CASE("flash tiles: the profile's tiled kernel costs a mixed batch as one va
   CHECK_FALSE(has_op(c, "attention_decode"));
   // The totals-only path (the engine's memo) charges the same.
   CHECK(lm.iteration(mixed, OpDetail::kTotals).seconds == Approx(c.seconds).epsilon(1e-12));
+}
+
+TEST_CASE("elementwise latency: Q/K norm CTAs over the SMs, the embedding's small-index loads",
+          "[latency][kernel_forms]") {
+  // Qwen3-30B-A3B (48 layers, 32 heads and 4 KV heads of 128, hidden 2,048) on the RTX PRO 6000
+  // (188 SMs); floor 2 us, launch 0, 50 ns a CTA per SM, 0.25 us a serial load. A 100-token
+  // prefill, per layer: q_norm launches 100 x 32 = 3,200 CTAs, k_norm 100 x 4 = 400, so the two
+  // kernels take 2 + 3,200 / 188 x 0.05 and 2 + 400 / 188 x 0.05 us: 4 + 3,600 / 188 x 0.05
+  // = 4.957447 us (their bytes, 1,638,400 and 204,800 B, take under 2.1 us at any memory
+  // efficiency above 0.4); 48 layers: 237.957447 us. Without the CTA term: 48 x 4 = 192 us.
+  const GpuSpec& g = Catalog::builtin().gpu("rtx-pro-6000");
+  REQUIRE(g.sm_count == 188);
+  Profile p = default_profile(g);
+  p.elementwise_floor_s = 2e-6;
+  p.of(OpClass::kElementwise).launch_overhead_s = 0;
+  REQUIRE(p.of(OpClass::kElementwise).memory_efficiency > 0.4);
+  Profile bytes_only = p;
+  p.elementwise_cta_s = 50e-9;
+  p.elementwise_serial_load_s = 0.25e-6;
+  auto op_s = [](const Profile& prof, int64_t tokens, const char* op) {
+    return find_op(pro6000_model("qwen3-30b-a3b", prof).iteration(prefill_batch(tokens)), op)
+        .seconds;
+  };
+  CHECK(op_s(p, 100, "qk_norm") == Approx(237.957447e-6));
+  CHECK(op_s(bytes_only, 100, "qk_norm") == Approx(192e-6));
+  // The embedding gathers 8 rows (65,536 B): PyTorch's small-index kernel loops each thread over
+  // the 8 indices, 2 + 8 x 0.25 = 4 us; 16 rows 2 + 4 = 6 us; from 17 rows the large-index
+  // kernel, the floor alone (139,264 B move in well under 2 us).
+  CHECK(op_s(p, 8, "embedding") == Approx(4e-6));
+  CHECK(op_s(p, 16, "embedding") == Approx(6e-6));
+  CHECK(op_s(p, 17, "embedding") == Approx(2e-6));
+  CHECK(op_s(bytes_only, 8, "embedding") == Approx(2e-6));
 }
