@@ -21,6 +21,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "bench/bench_flags.h"
@@ -75,6 +76,9 @@ struct BenchFlags {
   // cost against the dense one's, bench/README.md).
   std::string model = "llama-3-8b";
   std::string gpu = "a100-sxm4-80gb";
+  // --eagle3: speculative decoding, EAGLE-3 with k = 3 and scenarios/speculative-decoding-
+  // llama-3-8b.yaml's acceptance (0.75, 0.5, 0.3 by position), for its cost against none.
+  bool eagle3 = false;
 };
 
 // Reads the flags into `f`; false, with the usage printed, on one it does not know.
@@ -83,6 +87,10 @@ bool read_bench_flags(int argc, char** argv, BenchFlags& f) {
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--no-fast-forward") {
       f.fast_forward = false;
+      continue;
+    }
+    if (std::string_view(argv[i]) == "--eagle3") {
+      f.eagle3 = true;
       continue;
     }
     const bool known = read_flag(argc, argv, i, "--requests", f.requests) ||
@@ -96,17 +104,50 @@ bool read_bench_flags(int argc, char** argv, BenchFlags& f) {
       fmt::print(
           stderr,
           "usage: kvsim_bench_sim [--requests N] [--rate R] [--output-mean L] [--no-fast-forward] "
-          "[--max-wall-s S] [--out DIR] [--model NAME] [--gpu NAME]\n");
+          "[--max-wall-s S] [--out DIR] [--model NAME] [--gpu NAME] [--eagle3]\n");
       return false;
     }
   }
   return true;
 }
 
+// The bench's scenario: the synthetic trace through one continuous-batching replica.
+std::string bench_scenario_yaml(const BenchFlags& f) {
+  return fmt::format(R"(name: bench-sim
+seed: 1
+model: {}
+gpu: {}
+engine:
+  scheduler: continuous
+  max_num_seqs: 256
+  max_num_batched_tokens: 8192
+  # The shipped traces' prompts reach 32,768 tokens, past Llama-3-8B's 8,192 positions: served
+  # as a RoPE-extended deployment would (vLLM needs VLLM_ALLOW_LONG_MAX_MODEL_LEN for it), with
+  # chunked prefill so the 8,192-token budget holds (vLLM V1's default), not refused.
+  max_model_len: 34816
+  allow_long_max_model_len: true
+  chunked_prefill: true
+  attention: flash
+  kv: {{type: paged, block_size: 16}}{}
+workload:
+  trace: {{path: trace.csv, max_prompt_tokens: 32768}}
+policies:
+  - name: paged
+    guards: []
+)",
+                     f.model, f.gpu,
+                     f.eagle3 ? "\n  speculative_config: {method: eagle3, "
+                                "num_speculative_tokens: 3, "
+                                "acceptance_per_position: [0.75, 0.5, 0.3]}"
+                              : "");
+}
+
 int bench_main(int argc, char** argv) {
   BenchFlags flags;
   if (!read_bench_flags(argc, argv, flags)) return 2;
-  const auto& [requests, rate, fast_forward, output_mean, max_wall_s, keep, model, gpu] = flags;
+  const auto& [requests, rate, fast_forward, output_mean, max_wall_s, keep] =
+      std::tie(flags.requests, flags.rate, flags.fast_forward, flags.output_mean, flags.max_wall_s,
+               flags.keep);
   if (requests < 1 || rate <= 0 || output_mean < 0) {
     fmt::print(stderr, "kvsim_bench_sim: --requests and --rate must be positive\n");
     return 2;
@@ -137,29 +178,7 @@ int bench_main(int argc, char** argv) {
       t += gap(rng);
     }
   }
-  const std::string yaml = fmt::format(R"(name: bench-sim
-seed: 1
-model: {}
-gpu: {}
-engine:
-  scheduler: continuous
-  max_num_seqs: 256
-  max_num_batched_tokens: 8192
-  # The shipped traces' prompts reach 32,768 tokens, past Llama-3-8B's 8,192 positions: served
-  # as a RoPE-extended deployment would (vLLM needs VLLM_ALLOW_LONG_MAX_MODEL_LEN for it), with
-  # chunked prefill so the 8,192-token budget holds (vLLM V1's default), not refused.
-  max_model_len: 34816
-  allow_long_max_model_len: true
-  chunked_prefill: true
-  attention: flash
-  kv: {{type: paged, block_size: 16}}
-workload:
-  trace: {{path: trace.csv, max_prompt_tokens: 32768}}
-policies:
-  - name: paged
-    guards: []
-)",
-                                       model, gpu);
+  const std::string yaml = bench_scenario_yaml(flags);
   const kvsim::Scenario s =
       kvsim::load_scenario(kvsim::ConfigNode::parse_string(yaml, (dir / "bench.yaml").string()),
                            kvsim::Catalog::builtin());

@@ -4,8 +4,10 @@
 
 namespace kvsim {
 
-BlockPool::BlockPool(int64_t num_blocks, bool block_ids)
-    : num_blocks_(num_blocks), by_key_(num_blocks) {
+BlockPool::BlockPool(int64_t num_blocks, bool block_ids, FreeOrder order)
+    : num_blocks_(num_blocks),
+      stacked_(block_ids && order == FreeOrder::kAny),
+      by_key_(num_blocks) {
   KVSIM_CHECK(num_blocks >= 1 && num_blocks < (int64_t{1} << 31), "bad block pool: {} blocks",
               num_blocks);
   if (!block_ids) {
@@ -13,10 +15,20 @@ BlockPool::BlockPool(int64_t num_blocks, bool block_ids)
     return;
   }
   blocks_.assign(static_cast<size_t>(num_blocks), Block{});
+  if (stacked_) {  // the last pushed pops first: push in reverse for id order
+    free_stack_.reserve(static_cast<size_t>(num_blocks));
+    for (auto b = static_cast<int32_t>(num_blocks); b-- > 0;) push_free_back(b);
+    return;
+  }
   for (int32_t b = 0; b < static_cast<int32_t>(num_blocks); ++b) push_free_back(b);
 }
 
 void BlockPool::push_free_back(int32_t b) {
+  if (stacked_) {
+    free_stack_.push_back(b);
+    ++free_count_;
+    return;
+  }
   Block& k = block(b);
   k.prev = tail_;
   k.next = -1;
@@ -26,6 +38,7 @@ void BlockPool::push_free_back(int32_t b) {
 }
 
 void BlockPool::unlink(int32_t b) {
+  KVSIM_CHECK(!stacked_, "block pool: block {} taken out of a free stack (no cache hits)", b);
   Block& k = block(b);
   (k.prev >= 0 ? block(k.prev).next : head_) = k.next;
   (k.next >= 0 ? block(k.next).prev : tail_) = k.prev;
@@ -34,6 +47,16 @@ void BlockPool::unlink(int32_t b) {
 }
 
 int32_t BlockPool::pop_free() {
+  if (stacked_) {
+    KVSIM_CHECK(!free_stack_.empty(), "block pool: pop from an empty free stack");
+    const int32_t b = free_stack_.back();
+    free_stack_.pop_back();
+    --free_count_;
+    Block& k = block(b);
+    k.ref = 1;
+    k.filled = 0;
+    return b;
+  }
   KVSIM_CHECK(head_ >= 0, "block pool: pop from an empty free queue");
   const int32_t b = head_;
   unlink(b);
@@ -94,6 +117,11 @@ void BlockPool::check_invariants() const {
               num_blocks_);
   if (!block_ids()) return;
   int64_t listed = 0;
+  for (const int32_t b : free_stack_) {
+    KVSIM_CHECK(block(b).ref == 0 && block(b).key == 0, "free-stacked block {} has ref {} or a key",
+                b, block(b).ref);
+    ++listed;
+  }
   for (int32_t b = head_; b >= 0; b = block(b).next) {
     KVSIM_CHECK(block(b).ref == 0, "free-listed block {} has ref {}", b, block(b).ref);
     KVSIM_CHECK(++listed <= num_blocks_, "free list has a cycle");

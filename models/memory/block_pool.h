@@ -8,7 +8,11 @@
 //
 // Without block ids (a store without prefix caching: no block is shared and nothing is looked up
 // by block, so no figure depends on which block a request holds) the pool is a free count only,
-// and taking or returning n blocks is one addition (count_out, count_in).
+// and taking or returning n blocks is one addition (count_out, count_in). A user that needs ids
+// but not vLLM's free order (a hybrid store's group managers keep block tables of ids, and
+// without prefix caching no figure depends on which id they hold) asks for FreeOrder::kAny: the
+// free blocks are then a stack, the block freed last popped first, so popping and freeing touch
+// blocks still in cache instead of the free queue's cold neighbours.
 //
 // The pool knows nothing of requests, tokens or KV cache groups: its users (the group managers of
 // a paged store) keep the block tables and the live-token accounting, and read a block's `filled`
@@ -39,9 +43,12 @@ class BlockPool {
     int32_t group = 0;      // the KV cache group whose table holds it, as its user sets it
   };
 
-  // Requires: 1 <= num_blocks < 2^31. With block_ids, every block is free, queued in id order
-  // (vLLM's initial free order); without, only counted.
-  BlockPool(int64_t num_blocks, bool block_ids);
+  // kQueue: vLLM's free queue; kAny: any order (a stack, no cache hits: take() refuses a free
+  // block).
+  enum class FreeOrder { kQueue, kAny };
+  // Requires: 1 <= num_blocks < 2^31. With block_ids, every block is free, popped first in id
+  // order (vLLM's initial free order); without, only counted.
+  BlockPool(int64_t num_blocks, bool block_ids, FreeOrder order = FreeOrder::kQueue);
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t free_count() const { return free_count_; }
@@ -59,8 +66,12 @@ class BlockPool {
   int32_t pop_free();
   // One more holder of block b (a prefix hit); true when b was free and left the free queue.
   bool take(int32_t b) {
-    if (block(b).ref++ != 0) return false;
-    unlink(b);
+    if (block(b).ref != 0) {
+      ++block(b).ref;
+      return false;
+    }
+    unlink(b);  // (refuses a free stack: FreeOrder::kAny has no cache hits)
+    block(b).ref = 1;
     return true;
   }
   // One holder less; true when b became free: it joins the back of the free queue, keeping its
@@ -99,6 +110,8 @@ class BlockPool {
   std::vector<Block> blocks_;  // empty without block ids
   int32_t head_ = -1;          // the free queue, oldest first
   int32_t tail_ = -1;
+  bool stacked_ = false;             // FreeOrder::kAny: the free blocks are free_stack_
+  std::vector<int32_t> free_stack_;  // the block freed last at the back
   // Key -> its oldest cached block; younger copies follow through Block::dup_next. A key's
   // entry is its oldest block, so there are never more keys than blocks.
   BlockKeyIndex by_key_;

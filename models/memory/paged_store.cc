@@ -40,7 +40,10 @@ PagedStore::PagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_b
       block_bytes_(layout.block_bytes(block_tokens)),
       prefix_caching_(prefix_caching),
       sliding_window_(0),
-      pool_(num_blocks, /*block_ids=*/true),
+      // Group managers keep tables of block ids; without prefix caching no figure depends on
+      // which ids, so the free blocks need not keep vLLM's order (BlockPool::FreeOrder::kAny).
+      pool_(num_blocks, /*block_ids=*/true,
+            prefix_caching ? BlockPool::FreeOrder::kQueue : BlockPool::FreeOrder::kAny),
       groups_(std::make_unique<HybridKvCoordinator>(std::move(layout), block_tokens, pool_,
                                                     prefix_caching)) {
   bytes_per_token_ = groups_->kv_bytes_per_token();

@@ -71,3 +71,29 @@ TEST_CASE("Block pool without block ids only counts", "[memory][block_pool]") {
   pool.count_out(6);  // one more than free: the check sees it
   CHECK_THROWS_AS(pool.check_invariants(), InvariantError);
 }
+
+TEST_CASE("Block pool in any order: a stack, the block freed last popped first, no cache hits",
+          "[memory][block_pool]") {
+  BlockPool pool(4, /*block_ids=*/true, BlockPool::FreeOrder::kAny);
+  // Pushed 3 2 1 0, so the first pops are in id order as the queue's: 0, then 1, then 2.
+  CHECK(pool.free_count() == 4);
+  CHECK(pool.pop_free() == 0);
+  CHECK(pool.pop_free() == 1);
+  CHECK(pool.pop_free() == 2);
+  CHECK(pool.block(2).ref == 1);
+  CHECK(pool.block(2).filled == 0);
+  // Freeing 0 then 1: stack 3 0 1, so 1 pops next, then 0, then 3 (a queue would give 3 0 1).
+  CHECK(pool.unref(0));
+  CHECK(pool.unref(1));
+  CHECK(pool.free_count() == 3);
+  pool.check_invariants();
+  // A second holder of the held block 2 is fine; taking a free block out of the stack is not.
+  CHECK_FALSE(pool.take(2));
+  CHECK_FALSE(pool.unref(2));
+  CHECK_THROWS_AS(pool.take(3), InvariantError);
+  CHECK(pool.pop_free() == 1);
+  CHECK(pool.pop_free() == 0);
+  CHECK(pool.pop_free() == 3);
+  CHECK(pool.free_count() == 0);
+  CHECK_THROWS_AS(pool.pop_free(), InvariantError);
+}

@@ -13,7 +13,9 @@ writes DIR/NAME/steps.jsonl and DIR/NAME/provenance.json (vLLM commit, command, 
 
 The scenario is the single description of a case: its engine section is turned into vLLM's
 SchedulerConfig and CacheConfig (num_gpu_blocks = kv.num_blocks + 1: vLLM's block pool keeps
-block 0 as its null block), and its engine.step_time is the time model of both sides, so the
+block 0 as its null block; a model with local_attention gets the KV cache groups vLLM's own
+get_kv_cache_groups makes of its layers: hybrid_kv_cache_groups), and its engine.step_time is the
+time model of both sides, so the
 goldens do not depend on kvsim's latency model. Times are integer nanoseconds here as in
 kvsim, so an arrival and a step end compare exactly.
 
@@ -68,8 +70,8 @@ def _engine(num_blocks, batched, seqs=256, prefix=False, chunked=True, async_sch
     return e
 
 
-def _scenario(name, engine, trace_file, fmt):
-    return {"name": name, "seed": 1, "model": "llama-tiny", "gpu": "cpu-host",
+def _scenario(name, engine, trace_file, fmt, model="llama-tiny"):
+    return {"name": name, "seed": 1, "model": model, "gpu": "cpu-host",
             "engine": dict(engine, max_model_len=8192, allow_long_max_model_len=True),
             "workload": {"trace": {"path": trace_file, "format": fmt}},
             "policies": [{"name": "vllm-v1", "guards": []}]}
@@ -206,6 +208,49 @@ def make_cases():
         _engine(3000, 256, seqs=128, speculative_config=eagle, long_prefill_token_threshold=3),
         cases["spec-eagle"][1])
     cases.update(prefix_shared_cases())
+    cases.update(hybrid_cases(cases["bursts"][1]))
+    return cases
+
+
+def _hybrid_model(layers, window, global_every):
+    """llama-tiny's layer with a sliding window on every layer but each global_every-th (kvsim's
+    local_attention: layer i is global when (i + 1) % global_every == 0)."""
+    return {"display_name": f"hybrid-tiny ({layers} layers, window {window})",
+            "layers": layers, "heads": 8, "kv_heads": 2, "head_dim": 64, "hidden": 512,
+            "ffn": 1408, "vocab": 32000, "max_position": 8192, "weight_dtype": "fp32",
+            "kv_dtype": "fp32", "local_attention": {"kind": "sliding_window", "size": window,
+                                                    "global_every": global_every}}
+
+
+def hybrid_cases(bursts):
+    """Several KV cache groups: a gpt-oss-like model (sliding window 128 on every other layer: one
+    sliding and one full group, the sliding one first as layer 0 slides) and a Gemma-3-like one
+    (five sliding layers of 256 and one global: five sliding groups and a full one). Shared system
+    prompts with prefix caching on, in a pool tight enough to preempt, sync and async; and
+    `bursts`' trace without prefix caching."""
+    gpt_oss, gemma = _hybrid_model(4, 128, 2), _hybrid_model(6, 256, 6)
+    r = random.Random(601)
+    rows, uniq = [], 9000
+    for a in _poisson(r, 80, 6.0):
+        g, shared_blocks = r.randrange(6), 1 + r.randrange(2)
+        p = shared_blocks * HASH_TOKENS + min(600, int(r.lognormvariate(5.0, 1.0)) + 1)
+        if r.random() < 0.2:
+            p = r.randint(100, shared_blocks * HASH_TOKENS)
+        n = -(-p // HASH_TOKENS)
+        ids = ([800 + 10 * g + k for k in range(min(n, shared_blocks))]
+               + list(range(uniq, uniq + max(0, n - shared_blocks))))
+        uniq += 10
+        rows.append({"arrival_ms": a, "prompt": p,
+                     "output": min(800, int(r.lognormvariate(5.6, 0.6)) + 1), "hash_ids": ids})
+    cases = {}
+    for sync in (True, False):
+        sfx = "" if sync else "-async"
+        cases["hybrid-swa-pc" + sfx] = (_engine(260, 512, seqs=48, prefix=True,
+                                                async_scheduling=not sync), rows, gpt_oss)
+        cases["hybrid-gemma-pc" + sfx] = (_engine(660, 512, seqs=48, prefix=True,
+                                                  async_scheduling=not sync), rows, gemma)
+        cases["hybrid-swa-bursts" + sfx] = (_engine(300, 1024, seqs=48,
+                                                    async_scheduling=not sync), bursts, gpt_oss)
     return cases
 
 
@@ -242,7 +287,7 @@ def prefix_shared_cases():
 
 
 def write_cases(out):
-    for name, (engine, rows) in make_cases().items():
+    for name, (engine, rows, *model) in make_cases().items():
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         if any("hash_ids" in r for r in rows):
@@ -266,7 +311,7 @@ def write_cases(out):
                             + (f",{r['priority']}" if pri else "") + "\n")
         with open(os.path.join(d, "scenario.yaml"), "w") as f:
             f.write("# vLLM V1 conformance case (tests/conformance/vllm/record.py cases)\n")
-            yaml.safe_dump(_scenario(name, engine, trace, fmt), f, sort_keys=False)
+            yaml.safe_dump(_scenario(name, engine, trace, fmt, *model), f, sort_keys=False)
 
 
 # --- reading a case ----------------------------------------------------------------------------
@@ -326,6 +371,7 @@ def vllm_config(engine, max_model_len):
             disable_chunked_mm_input=False, policy=engine.get("scheduling_policy", "fcfs"),
             async_scheduling=bool(engine.get("async_scheduling", True)),
             scheduler_reserve_full_isl=bool(engine.get("scheduler_reserve_full_isl", True)),
+            disable_hybrid_kv_cache_manager=False,
             max_num_encoder_input_tokens=batched, encoder_cache_size=batched),
         cache_config=Config(
             "cache_config", block_size=int(kv["block_size"]),
@@ -343,6 +389,30 @@ def vllm_config(engine, max_model_len):
         lora_config=None, kv_events_config=None, kv_transfer_config=None,
         ec_transfer_config=None, speculative_config=speculative_config(engine),
         use_v2_model_runner=False)
+
+
+def hybrid_kv_cache_groups(model, cfg, block_size, torch):
+    """The KV cache groups vLLM builds for a model with local and global layers: one spec per
+    layer in the model's order (FullAttentionSpec, or SlidingWindowSpec for a local layer, as
+    the attention layers' get_kv_cache_spec gives them), grouped by vLLM's own get_kv_cache_groups
+    (vllm/v1/core/kv_cache_utils.py: unify_kv_cache_spec_page_size, then
+    _get_kv_cache_groups_uniform_page_size: group size, padding and layers[i::num_groups], the
+    types in the order their first layer appears). The pool's size is the scenario's
+    kv.num_blocks, as get_kv_cache_config_from_groups would give for that memory."""
+    from vllm.v1.core.kv_cache_utils import get_kv_cache_groups
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, SlidingWindowSpec
+    local = model["local_attention"]
+    if local["kind"] != "sliding_window" or "global_every" not in local:
+        raise SystemExit("the recorder builds sliding_window local_attention with global_every")
+    shape = dict(block_size=block_size, num_kv_heads=int(model["kv_heads"]),
+                 head_size=int(model["head_dim"]), dtype=torch.float16)
+    specs = {}
+    for i in range(int(model["layers"])):
+        glob = (i + 1) % int(local["global_every"]) == 0  # kvsim's rule for global_every
+        specs[f"model.layers.{i}.attn"] = (FullAttentionSpec(**shape) if glob else
+                                           SlidingWindowSpec(sliding_window=int(local["size"]),
+                                                             **shape))
+    return get_kv_cache_groups(cfg, specs)
 
 
 def speculative_config(engine):
@@ -416,10 +486,12 @@ class Engine:
         kv = self.engine["kv"]
         bs = int(kv["block_size"])
         cfg = vllm_config(self.engine, max_model_len)
-        kv_config = KVCacheConfig(
-            num_blocks=cfg.cache_config.num_gpu_blocks, kv_cache_tensors=[],
-            kv_cache_groups=[KVCacheGroupSpec(["layer"], FullAttentionSpec(
-                block_size=bs, num_kv_heads=1, head_size=1, dtype=torch.float16))])
+        groups = [KVCacheGroupSpec(["layer"], FullAttentionSpec(
+            block_size=bs, num_kv_heads=1, head_size=1, dtype=torch.float16))]
+        if isinstance(scen["model"], dict) and "local_attention" in scen["model"]:
+            groups = hybrid_kv_cache_groups(scen["model"], cfg, bs, torch)
+        kv_config = KVCacheConfig(num_blocks=cfg.cache_config.num_gpu_blocks,
+                                  kv_cache_tensors=[], kv_cache_groups=groups)
         self.async_ = bool(self.engine.get("async_scheduling", True))  # kvsim's default too
         cls = AsyncScheduler if self.async_ else Scheduler  # SchedulerConfig.get_scheduler_cls
         self.sched = cls(vllm_config=cfg, kv_cache_config=kv_config,
