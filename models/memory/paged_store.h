@@ -107,8 +107,11 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   }
   // With prefix caching the crossed blocks leave the free list at add_crossings() and reach
   // their requests' tables at settle(). With a sliding window a long window ends before the
-  // first crossing whose growth would free blocks that left the window (open_long).
-  bool crossings_in_aggregate() const override { return groups_ == nullptr; }
+  // first crossing whose growth would free blocks that left the window (open_long). With several
+  // groups, without prefix caching (HybridKvCoordinator::open_long).
+  bool crossings_in_aggregate() const override {
+    return groups_ == nullptr || groups_->crossings_in_aggregate();
+  }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
   bool long_window_swaps(RequestId request) const override;
