@@ -139,10 +139,11 @@ bool FastForward::stretch() {
     parts_.queues.commit_decodes(plan_, done_);
     KVSIM_CHECK(done_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
-    if (windowed && paged.window_freed_blocks() != window_freed) {
+    if (windowed && paged.window_freed_blocks() != window_freed && !admits_nothing(n, 0)) {
       // A member's growth freed blocks that left its sliding window (after the admissions, in
-      // vllm_v0's plans): free blocks grew, so what was not admissible may be now
-      // (admits_nothing's premise). The next iteration decides, as stepping's would.
+      // vllm_v0's plans): free blocks grew, and what was not admissible is now (admits_nothing's
+      // premise, asked as a new stretch asks it: while it holds, the stretch goes on). The next
+      // iteration decides, as stepping's would.
       parts_.events.advance_to(t);
       return true;
     }
