@@ -44,7 +44,7 @@ class AggregateDecodes final : public DecodeSet {
   bool grow_due(IterationPlan& it, const std::vector<RequestState*>& due);
   LazyDecodes& lazy() { return lazy_; }
   // The free blocks a crossing counted in aggregate takes, and the most a due member's growth
-  // takes: one in every KV cache group.
+  // takes: one in every KV cache group (a quiet run's crossings fit in free / this).
   int64_t crossing_blocks() const { return crossing_blocks_; }
   const LazyDecodes& lazy() const { return lazy_; }
 

@@ -140,10 +140,9 @@ bool FastForward::stretch() {
     KVSIM_CHECK(done_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
     if (windowed && paged.window_freed_blocks() != window_freed && !admits_nothing(n, 0)) {
-      // A member's growth freed blocks that left its sliding window (after the admissions, in
-      // vllm_v0's plans): free blocks grew, and what was not admissible is now (admits_nothing's
-      // premise, asked as a new stretch asks it: while it holds, the stretch goes on). The next
-      // iteration decides, as stepping's would.
+      // A growth freed blocks that left a sliding window (after the admissions, in vllm_v0's
+      // plans), and what was not admissible is now (asked as a new stretch asks; while nothing
+      // is, the stretch goes on). The next iteration decides, as stepping's would.
       parts_.events.advance_to(t);
       return true;
     }
@@ -226,7 +225,6 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   const int64_t n = lazy.size();
   const int64_t context0 = lazy.attended_sum();      // the decode context: attended tokens
   const int64_t attending = lazy.attended_growth();  // and what each step adds to it
-  // Each crossing takes a block in every KV cache group: the run's crossings fit in this many.
   const int64_t free = parts_.pool.kv().paged()->free_blocks() / aggregate_->crossing_blocks();
   // Activations are affine in the context (flash: constant); a step whose reservation would
   // need more than is cached changes the pool and runs one by one.
