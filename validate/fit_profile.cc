@@ -65,6 +65,11 @@ std::vector<Param> params_of(OpClass c, bool tiles, bool l2) {
   if (c == OpClass::kElementwise && l2) {
     out.push_back({"elementwise_l2_speedup", Transform::kAboveOne,
                    [](Profile& p) -> double& { return p.elementwise_l2_speedup; }});
+    // The latency terms; kept (0) where no train row has CTAs or serial loads.
+    out.push_back({"elementwise_cta_us", Transform::kPositive,
+                   [](Profile& p) -> double& { return p.elementwise_cta_s; }});
+    out.push_back({"elementwise_serial_load_us", Transform::kPositive,
+                   [](Profile& p) -> double& { return p.elementwise_serial_load_s; }});
   }
   if (c == OpClass::kAttentionFlash && tiles) {
     out.push_back({"wave_overhead_us", Transform::kPositive,
@@ -157,6 +162,10 @@ class ClassProblem {
         v = 0.5;
       else if (n == "elementwise_l2_speedup")
         v = 2.0;
+      else if (n == "elementwise_cta_us")
+        v = 50e-9;  // a CTA's scheduling and reduction, tens of ns
+      else if (n == "elementwise_serial_load_us")
+        v = 0.2e-6;  // a dependent load's round trip to memory, hundreds of ns
       else if (n == "wave_overhead_us")
         v = 0.2 * *std::min_element(t.begin(), t.end());
       else

@@ -9,7 +9,8 @@
 // is memory-bound at every measured shape) keep kvsim's default value and are reported as kept.
 // The start profile picks the forms: with `flash_tiles` the flash class fits the tiles' per-wave
 // overhead instead of the flash curve (and keeps its memory efficiency); with an
-// `elementwise_l2_speedup` above 1 the elementwise class fits the speedup too.
+// `elementwise_l2_speedup` above 1 the elementwise class fits the speedup too, and the latency
+// terms (per CTA, per serial load) where its train rows have CTAs or serial loads.
 #pragma once
 
 #include <string>

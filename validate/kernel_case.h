@@ -31,8 +31,11 @@ struct KernelCase {
   kernels::PagedDecodeShape paged;  // paged_decode
   kernels::GemmShape gemm;          // gemm
   int64_t bytes = 0;                // membw_copy, membw_read: the buffer size
-  bool check = false;               // compare with the CPU reference before timing
-  std::string split = "train";      // "train", "test" or "none" (the latency model has no term)
+  // membw_copy as an elementwise kernel of the served model (import llmservingsim): its CTAs and
+  // each thread's serial dependent loads, for the profile's latency terms (0: bytes only).
+  double ctas = 0, serial_loads = 0;
+  bool check = false;           // compare with the CPU reference before timing
+  std::string split = "train";  // "train", "test" or "none" (the latency model has no term)
 
   // FLOPs the kernel's algorithm performs: native computes every (query, key) pair (masking
   // happens after QK^T), flash only the visible ones; 2 per multiply-add.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "models/latency/costing.h"
 #include "models/latency/latency_model.h"
 #include "validate/grid.h"
 
@@ -13,6 +14,9 @@ namespace {
 // Elements per row of the synthetic copy: the model's embedding reads rows of `hidden` weights
 // and writes rows of `hidden` activations, 2 bytes each, so a copy of `bytes` is bytes/1024 rows.
 constexpr int kCopyRowElements = 512;
+// The attention-kind slot of a copy's model shape: its model costs bytes only (the embedding's
+// own small-index loads are not the case's; the case's latency terms are added apart).
+constexpr int kCopyShape = -1;
 
 // The model's element type is the case's: an fp32 case reads and writes 4-byte weights, KV and
 // activations, as a float32 model's forward pass does.
@@ -40,13 +44,17 @@ ModelSpec one_layer(int heads, int kv_heads, int head_dim, int hidden, kernels::
   return m;
 }
 
-double op_seconds(const LatencyModel& lm, const BatchShape& b, std::string_view name) {
+OpCost op_cost(const LatencyModel& lm, const BatchShape& b, std::string_view name) {
   const IterationCost it = lm.iteration(b);
   for (const OpCost& o : it.ops) {
-    if (o.name == name) return o.seconds;
+    if (o.name == name) return o;
   }
   KVSIM_CHECK(false, "the latency model reported no '{}' operation", name);
-  return 0;
+  return {};
+}
+
+double op_seconds(const LatencyModel& lm, const BatchShape& b, std::string_view name) {
+  return op_cost(lm, b, name).seconds;
 }
 
 }  // namespace
@@ -68,9 +76,12 @@ const LatencyModel& KernelPredictor::model(const Shape& s) const {
   auto it = models_.find(s);
   if (it == models_.end()) {
     const auto precision = static_cast<kernels::Precision>(s[4]);
+    Profile p = profile_;
+    if (s[5] == kCopyShape) p.elementwise_cta_s = p.elementwise_serial_load_s = 0;
+    const int kind = s[5] == kCopyShape ? static_cast<int>(AttentionKind::kFlash) : s[5];
     it = models_
-             .try_emplace(s, one_layer(s[0], s[1], s[2], s[3], precision), gpu_, profile_,
-                          static_cast<AttentionKind>(s[5]))
+             .try_emplace(s, one_layer(s[0], s[1], s[2], s[3], precision), gpu_, p,
+                          static_cast<AttentionKind>(kind))
              .first;
   }
   return it->second;
@@ -109,10 +120,16 @@ std::optional<double> KernelPredictor::seconds(const KernelCase& c) const {
       return op_seconds(lm, b, "o_proj");
     }
     case KernelClass::kMembwCopy: {
-      const LatencyModel& lm = model({1, 1, 64, kCopyRowElements, precision, flash});
+      const LatencyModel& lm = model({1, 1, 64, kCopyRowElements, precision, kCopyShape});
       b.prefill.push_back(
           PrefillChunk{std::max<int64_t>(1, c.bytes / (2 * kCopyRowElements)), 0, false});
-      return op_seconds(lm, b, "embedding");
+      const OpCost o = op_cost(lm, b, "embedding");
+      if (c.ctas == 0 && c.serial_loads == 0) return o.seconds;
+      // The kernel's latency terms raise its floor (costing.h, Costing::elementwise).
+      const double latency = elementwise_latency_s(profile_, gpu_, c.ctas, c.serial_loads);
+      const double body =
+          std::max(o.seconds - o.overhead_s, profile_.elementwise_floor_s + latency);
+      return body + o.overhead_s;
     }
     case KernelClass::kMembwRead: break;
   }

@@ -49,17 +49,22 @@ OpCost Costing::varlen_attention(const std::vector<PrefillChunk>& chunks, double
       flash_tile_work(chunks, n_decode, n_decode > 0 ? decode_context / n_decode : 0, s_.q_heads,
                       s_.head_dim, static_cast<int>(sms), s_.window);
   // Useful work and traffic: Q read and O written, K and V of every key read once.
-  double pairs = 0, bytes = 0;
+  double pairs = 0, bytes = 0, chunk_keys = 0;
   for (const PrefillChunk& ch : chunks) {
     const double q = static_cast<double>(ch.tokens), ctx = static_cast<double>(ch.context_tokens);
     const double keys = s_.window > 0 ? std::min(ctx + q, s_.window - 1 + q) : ctx + q;
     pairs += causal_pairs(q, ctx);
-    bytes += 2.0 * q * s_.q_heads * s_.head_dim * kActBytes +
-             2.0 * keys * s_.kv_heads * s_.head_dim * s_.kvb;
+    chunk_keys += keys;
+    bytes += 2.0 * q * s_.q_heads * s_.head_dim * kActBytes;
   }
   pairs += decode_context;
   bytes += 2.0 * n_decode * s_.q_heads * s_.head_dim * kActBytes +
-           2.0 * decode_context * s_.kv_heads * s_.head_dim * s_.kvb;
+           2.0 * chunk_keys * s_.kv_heads * s_.head_dim * s_.kvb;
+  const double kv_token_bytes = 2.0 * s_.head_dim * s_.kvb;  // K and V of one token, one KV head
+  const double decode_kv =
+      decode_context * s_.kv_heads * kv_token_bytes *
+      (1.0 +
+       decode_kv_rereads(w.ctas / s_.q_heads, sms, (decode_context + chunk_keys) * kv_token_bytes));
   const Rates r = rates(c, 0.0);
   // A whole tile's FLOPs (QK^T and PV over kBlockM rows and kBlockN keys) at one SM's share.
   const double tile_flops = 4.0 * kFlashBlockM * flash_block_n(s_.head_dim) * s_.head_dim;
@@ -69,13 +74,28 @@ OpCost Costing::varlen_attention(const std::vector<PrefillChunk>& chunks, double
   o.name = "attention_prefill";
   o.op_class = c;
   o.flops = 4.0 * s_.head_dim * s_.q_heads * pairs * s_.layers;
-  o.bytes = bytes * s_.layers;
   o.compute_s = compute * s_.layers;
-  o.memory_s = o.bytes / r.bytes_per_s;
+  // The decodes' KV streams at the rate the decode-only kernels reach (the decode class's).
+  o.memory_s =
+      (bytes / r.bytes_per_s + decode_kv / rates(OpClass::kAttentionDecode, 0.0).bytes_per_s) *
+      s_.layers;
+  o.bytes = (bytes + decode_kv) * s_.layers;
   o.overhead_s = r.launch_s * s_.layers;
   o.seconds = std::max(o.compute_s, o.memory_s) + o.overhead_s;
   o.bound = o.compute_s >= o.memory_s ? Bound::kCompute : Bound::kMemory;
   return o;
+}
+
+double Costing::decode_kv_rereads(double ctas_per_head, double sms, double head_kv_bytes) const {
+  // Without GQA packing (a varlen batch) each of a KV head's g query heads reads a decode's KV
+  // itself. FA2's grid runs query blocks fastest, then sequences, then heads, so the g CTAs of
+  // one decode are ctas_per_head apart: within one wave of `sms` CTAs they share the KV as it
+  // streams; further apart, a later head finds it in L2 only as far as one head's KV of the whole
+  // batch fits there (misses 1 - L2 / bytes: replacement that keeps no order).
+  const double g = s_.q_heads / s_.kv_heads;
+  const double l2 = static_cast<double>(g_.l2_bytes);
+  if (g <= 1 || (g - 1) * ctas_per_head < sms || head_kv_bytes <= l2 || l2 <= 0) return 0;
+  return (g - 1) * (1.0 - l2 / head_kv_bytes);
 }
 
 OpCost Costing::prefill_attention(const std::vector<PrefillChunk>& chunks, AttentionKind impl,

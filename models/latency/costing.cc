@@ -116,8 +116,14 @@ OpCost Costing::gemm(std::string_view name, double m, double k, double n, double
   return o;
 }
 
+double elementwise_latency_s(const Profile& p, const GpuSpec& g, double ctas, double serial_loads) {
+  const double waves = g.sm_count > 0 ? ctas / g.sm_count : 0.0;
+  return waves * p.elementwise_cta_s + serial_loads * p.elementwise_serial_load_s;
+}
+
 OpCost Costing::elementwise(std::string_view name, std::initializer_list<double> kernel_bytes,
-                            double flops, double reps, double m) const {
+                            double flops, double reps, double m,
+                            std::initializer_list<double> kernel_ctas, double serial_loads) const {
   const Rates r = rates(OpClass::kElementwise, m);
   double bytes = 0;
   double one = 0;
@@ -126,10 +132,14 @@ OpCost Costing::elementwise(std::string_view name, std::initializer_list<double>
   // profile's speedup over the HBM rate; the rest at the HBM rate. Speedup 1: every byte at HBM.
   const double speedup = ideal_ ? 1.0 : p_.elementwise_l2_speedup;
   const double l2 = speedup != 1.0 ? static_cast<double>(g_.l2_bytes) : 0.0;
+  const double* ctas = kernel_ctas.begin();
   for (double b : kernel_bytes) {
     bytes += b;
     const double in_l2 = std::min(b, l2);
-    one += std::max(floor, in_l2 / (r.bytes_per_s * speedup) + (b - in_l2) / r.bytes_per_s);
+    const double n_ctas = ctas != kernel_ctas.end() ? *ctas++ : 0.0;
+    const double latency = ideal_ ? 0.0 : elementwise_latency_s(p_, g_, n_ctas, serial_loads);
+    one +=
+        std::max(floor + latency, in_l2 / (r.bytes_per_s * speedup) + (b - in_l2) / r.bytes_per_s);
   }
   OpCost o = op(name, OpClass::kElementwise, flops, bytes, static_cast<double>(kernel_bytes.size()),
                 reps, r);

@@ -106,6 +106,15 @@ inline OpCost merged(std::string_view name, const OpCost& a, const OpCost& b) {
 // (their own type when they have one) or 16-bit ones (router, LM head).
 enum class Weights { kLinear, kExperts, kUnquantized };
 
+// PyTorch's index_select (the embedding gather, aten/src/ATen/native/cuda/Indexing.cu
+// index_select_out_cuda_impl) runs its small-index kernel at up to this many indices: each
+// thread then loops over every index, one dependent load after another.
+inline constexpr double kIndexSelectSmallIndices = 16;
+
+// An elementwise kernel's latency beside its bytes: `ctas` CTAs spread over the SMs at the
+// profile's seconds per CTA, and `serial_loads` dependent loads one after another.
+double elementwise_latency_s(const Profile& p, const GpuSpec& g, double ctas, double serial_loads);
+
 class Costing {
  public:
   using Memo = std::vector<std::array<GemmMemo, 6>>;  // by row count, then memo id
@@ -172,9 +181,25 @@ class Costing {
 
   // Elementwise kernels (norms, activation, adds, rotary, gathers, KV writes), run `reps` times:
   // each kernel moves its bytes at the class's memory rate but takes at least the profile's
-  // elementwise floor (a small kernel's minimum duration), plus its launch overhead.
+  // elementwise floor (a small kernel's minimum duration) plus its latency terms
+  // (elementwise_latency_s: `kernel_ctas`, each kernel's CTAs, and `serial_loads`, each
+  // thread's dependent loads), plus its launch overhead.
   OpCost elementwise(std::string_view name, std::initializer_list<double> kernel_bytes,
-                     double flops, double reps, double m) const;
+                     double flops, double reps, double m,
+                     std::initializer_list<double> kernel_ctas = {}, double serial_loads = 0) const;
+
+  // The embedding gather of m tokens: one kernel reading m rows of weights and writing m rows of
+  // activations; at up to kIndexSelectSmallIndices tokens each thread loads them one by one.
+  OpCost embedding(double m) const {
+    const double serial_loads = m <= kIndexSelectSmallIndices ? m : 0.0;
+    return elementwise("embedding", {m * s_.hidden * (s_.ewb + kActBytes)}, 0.0, 1, m, {},
+                       serial_loads);
+  }
+
+  // Extra reads of a varlen batch's decode KV from HBM, as a multiple of reading it once
+  // (attention_cost.cc): `ctas_per_head` CTAs a query head, `head_kv_bytes` one KV head's keys
+  // and values of the whole batch.
+  double decode_kv_rereads(double ctas_per_head, double sms, double head_kv_bytes) const;
 
   // Query-key pairs of a causal chunk of q queries after ctx tokens: query i sees
   // min(ctx + i + 1, window) keys.

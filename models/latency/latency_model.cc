@@ -147,7 +147,7 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
   const double L = s.layers;
   const double q_out = s.q_heads * s.head_dim;
   const double kv_out = s.kv_heads * s.head_dim;
-  add(it, keep_ops, k.elementwise("embedding", {m * s.hidden * (s.ewb + kActBytes)}, 0.0, 1, m));
+  add(it, keep_ops, k.embedding(m));
   if (s.kv_lora > 0) {
     // MLA's projections (vLLM DeepseekV2MLAAttention): q_a then q_b (or one q_proj), and
     // kv_a_proj_with_mqa to the latent and rotary key, as one op.
@@ -164,10 +164,10 @@ IterationCost LatencyModel::cost(const BatchShape& batch, const Profile& p, bool
     add(it, keep_ops,
         k.gemm("qkv_proj", m, s.hidden, q_out + 2 * kv_out, s.hidden * (q_out + 2 * kv_out), L, 0));
     if (s.qk_norm) {
-      // Qwen3's q_norm and k_norm: two RMSNorm kernels over the Q and K heads (read + write).
+      // Qwen3's q_norm and k_norm: two RMSNorm kernels (read + write), a CTA per head row.
       add(it, keep_ops,
           k.elementwise("qk_norm", {2 * m * q_out * kActBytes, 2 * m * kv_out * kActBytes},
-                        5 * m * (q_out + kv_out), L, m));
+                        5 * m * (q_out + kv_out), L, m, {m * s.q_heads, m * s.kv_heads}));
     }
     add(it, keep_ops,
         k.elementwise("kv_cache_write", {m * 2 * kv_out * (kActBytes + s.kvb)}, 0.0, L, m));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -94,11 +95,7 @@ std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char ch : s) {
     if (ch == '"' || ch == '\\') out += '\\';
-    if (ch == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += ch;
+    out += ch == '\n' ? std::string("\\n") : std::string(1, ch);
   }
   return out + "\"";
 }
@@ -333,6 +330,8 @@ Profile profile_from(const ConfigNode& root, const std::string& source_name) {
     p.elementwise_floor_s = micros_at(*c, "elementwise_floor_us", p.elementwise_floor_s);
     p.elementwise_l2_speedup =
         c->get<double>("elementwise_l2_speedup", p.elementwise_l2_speedup, {.min = 1, .max = 100});
+    p.elementwise_cta_s = micros_at(*c, "elementwise_cta_us", p.elementwise_cta_s);
+    p.elementwise_serial_load_s = micros_at(*c, "elementwise_serial_load_us", 0.0);
     p.mixed_decode_slope_factor = c->get<double>(
         "mixed_decode_slope_factor", p.mixed_decode_slope_factor, {.min = 0.1, .max = 100});
     p.curves_source = c->get<std::string>("source", p.curves_source);
@@ -408,12 +407,13 @@ std::string write_profile_yaml(const Profile& p) {
       num(p.elementwise_floor_s * 1e6), quoted(p.curves_source));
   // Written only when set: older profiles unchanged.
   const std::string key = "  source: ";
-  if (p.elementwise_l2_speedup != 1.0)
-    o.insert(o.rfind(key),
-             fmt::format("  elementwise_l2_speedup: {}\n", num(p.elementwise_l2_speedup)));
-  if (p.mixed_decode_slope_factor != 1.0)
-    o.insert(o.rfind(key),
-             fmt::format("  mixed_decode_slope_factor: {}\n", num(p.mixed_decode_slope_factor)));
+  for (auto [name, v, unset] :
+       {std::tuple{"elementwise_l2_speedup", p.elementwise_l2_speedup, 1.0},
+        {"mixed_decode_slope_factor", p.mixed_decode_slope_factor, 1.0},
+        {"elementwise_cta_us", p.elementwise_cta_s * 1e6, 0.0},
+        {"elementwise_serial_load_us", p.elementwise_serial_load_s * 1e6, 0.0}}) {
+    if (v != unset) o.insert(o.rfind(key), fmt::format("  {}: {}\n", name, num(v)));
+  }
   o += fmt::format("overheads:\n  iteration_us: {}\n  allreduce_latency_us: {}\n",
                    num(p.iteration_overhead_s * 1e6), num(p.allreduce_latency_s * 1e6));
   // Written only when set, so profiles without them read and write as before.

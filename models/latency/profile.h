@@ -129,6 +129,12 @@ struct Profile {
   // previous kernel wrote are still there), move this many times faster than the class's HBM
   // rate; the bytes beyond L2 move at the HBM rate. 1 = no L2 effect (kvsim's default profiles).
   double elementwise_l2_speedup = 1.0;
+  // An elementwise kernel's latency terms beside its bytes: seconds per CTA per SM (a kernel of
+  // one small CTA per row: vLLM's rms_norm over Qwen3's head rows) and per serial dependent load
+  // (PyTorch's index_select at up to 16 indices: each thread loops over the indices). The kernel
+  // takes max(floor + these, its bytes' time). 0 = no term (kvsim's default profiles).
+  double elementwise_cta_s = 0.0;
+  double elementwise_serial_load_s = 0.0;
   // Decode attention in a batch that also holds a prefill chunk: its per-context-token time
   // (the slope) times this factor. vLLM's FlashAttention backend runs such a batch as one varlen
   // kernel whose decode rows lose the decode-only path's GQA packing and split-KV (measured on

@@ -1,6 +1,7 @@
 // The forms `import llmservingsim` fits for what vLLM runs, each against numbers worked by hand:
 // the fused residual-add + RMSNorm kernels' bytes, elementwise bytes served from L2 below and
-// above its size, and FlashAttention-2's tiles and waves for a short chunk and a mixed batch.
+// above its size, and FlashAttention-2's tiles and waves for a short chunk and a mixed batch, the
+// elementwise kernels' latency terms (CTAs, serial loads).
 #include <catch2/catch.hpp>
 
 #include "models/latency/flash_tiles.h"
@@ -121,4 +122,68 @@ TEST_CASE("flash tiles: the profile's tiled kernel costs a mixed batch as one va
   CHECK_FALSE(has_op(c, "attention_decode"));
   // The totals-only path (the engine's memo) charges the same.
   CHECK(lm.iteration(mixed, OpDetail::kTotals).seconds == Approx(c.seconds).epsilon(1e-12));
+}
+
+TEST_CASE("elementwise latency: Q/K norm CTAs over the SMs, the embedding's small-index loads",
+          "[latency][kernel_forms]") {
+  // Qwen3-30B-A3B (48 layers, 32 heads and 4 KV heads of 128, hidden 2,048) on the RTX PRO 6000
+  // (188 SMs); floor 2 us, launch 0, 50 ns a CTA per SM, 0.25 us a serial load. A 100-token
+  // prefill, per layer: q_norm launches 100 x 32 = 3,200 CTAs, k_norm 100 x 4 = 400, so the two
+  // kernels take 2 + 3,200 / 188 x 0.05 and 2 + 400 / 188 x 0.05 us: 4 + 3,600 / 188 x 0.05
+  // = 4.957447 us (their bytes, 1,638,400 and 204,800 B, take 1.14 and 0.14 us at 0.9 of
+  // 1,597 GB/s); 48 layers: 237.957447 us. Without the CTA term: 48 x 4 = 192 us.
+  const GpuSpec& g = Catalog::builtin().gpu("rtx-pro-6000");
+  REQUIRE(g.sm_count == 188);
+  Profile p = default_profile(g);
+  p.elementwise_floor_s = 2e-6;
+  p.of(OpClass::kElementwise).launch_overhead_s = 0;
+  p.of(OpClass::kElementwise).memory_efficiency = 0.9;
+  Profile bytes_only = p;
+  p.elementwise_cta_s = 50e-9;
+  p.elementwise_serial_load_s = 0.25e-6;
+  auto op_s = [](const Profile& prof, int64_t tokens, const char* op) {
+    return find_op(pro6000_model("qwen3-30b-a3b", prof).iteration(prefill_batch(tokens)), op)
+        .seconds;
+  };
+  CHECK(op_s(p, 100, "qk_norm") == Approx(237.957447e-6));
+  CHECK(op_s(bytes_only, 100, "qk_norm") == Approx(192e-6));
+  // The embedding gathers 8 rows (65,536 B): PyTorch's small-index kernel loops each thread over
+  // the 8 indices, 2 + 8 x 0.25 = 4 us; 16 rows 2 + 4 = 6 us; from 17 rows the large-index
+  // kernel, the floor alone (139,264 B move in well under 2 us).
+  CHECK(op_s(p, 8, "embedding") == Approx(4e-6));
+  CHECK(op_s(p, 16, "embedding") == Approx(6e-6));
+  CHECK(op_s(p, 17, "embedding") == Approx(2e-6));
+  CHECK(op_s(bytes_only, 8, "embedding") == Approx(2e-6));
+}
+
+TEST_CASE("flash tiles: a varlen batch re-reads its decodes' KV per query head past L2",
+          "[latency][kernel_forms]") {
+  // One layer of Llama-3-8B (32 heads, 8 KV heads: 4 query heads a KV head, 128 x 2 B x 2 = 512 B
+  // of K and V a token and KV head) on the RTX PRO 6000 (188 SMs, 128 MiB = 134,217,728 B L2).
+  // A 64-token chunk from empty (1 query block) beside 128 decodes of 4,096 tokens: 129 CTAs a
+  // head, so a decode's 4 query heads are 3 x 129 = 387 >= 188 CTAs apart; one head's KV of the
+  // batch is (128 x 4,096 + 64) x 512 = 268,468,224 B > L2: re-reads 3 x (1 - 134,217,728 /
+  // 268,468,224) = 1.500183, so the decodes' KV (128 x 4,096 x 8 x 512 = 2,147,483,648 B) moves
+  // 2.500183 times: 5,369,102,288 B; with Q and O (2 x 192 x 32 x 128 x 2 = 3,145,728 B) and the
+  // chunk's K and V (64 x 8 x 512 = 262,144 B): 5,372,510,160 B.
+  const GpuSpec& g = Catalog::builtin().gpu("rtx-pro-6000");
+  Profile p = default_profile(g);
+  p.flash_tiles.fitted = true;
+  ModelSpec m = Catalog::builtin().model("llama-3-8b");
+  m.layers = 1;
+  const LatencyModel lm(m, g, p, AttentionKind::kFlash);
+  auto mixed_bytes = [&](int64_t n, int64_t context) {
+    BatchShape b = prefill_batch(64);
+    b.decode.assign(static_cast<size_t>(n), DecodeSeq{context});
+    b.block_tokens = 16;
+    return find_op(lm.iteration(b), "attention_prefill").bytes;
+  };
+  CHECK(mixed_bytes(128, 4096) == Approx(5'372'510'160.0).epsilon(1e-9));
+  // 32 decodes of 16,384: one head's KV is 268,468,224 B too, but 3 x 33 = 99 < 188 CTAs: the
+  // 4 heads stream it together, read once: 32 x 16,384 x 8 x 512 + 2 x 96 x 32 x 128 x 2
+  // + 262,144 = 2,147,483,648 + 1,572,864 + 262,144 = 2,149,318,656 B.
+  CHECK(mixed_bytes(32, 16384) == Approx(2'149'318'656.0).epsilon(1e-12));
+  // 128 decodes of 1,024: one head's KV (67,141,632 B) fits in L2, read once.
+  CHECK(mixed_bytes(128, 1024) ==
+        Approx(128.0 * 1024 * 8 * 512 + 3'145'728 + 262'144).epsilon(1e-12));
 }

@@ -220,3 +220,19 @@ TEST_CASE("profile errors name file, line and column", "[latency][profile][confi
                     Contains("p.yaml:1:27"));
   CHECK_THROWS_AS(load_profile("/nonexistent/profile.yaml"), InputError);
 }
+
+TEST_CASE("the elementwise latency terms round-trip and are written only when set",
+          "[latency][profile]") {
+  Profile p = default_profile(Catalog::builtin().gpu("rtx-pro-6000"));
+  CHECK(write_profile_yaml(p).find("elementwise_cta_us") == std::string::npos);
+  CHECK(write_profile_yaml(p).find("elementwise_serial_load_us") == std::string::npos);
+  p.elementwise_l2_speedup = 6.5;
+  p.elementwise_cta_s = 49e-9;
+  p.elementwise_serial_load_s = 0.24e-6;
+  const std::string text = write_profile_yaml(p);
+  const Profile q = parse_profile(text, "roundtrip");
+  CHECK(q.elementwise_l2_speedup == 6.5);
+  CHECK(q.elementwise_cta_s == Approx(49e-9).epsilon(1e-12));
+  CHECK(q.elementwise_serial_load_s == Approx(0.24e-6).epsilon(1e-12));
+  CHECK(write_profile_yaml(q) == text);
+}

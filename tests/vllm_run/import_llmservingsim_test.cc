@@ -66,11 +66,11 @@ TEST_CASE("import llmservingsim: cases, split, sampler line, profile and held-ou
   CHECK(seen);
 
   // The sampler is exactly 20 + 0.5 n: the train rows (n = 1, 4) give that line, and the step
-  // overhead is its constant plus vLLM's host overhead per step (1,896 us, fitted once).
+  // overhead is its constant plus vLLM's host overhead per step (1,900 us, fitted once).
   const Profile p = load_profile(out / "profile.yaml");
   CHECK(p.gpu == "rtx-pro-6000");  // meta.yaml's display name matched in the catalog
   CHECK(p.per_sequence_overhead_s == Approx(0.5e-6));
-  CHECK(p.iteration_overhead_s == Approx(20e-6 + 1896e-6));
+  CHECK(p.iteration_overhead_s == Approx(20e-6 + 1900e-6));
   // Attention from the kernel's tiles, the mixed batches' decodes inside it: no decode factor.
   CHECK(p.flash_tiles.fitted);
   CHECK(p.mixed_decode_slope_factor == 1.0);

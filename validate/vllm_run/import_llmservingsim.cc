@@ -33,11 +33,12 @@ namespace {
 // launching the CUDA graphs and the eager attention between them, output processing), which
 // kernel timings cannot show. Fitted once: `kvsim-validate vllm-run --fit-step-overhead` on the
 // RTX PRO 6000 Llama-3.1-8B server run with this import's profile (kvsim's mean TPOT = the
-// server's 32.5 ms at 1,896 us a step: the 976 us fitted with the earlier kernel forms, the
-// 897 us the fit added once the kernels were costed as vLLM runs them, and the 23 us it added
-// once the sampler bent at L2). The one constant fitted to an end-to-end figure
+// server's 32.5 ms at 1,900 us a step: the 976 us fitted with the earlier kernel forms, the
+// 897 us the fit added once the kernels were costed as vLLM runs them, the 23 us it added once
+// the sampler bent at L2, and the 4 us once elementwise kernels had their latency terms and
+// varlen batches their decode KV re-reads). The one constant fitted to an end-to-end figure
 // (docs/fidelity.md, "The per-step cost outside the kernels").
-constexpr double kVllmHostStepOverhead_s = 1896e-6;
+constexpr double kVllmHostStepOverhead_s = 1900e-6;
 
 // N of a "tpN" folder name; InputError when N is not a count of GPUs ("tpabc").
 int tp_of_folder(const std::string& leaf, const std::filesystem::path& bundle) {

@@ -11,6 +11,7 @@
 #include "core/echo_text.h"
 #include "core/errors.h"
 #include "models/catalog.h"
+#include "models/latency/costing.h"
 #include "models/latency/latency_model.h"
 #include "models/parallelism.h"
 
@@ -20,9 +21,12 @@ namespace {
 constexpr auto kBf16 = kernels::Precision::kBf16;
 constexpr double kAct = 2;  // bytes per activation element (BF16)
 
-// An elementwise kernel as a copy whose 2 x bytes equal its traffic (as `import vidur`).
-KernelCase traffic(double bytes) {
+// An elementwise kernel as a copy whose 2 x bytes equal its traffic (as `import vidur`), with its
+// CTAs and each thread's serial dependent loads for the profile's latency terms.
+KernelCase traffic(double bytes, double ctas = 0, double serial_loads = 0) {
   KernelCase c;
+  c.ctas = ctas;
+  c.serial_loads = serial_loads;
   c.kind = KernelClass::kMembwCopy;
   c.precision = kBf16;
   c.bytes = std::max<int64_t>(1, (static_cast<int64_t>(bytes) / 2 + 512) / 1024) * 1024;
@@ -164,11 +168,15 @@ std::optional<KernelCase> dense_case(const std::string& op, int64_t t, const Bun
   if (op == "o_proj") return gemm_case(t, d.q, d.hidden);
   if (op == "gate_up_proj") return gemm_case(t, d.hidden, 2 * d.ffn);
   if (op == "down_proj") return gemm_case(t, d.ffn, d.hidden);
-  if (op == "embedding") return traffic(2 * T * d.hidden * kAct);
+  if (op == "embedding") {  // PyTorch's small-index gather loops each thread over the indices
+    return traffic(2 * T * d.hidden * kAct, 0, T <= kIndexSelectSmallIndices ? T : 0);
+  }
   if (op == "layernorm") return traffic(3 * T * d.hidden * kAct);
   if (op == "final_layernorm") return traffic(4 * T * d.hidden * kAct);
   if (op == "rotary_emb") return traffic(2 * T * (d.q + d.kv) * kAct);
-  if (op == "qk_norm") return traffic(2 * T * d.qk_norm_width * kAct);
+  if (op == "qk_norm") {  // vLLM's rms_norm: one CTA per head row of Q and K
+    return traffic(2 * T * d.qk_norm_width * kAct, T * (d.qk_norm_width / d.head_dim));
+  }
   if (op == "act_fn") return traffic(3 * T * d.ffn * kAct);
   return std::nullopt;
 }
