@@ -217,6 +217,9 @@ KvUsage HybridKvCoordinator::usage_with(int64_t tokens, int64_t crossings) const
 
 void HybridKvCoordinator::check_invariants() const {
   KVSIM_CHECK(deferred_tokens_ == 0, "{} deferred tokens not settled", deferred_tokens_);
+  for (const std::vector<int32_t>& c : crossed_) {
+    KVSIM_CHECK(c.empty(), "{} crossed blocks not attributed", c.size());
+  }
   int64_t reservation = 0;
   std::vector<int32_t> holders(static_cast<size_t>(num_blocks_), 0);
   for (const auto& [id, r] : reqs_) {

@@ -14,8 +14,9 @@
 // blocks inside its window or current chunk; freed blocks go to the back of the free list still
 // keyed (findable until popped for someone else), a request's own in reverse order. Without prefix
 // caching the block ids never matter to any figure (the free list's order is then unobserved).
-// Deferred growth (hybrid_deferred.cc) runs inside a request's last block only, ending before a
-// growth that frees a local group's block: crossings are not counted in aggregate.
+// Deferred growth (hybrid_deferred.cc) ends before a growth that frees a local group's block;
+// without prefix caching a long window runs across block boundaries, its crossings counted in
+// aggregate (one block in every group each).
 #pragma once
 
 #include <cstdint>
@@ -52,14 +53,23 @@ class HybridKvCoordinator {
   KvUsage usage() const;
   void check_invariants() const;
 
-  // DeferredGrowth (kv_capabilities.h) inside a request's last block, no crossings in aggregate:
-  // the room is the block's slack up to max_total, ending before the first growth that would
-  // free a block of a local group (stepping's grow frees it then; that growth goes to grow()).
-  // Each deferred token turns one reservation token of every group live.
+  // DeferredGrowth (kv_capabilities.h). open(): inside a request's last block, the room is the
+  // block's slack up to max_total, ending before the first growth that would free a block of a
+  // local group (stepping's grow frees it then; that growth goes to grow()). Each deferred token
+  // turns one reservation token of every group live.
   int64_t open(RequestId request);
   void add(int64_t tokens);
   void settle(RequestId request, int64_t tokens);
   int64_t outstanding() const { return deferred_tokens_; }
+  // Crossings in aggregate: without prefix caching (then no figure depends on which block id a
+  // request holds, so a crossing's blocks may leave the pool before their request is known).
+  bool crossings_in_aggregate() const { return !prefix_caching_; }
+  // A long window: to max_total, across block boundaries, still ending before the first growth
+  // that would free a local group's block. Requires: crossings_in_aggregate().
+  int64_t open_long(RequestId request);
+  // `n` tokens that each start a new full block of an open long window: one block in every group
+  // each leaves the pool now (Requires: n x groups <= free blocks); settle() attributes them.
+  void add_crossings(int64_t n);
   // Requires: swaps == 0 (no window swaps here); nullopt otherwise.
   std::optional<KvUsage> usage_after(int64_t tokens, int64_t crossings, int64_t swaps) const;
 
@@ -133,6 +143,8 @@ class HybridKvCoordinator {
   int64_t prefix_hits_ = 0;
   int64_t reservation_bytes_ = 0;
   int64_t deferred_tokens_ = 0;  // added, not yet settled
+  // Per group, the blocks add_crossings() took and no settle() has attributed yet.
+  std::vector<std::vector<int32_t>> crossed_;
   std::unordered_map<RequestId, Req> reqs_;
 };
 

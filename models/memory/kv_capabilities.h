@@ -153,9 +153,10 @@ class PagedBlocks {
 // sim/serving/fast_forward/lazy_decodes.h): open_long(request) opens a window whose room runs to
 // the request's max_total, across block boundaries. Its tokens are reported as above, except that a
 // token that starts a new block whose end is within max_total is reported with add_crossings():
-// that block comes off the free list then, unattributed, and settle() attributes the blocks the
-// settled tokens span. A crossing into a block that ends past max_total (the request's last,
-// partial block) must not be reported so: the caller settles first and grows as usual.
+// that block (one in every KV cache group, for a hybrid model) comes off the free list then,
+// unattributed, and settle() attributes the blocks the settled tokens span. A crossing into a block
+// that ends past max_total (the request's last, partial block) must not be reported so: the caller
+// settles first and grows as usual.
 class DeferredGrowth {
  public:
   virtual int64_t open(RequestId request) = 0;  // Requires: held, window closed. Returns the room.

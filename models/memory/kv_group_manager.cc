@@ -119,7 +119,17 @@ void KvGroupManager::share_hits(Table& t, const std::function<uint64_t(int64_t)>
   }
 }
 
-void KvGroupManager::allocate_new_blocks(Table& t, int64_t tokens) {
+void KvGroupManager::allocate_new_blocks(Table& t, int64_t tokens) { fill_to(t, tokens, nullptr); }
+
+void KvGroupManager::take_blocks(int64_t n, std::vector<int32_t>& taken) {
+  for (int64_t i = 0; i < n; ++i) taken.push_back(pop_free());
+}
+
+void KvGroupManager::adopt_blocks(Table& t, int64_t tokens, std::vector<int32_t>& taken) {
+  fill_to(t, tokens, &taken);
+}
+
+void KvGroupManager::fill_to(Table& t, int64_t tokens, std::vector<int32_t>* taken) {
   std::vector<int32_t>& blocks = t.blocks;
   if (!blocks.empty() && blocks.back() >= 0) {  // its last block's room fills first
     const auto last = static_cast<int64_t>(blocks.size()) - 1;
@@ -127,7 +137,14 @@ void KvGroupManager::allocate_new_blocks(Table& t, int64_t tokens) {
   }
   const int64_t want = (tokens + block_tokens_ - 1) / block_tokens_;
   for (auto i = static_cast<int64_t>(blocks.size()); i < want; ++i) {
-    const int32_t b = pop_free();
+    int32_t b = -1;
+    if (taken == nullptr) {
+      b = pop_free();
+    } else {
+      KVSIM_CHECK(!taken->empty(), "group {}: a settle adopts more blocks than were crossed", id_);
+      b = taken->back();
+      taken->pop_back();
+    }
     set_filled(b, std::min(block_tokens_, tokens - i * block_tokens_));
     blocks.push_back(b);
   }

@@ -74,6 +74,11 @@ class KvGroupManager {
   void share_hits(Table& t, const std::function<uint64_t(int64_t)>& seq_keys, int64_t hits);
   // Grows t to `tokens` tokens: fills its last block, then pops new ones (allocate_new_blocks).
   void allocate_new_blocks(Table& t, int64_t tokens);
+  // Block crossings counted in aggregate: `n` empty blocks leave the pool now, held by the group
+  // (appended to `taken`), and a request's table adopts them when its window settles.
+  void take_blocks(int64_t n, std::vector<int32_t>& taken);
+  // allocate_new_blocks with its new blocks from the back of `taken` instead of the pool.
+  void adopt_blocks(Table& t, int64_t tokens, std::vector<int32_t>& taken);
   // Frees t's blocks, newest first, so that a prefix's tail is evicted before its head (free).
   void free(const Table& t);
   // Keys t's block i (if held) under the sequence key (cache_blocks).
@@ -91,6 +96,8 @@ class KvGroupManager {
 
  private:
   int32_t pop_free();
+  // allocate_new_blocks' fill, its new blocks from `taken` when given, else from the pool.
+  void fill_to(Table& t, int64_t tokens, std::vector<int32_t>* taken);
   void touch(int32_t b);
   void unref(int32_t b);
   void set_filled(int32_t b, int64_t tokens);

@@ -49,8 +49,8 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   // Requires: block_tokens >= 1, num_blocks >= 1, kv_bytes_per_token >= 1, sliding_window >= 0.
   PagedStore(int64_t kv_bytes_per_token, PagedStoreOptions options);
   // Several KV cache groups over the one pool (a hybrid model's layout, kv_groups.h): every call
-  // about requests goes to the hybrid coordinator, deferred growth included (inside a request's
-  // last block; no crossings in aggregate).
+  // about requests goes to the hybrid coordinator, deferred growth included (windows that end
+  // before a local group's next free; crossings in aggregate without prefix caching).
   // Requires: block_tokens >= 1, num_blocks >= 1, a layout with at least one group.
   PagedStore(KvGroupLayout layout, int64_t block_tokens, int64_t num_blocks,
              bool prefix_caching = false);
@@ -76,7 +76,7 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   KvUsage usage() const override;
   void check_invariants() const override;
   const PagedBlocks* paged() const override { return this; }
-  // With several groups, the hybrid coordinator's: inside a request's last block only.
+  // With several groups, the hybrid coordinator's (HybridKvCoordinator::open, open_long).
   DeferredGrowth* deferred_growth() override { return this; }
   // The pool's key events, for one group (a hybrid model's group keys name no prompt prefix a
   // router could look up: its GPU blocks send none).
@@ -107,8 +107,11 @@ class PagedStore final : public KvStore, public PagedBlocks, public DeferredGrow
   }
   // With prefix caching the crossed blocks leave the free list at add_crossings() and reach
   // their requests' tables at settle(). With a sliding window a long window ends before the
-  // first crossing whose growth would free blocks that left the window (open_long).
-  bool crossings_in_aggregate() const override { return groups_ == nullptr; }
+  // first crossing whose growth would free blocks that left the window (open_long). With several
+  // groups, without prefix caching (HybridKvCoordinator::open_long).
+  bool crossings_in_aggregate() const override {
+    return groups_ == nullptr || groups_->crossings_in_aggregate();
+  }
   int64_t open_long(RequestId request) override;
   void add_crossings(int64_t n) override;
   bool long_window_swaps(RequestId request) const override;

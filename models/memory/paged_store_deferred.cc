@@ -49,7 +49,7 @@ bool PagedStore::long_window_swaps(RequestId request) const {
 }
 
 int64_t PagedStore::open_long(RequestId request) {
-  if (groups_) return groups_->open(request);  // no crossings in aggregate: a short window
+  if (groups_) return groups_->open_long(request);
   KVSIM_CHECK(crossings_in_aggregate(), "open_long: blocks are not counted in aggregate here");
   Req& r = held(request, "open_long");
   int64_t end = r.max_total;
@@ -70,6 +70,7 @@ void PagedStore::add_crossings(int64_t n) {
   // Each is grow_req's step for one token that needs one new block whose end is within its
   // request's max_total: the block leaves the free list, the token is live, and the rest of the
   // block is reservation (its last block was full: no slack before).
+  if (groups_) return groups_->add_crossings(n);
   KVSIM_CHECK(n >= 0 && n <= free_blocks(), "{} block crossings with {} blocks free", n,
               free_blocks());
   if (prefix_caching_) {

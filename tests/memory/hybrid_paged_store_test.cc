@@ -102,9 +102,13 @@ TEST_CASE("A hybrid model's pool: available / (page x group_size) blocks, less t
   auto oss = hybrid_store("{type: paged}", hybrid("gpt-oss-120b"));
   REQUIRE(oss->paged() != nullptr);
   CHECK(oss->paged()->total_blocks() == 94'662);
-  // Deferred growth inside a request's last block, block crossings one call each.
+  // Deferred growth with block crossings in aggregate (one block a group each); with prefix
+  // caching, inside a request's last block, block crossings one call each.
   REQUIRE(oss->deferred_growth() != nullptr);
-  CHECK_FALSE(oss->deferred_growth()->crossings_in_aggregate());
+  CHECK(oss->deferred_growth()->crossings_in_aggregate());
+  CHECK_FALSE(hybrid_store("{type: paged, enable_prefix_caching: true}", hybrid("gpt-oss-120b"))
+                  ->deferred_growth()
+                  ->crossings_in_aggregate());
   CHECK(oss->kv_bytes_per_token() == 73'728);
   CHECK(hybrid_store("{type: paged}", hybrid("gemma-3-27b"))->paged()->total_blocks() == 42'597);
   CHECK(hybrid_store("{type: paged}", hybrid("llama-4-scout"))->paged()->total_blocks() == 70'996);

@@ -21,6 +21,9 @@ AggregateDecodes::AggregateDecodes(RunQueues& queues, KvLedger& ledger, const Gp
     : queues_(queues), ledger_(ledger), pool_(pool) {
   lazy_.set_block_tokens(ledger_.crossings_in_aggregate() ? ledger_.block_tokens() : 0);
   lazy_.set_window(pool_.model().sliding_window.value_or(0));
+  if (const PagedBlocks* paged = pool_.kv().paged()) {
+    crossing_blocks_ = paged->blocks_to_allocate({}, 1);
+  }
 }
 
 void AggregateDecodes::started_prefill(RequestState& r) { prefilling_.push_back(&r); }
@@ -52,15 +55,15 @@ void AggregateDecodes::commit(const IterationPlan& it, std::vector<int64_t>& don
 bool AggregateDecodes::grow_due(IterationPlan& it, const std::vector<RequestState*>& due) {
   // RunQueues::grow_each_decode's per-request step for the due members only, in running order; the
   // walk would defer the others' tokens without a store call, and give the step's crossers (long
-  // windows entering a full block) a block each (end_walk counts both). Each due member needs at
-  // most one block (it holds every token up to the last step's): when the crossers might not all
-  // find one beside them, they join the explicit walk, so that a shortage preempts where
-  // stepping's walk does.
+  // windows entering a full block) a block each in every KV cache group (end_walk counts both).
+  // Each due member needs at most as many (it holds every token up to the last step's): when the
+  // crossers might not all find theirs beside them, they join the explicit walk, so that a
+  // shortage preempts where stepping's walk does.
   // Swappers (a sliding window's steady crossings: a block taken and one freed) need none.
   int64_t crossers = lazy_.crossers(), swappers = lazy_.swappers();
   const std::vector<RequestState*>* walk = &due;
-  if (crossers > 0 &&
-      crossers + static_cast<int64_t>(due.size()) > pool_.kv().paged()->free_blocks()) {
+  if (crossers > 0 && (crossers + static_cast<int64_t>(due.size())) * crossing_blocks_ >
+                          pool_.kv().paged()->free_blocks()) {
     due_all_.assign(due.begin(), due.end());
     lazy_.take_crossers(due_all_);
     walk = &due_all_;

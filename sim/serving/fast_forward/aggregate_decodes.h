@@ -43,6 +43,9 @@ class AggregateDecodes final : public DecodeSet {
   // the plan.
   bool grow_due(IterationPlan& it, const std::vector<RequestState*>& due);
   LazyDecodes& lazy() { return lazy_; }
+  // The free blocks a crossing counted in aggregate takes, and the most a due member's growth
+  // takes: one in every KV cache group (a quiet run's crossings fit in free / this).
+  int64_t crossing_blocks() const { return crossing_blocks_; }
   const LazyDecodes& lazy() const { return lazy_; }
 
  private:
@@ -50,6 +53,7 @@ class AggregateDecodes final : public DecodeSet {
   KvLedger& ledger_;
   const GpuMemoryPool& pool_;
   LazyDecodes lazy_;
+  int64_t crossing_blocks_ = 1;
   // The running requests still prefilling, in running order, and grow's due members (reused).
   std::vector<RequestState*> prefilling_;
   std::vector<RequestState*> due_scratch_;

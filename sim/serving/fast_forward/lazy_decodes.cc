@@ -99,17 +99,25 @@ void LazyDecodes::push_due(RequestState& r) {
     push_due_at(r.lazy_sync + r.kv_room + 1, r);
     return;
   }
-  // A long window: its crossings into full blocks are counted by class; the crossing into its
-  // last, partial block (target floor(M / bt) * bt + 1, if it comes before M) is due.
+  // A long window: its crossings into full blocks are counted by class; the crossing into the
+  // request's last, partial block (target floor(M / bt) * bt + 1, if it comes before M) is due.
   join_class(r);
-  const int64_t max_total = r.kv_tokens + r.kv_room;
+  const int64_t end = r.kv_tokens + r.kv_room;
+  const int64_t max_total = r.max_total_tokens();
+  if (end >= max_total) {  // to its max_total (the store's may be larger)
+    const int64_t last = end / bt_ * bt_ + 1;
+    if (last <= end - 1 && last > r.kv_tokens) push_due_at(r.lazy_sync + (last - r.kv_tokens), r);
+    return;
+  }
+  // A window that ends before the request's last target, before a growth that frees blocks (a
+  // sliding window's at a block's end, PagedStore::open_long; a hybrid model's local group's
+  // anywhere, HybridKvCoordinator::open_long): that growth is due, or before it the crossing into
+  // the request's last, partial block if the window reaches it.
   const int64_t last = max_total / bt_ * bt_ + 1;
-  if (last <= max_total - 1 && last > r.kv_tokens) {
+  if (max_total % bt_ != 0 && last <= end && last > r.kv_tokens) {
     push_due_at(r.lazy_sync + (last - r.kv_tokens), r);
-  } else if (max_total % bt_ == 0 && max_total + 1 <= r.max_total_tokens() - 1) {
-    // A window that ends at a block's end before the request's last target (a sliding window's,
-    // before a growth that frees blocks: PagedStore::open_long): that crossing is due.
-    push_due_at(r.lazy_sync + (max_total + 1 - r.kv_tokens), r);
+  } else if (end + 1 <= max_total - 1) {
+    push_due_at(r.lazy_sync + (end + 1 - r.kv_tokens), r);
   }
 }
 

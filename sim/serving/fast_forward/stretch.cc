@@ -84,7 +84,7 @@ bool FastForward::stretch() {
   const PagedBlocks& paged = *parts_.pool.kv().paged();
   const DecodeStepFixed step = host_.stretch_step(n, static_cast<int>(paged.block_tokens()));
   const bool windowed = growth_frees_blocks();
-  const int64_t due_blocks = paged.blocks_to_allocate({}, 1);  // one a KV cache group
+  const int64_t due_blocks = aggregate_->crossing_blocks();  // one a KV cache group
   std::vector<RequestState*>& due = due_members_;
   SimTime t = t0;
   bool stepped = false;
@@ -95,14 +95,14 @@ bool FastForward::stretch() {
     const SimTime duration = step.duration_ns(context);
     const SimTime end = t + duration;
     const bool in_flight = end >= horizon;  // an event comes before its end
-    // The members due at the ledger; each needs at most one new block a group (it holds every
-    // token up to the last step's).
+    // The members due at the ledger and the crossers; each needs at most one new block a group
+    // (it holds every token up to the last step's).
     // Blocks freed so far as they left sliding windows, and this step's swaps (each a block
     // freed and one taken: free blocks do not grow).
     const int64_t window_freed = windowed ? paged.window_freed_blocks() + lazy.swappers() : 0;
     lazy.take_due(due);
     if ((windowed && !due_frees_keep_blocked(due)) ||
-        static_cast<int64_t>(due.size()) * due_blocks + lazy.crossers() > paged.free_blocks() ||
+        (static_cast<int64_t>(due.size()) + lazy.crossers()) * due_blocks > paged.free_blocks() ||
         !parts_.pool.reserve_activations(std::span<const BatchChunk>{}, n, context)) {
       lazy.restore_due(due);
       break;  // this step runs as an ordinary iteration
@@ -139,10 +139,10 @@ bool FastForward::stretch() {
     parts_.queues.commit_decodes(plan_, done_);
     KVSIM_CHECK(done_.empty(), "fast-forward: a request completed inside a stretch");
     stepped = true;
-    if (windowed && paged.window_freed_blocks() != window_freed) {
-      // A member's growth freed blocks that left its sliding window (after the admissions, in
-      // vllm_v0's plans): free blocks grew, so what was not admissible may be now
-      // (admits_nothing's premise). The next iteration decides, as stepping's would.
+    if (windowed && paged.window_freed_blocks() != window_freed && !admits_nothing(n, 0)) {
+      // A growth freed blocks that left a sliding window (after the admissions, in vllm_v0's
+      // plans), and what was not admissible is now (asked as a new stretch asks; while nothing
+      // is, the stretch goes on). The next iteration decides, as stepping's would.
       parts_.events.advance_to(t);
       return true;
     }
@@ -225,7 +225,7 @@ int64_t FastForward::quiet(SimTime& t, SimTime& horizon, const DecodeStepFixed& 
   const int64_t n = lazy.size();
   const int64_t context0 = lazy.attended_sum();      // the decode context: attended tokens
   const int64_t attending = lazy.attended_growth();  // and what each step adds to it
-  const int64_t free = parts_.pool.kv().paged()->free_blocks();
+  const int64_t free = parts_.pool.kv().paged()->free_blocks() / aggregate_->crossing_blocks();
   // Activations are affine in the context (flash: constant); a step whose reservation would
   // need more than is cached changes the pool and runs one by one.
   const int64_t act0 = parts_.pool.decode_activation_bytes(n, context0);
