@@ -81,7 +81,7 @@ workload:
   output_tokens: {type: uniform, min: 1, max: 40}
 policies: [{name: p, guards: []}]
 )",
-                             d / "out");
+                                          d / "out");
   CHECK_FALSE(r.trace.has_value());
   const auto j = nlohmann::json::parse(test::file_text(d / "out" / "summary.json"));
   CHECK_FALSE(j.contains("trace"));
