@@ -4,7 +4,7 @@
 #   2. scripts/sanitize.sh (build-asan/): the same suites under ASan + UBSan, and the libFuzzer
 #      smoke of every input parser.
 # KVSIM_SKIP_SANITIZE=1 runs stage 1 only (a quick local check; CI runs both). Extra arguments
-# go to stage 1's ctest, e.g. scripts/test.sh -R kvsim_engine_tests.
+# go to stage 1's ctest, e.g. scripts/test.sh -R kvsim_serving_tests.
 set -euo pipefail
 KVSIM_WITH_TEST_PACKAGES=1  # setup.sh also installs the test-only packages (Chromium, clang)
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"

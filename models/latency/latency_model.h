@@ -211,7 +211,7 @@ class LatencyModel {
   // took a cache miss per GEMM on a mixed batch: most of the memo's cost).
   mutable std::vector<std::array<GemmMemo, 6>> gemm_memo_;
   // Decode-only iterations by batch size (DecodeStepMemo): a cache of a pure function, like
-  // gemm_memo_ (tests/engine/fast_forward_test.cc checks its bits against the full costing).
+  // gemm_memo_ (tests/fast_forward/fast_forward_test.cc checks its bits against the full costing).
   mutable std::vector<DecodeStepMemo> decode_memo_;
   // Any iteration's operations but attention and the LM head, by row count: they depend on the
   // row count alone. A row holds the partial sums (seconds, flops, bytes) of the operations

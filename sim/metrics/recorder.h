@@ -304,7 +304,7 @@ class Recorder {
   //   on_state(t_j, start(j)); on_batch(seqs, seqs, d_j, its FLOPs);
   //   on_fast_forward_iteration(); on_state(t_{j+1}, end(j))
   // with no pass over its steps but a search per duration histogram bucket and, at a new peak
-  // in use, one to that peak's time (its sums are plan_steps'; tests/engine/
+  // in use, one to that peak's time (its sums are plan_steps'; tests/metrics/
   // decode_run_record_test.cc compares the two).
   void on_decode_run(const DecodeRun& run);
   // A periodic sample: a timeseries row (and nothing else). `tiers`: the replica's offload tiers

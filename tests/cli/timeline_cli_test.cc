@@ -1,5 +1,5 @@
 // End-to-end: `kvsim run --timeline FILE.json [--timeline-window START:END]` (docs/timeline.md;
-// the trace's content is tested in tests/engine/timeline_test.cc).
+// the trace's content is tested in tests/timeline/timeline_test.cc).
 #include <catch2/catch.hpp>
 
 #include <filesystem>

@@ -36,7 +36,7 @@
 // step in flight) are the same plan with nothing but the batch's growth in it; they are planned
 // in one pass and recorded at once (Recorder::on_decode_run), their states described by a start
 // and how a step and a crossing move it, never made. The recorder's sums are exact integers, so
-// the figures are the ones the steps' own calls leave (tests/engine/decode_run_record_test.cc).
+// the figures are the ones the steps' own calls leave (tests/metrics/decode_run_record_test.cc).
 #include <algorithm>
 #include <memory>
 #include <span>

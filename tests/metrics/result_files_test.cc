@@ -33,7 +33,7 @@ policies: [{{name: a, guards: []}}, {{name: b, guards: []}}]
                      trace.string(), on_bad_row);
 }
 
-RunResult run_to(const std::string& yaml, const fs::path& out) {
+RunResult result_files_run_to(const std::string& yaml, const fs::path& out) {
   const Scenario s = load_scenario(ConfigNode::parse_string(yaml, "test.yaml"), Catalog::builtin());
   RunOptions o;
   o.out_dir = out.string();
@@ -54,7 +54,7 @@ TEST_CASE("rows skipped under on_bad_row: skip are counted in summary.json", "[e
                           "1.5,100,5\n"
                           "3.0,50,2\n"
                           "4.0,10,1\n";
-  const RunResult r = run_to(trace_scenario(trace, "skip"), d / "out");
+  const RunResult r = result_files_run_to(trace_scenario(trace, "skip"), d / "out");
   REQUIRE(r.trace.has_value());
   CHECK(r.trace->skipped_bad_rows == 3);
   CHECK(r.trace->requests == 4);
@@ -69,7 +69,7 @@ TEST_CASE("rows skipped under on_bad_row: skip are counted in summary.json", "[e
 
 TEST_CASE("summary.json has no trace block for generated workloads", "[engine][trace]") {
   const fs::path d = test::fresh_dir("no-trace");
-  const RunResult r = run_to(R"(
+  const RunResult r = result_files_run_to(R"(
 name: gen
 seed: 3
 model: llama-3-8b
@@ -81,7 +81,7 @@ workload:
   output_tokens: {type: uniform, min: 1, max: 40}
 policies: [{name: p, guards: []}]
 )",
-                             d / "out");
+                                          d / "out");
   CHECK_FALSE(r.trace.has_value());
   const auto j = nlohmann::json::parse(test::file_text(d / "out" / "summary.json"));
   CHECK_FALSE(j.contains("trace"));
@@ -93,7 +93,7 @@ TEST_CASE("streamed requests.csv holds every policy's rows, and nothing is left 
   const fs::path d = test::fresh_dir("stream");
   const fs::path trace = d / "t.csv";
   std::ofstream(trace) << "arrival_s,prompt_tokens,output_tokens\n0.0,100,5\n0.5,abc,5\n1.0,30,2\n";
-  run_to(trace_scenario(trace, "skip"), d / "out");
+  result_files_run_to(trace_scenario(trace, "skip"), d / "out");
   const std::string rows = test::file_text(d / "out" / "requests.csv");
   CHECK(rows.rfind(Recorder::request_header(), 0) == 0);
   CHECK(std::count(rows.begin(), rows.end(), '\n') == 1 + 2 * 2);  // header + 2 policies x 2
@@ -104,7 +104,7 @@ TEST_CASE("streamed requests.csv holds every policy's rows, and nothing is left 
   }
   // A bad row under on_bad_row: error fails the run mid-way: no result file appears, no
   // temporary file stays, and the folder this run would have created is gone.
-  CHECK_THROWS(run_to(trace_scenario(trace, "error"), d / "failed"));
+  CHECK_THROWS(result_files_run_to(trace_scenario(trace, "error"), d / "failed"));
   CHECK_FALSE(fs::exists(d / "failed"));
   fs::remove_all(d);
 }

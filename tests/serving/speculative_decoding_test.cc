@@ -16,7 +16,7 @@
 #include "sim/serving/engine_config.h"
 #include "sim/serving/speculative_config.h"
 #include "tests/engine/engine_test_util.h"
-#include "tests/engine/speculative_test_util.h"
+#include "tests/serving/speculative_test_util.h"
 
 using namespace kvsim;
 using kvsim::test::batch_token_sum;

@@ -18,7 +18,7 @@
 #include "models/parallelism.h"
 #include "sim/serving/speculative.h"
 #include "tests/engine/engine_test_util.h"
-#include "tests/engine/speculative_test_util.h"
+#include "tests/serving/speculative_test_util.h"
 
 using namespace kvsim;
 using kvsim::test::count;

@@ -73,7 +73,7 @@ RunResult run_two_turns(const std::string& offloading) {
 }
 
 // One iteration prefilling `tokens` after `context` cached ones, on the engine's ns clock.
-double iteration_s(int64_t tokens, int64_t context) {
+double offloading_iteration_s(int64_t tokens, int64_t context) {
   const Catalog& c = Catalog::builtin();
   const GpuSpec& gpu = c.gpu("h200");
   const LatencyModel lm(c.model("llama-3-8b"), gpu, default_profile(gpu), AttentionKind::kFlash);
@@ -98,10 +98,10 @@ TEST_CASE("a second turn whose prefix left the GPU loads it from the CPU tier",
   const RunResult r = run_two_turns("{backend: native, size_gib: 4}");
   const PolicySummary& gpu = r.policies.at(0);
   const PolicySummary& cpu = r.policies.at(1);
-  const double first = iteration_s(8192, 0);
+  const double first = offloading_iteration_s(8192, 0);
   const double load = sim_to_seconds(17'741'906);
-  const double repeat_gpu = iteration_s(6784, 1408);
-  const double repeat_cpu = load + iteration_s(16, 8176);
+  const double repeat_gpu = offloading_iteration_s(6784, 1408);
+  const double repeat_cpu = load + offloading_iteration_s(16, 8176);
   CHECK(repeat_cpu < repeat_gpu / 5);
   REQUIRE(gpu.ttft.count == 3);
   REQUIRE(cpu.ttft.count == 3);
@@ -165,8 +165,8 @@ TEST_CASE("offloaded blocks of several GPU blocks load in whole offloaded blocks
           "[engine][offload]") {
   const RunResult r = run_two_turns("{backend: native, size_gib: 4, block_size_multiple: 4}");
   const PolicySummary& cpu = r.policies.at(1);
-  const double first = iteration_s(8192, 0);
-  const double repeat = sim_to_seconds(17'616'077) + iteration_s(64, 8128);
+  const double first = offloading_iteration_s(8192, 0);
+  const double repeat = sim_to_seconds(17'616'077) + offloading_iteration_s(64, 8128);
   CHECK(cpu.ttft.mean == Approx((2 * first + repeat) / 3).epsilon(1e-12));
   const OffloadStats& k = *cpu.kv_offloading;
   CHECK(k.block_tokens == 64);
