@@ -156,6 +156,7 @@ void check_every_golden(const std::string& flags) {
       const auto r = run_cli("run " + flags + "'" + file.string() + "' -o '" + tmp + "/run'");
       INFO(r.err);
       REQUIRE(r.exit_code == 0);
+      CHECK(r.err == "");  // a shipped scenario runs without a warning
       const json summary = json::parse(read_text(tmp + "/run/summary.json"));
       json digests = {{"requests.csv", digest(tmp + "/run/requests.csv")},
                       {"timeseries.csv", digest(tmp + "/run/timeseries.csv")}};
