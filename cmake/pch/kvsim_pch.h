@@ -30,6 +30,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>

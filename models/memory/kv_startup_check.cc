@@ -62,8 +62,9 @@ int64_t vllm_kv_cache_size_tokens(const KvGroupLayout& layout, const KvRequestLi
   const int64_t per_request = kv_blocks_for_one_request(layout, limits);
   if (per_request <= 0) return 0;
   // pool_blocks x max_model_len can pass int64 for a huge length: the quotient cannot.
-  return static_cast<int64_t>(static_cast<__int128>(pool_blocks) * limits.max_model_len /
-                              per_request);
+  // (__extension__: -Wpedantic knows no 128-bit integer type.)
+  __extension__ using Wide = __int128;
+  return static_cast<int64_t>(static_cast<Wide>(pool_blocks) * limits.max_model_len / per_request);
 }
 
 std::optional<std::string> one_request_fits_error(const KvGroupLayout& layout,
