@@ -64,6 +64,23 @@ Workload make_open_loop(const ConfigNode& n, uint64_t seed) {
   return w;
 }
 
+// fan_out: {every: N | probability: p, width: k, turns: m, turn_tokens: L[, output_tokens: L,
+// think_s: T]} (workloads/generators/fan_out.h).
+FanOutParams parse_fan_out(const ConfigNode& f) {
+  if (!f.is_map())
+    f.fail_expected("fan_out {every: N or probability: p, width: k, turn_tokens: L}");
+  FanOutParams p;
+  if (f.has("every") == f.has("probability")) f.fail("give exactly one of every: or probability:");
+  p.every = f.get<int64_t>("every", 0, {.min = 1, .max = 1e9});
+  p.probability = f.get<double>("probability", 0.0, {.min = 0, .max = 1});
+  p.width = f.get<int64_t>("width", {.min = 1, .max = 1e4});
+  p.turns = f.get<int64_t>("turns", 1, {.min = 1, .max = 1e6});
+  p.turn_tokens = LengthDist::parse(f.child("turn_tokens"));
+  if (auto o = f.optional_child("output_tokens")) p.output_tokens = LengthDist::parse(*o);
+  p.think = seconds_to_sim(f.get<double>("think_s", 0.0, {.min = 0, .max = 1e9}));
+  return p;
+}
+
 // clients {type: sessions, ...}'s own keys (workloads/generators/sessions.h).
 SessionParams parse_sessions(const ConfigNode& cl) {
   SessionParams s;
@@ -73,6 +90,7 @@ SessionParams parse_sessions(const ConfigNode& cl) {
   s.tool_gap = seconds_to_sim(cl.get<double>("tool_s", 0.0, {.min = 0, .max = 1e9}));
   s.hash_block_tokens = cl.get<int64_t>("hash_block_tokens", 16, {.min = 1, .max = 1e6});
   s.max_context_tokens = cl.get<int64_t>("max_context_tokens", 0, {.min = 0, .max = 1e9});
+  if (auto f = cl.optional_child("fan_out")) s.fan_out = parse_fan_out(*f);
   return s;
 }
 

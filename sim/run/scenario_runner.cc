@@ -62,10 +62,10 @@ void drive(EventQueue& events, Target& replica, Workload& w, const RunOptions& o
       // without it, zero think time would retry forever at one instant.
       const SimTime resume =
           r.finished_at == r.spec.arrival ? events.now() + kClientRetryBackoff : events.now();
-      if (auto next = clients->next_after_completion(r.spec.client, resume)) {
-        const RequestSpec spec = *next;
-        events.schedule_at(std::max(events.now(), spec.arrival),
-                           [&replica, spec] { replica.arrive(spec); });
+      // Usually one request; a session's fan-out sends its sub-sessions' turns together.
+      for (RequestSpec& spec : clients->after_completion(r.spec, resume)) {
+        const SimTime at = std::max(events.now(), spec.arrival);
+        events.schedule_at(at, [&replica, spec = std::move(spec)] { replica.arrive(spec); });
       }
     });
   }

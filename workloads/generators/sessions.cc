@@ -14,12 +14,30 @@ uint64_t mix(uint64_t z) {
 
 }  // namespace
 
+uint64_t SessionClient::session_key() const {
+  return mix(static_cast<uint64_t>(client_) * 0x100000001B3ull ^
+             mix(static_cast<uint64_t>(session_) + 0x5E55));
+}
+
 uint64_t SessionClient::block_hash(int64_t block) const {
   // A chained hash of the block's tokens stands in for vLLM's: the same session stream gives the
   // same hash for block i in every turn, and different sessions never share one.
-  const uint64_t session = mix(static_cast<uint64_t>(client_) * 0x100000001B3ull ^
-                               mix(static_cast<uint64_t>(session_) + 0x5E55));
-  return mix(session ^ mix(static_cast<uint64_t>(block)));
+  return mix(session_key() ^ mix(static_cast<uint64_t>(block)));
+}
+
+std::vector<uint64_t> SessionClient::branch_hashes(const SessionParams& p, int64_t shared_tokens,
+                                                   int branch, int64_t prompt_tokens) const {
+  // A branch's stream is keyed by the fan-out (the turns made before it) and the branch, so it
+  // parts from the session's at the first block that is not wholly the shared history.
+  const uint64_t fan = mix(session_key() ^ mix(static_cast<uint64_t>(turn_) + 0xFA40) ^
+                           mix(static_cast<uint64_t>(branch) + 0xB4A));
+  const int64_t shared_blocks = shared_tokens / p.hash_block_tokens;
+  std::vector<uint64_t> hashes;
+  hashes.reserve(static_cast<size_t>(prompt_tokens / p.hash_block_tokens));
+  for (int64_t b = 0; b < prompt_tokens / p.hash_block_tokens; ++b) {
+    hashes.push_back(b < shared_blocks ? block_hash(b) : mix(fan ^ mix(static_cast<uint64_t>(b))));
+  }
+  return hashes;
 }
 
 SessionClient::Turn SessionClient::next(const SessionParams& p, int64_t first_prompt, int64_t added,

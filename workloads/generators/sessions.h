@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/sim_time.h"
+#include "workloads/generators/fan_out.h"
 #include "workloads/lengths.h"
 #include "workloads/random.h"
 
@@ -24,7 +26,8 @@ struct SessionParams {
   double tool_share = 0;                          // share of later turns that answer a tool call
   SimTime tool_gap = 0;  // the gap before such a turn (exponential when think is)
   int64_t hash_block_tokens = 16;
-  int64_t max_context_tokens = 0;  // 0: none
+  int64_t max_context_tokens = 0;       // 0: none
+  std::optional<FanOutParams> fan_out;  // sub-sessions after some turns (fan_out.h); none: nullopt
 };
 
 // One client's sessions, one after another.
@@ -46,7 +49,20 @@ class SessionClient {
   // Whether the turn after the last one answers a tool call (false for a session's first turn).
   bool next_is_tool(const SessionParams& p, Rng& rng) const;
 
+  // Turns made in the current session (0: the last turn ended it, or none was made yet).
+  int64_t turns_made() const { return turn_; }
+  // The current session's history: its last prompt and output (and answers added since).
+  int64_t history() const { return history_; }
+  // A fan-out's answers join the history the next turn resends.
+  void add_to_history(int64_t tokens) { history_ += tokens; }
+  // The hashes of a prompt of `prompt_tokens` tokens sent by sub-session `branch` of the fan-out
+  // after the current turn: the blocks wholly inside the first `shared_tokens` (the session's
+  // history) are the session's own; the rest are the branch's, found in no other branch.
+  std::vector<uint64_t> branch_hashes(const SessionParams& p, int64_t shared_tokens, int branch,
+                                      int64_t prompt_tokens) const;
+
  private:
+  uint64_t session_key() const;
   uint64_t block_hash(int64_t block) const;
 
   int client_;
