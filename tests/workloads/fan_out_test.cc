@@ -30,8 +30,7 @@ ClosedLoopParams fan_out_session_params() {
   return p;
 }
 
-bool fan_out_same_prefix(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
-                         size_t n) {
+bool fan_out_same_prefix(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, size_t n) {
   return a.size() >= n && b.size() >= n && std::equal(a.begin(), a.begin() + n, b.begin());
 }
 
@@ -139,8 +138,8 @@ TEST_CASE("fan_out keys and their errors", "[workloads][fan_out]") {
       yaml("{every: 2, probability: 0.5, width: 2, turn_tokens: 50}"), "b.yaml");
   CHECK_THROWS_WITH(make_workload(both.child("workload"), 7),
                     Contains("b.yaml:8:14: ") && Contains("exactly one of every: or probability:"));
-  auto typo = ConfigNode::parse_string(yaml("{every: 2, width: 2, turn_tokens: 50, widht: 3}"),
-                                       "t.yaml");
+  auto typo =
+      ConfigNode::parse_string(yaml("{every: 2, width: 2, turn_tokens: 50, widht: 3}"), "t.yaml");
   CHECK_THROWS_WITH(make_workload(typo.child("workload"), 7),
                     Contains("t.yaml:8:") && Contains("widht"));
   auto zero = ConfigNode::parse_string(yaml("{every: 0, width: 2, turn_tokens: 50}"), "z.yaml");

@@ -41,7 +41,9 @@ std::optional<FanOut::Send> FanOut::next_turn(int j, int64_t max_context_tokens)
   return Send{.prompt_tokens = prompt, .output_tokens = t.output, .gap = t.gap};
 }
 
-void FanOut::sent(int j, int64_t request_id) { branches_.at(static_cast<size_t>(j)).request = request_id; }
+void FanOut::sent(int j, int64_t request_id) {
+  branches_.at(static_cast<size_t>(j)).request = request_id;
+}
 
 void FanOut::drop(int j) {
   Branch& b = branches_.at(static_cast<size_t>(j));
