@@ -28,6 +28,7 @@ TARGETS=()
 [[ -n "${KVSIM_SANITIZE_TARGETS:-}" ]] && TARGETS=(--target $KVSIM_SANITIZE_TARGETS)
 LAUNCHER=()
 command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros}"  # as in setup.sh
 mkdir -p "$BUILD"
 log="$BUILD/build.log"
 if ! { CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=None \
