@@ -143,18 +143,7 @@ TEST_CASE("precise_prefix follows the engines' own KV events in a cluster run",
   namespace fs = std::filesystem;
   const fs::path trace =
       fs::temp_directory_path() / fmt::format("kvsim-precise-{}.jsonl", ::getpid());
-  {
-    std::ofstream out(trace);
-    const auto row = [&](int t, int first) {
-      out << fmt::format(
-          R"({{"timestamp": {}, "input_length": 2048, "output_length": 1, "hash_ids": [)", t);
-      for (int i = 0; i < 4; ++i) out << (i ? ", " : "") << first + i;
-      out << "]}\n";
-    };
-    row(0, 0);
-    row(1, 100);
-    row(5000, 100);
-  }
+  kvsim::test::write_mooncake_trace(trace, 2048, 4, {{0, 0}, {1, 100}, {5000, 100}});
   const RunResult r = kvsim::test::run_yaml(fmt::format(R"(
 name: precise
 model: llama-3-8b

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 
@@ -60,6 +61,27 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
+}
+
+// One row of a Mooncake trace: arrival in ms and the first of its consecutive hash ids.
+struct MooncakeRow {
+  int timestamp_ms;
+  int first_hash;
+};
+
+// Writes a Mooncake trace (`format: mooncake`) of one-token outputs: every row has
+// `input_length` tokens and `blocks` consecutive hash ids from its first, so rows with the same
+// first id share their whole prefix.
+inline void write_mooncake_trace(const std::filesystem::path& path, int input_length, int blocks,
+                                 std::initializer_list<MooncakeRow> rows) {
+  std::ofstream out(path);
+  for (const MooncakeRow& r : rows) {
+    out << fmt::format(
+        R"({{"timestamp": {}, "input_length": {}, "output_length": 1, "hash_ids": [)",
+        r.timestamp_ms, input_length);
+    for (int i = 0; i < blocks; ++i) out << (i ? ", " : "") << r.first_hash + i;
+    out << "]}\n";
+  }
 }
 
 // A file's bytes.

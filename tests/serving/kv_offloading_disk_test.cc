@@ -29,18 +29,7 @@ RunResult disk_two_turns(const std::string& offloading) {
   namespace fs = std::filesystem;
   const fs::path trace =
       fs::temp_directory_path() / fmt::format("kvsim-offload-disk-{}.jsonl", ::getpid());
-  {
-    std::ofstream out(trace);
-    const auto row = [&](int t, int first) {
-      out << fmt::format(
-          R"({{"timestamp": {}, "input_length": 8192, "output_length": 1, "hash_ids": [)", t);
-      for (int i = 0; i < 16; ++i) out << (i ? ", " : "") << first + i;
-      out << "]}\n";
-    };
-    row(0, 0);
-    row(5000, 100);
-    row(10000, 0);
-  }
+  kvsim::test::write_mooncake_trace(trace, 8192, 16, {{0, 0}, {5000, 100}, {10000, 0}});
   const RunResult r = run_yaml(fmt::format(R"(
 name: offload-disk
 model: llama-3-8b

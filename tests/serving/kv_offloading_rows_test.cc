@@ -35,18 +35,7 @@ fs::path tier_rows_run() {
   static const fs::path dir = [] {
     const fs::path d = kvsim::test::fresh_dir("kv-offloading-rows");
     const fs::path trace = d / "trace.jsonl";
-    {
-      std::ofstream out(trace);
-      const auto row = [&](int t, int first) {
-        out << fmt::format(
-            R"({{"timestamp": {}, "input_length": 8192, "output_length": 1, "hash_ids": [)", t);
-        for (int i = 0; i < 16; ++i) out << (i ? ", " : "") << first + i;
-        out << "]}\n";
-      };
-      row(0, 0);
-      row(5000, 100);
-      row(10000, 0);
-    }
+    kvsim::test::write_mooncake_trace(trace, 8192, 16, {{0, 0}, {5000, 100}, {10000, 0}});
     const std::string yaml = fmt::format(R"(
 name: offload-rows
 model: llama-3-8b

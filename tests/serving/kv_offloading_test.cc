@@ -55,18 +55,7 @@ policies:
 RunResult run_two_turns(const std::string& offloading) {
   const fs::path trace =
       fs::temp_directory_path() / fmt::format("kvsim-offload-{}.jsonl", ::getpid());
-  {
-    std::ofstream out(trace);
-    const auto row = [&](int t, int first) {
-      out << fmt::format(
-          R"({{"timestamp": {}, "input_length": 8192, "output_length": 1, "hash_ids": [)", t);
-      for (int i = 0; i < 16; ++i) out << (i ? ", " : "") << first + i;
-      out << "]}\n";
-    };
-    row(0, 0);
-    row(5000, 100);
-    row(10000, 0);
-  }
+  kvsim::test::write_mooncake_trace(trace, 8192, 16, {{0, 0}, {5000, 100}, {10000, 0}});
   const RunResult r = run_yaml(two_turn_yaml(trace.string(), offloading));
   fs::remove(trace);
   return r;
